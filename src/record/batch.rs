@@ -1,0 +1,663 @@
+//! BatchHeader / BatchView (zero-copy decode of one batch) and BatchBuilder (encode into a
+//! reused buffer). Byte layout: kafka-notes.md section 1.
+
+use super::compression::{compress, decompress};
+use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varint_size, varlong_size};
+use super::{BatchError, Compression};
+
+/// Size of the fixed batch header (`RECORD_BATCH_OVERHEAD`).
+pub const HEADER_SIZE: usize = 61;
+/// baseOffset + length (`LOG_OVERHEAD`).
+pub const LOG_OVERHEAD: usize = 12;
+/// Smallest legal value of the size field (`RECORD_OVERHEAD_V0`).
+pub const MIN_SIZE_FIELD: i32 = 14;
+/// Bytes needed to read offset, size and magic (what `FileLogInputStream` reads first).
+pub const PREFIX_SIZE: usize = 17;
+pub const CRC_OFFSET: usize = 17;
+pub const ATTRIBUTES_OFFSET: usize = 21;
+pub const NO_PRODUCER_ID: i64 = -1;
+pub const NO_TIMESTAMP: i64 = -1;
+
+const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+const TRANSACTIONAL_BIT: i16 = 0x10;
+const CONTROL_BIT: i16 = 0x20;
+const DELETE_HORIZON_BIT: i16 = 0x40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+impl TimestampType {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<TimestampType> {
+        match s {
+            "CreateTime" => Some(TimestampType::CreateTime),
+            "LogAppendTime" => Some(TimestampType::LogAppendTime),
+            _ => None,
+        }
+    }
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+}
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes(b[at..at + 2].try_into().unwrap())
+}
+
+/// The 61-byte header of a v2 batch, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Reads baseOffset, length and magic from the first 17 bytes. Returns (base, size, magic).
+    pub fn peek(buf: &[u8]) -> Option<(i64, i32, i8)> {
+        if buf.len() < PREFIX_SIZE {
+            return None;
+        }
+        Some((be_i64(buf, 0), be_i32(buf, 8), buf[16] as i8))
+    }
+
+    /// Decodes a full header; `buf` must hold at least 61 bytes and magic 2.
+    pub fn parse(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+        if buf.len() < HEADER_SIZE {
+            return Err(BatchError::Truncated {
+                need: HEADER_SIZE,
+                have: buf.len(),
+            });
+        }
+        let magic = buf[16] as i8;
+        if magic != 2 {
+            return Err(BatchError::UnsupportedMagic(magic));
+        }
+        Ok(BatchHeader {
+            base_offset: be_i64(buf, 0),
+            length: be_i32(buf, 8),
+            partition_leader_epoch: be_i32(buf, 12),
+            magic,
+            crc: be_i32(buf, 17) as u32,
+            attributes: be_i16(buf, 21),
+            last_offset_delta: be_i32(buf, 23),
+            base_timestamp: be_i64(buf, 27),
+            max_timestamp: be_i64(buf, 35),
+            producer_id: be_i64(buf, 43),
+            producer_epoch: be_i16(buf, 51),
+            base_sequence: be_i32(buf, 53),
+            records_count: be_i32(buf, 57),
+        })
+    }
+
+    /// Total bytes of the batch on disk.
+    pub fn size(&self) -> usize {
+        self.length as usize + LOG_OVERHEAD
+    }
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.last_offset_delta as i64
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+    pub fn compression(&self) -> Result<Compression, BatchError> {
+        Compression::from_id((self.attributes & 0x07) as u8)
+    }
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes & TIMESTAMP_TYPE_BIT != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_BIT != 0
+    }
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_BIT != 0
+    }
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
+    }
+    /// `baseSequence + lastOffsetDelta`, wrapping at i32::MAX as Kafka does; -1 without sequence.
+    pub fn last_sequence(&self) -> i32 {
+        if self.base_sequence < 0 {
+            return -1;
+        }
+        let s = self.base_sequence as i64 + self.last_offset_delta as i64;
+        if s > i32::MAX as i64 {
+            (s - i32::MAX as i64 - 1) as i32
+        } else {
+            s as i32
+        }
+    }
+}
+
+/// One whole batch, borrowed (from an mmap, a read buffer...). Decoding never copies the
+/// records of an uncompressed batch.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchView<'a> {
+    pub header: BatchHeader,
+    pub bytes: &'a [u8],
+}
+
+impl<'a> BatchView<'a> {
+    /// Takes the batch at the start of `buf` (which may hold more after it). Checks the
+    /// magic, the size field and that the whole batch is present; not the CRC.
+    pub fn new(buf: &'a [u8]) -> Result<BatchView<'a>, BatchError> {
+        let (_, size_field, magic) = BatchHeader::peek(buf).ok_or(BatchError::Truncated {
+            need: PREFIX_SIZE,
+            have: buf.len(),
+        })?;
+        if size_field < MIN_SIZE_FIELD {
+            return Err(BatchError::SizeTooSmall(size_field));
+        }
+        if magic != 2 {
+            return Err(BatchError::UnsupportedMagic(magic));
+        }
+        let size = size_field as usize + LOG_OVERHEAD;
+        if size < HEADER_SIZE {
+            return Err(BatchError::InvalidRecord(format!(
+                "batch size {size} is smaller than the v2 header"
+            )));
+        }
+        if buf.len() < size {
+            return Err(BatchError::Truncated {
+                need: size,
+                have: buf.len(),
+            });
+        }
+        let header = BatchHeader::parse(buf)?;
+        Ok(BatchView {
+            header,
+            bytes: &buf[..size],
+        })
+    }
+
+    pub fn compute_crc(&self) -> u32 {
+        crc32c::crc32c(&self.bytes[ATTRIBUTES_OFFSET..])
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.compute_crc() == self.header.crc
+    }
+
+    /// Kafka's `ensureValid`: size and CRC.
+    pub fn ensure_valid(&self) -> Result<(), BatchError> {
+        let computed = self.compute_crc();
+        if computed != self.header.crc {
+            return Err(BatchError::CrcMismatch {
+                stored: self.header.crc,
+                computed,
+            });
+        }
+        if self.header.records_count < 0 {
+            return Err(BatchError::InvalidRecord(format!(
+                "negative record count {}",
+                self.header.records_count
+            )));
+        }
+        Ok(())
+    }
+
+    /// The records of the batch. Uncompressed batches are read in place; compressed ones are
+    /// decompressed into `scratch` (reused between calls).
+    pub fn records<'b>(&'b self, scratch: &'b mut Vec<u8>) -> Result<RecordIter<'b>, BatchError>
+    where
+        'a: 'b,
+    {
+        let codec = self.header.compression()?;
+        let body: &'b [u8] = if codec == Compression::None {
+            &self.bytes[HEADER_SIZE..]
+        } else {
+            decompress(codec, &self.bytes[HEADER_SIZE..], scratch)?;
+            &scratch[..]
+        };
+        Ok(RecordIter {
+            header: self.header,
+            body,
+            pos: 0,
+            remaining: self.header.records_count.max(0),
+        })
+    }
+}
+
+/// One record, borrowed from its batch (or the batch's decompressed body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub header_count: i32,
+    /// The raw header bytes (`header_count` key/value pairs), see [`Record::headers`].
+    pub headers_raw: &'a [u8],
+}
+
+impl<'a> Record<'a> {
+    /// Header (key, value) pairs; value `None` for a null header value.
+    pub fn headers(&self) -> Vec<(&'a [u8], Option<&'a [u8]>)> {
+        let mut out = Vec::with_capacity(self.header_count.max(0) as usize);
+        let mut pos = 0;
+        for _ in 0..self.header_count {
+            let k = read_bytes(self.headers_raw, &mut pos).ok().flatten();
+            let v = read_bytes(self.headers_raw, &mut pos).ok().flatten();
+            out.push((k.unwrap_or(&[]), v));
+        }
+        out
+    }
+}
+
+fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, BatchError> {
+    let len = get_varint(buf, pos).ok_or_else(|| BatchError::InvalidRecord("bad length".into()))?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let end = *pos + len as usize;
+    let s = buf
+        .get(*pos..end)
+        .ok_or_else(|| BatchError::InvalidRecord("field runs past the record".into()))?;
+    *pos = end;
+    Ok(Some(s))
+}
+
+/// Iterates the records of one batch.
+pub struct RecordIter<'a> {
+    header: BatchHeader,
+    body: &'a [u8],
+    pos: usize,
+    remaining: i32,
+}
+
+impl<'a> RecordIter<'a> {
+    fn decode_next(&mut self) -> Result<Record<'a>, BatchError> {
+        let bad = |m: &str| BatchError::InvalidRecord(m.to_string());
+        let len = get_varint(self.body, &mut self.pos).ok_or_else(|| bad("bad record length"))?;
+        if len < 0 {
+            return Err(bad("negative record length"));
+        }
+        let start = self.pos;
+        let end = start + len as usize;
+        let rec = self
+            .body
+            .get(start..end)
+            .ok_or_else(|| bad("premature EOF reached"))?;
+        let mut p = 0;
+        let _attributes = *rec.first().ok_or_else(|| bad("empty record"))?;
+        p += 1;
+        let ts_delta = get_varlong(rec, &mut p).ok_or_else(|| bad("bad timestamp delta"))?;
+        let off_delta = get_varint(rec, &mut p).ok_or_else(|| bad("bad offset delta"))?;
+        let key = read_bytes(rec, &mut p)?;
+        let value = read_bytes(rec, &mut p)?;
+        let header_count = get_varint(rec, &mut p).ok_or_else(|| bad("bad header count"))?;
+        if header_count < 0 {
+            return Err(bad("negative header count"));
+        }
+        let headers_start = p;
+        for _ in 0..header_count {
+            let k = read_bytes(rec, &mut p)?;
+            if k.is_none() {
+                return Err(bad("null header key"));
+            }
+            read_bytes(rec, &mut p)?;
+        }
+        if p != rec.len() {
+            return Err(BatchError::InvalidRecord(format!(
+                "Invalid record size: expected to read {} bytes in record payload, but instead read {}",
+                rec.len(),
+                p
+            )));
+        }
+        self.pos = end;
+        let timestamp = match self.header.timestamp_type() {
+            TimestampType::LogAppendTime => self.header.max_timestamp,
+            TimestampType::CreateTime => self.header.base_timestamp.wrapping_add(ts_delta),
+        };
+        Ok(Record {
+            offset: self.header.base_offset + off_delta as i64,
+            timestamp,
+            key,
+            value,
+            header_count,
+            headers_raw: &rec[headers_start..p],
+        })
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<Record<'a>, BatchError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining <= 0 {
+            if self.pos < self.body.len() {
+                self.pos = self.body.len();
+                return Some(Err(BatchError::InvalidRecord(
+                    "Incorrect declared batch size, records still remaining in file".into(),
+                )));
+            }
+            return None;
+        }
+        self.remaining -= 1;
+        let r = self.decode_next();
+        if r.is_err() {
+            self.remaining = 0;
+            self.pos = self.body.len();
+        }
+        Some(r)
+    }
+}
+
+/// A record to be encoded.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordInput<'a> {
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: &'a [(&'a [u8], Option<&'a [u8]>)],
+    pub timestamp: i64,
+}
+
+/// Batch-level settings for [`BatchBuilder`].
+#[derive(Clone, Copy, Debug)]
+pub struct BatchOptions {
+    pub compression: Compression,
+    pub timestamp_type: TimestampType,
+    /// For LogAppendTime: the broker's append time, written as maxTimestamp.
+    pub log_append_time: i64,
+    pub partition_leader_epoch: i32,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub transactional: bool,
+    pub control: bool,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
+            log_append_time: NO_TIMESTAMP,
+            partition_leader_epoch: 0,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            control: false,
+        }
+    }
+}
+
+fn bytes_size(b: Option<&[u8]>) -> usize {
+    match b {
+        None => 1,
+        Some(b) => varint_size(b.len() as i32) + b.len(),
+    }
+}
+
+fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => put_varint(buf, -1),
+        Some(b) => {
+            put_varint(buf, b.len() as i32);
+            buf.extend_from_slice(b);
+        }
+    }
+}
+
+/// Encodes one record (length prefix included) into `buf`.
+pub fn encode_record(buf: &mut Vec<u8>, offset_delta: i32, ts_delta: i64, r: &RecordInput) {
+    let mut body = 1 + varlong_size(ts_delta) + varint_size(offset_delta);
+    body += bytes_size(r.key) + bytes_size(r.value);
+    body += varint_size(r.headers.len() as i32);
+    for (k, v) in r.headers {
+        body += bytes_size(Some(k)) + bytes_size(*v);
+    }
+    put_varint(buf, body as i32);
+    buf.push(0);
+    put_varlong(buf, ts_delta);
+    put_varint(buf, offset_delta);
+    put_bytes(buf, r.key);
+    put_bytes(buf, r.value);
+    put_varint(buf, r.headers.len() as i32);
+    for (k, v) in r.headers {
+        put_bytes(buf, Some(k));
+        put_bytes(buf, *v);
+    }
+}
+
+/// Builds batches into buffers it keeps between batches (no allocation per record once warm).
+#[derive(Default)]
+pub struct BatchBuilder {
+    buf: Vec<u8>,
+    plain: Vec<u8>,
+    opts: BatchOptions,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    base_offset: i64,
+}
+
+impl BatchBuilder {
+    pub fn new() -> BatchBuilder {
+        BatchBuilder::default()
+    }
+
+    /// Starts a batch whose first record gets `base_offset`.
+    pub fn begin(&mut self, base_offset: i64, opts: BatchOptions) {
+        self.buf.clear();
+        self.plain.clear();
+        self.buf.resize(HEADER_SIZE, 0);
+        self.opts = opts;
+        self.count = 0;
+        self.base_timestamp = NO_TIMESTAMP;
+        self.max_timestamp = NO_TIMESTAMP;
+        self.base_offset = base_offset;
+    }
+
+    pub fn count(&self) -> i32 {
+        self.count
+    }
+
+    /// Bytes encoded so far (uncompressed records plus header).
+    pub fn estimated_size(&self) -> usize {
+        HEADER_SIZE + self.plain.len() + self.buf.len() - HEADER_SIZE
+    }
+
+    pub fn add(&mut self, r: &RecordInput) {
+        if self.count == 0 {
+            self.base_timestamp = r.timestamp;
+        }
+        if r.timestamp > self.max_timestamp {
+            self.max_timestamp = r.timestamp;
+        }
+        let ts_delta = r.timestamp.wrapping_sub(self.base_timestamp);
+        let target = if self.opts.compression == Compression::None {
+            &mut self.buf
+        } else {
+            &mut self.plain
+        };
+        encode_record(target, self.count, ts_delta, r);
+        self.count += 1;
+    }
+
+    /// Finishes the batch: compresses, writes the header and the CRC. Returns the bytes.
+    pub fn finish(&mut self) -> std::io::Result<&[u8]> {
+        if self.opts.compression != Compression::None {
+            compress(self.opts.compression, &self.plain, &mut self.buf)?;
+        }
+        let o = self.opts;
+        let mut attributes = o.compression as i16;
+        let mut max_ts = self.max_timestamp;
+        if o.timestamp_type == TimestampType::LogAppendTime {
+            attributes |= TIMESTAMP_TYPE_BIT;
+            max_ts = o.log_append_time;
+        }
+        if o.transactional {
+            attributes |= TRANSACTIONAL_BIT;
+        }
+        if o.control {
+            attributes |= CONTROL_BIT;
+        }
+        let size = self.buf.len();
+        let b = &mut self.buf;
+        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
+        b[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
+        b[12..16].copy_from_slice(&o.partition_leader_epoch.to_be_bytes());
+        b[16] = 2;
+        b[21..23].copy_from_slice(&attributes.to_be_bytes());
+        b[23..27].copy_from_slice(&(self.count - 1).max(0).to_be_bytes());
+        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
+        b[35..43].copy_from_slice(&max_ts.to_be_bytes());
+        b[43..51].copy_from_slice(&o.producer_id.to_be_bytes());
+        b[51..53].copy_from_slice(&o.producer_epoch.to_be_bytes());
+        b[53..57].copy_from_slice(&o.base_sequence.to_be_bytes());
+        b[57..61].copy_from_slice(&self.count.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        Ok(&self.buf)
+    }
+}
+
+/// Rewrites the base offset of an encoded batch in place (not covered by the CRC).
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Rewrites the partition leader epoch of an encoded batch in place (not covered by the CRC).
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[12..16].copy_from_slice(&epoch.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 73-byte example of kafka-notes.md section 1.6.
+    const HELLO: [u8; 73] = [
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
+        0x00, 0x02, 0xe6, 0x41, 0xa4, 0x4b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+        0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00,
+        0x01, 0x16, 0x00, 0x00, 0x00, 0x01, 0x0a, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x00,
+    ];
+
+    #[test]
+    fn crc32c_check_values() {
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE3069283);
+        assert_eq!(crc32c::crc32c(b"Some String"), 608512271);
+    }
+
+    #[test]
+    fn encodes_the_worked_example_byte_for_byte() {
+        let mut b = BatchBuilder::new();
+        b.begin(0, BatchOptions::default());
+        b.add(&RecordInput {
+            value: Some(b"hello"),
+            timestamp: 1_700_000_000_000,
+            ..Default::default()
+        });
+        assert_eq!(b.finish().unwrap(), &HELLO[..]);
+    }
+
+    #[test]
+    fn decodes_the_worked_example() {
+        let v = BatchView::new(&HELLO).unwrap();
+        assert!(v.is_valid());
+        assert_eq!(v.header.crc, 3863061579);
+        assert_eq!(v.header.size(), 73);
+        assert_eq!(v.header.last_offset(), 0);
+        let mut scratch = Vec::new();
+        let recs: Vec<_> = v.records(&mut scratch).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len(), 1);
+        let r = recs[0];
+        assert_eq!(r.value, Some(&b"hello"[..]));
+        assert_eq!(r.key, None);
+        assert_eq!(r.timestamp, 1_700_000_000_000);
+    }
+
+    #[test]
+    fn record_with_key_and_header_matches_notes() {
+        let mut buf = Vec::new();
+        let hdrs: [(&[u8], Option<&[u8]>); 1] = [(b"h", Some(b"x"))];
+        encode_record(
+            &mut buf,
+            1,
+            5,
+            &RecordInput {
+                key: Some(b"k"),
+                value: Some(b"v"),
+                headers: &hdrs,
+                timestamp: 0,
+            },
+        );
+        assert_eq!(
+            buf,
+            [0x18, 0x00, 0x0A, 0x02, 0x02, 0x6B, 0x02, 0x76, 0x02, 0x02, 0x68, 0x02, 0x78]
+        );
+    }
+
+    #[test]
+    fn flipped_byte_fails_crc_and_truncation_is_detected() {
+        let mut bad = HELLO;
+        bad[70] ^= 1;
+        let v = BatchView::new(&bad).unwrap();
+        assert!(matches!(v.ensure_valid(), Err(BatchError::CrcMismatch { .. })));
+        assert!(matches!(
+            BatchView::new(&HELLO[..72]),
+            Err(BatchError::Truncated { need: 73, .. })
+        ));
+        let mut small = HELLO;
+        small[8..12].copy_from_slice(&5i32.to_be_bytes());
+        assert!(matches!(BatchView::new(&small), Err(BatchError::SizeTooSmall(5))));
+    }
+
+    #[test]
+    fn log_append_time_reports_max_timestamp_for_every_record() {
+        let mut b = BatchBuilder::new();
+        b.begin(
+            7,
+            BatchOptions {
+                timestamp_type: TimestampType::LogAppendTime,
+                log_append_time: 42_000,
+                compression: Compression::Zstd,
+                ..Default::default()
+            },
+        );
+        for i in 0..3 {
+            b.add(&RecordInput {
+                value: Some(b"x"),
+                timestamp: i,
+                ..Default::default()
+            });
+        }
+        let bytes = b.finish().unwrap().to_vec();
+        let v = BatchView::new(&bytes).unwrap();
+        v.ensure_valid().unwrap();
+        assert_eq!(v.header.timestamp_type(), TimestampType::LogAppendTime);
+        let mut s = Vec::new();
+        let recs: Vec<_> = v.records(&mut s).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len(), 3);
+        assert!(recs.iter().all(|r| r.timestamp == 42_000));
+        assert_eq!(recs[2].offset, 9);
+    }
+}
