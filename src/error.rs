@@ -1,0 +1,51 @@
+//! The storage core's error type. The FUSE layer maps each variant to exactly one errno.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "invalid topic name {0:?}: Kafka allows 1..249 characters of [a-zA-Z0-9._-], not '.' or '..'"
+    )]
+    InvalidTopicName(String),
+    #[error("topic {0} already exists")]
+    TopicExists(String),
+    #[error("unknown topic {0}")]
+    UnknownTopic(String),
+    #[error("unknown partition {topic}-{partition}")]
+    UnknownPartition { topic: String, partition: u32 },
+    #[error(
+        "topic {topic} has {current} partitions; cannot change to {requested} (only growing is allowed)"
+    )]
+    InvalidPartitionCount {
+        topic: String,
+        current: u32,
+        requested: u32,
+    },
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error("no record has a timestamp >= {0}")]
+    NoRecordAtOrAfter(i64),
+    #[error("record batch of {size} bytes exceeds the maximum of {max} bytes")]
+    RecordTooLarge { size: usize, max: usize },
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    #[error("corrupt log: {0}")]
+    Corrupt(String),
+    #[error(
+        "Failed to acquire lock on file .lock in {0}. Another topicfs daemon or a Kafka broker is using this directory."
+    )]
+    LogDirLocked(PathBuf),
+    #[error("log directory is offline after an I/O error: {0}")]
+    LogDirOffline(PathBuf),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,256 @@
+//! The mmap mechanics both sparse indexes share, as Kafka's `AbstractIndex`: preallocate to the
+//! max size rounded down to whole entries, append, binary-search "largest entry <= target",
+//! trim to the valid entries, reset, resize. Opened lazily (Kafka's `LazyIndex`).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+
+const PAGE: u64 = 4096;
+
+/// One memory-mapped index file with fixed-size entries.
+pub struct IndexFile {
+    path: PathBuf,
+    file: File,
+    mmap: Option<MmapMut>,
+    entry_size: usize,
+    entries: usize,
+    /// Length of the file (and the mapping), a whole number of entries.
+    len: u64,
+    /// Highest byte offset known to have disk blocks reserved (see `reserve`).
+    reserved_to: u64,
+}
+
+impl IndexFile {
+    /// Opens (or creates) the index. A new or empty file is preallocated to `max_size` rounded
+    /// down to whole entries; an existing one is taken as full of entries, as Kafka does.
+    pub fn open(
+        path: &Path,
+        entry_size: usize,
+        max_size: u64,
+        preallocate: bool,
+    ) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let existing = file.metadata()?.len();
+        let mut idx = IndexFile {
+            path: path.to_path_buf(),
+            file,
+            mmap: None,
+            entry_size,
+            entries: (existing / entry_size as u64) as usize,
+            len: existing,
+            reserved_to: existing,
+        };
+        if existing == 0 {
+            idx.entries = 0;
+            if preallocate {
+                idx.resize(max_size)?;
+            }
+        } else if existing % entry_size as u64 != 0 || preallocate {
+            let target = if preallocate {
+                max_size.max(existing)
+            } else {
+                existing
+            };
+            idx.resize(target)?;
+        } else {
+            idx.map()?;
+        }
+        Ok(idx)
+    }
+
+    fn map(&mut self) -> io::Result<()> {
+        self.mmap = if self.len == 0 {
+            None
+        } else {
+            // SAFETY: the file is owned by this index; the mapping lives no longer than `self`.
+            Some(unsafe { MmapMut::map_mut(&self.file)? })
+        };
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+    pub fn max_entries(&self) -> usize {
+        (self.len / self.entry_size as u64) as usize
+    }
+    pub fn file_len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_full(&self) -> bool {
+        self.entries >= self.max_entries()
+    }
+
+    /// Entry `i` (< entries or < max_entries for raw inspection).
+    pub fn entry(&self, i: usize) -> &[u8] {
+        let m = self.mmap.as_ref().expect("entry of an empty index");
+        &m[i * self.entry_size..(i + 1) * self.entry_size]
+    }
+
+    /// Makes sure the disk blocks behind the next entry exist, so writing through the mapping
+    /// can never fault on a full disk: ENOSPC is returned here instead.
+    pub fn reserve_next(&mut self) -> io::Result<()> {
+        let end = ((self.entries + 1) * self.entry_size) as u64;
+        if end <= self.reserved_to || end > self.len {
+            return Ok(());
+        }
+        let start = (self.entries * self.entry_size) as u64 / PAGE * PAGE;
+        let want = (start + 16 * PAGE).min(self.len) - start;
+        // SAFETY: plain syscall on an fd we own.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                start as libc::off_t,
+                want as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(e);
+            }
+        }
+        self.reserved_to = start + want;
+        Ok(())
+    }
+
+    /// Appends one entry. The caller checked `is_full` and called `reserve_next`.
+    pub fn append(&mut self, entry: &[u8]) -> io::Result<()> {
+        debug_assert_eq!(entry.len(), self.entry_size);
+        if self.is_full() {
+            return Err(io::Error::other(format!(
+                "index {} is full ({} entries)",
+                self.path.display(),
+                self.entries
+            )));
+        }
+        self.reserve_next()?;
+        let at = self.entries * self.entry_size;
+        let m = self.mmap.as_mut().expect("mapped");
+        m[at..at + self.entry_size].copy_from_slice(entry);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Resizes the file and mapping to `size` rounded down to whole entries (at least the valid
+    /// entries).
+    pub fn resize(&mut self, size: u64) -> io::Result<()> {
+        let es = self.entry_size as u64;
+        let rounded = (size / es * es).max(self.entries as u64 * es);
+        self.mmap = None;
+        self.file.set_len(rounded)?;
+        self.len = rounded;
+        self.reserved_to = self.reserved_to.min(rounded);
+        self.map()
+    }
+
+    /// Shrinks the file to exactly its valid entries (at roll and close).
+    pub fn trim_to_valid_size(&mut self) -> io::Result<()> {
+        self.resize((self.entries * self.entry_size) as u64)
+    }
+
+    /// Drops every entry and preallocates again to `max_size` (recovery).
+    pub fn reset(&mut self, max_size: u64) -> io::Result<()> {
+        self.entries = 0;
+        self.mmap = None;
+        self.file.set_len(0)?;
+        self.len = 0;
+        self.reserved_to = 0;
+        self.resize(max_size)
+    }
+
+    /// Keeps only the first `n` entries.
+    pub fn truncate_entries(&mut self, n: usize) {
+        self.entries = self.entries.min(n);
+    }
+
+    /// Declares the first `n` slots valid (used when a file is known to be partly filled).
+    pub fn set_entries(&mut self, n: usize) {
+        self.entries = n.min(self.max_entries());
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        if let Some(m) = &self.mmap {
+            m.flush()?;
+        }
+        self.file.sync_all()
+    }
+
+    /// Index of the largest entry whose key is <= `target`, by binary search over the valid
+    /// entries; `None` when the index is empty or every key is larger.
+    pub fn largest_lower_bound(&self, target: i64, key: impl Fn(&[u8]) -> i64) -> Option<usize> {
+        if self.entries == 0 || key(self.entry(0)) > target {
+            return None;
+        }
+        let (mut lo, mut hi) = (0usize, self.entries - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if key(self.entry(mid)) <= target {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Some(lo)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(e: &[u8]) -> i64 {
+        i32::from_be_bytes(e[..4].try_into().unwrap()) as i64
+    }
+
+    #[test]
+    fn preallocates_rounds_down_and_trims() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("0.index");
+        let mut i = IndexFile::open(&p, 8, 100, true).unwrap();
+        assert_eq!(i.file_len(), 96);
+        assert_eq!(i.max_entries(), 12);
+        for k in [3i32, 7, 9] {
+            let mut e = k.to_be_bytes().to_vec();
+            e.extend_from_slice(&(k * 10).to_be_bytes());
+            i.append(&e).unwrap();
+        }
+        i.trim_to_valid_size().unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 24);
+        drop(i);
+        let i = IndexFile::open(&p, 8, 100, false).unwrap();
+        assert_eq!(i.entries(), 3);
+    }
+
+    #[test]
+    fn binary_search_edges() {
+        let d = tempfile::tempdir().unwrap();
+        let mut i = IndexFile::open(&d.path().join("x"), 8, 8 * 4, true).unwrap();
+        assert_eq!(i.largest_lower_bound(5, key), None, "empty");
+        for k in [10i32, 20, 30, 40] {
+            let mut e = k.to_be_bytes().to_vec();
+            e.extend_from_slice(&[0; 4]);
+            i.append(&e).unwrap();
+        }
+        assert!(i.is_full());
+        assert!(i.append(&[0; 8]).is_err());
+        assert_eq!(i.largest_lower_bound(5, key), None, "before first");
+        assert_eq!(i.largest_lower_bound(10, key), Some(0), "first");
+        assert_eq!(i.largest_lower_bound(25, key), Some(1), "between");
+        assert_eq!(i.largest_lower_bound(40, key), Some(3), "last");
+        assert_eq!(i.largest_lower_bound(1000, key), Some(3), "after last");
+    }
+}

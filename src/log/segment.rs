@@ -1,0 +1,509 @@
+//! LogSegment: one `.log` file and its `.index` / `.timeindex`. Owns append with Kafka's index
+//! rule, the four roll conditions (`should_roll`), recovery (validate, truncate, rebuild) and
+//! the batch scans lookups finish with.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use super::offset_index::OffsetIndex;
+use super::time_index::TimeIndex;
+use crate::config::LogConfig;
+use crate::record::{
+    BatchHeader, BatchView, HEADER_SIZE, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
+};
+
+/// `00000000000000000042` for 42.
+pub fn file_prefix(base_offset: i64) -> String {
+    format!("{base_offset:020}")
+}
+
+pub fn log_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}.log", file_prefix(base)))
+}
+pub fn index_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}.index", file_prefix(base)))
+}
+pub fn time_index_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}.timeindex", file_prefix(base)))
+}
+
+/// Append-side state, touched only under the partition's append lock (and briefly by readers
+/// asking for the largest timestamp).
+#[derive(Debug, Clone, Copy)]
+struct AppendState {
+    /// Largest timestamp in the segment and the last offset of the first batch that has it.
+    max_timestamp: i64,
+    shallow_offset_of_max_timestamp: i64,
+    /// Whether `max_timestamp` reflects the whole segment (false until loaded lazily).
+    max_timestamp_known: bool,
+    bytes_since_last_index_entry: u64,
+    /// The max timestamp of the first batch (Kafka's `rollingBasedTimestamp`).
+    rolling_base_timestamp: Option<i64>,
+}
+
+/// What one batch appended to a segment looks like to the index rule.
+pub struct AppendMeta {
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub shallow_offset_of_max_timestamp: i64,
+}
+
+pub struct LogSegment {
+    pub base_offset: i64,
+    log_path: PathBuf,
+    log: OnceLock<File>,
+    size: AtomicU64,
+    pub offset_index: OffsetIndex,
+    pub time_index: TimeIndex,
+    state: Mutex<AppendState>,
+    created: Instant,
+}
+
+/// A batch's position and header, found by a scan.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchPos {
+    pub position: u64,
+    pub header: BatchHeader,
+}
+
+impl LogSegment {
+    /// A segment over existing (or new) files; nothing is read until it is needed.
+    pub fn open(dir: &Path, base_offset: i64, cfg: &LogConfig, size: u64) -> LogSegment {
+        LogSegment {
+            base_offset,
+            log_path: log_path(dir, base_offset),
+            log: OnceLock::new(),
+            size: AtomicU64::new(size),
+            offset_index: OffsetIndex::new(
+                index_path(dir, base_offset),
+                base_offset,
+                cfg.segment_index_bytes,
+            ),
+            time_index: TimeIndex::new(
+                time_index_path(dir, base_offset),
+                base_offset,
+                cfg.segment_index_bytes,
+            ),
+            state: Mutex::new(AppendState {
+                max_timestamp: -1,
+                shallow_offset_of_max_timestamp: base_offset,
+                max_timestamp_known: size == 0,
+                bytes_since_last_index_entry: 0,
+                rolling_base_timestamp: None,
+            }),
+            created: Instant::now(),
+        }
+    }
+
+    /// Creates a new, empty segment with preallocated indexes.
+    pub fn create(dir: &Path, base_offset: i64, cfg: &LogConfig) -> io::Result<LogSegment> {
+        for p in [
+            log_path(dir, base_offset),
+            index_path(dir, base_offset),
+            time_index_path(dir, base_offset),
+        ] {
+            if p.exists() {
+                log::warn!(
+                    "deleting existing file {} before creating a new segment",
+                    p.display()
+                );
+                std::fs::remove_file(&p)?;
+            }
+        }
+        let seg = LogSegment::open(dir, base_offset, cfg, 0);
+        seg.file()?;
+        seg.offset_index.open_active()?;
+        seg.time_index.open_active()?;
+        Ok(seg)
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    pub fn file(&self) -> io::Result<&File> {
+        if let Some(f) = self.log.get() {
+            return Ok(f);
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.log_path)?;
+        let _ = self.log.set(f);
+        Ok(self.log.get().unwrap())
+    }
+
+    /// Bytes of complete batches in the `.log`.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+
+    pub fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        let f = self.file()?;
+        let mut done = 0;
+        while done < buf.len() {
+            match f.read_at(&mut buf[done..], pos + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    /// The header of the batch at `pos`, if a whole valid-looking batch starts there
+    /// (within `limit` bytes of the file).
+    pub fn header_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
+        if pos + HEADER_SIZE as u64 > limit {
+            return Ok(None);
+        }
+        let mut h = [0u8; HEADER_SIZE];
+        if self.read_at(&mut h, pos)? < HEADER_SIZE {
+            return Ok(None);
+        }
+        let Some((_, size, magic)) = BatchHeader::peek(&h) else {
+            return Ok(None);
+        };
+        if size < MIN_SIZE_FIELD || magic != 2 || pos + size as u64 + LOG_OVERHEAD as u64 > limit {
+            return Ok(None);
+        }
+        Ok(BatchHeader::parse(&h).ok())
+    }
+
+    /// Scans batch headers from `start` to the first batch whose last offset >= `target`.
+    /// Returns it and the bytes skipped on the way.
+    pub fn find_batch(&self, target: i64, start: u64) -> io::Result<(Option<BatchPos>, u64)> {
+        let limit = self.size();
+        let mut pos = start;
+        while let Some(h) = self.header_at(pos, limit)? {
+            if h.last_offset() >= target {
+                return Ok((
+                    Some(BatchPos {
+                        position: pos,
+                        header: h,
+                    }),
+                    pos - start,
+                ));
+            }
+            pos += h.size() as u64;
+        }
+        Ok((None, pos - start))
+    }
+
+    /// Kafka's `translateOffset`: index lookup, then a bounded scan.
+    pub fn translate_offset(&self, target: i64) -> io::Result<(Option<BatchPos>, u64)> {
+        let (_, start) = self.offset_index.lookup(target)?;
+        self.find_batch(target, start as u64)
+    }
+
+    fn ensure_max_timestamp(&self, st: &mut AppendState) -> io::Result<()> {
+        if st.max_timestamp_known {
+            return Ok(());
+        }
+        // Kafka reads the last time-index entry; when the index is empty, scan batch headers.
+        if let Some((ts, off)) = self.time_index.last_entry()? {
+            st.max_timestamp = ts;
+            st.shallow_offset_of_max_timestamp = off;
+        }
+        if st.max_timestamp < 0 {
+            let limit = self.size();
+            let mut pos = 0;
+            while let Some(h) = self.header_at(pos, limit)? {
+                if h.max_timestamp > st.max_timestamp {
+                    st.max_timestamp = h.max_timestamp;
+                    st.shallow_offset_of_max_timestamp = h.last_offset();
+                }
+                pos += h.size() as u64;
+            }
+        }
+        st.max_timestamp_known = true;
+        Ok(())
+    }
+
+    /// The largest timestamp in the segment (-1 when it holds none).
+    pub fn largest_timestamp(&self) -> io::Result<i64> {
+        let mut st = self.state.lock().unwrap();
+        self.ensure_max_timestamp(&mut st)?;
+        Ok(st.max_timestamp)
+    }
+
+    /// Kafka's `shouldRoll`, checked before appending a batch of `size` bytes.
+    pub fn should_roll(
+        &self,
+        cfg: &LogConfig,
+        size: u64,
+        max_ts: i64,
+        last_offset: i64,
+    ) -> io::Result<Option<&'static str>> {
+        let cur = self.size();
+        if cur > cfg.segment_bytes.saturating_sub(size) {
+            return Ok(Some("segment.bytes"));
+        }
+        if cur > 0 {
+            let mut st = self.state.lock().unwrap();
+            if st.rolling_base_timestamp.is_none() {
+                st.rolling_base_timestamp = self.header_at(0, cur)?.map(|h| h.max_timestamp);
+            }
+            let waited = match st.rolling_base_timestamp {
+                Some(t) if t >= 0 => max_ts - t,
+                _ => self.created.elapsed().as_millis() as i64,
+            };
+            if waited > cfg.segment_ms {
+                return Ok(Some("segment.ms"));
+            }
+        }
+        if self.offset_index.is_full()? {
+            return Ok(Some("a full offset index"));
+        }
+        if self.time_index.is_full()? {
+            return Ok(Some("a full time index"));
+        }
+        let rel = last_offset - self.base_offset;
+        if !(0..=i32::MAX as i64).contains(&rel) {
+            return Ok(Some("an offset past the 4-byte relative offset"));
+        }
+        Ok(None)
+    }
+
+    /// Makes sure index entries can be written without faulting on a full disk.
+    pub fn reserve_index_space(&self) -> io::Result<()> {
+        self.offset_index.reserve_next()?;
+        self.time_index.reserve_next()
+    }
+
+    /// Appends one encoded batch at the end of the `.log`, then applies Kafka's index rule.
+    /// On a failed write the file is cut back, so no partial batch stays.
+    pub fn append(&self, batch: &[u8], meta: &AppendMeta, cfg: &LogConfig) -> io::Result<()> {
+        let position = self.size();
+        let mut st = self.state.lock().unwrap();
+        self.ensure_max_timestamp(&mut st)?;
+        let needs_entry = st.bytes_since_last_index_entry > cfg.index_interval_bytes;
+        if needs_entry {
+            self.reserve_index_space()?;
+        }
+        let f = self.file()?;
+        if let Err(e) = f.write_all_at(batch, position) {
+            let _ = f.set_len(position);
+            return Err(e);
+        }
+        if st.rolling_base_timestamp.is_none() && position == 0 {
+            st.rolling_base_timestamp = Some(meta.max_timestamp);
+        }
+        if meta.max_timestamp > st.max_timestamp {
+            st.max_timestamp = meta.max_timestamp;
+            st.shallow_offset_of_max_timestamp = meta.shallow_offset_of_max_timestamp;
+        }
+        if needs_entry {
+            self.offset_index
+                .append(meta.last_offset, position as u32)?;
+            self.time_index.maybe_append(
+                st.max_timestamp,
+                st.shallow_offset_of_max_timestamp,
+                false,
+            )?;
+            st.bytes_since_last_index_entry = 0;
+        }
+        st.bytes_since_last_index_entry += batch.len() as u64;
+        self.size
+            .store(position + batch.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Kafka's `onBecomeInactiveSegment` / close: final time-index entry, trim both indexes.
+    pub fn seal(&self) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        self.ensure_max_timestamp(&mut st)?;
+        if self.size() > 0 && st.max_timestamp >= 0 {
+            self.time_index.maybe_append(
+                st.max_timestamp,
+                st.shallow_offset_of_max_timestamp,
+                true,
+            )?;
+        }
+        self.offset_index.trim()?;
+        self.time_index.trim()?;
+        Ok(())
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        if let Some(f) = self.log.get() {
+            f.sync_data()?;
+        }
+        self.offset_index.flush()?;
+        self.time_index.flush()
+    }
+
+    /// Kafka's `LogSegment.recover`: validates every batch from byte 0 (size, magic, CRC,
+    /// offsets increasing and inside this segment), rebuilds both indexes, and truncates the
+    /// `.log` at the first invalid byte. Returns (bytes truncated, next offset or None if empty).
+    pub fn recover(&self, cfg: &LogConfig) -> io::Result<(u64, Option<i64>)> {
+        let file_len = self.file()?.metadata()?.len();
+        self.offset_index.reset()?;
+        self.time_index.reset()?;
+        let mut st = AppendState {
+            max_timestamp: -1,
+            shallow_offset_of_max_timestamp: self.base_offset,
+            max_timestamp_known: true,
+            bytes_since_last_index_entry: 0,
+            rolling_base_timestamp: None,
+        };
+        let mut valid: u64 = 0;
+        let mut last_entry_pos: u64 = 0;
+        let mut next_offset: Option<i64> = None;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let mut prefix = [0u8; PREFIX_SIZE];
+            if self.read_at(&mut prefix, valid)? < PREFIX_SIZE {
+                break;
+            }
+            let (_, size_field, _) = BatchHeader::peek(&prefix).unwrap();
+            if size_field < MIN_SIZE_FIELD {
+                log::warn!(
+                    "{}: invalid batch size {size_field} at byte {valid}",
+                    self.log_path.display()
+                );
+                break;
+            }
+            let size = size_field as usize + LOG_OVERHEAD;
+            if valid + size as u64 > file_len {
+                break;
+            }
+            if buf.len() < size {
+                buf.resize(size, 0);
+            }
+            if self.read_at(&mut buf[..size], valid)? < size {
+                break;
+            }
+            let view = match BatchView::new(&buf[..size]) {
+                Ok(v) => v,
+                Err(e) => {
+                    log::warn!(
+                        "{}: invalid batch at byte {valid}: {e}",
+                        self.log_path.display()
+                    );
+                    break;
+                }
+            };
+            if let Err(e) = view.ensure_valid() {
+                log::warn!(
+                    "Found invalid messages in log segment {} at byte offset {valid}: {e}",
+                    self.log_path.display()
+                );
+                break;
+            }
+            let h = view.header;
+            let rel = h.last_offset() - self.base_offset;
+            if h.base_offset < self.base_offset
+                || h.last_offset_delta < 0
+                || rel > i32::MAX as i64
+                || next_offset.is_some_and(|n| h.base_offset < n)
+            {
+                log::warn!(
+                    "{}: batch at byte {valid} has offsets {}..{} out of sequence",
+                    self.log_path.display(),
+                    h.base_offset,
+                    h.last_offset()
+                );
+                break;
+            }
+            if st.rolling_base_timestamp.is_none() {
+                st.rolling_base_timestamp = Some(h.max_timestamp);
+            }
+            if h.max_timestamp > st.max_timestamp {
+                st.max_timestamp = h.max_timestamp;
+                st.shallow_offset_of_max_timestamp = h.last_offset();
+            }
+            if valid - last_entry_pos > cfg.index_interval_bytes {
+                self.offset_index.append(h.last_offset(), valid as u32)?;
+                self.time_index.maybe_append(
+                    st.max_timestamp,
+                    st.shallow_offset_of_max_timestamp,
+                    false,
+                )?;
+                last_entry_pos = valid;
+            }
+            next_offset = Some(h.next_offset());
+            valid += size as u64;
+        }
+        st.bytes_since_last_index_entry = valid - last_entry_pos;
+        if valid > 0 && st.max_timestamp >= 0 {
+            self.time_index.maybe_append(
+                st.max_timestamp,
+                st.shallow_offset_of_max_timestamp,
+                true,
+            )?;
+        }
+        let truncated = file_len - valid;
+        if truncated > 0 {
+            self.file()?.set_len(valid)?;
+        }
+        self.size.store(valid, Ordering::Release);
+        *self.state.lock().unwrap() = st;
+        Ok((truncated, next_offset))
+    }
+
+    /// The offset after the last batch (Kafka's `readNextOffset`): scan from the last index
+    /// entry. None when the segment is empty.
+    pub fn read_next_offset(&self) -> io::Result<(Option<i64>, Option<i32>)> {
+        let start = self
+            .offset_index
+            .last_entry()?
+            .map(|(_, p)| p as u64)
+            .unwrap_or(0);
+        let limit = self.size();
+        let mut pos = start;
+        let mut last = None;
+        while let Some(h) = self.header_at(pos, limit)? {
+            last = Some(h);
+            pos += h.size() as u64;
+        }
+        Ok((
+            last.map(|h| h.next_offset()),
+            last.map(|h| h.partition_leader_epoch),
+        ))
+    }
+
+    /// Sets the append state of a segment that was loaded without recovery.
+    pub fn set_bytes_since_last_index_entry(&self) -> io::Result<()> {
+        let start = self
+            .offset_index
+            .last_entry()?
+            .map(|(_, p)| p as u64)
+            .unwrap_or(0);
+        self.state.lock().unwrap().bytes_since_last_index_entry = self.size().saturating_sub(start);
+        Ok(())
+    }
+
+    /// Closes the files (unmapping the indexes).
+    pub fn close(&self) {
+        self.offset_index.close();
+        self.time_index.close();
+    }
+
+    /// Renames the three files to `*.deleted` and removes them.
+    pub fn delete_files(&self) -> io::Result<()> {
+        self.close();
+        for p in [
+            self.log_path.clone(),
+            self.offset_index.path().to_path_buf(),
+            self.time_index.path().to_path_buf(),
+        ] {
+            let mut d = p.clone().into_os_string();
+            d.push(".deleted");
+            match std::fs::rename(&p, &d) {
+                Ok(()) => std::fs::remove_file(&d)?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}

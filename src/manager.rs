@@ -1,0 +1,811 @@
+//! LogManager: the log dirs (lock, meta.properties, checkpoints, clean-shutdown marker), the
+//! topics and their partitions, placement of new partitions on the least-loaded dir, load and
+//! recovery at start, periodic checkpoints and retention, clean shutdown.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::checkpoint::{self, Offsets};
+use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
+use crate::error::{Error, Result};
+use crate::log::{LoadParams, PartitionLog, now_ms};
+
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+pub const META_PROPERTIES: &str = "meta.properties";
+pub const LOCK_FILE: &str = ".lock";
+/// Topic config overrides (a plain file: Kafka ignores files in a log dir's root).
+pub const TOPIC_CONFIG_FILE: &str = "topicfs-topic-configs";
+
+/// Kafka's topic name rule: 1..249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidTopicName(name.to_string()))
+    }
+}
+
+/// `orders-3` -> ("orders", 3); None for Kafka's `-delete`, `-future`, `-stray` dirs and others.
+pub fn parse_partition_dir(name: &str) -> Option<(String, u32)> {
+    if name.ends_with("-delete") || name.ends_with("-future") || name.ends_with("-stray") {
+        return None;
+    }
+    let (topic, p) = name.rsplit_once('-')?;
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    validate_topic_name(topic).ok()?;
+    Some((topic.to_string(), p.parse().ok()?))
+}
+
+struct LogDir {
+    path: PathBuf,
+    _lock: File,
+}
+
+/// Takes Kafka's `.lock` with an open-file-description lock: it conflicts with the POSIX
+/// record lock a Kafka broker holds (Java's FileChannel.tryLock) and with a second topicfs.
+fn lock_dir(dir: &Path) -> Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(LOCK_FILE))?;
+    // SAFETY: zeroed flock is a valid value; fcntl on an fd we own.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::LogDirLocked(dir.to_path_buf())),
+            _ => Err(e.into()),
+        };
+    }
+    Ok(f)
+}
+
+fn random_uuid_base64() -> String {
+    use base64::Engine;
+    let mut b = [0u8; 16];
+    if File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        let t = now_ms() as u128 ^ ((std::process::id() as u128) << 64);
+        b = t.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let s = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    if s.starts_with('-') {
+        random_uuid_base64()
+    } else {
+        s
+    }
+}
+
+fn java_date_now() -> String {
+    let t = (now_ms() / 1000) as libc::time_t;
+    // SAFETY: gmtime_r writes into our tm.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02} UTC {}",
+        DAYS[tm.tm_wday as usize % 7],
+        MONTHS[tm.tm_mon as usize % 12],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
+/// Creates the root files of a new log dir; existing ones (a Kafka broker's) are left as they are.
+fn init_root_files(dir: &Path) -> Result<()> {
+    let meta = dir.join(META_PROPERTIES);
+    if !meta.exists() {
+        let text = format!(
+            "#\n#{}\ncluster.id={}\ndirectory.id={}\nnode.id=1\nversion=1\n",
+            java_date_now(),
+            random_uuid_base64(),
+            random_uuid_base64()
+        );
+        checkpoint::write_atomic(&meta, text.as_bytes())?;
+    }
+    for name in [
+        RECOVERY_POINT_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+        CLEANER_OFFSET_CHECKPOINT,
+    ] {
+        let p = dir.join(name);
+        if !p.exists() {
+            checkpoint::write(&p, &Offsets::new())?;
+        }
+    }
+    Ok(())
+}
+
+fn read_checkpoint_or_warn(path: &Path) -> Offsets {
+    checkpoint::read(path).unwrap_or_else(|e| {
+        log::warn!("{e}; treating every offset in it as 0");
+        Offsets::new()
+    })
+}
+
+/// A topic: its partitions and its config overrides.
+pub struct Topic {
+    name: String,
+    partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    overrides: Mutex<BTreeMap<String, String>>,
+    config: RwLock<Arc<LogConfig>>,
+    round_robin: AtomicU32,
+}
+
+impl Topic {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn partition_count(&self) -> u32 {
+        self.partitions.read().unwrap().len() as u32
+    }
+    pub fn partition(&self, p: u32) -> Result<Arc<PartitionLog>> {
+        self.partitions
+            .read()
+            .unwrap()
+            .get(p as usize)
+            .cloned()
+            .ok_or_else(|| Error::UnknownPartition {
+                topic: self.name.clone(),
+                partition: p,
+            })
+    }
+    pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
+        self.partitions.read().unwrap().clone()
+    }
+    /// The partition for the next unkeyed topic-level write (round-robin).
+    pub fn next_round_robin(&self) -> u32 {
+        let n = self.partition_count().max(1);
+        self.round_robin.fetch_add(1, Ordering::Relaxed) % n
+    }
+    pub fn config(&self) -> Arc<LogConfig> {
+        self.config.read().unwrap().clone()
+    }
+    pub fn overrides(&self) -> BTreeMap<String, String> {
+        self.overrides.lock().unwrap().clone()
+    }
+    /// The effective configuration: overrides first, then the broker defaults.
+    pub fn config_text(&self) -> String {
+        let cfg = self.config();
+        let ov = self.overrides();
+        let mut s = String::new();
+        if !ov.is_empty() {
+            s.push_str("# topic overrides\n");
+            for k in TOPIC_KEYS.iter().filter(|k| ov.contains_key(**k)) {
+                s.push_str(&format!(
+                    "{k}={}\n",
+                    cfg.get_topic_key(k).unwrap_or_default()
+                ));
+            }
+            s.push_str("# broker defaults\n");
+        }
+        for k in TOPIC_KEYS.iter().filter(|k| !ov.contains_key(**k)) {
+            s.push_str(&format!(
+                "{k}={}\n",
+                cfg.get_topic_key(k).unwrap_or_default()
+            ));
+        }
+        s
+    }
+}
+
+struct Background {
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+pub struct LogManager {
+    config: BrokerConfig,
+    dirs: Vec<LogDir>,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serialises topic creation, deletion and partition growth.
+    admin: Mutex<()>,
+    checkpoint_lock: Mutex<()>,
+    shut_down: AtomicBool,
+    background: Arc<Background>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl LogManager {
+    /// Locks every log dir, creates the root files of new ones, loads every partition
+    /// (recovering it after an unclean shutdown), and starts the checkpoint and retention tasks.
+    pub fn open(config: BrokerConfig) -> Result<Arc<LogManager>> {
+        raise_fd_limit();
+        let mut dirs = Vec::new();
+        for path in &config.log_dirs {
+            std::fs::create_dir_all(path).map_err(|e| {
+                Error::Io(io::Error::new(
+                    e.kind(),
+                    format!("cannot create log dir {}: {e}", path.display()),
+                ))
+            })?;
+            let lock = lock_dir(path)?;
+            init_root_files(path)?;
+            dirs.push(LogDir {
+                path: path.clone(),
+                _lock: lock,
+            });
+        }
+        let overrides = read_topic_overrides(&config.log_dirs);
+        let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
+        for dir in &dirs {
+            let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
+            let clean = marker.exists();
+            if clean {
+                std::fs::remove_file(&marker)?;
+                File::open(&dir.path)?.sync_all()?;
+            }
+            let recovery = read_checkpoint_or_warn(&dir.path.join(RECOVERY_POINT_CHECKPOINT));
+            let starts = read_checkpoint_or_warn(&dir.path.join(LOG_START_OFFSET_CHECKPOINT));
+            let mut parts = Vec::new();
+            for entry in std::fs::read_dir(&dir.path)? {
+                let entry = entry?;
+                if !entry.file_type()?.is_dir() {
+                    continue;
+                }
+                let name = entry.file_name().to_string_lossy().into_owned();
+                match parse_partition_dir(&name) {
+                    Some((t, _)) if t == "__cluster_metadata" => {}
+                    Some((t, p)) => parts.push((t, p, entry.path())),
+                    None => {
+                        if name.ends_with("-delete") {
+                            log::info!("removing deleted partition dir {name}");
+                            let _ = std::fs::remove_dir_all(entry.path());
+                        }
+                    }
+                }
+            }
+            let started = Instant::now();
+            if clean {
+                log::info!(
+                    "Skipping recovery of {} logs from {} since clean shutdown file was found",
+                    parts.len(),
+                    dir.path.display()
+                );
+            } else if !parts.is_empty() {
+                log::info!(
+                    "Recovering {} logs from {} since no clean shutdown file was found",
+                    parts.len(),
+                    dir.path.display()
+                );
+            }
+            let total = parts.len();
+            for (i, (t, p, path)) in parts.into_iter().enumerate() {
+                let key = (t.clone(), p);
+                let cfg = Arc::new(
+                    config
+                        .log
+                        .with_overrides(overrides.get(&t).unwrap_or(&BTreeMap::new()))
+                        .unwrap_or_else(|e| {
+                            log::warn!("topic {t}: ignoring invalid stored config override: {e}");
+                            config.log.clone()
+                        }),
+                );
+                let params = LoadParams {
+                    recovery_point: recovery.get(&key).copied().unwrap_or(0),
+                    log_start_offset: starts.get(&key).copied().unwrap_or(0),
+                    had_clean_shutdown: clean,
+                };
+                let log = PartitionLog::load(&path, &t, p, cfg, params)?;
+                if !clean && total > 10 && (i + 1) % (total / 10).max(1) == 0 {
+                    log::info!(
+                        "recovery of {}: {}/{total} partitions",
+                        dir.path.display(),
+                        i + 1
+                    );
+                }
+                if found.get(&t).is_some_and(|m| m.contains_key(&p)) {
+                    return Err(Error::Corrupt(format!(
+                        "partition {t}-{p} exists in more than one log dir"
+                    )));
+                }
+                found.entry(t).or_default().insert(p, Arc::new(log));
+            }
+            log::info!(
+                "loaded {total} partitions from {} in {:?}",
+                dir.path.display(),
+                started.elapsed()
+            );
+        }
+        let mgr = Arc::new(LogManager {
+            config: config.clone(),
+            dirs,
+            topics: RwLock::new(BTreeMap::new()),
+            admin: Mutex::new(()),
+            checkpoint_lock: Mutex::new(()),
+            shut_down: AtomicBool::new(false),
+            background: Arc::new(Background {
+                stop: Mutex::new(false),
+                wake: Condvar::new(),
+            }),
+            threads: Mutex::new(Vec::new()),
+        });
+        {
+            let mut topics = mgr.topics.write().unwrap();
+            for (name, parts) in found {
+                let ov = overrides.get(&name).cloned().unwrap_or_default();
+                let cfg = parts.values().next().unwrap().config();
+                let mut list: Vec<Arc<PartitionLog>> = Vec::new();
+                let max = *parts.keys().next_back().unwrap();
+                for p in 0..=max {
+                    match parts.get(&p) {
+                        Some(l) => list.push(l.clone()),
+                        None => {
+                            log::warn!("topic {name}: partition {p} is missing, creating it empty");
+                            let dir = mgr.least_loaded_dir_with(&topics);
+                            list.push(Arc::new(PartitionLog::create(
+                                &dir.join(format!("{name}-{p}")),
+                                &name,
+                                p,
+                                cfg.clone(),
+                            )?));
+                        }
+                    }
+                }
+                topics.insert(
+                    name.clone(),
+                    Arc::new(Topic {
+                        name,
+                        partitions: RwLock::new(list),
+                        overrides: Mutex::new(ov),
+                        config: RwLock::new(cfg),
+                        round_robin: AtomicU32::new(0),
+                    }),
+                );
+            }
+        }
+        mgr.write_checkpoints()?;
+        mgr.start_background();
+        Ok(mgr)
+    }
+
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.path.clone()).collect()
+    }
+
+    pub fn topics(&self) -> Vec<String> {
+        self.topics.read().unwrap().keys().cloned().collect()
+    }
+
+    pub fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.topics
+            .read()
+            .unwrap()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))
+    }
+
+    fn least_loaded_dir_with(&self, topics: &BTreeMap<String, Arc<Topic>>) -> PathBuf {
+        let mut counts: BTreeMap<PathBuf, usize> =
+            self.dirs.iter().map(|d| (d.path.clone(), 0)).collect();
+        for t in topics.values() {
+            for p in t.partitions() {
+                if let Some(parent) = p.dir().parent()
+                    && let Some(c) = counts.get_mut(parent)
+                {
+                    *c += 1;
+                }
+            }
+        }
+        // Ties go to the dir listed first.
+        self.dirs
+            .iter()
+            .min_by_key(|d| counts[&d.path])
+            .map(|d| d.path.clone())
+            .expect("at least one log dir")
+    }
+
+    fn new_partition(
+        &self,
+        topics: &BTreeMap<String, Arc<Topic>>,
+        topic: &str,
+        p: u32,
+        cfg: Arc<LogConfig>,
+    ) -> Result<Arc<PartitionLog>> {
+        let dir = self
+            .least_loaded_dir_with(topics)
+            .join(format!("{topic}-{p}"));
+        if dir.exists() {
+            return Err(Error::Corrupt(format!(
+                "partition directory {} already exists",
+                dir.display()
+            )));
+        }
+        Ok(Arc::new(PartitionLog::create(&dir, topic, p, cfg)?))
+    }
+
+    /// Creates a topic with `num.partitions` partitions, each on the least-loaded log dir.
+    pub fn create_topic(&self, name: &str) -> Result<Arc<Topic>> {
+        validate_topic_name(name)?;
+        let _admin = self.admin.lock().unwrap();
+        if self.topics.read().unwrap().contains_key(name) {
+            return Err(Error::TopicExists(name.to_string()));
+        }
+        let cfg = Arc::new(self.config.log.clone());
+        let topic = Arc::new(Topic {
+            name: name.to_string(),
+            partitions: RwLock::new(Vec::new()),
+            overrides: Mutex::new(BTreeMap::new()),
+            config: RwLock::new(cfg.clone()),
+            round_robin: AtomicU32::new(0),
+        });
+        {
+            let mut topics = self.topics.write().unwrap();
+            topics.insert(name.to_string(), topic.clone());
+            for p in 0..self.config.num_partitions {
+                match self.new_partition(&topics, name, p, cfg.clone()) {
+                    Ok(l) => topic.partitions.write().unwrap().push(l),
+                    Err(e) => {
+                        topics.remove(name);
+                        for l in topic.partitions() {
+                            let _ = std::fs::remove_dir_all(l.dir());
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        log::info!(
+            "created topic {name} with {} partitions",
+            self.config.num_partitions
+        );
+        self.write_checkpoints()?;
+        Ok(topic)
+    }
+
+    /// Deletes a topic and its data (Kafka style: rename to `-delete`, then remove).
+    pub fn delete_topic(&self, name: &str) -> Result<()> {
+        let _admin = self.admin.lock().unwrap();
+        let topic = self
+            .topics
+            .write()
+            .unwrap()
+            .remove(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        for log in topic.partitions() {
+            for s in log.segments() {
+                s.close();
+            }
+            let dir = log.dir();
+            let mut del = dir.clone().into_os_string();
+            del.push(format!(".{}-delete", std::process::id()));
+            let del = PathBuf::from(del);
+            std::fs::rename(&dir, &del)?;
+            std::fs::remove_dir_all(&del)?;
+        }
+        self.set_overrides_locked(name, None)?;
+        log::info!("deleted topic {name}");
+        self.write_checkpoints()?;
+        Ok(())
+    }
+
+    /// Grows a topic to `n` partitions; shrinking is refused.
+    pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
+        let _admin = self.admin.lock().unwrap();
+        let t = self.topic(topic)?;
+        let current = t.partition_count();
+        if n < current || n == 0 {
+            return Err(Error::InvalidPartitionCount {
+                topic: topic.to_string(),
+                current,
+                requested: n,
+            });
+        }
+        {
+            let topics = self.topics.read().unwrap();
+            for p in current..n {
+                let l = self.new_partition(&topics, topic, p, t.config())?;
+                t.partitions.write().unwrap().push(l);
+            }
+        }
+        if n > current {
+            log::info!("topic {topic}: partitions {current} -> {n}");
+            self.write_checkpoints()?;
+        }
+        Ok(())
+    }
+
+    /// Sets (`Some`) or removes (`None` or empty) a topic config override, applied to every
+    /// partition at once and persisted.
+    pub fn set_topic_config(&self, topic: &str, key: &str, value: Option<&str>) -> Result<()> {
+        let _admin = self.admin.lock().unwrap();
+        let t = self.topic(topic)?;
+        let key = key.trim();
+        if !TOPIC_KEYS.contains(&key) {
+            return Err(Error::InvalidConfig(format!(
+                "unknown topic config key {key:?}"
+            )));
+        }
+        let mut ov = t.overrides();
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => {
+                ov.insert(key.to_string(), v.to_string());
+            }
+            None => {
+                ov.remove(key);
+            }
+        }
+        let cfg = Arc::new(self.config.log.with_overrides(&ov)?);
+        *t.overrides.lock().unwrap() = ov.clone();
+        *t.config.write().unwrap() = cfg.clone();
+        for l in t.partitions() {
+            l.set_config(cfg.clone());
+        }
+        self.set_overrides_locked(topic, Some(ov))
+    }
+
+    fn set_overrides_locked(
+        &self,
+        topic: &str,
+        ov: Option<BTreeMap<String, String>>,
+    ) -> Result<()> {
+        let mut all = read_topic_overrides(&self.config.log_dirs);
+        match ov {
+            Some(o) if !o.is_empty() => {
+                all.insert(topic.to_string(), o);
+            }
+            _ => {
+                all.remove(topic);
+            }
+        }
+        let mut text = String::from("# topic config overrides: <topic> <key>=<value>\n");
+        for (t, o) in &all {
+            for (k, v) in o {
+                text.push_str(&format!("{t} {k}={v}\n"));
+            }
+        }
+        for d in &self.dirs {
+            checkpoint::write_atomic(&d.path.join(TOPIC_CONFIG_FILE), text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn all_partitions(&self) -> Vec<Arc<PartitionLog>> {
+        self.topics
+            .read()
+            .unwrap()
+            .values()
+            .flat_map(|t| t.partitions())
+            .collect()
+    }
+
+    /// fsyncs one partition; its recovery point becomes its log end, and is checkpointed.
+    pub fn flush(&self, log: &PartitionLog) -> Result<()> {
+        log.flush()?;
+        self.write_checkpoints()
+    }
+
+    /// Writes the recovery-point, log-start-offset and replication checkpoints of every dir.
+    pub fn write_checkpoints(&self) -> Result<()> {
+        let _g = self.checkpoint_lock.lock().unwrap();
+        let parts = self.all_partitions();
+        for d in &self.dirs {
+            let (mut rp, mut lso, mut hw) = (Offsets::new(), Offsets::new(), Offsets::new());
+            for l in parts
+                .iter()
+                .filter(|l| l.dir().parent() == Some(d.path.as_path()))
+            {
+                let key = (l.topic().to_string(), l.partition());
+                rp.insert(key.clone(), l.recovery_point());
+                hw.insert(key.clone(), l.log_end_offset());
+                let first = l.segments().first().map(|s| s.base_offset).unwrap_or(0);
+                if l.log_start_offset() > first {
+                    lso.insert(key, l.log_start_offset());
+                }
+            }
+            checkpoint::write(&d.path.join(RECOVERY_POINT_CHECKPOINT), &rp)?;
+            checkpoint::write(&d.path.join(LOG_START_OFFSET_CHECKPOINT), &lso)?;
+            checkpoint::write(&d.path.join(REPLICATION_OFFSET_CHECKPOINT), &hw)?;
+        }
+        Ok(())
+    }
+
+    /// One retention pass (Kafka's `deleteOldSegments` with cleanup.policy=delete).
+    pub fn run_retention(&self) -> Result<usize> {
+        let now = now_ms();
+        let mut deleted = 0;
+        for l in self.all_partitions() {
+            let cfg = l.config();
+            if cfg.retention_ms >= 0 {
+                deleted += l.delete_old_segments(|s, _| match s.largest_timestamp() {
+                    Ok(ts) if ts >= 0 => now - ts > cfg.retention_ms,
+                    _ => false,
+                })?;
+            }
+            if cfg.retention_bytes >= 0 {
+                let total = l.size_in_bytes() as i64;
+                let mut diff = total - cfg.retention_bytes;
+                if diff > 0 {
+                    deleted += l.delete_old_segments(|_, size| {
+                        if diff - size as i64 >= 0 {
+                            diff -= size as i64;
+                            true
+                        } else {
+                            false
+                        }
+                    })?;
+                }
+            }
+        }
+        if deleted > 0 {
+            self.write_checkpoints()?;
+        }
+        Ok(deleted)
+    }
+
+    fn start_background(self: &Arc<Self>) {
+        let weak: Weak<LogManager> = Arc::downgrade(self);
+        let bg = self.background.clone();
+        let cp = Duration::from_millis(self.config.checkpoint_interval_ms);
+        let rt = Duration::from_millis(self.config.retention_check_interval_ms);
+        let h = std::thread::Builder::new()
+            .name("topicfs-tasks".into())
+            .spawn(move || {
+                let mut next_cp = Instant::now() + cp;
+                let mut next_rt = Instant::now() + rt.min(Duration::from_secs(30));
+                loop {
+                    let wait = next_cp
+                        .min(next_rt)
+                        .saturating_duration_since(Instant::now());
+                    let stop = bg.stop.lock().unwrap();
+                    let (stop, _) = bg.wake.wait_timeout(stop, wait).unwrap();
+                    if *stop {
+                        return;
+                    }
+                    drop(stop);
+                    let Some(mgr) = weak.upgrade() else { return };
+                    let now = Instant::now();
+                    if now >= next_rt {
+                        if let Err(e) = mgr.run_retention() {
+                            log::error!("retention failed: {e}");
+                        }
+                        next_rt = now + rt;
+                    }
+                    if now >= next_cp {
+                        if let Err(e) = mgr.write_checkpoints() {
+                            log::error!("checkpoint failed: {e}");
+                        }
+                        next_cp = now + cp;
+                    }
+                }
+            })
+            .expect("spawn background thread");
+        self.threads.lock().unwrap().push(h);
+    }
+
+    /// Clean shutdown: seals and syncs every partition, writes the checkpoints and Kafka's
+    /// clean-shutdown marker. Idempotent.
+    pub fn shutdown(&self) -> Result<()> {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        *self.background.stop.lock().unwrap() = true;
+        self.background.wake.notify_all();
+        for h in self.threads.lock().unwrap().drain(..) {
+            let _ = h.join();
+        }
+        let mut first_err = None;
+        for l in self.all_partitions() {
+            if let Err(e) = l.close() {
+                log::error!("{}-{}: close failed: {e}", l.topic(), l.partition());
+                first_err.get_or_insert(e);
+            }
+        }
+        self.write_checkpoints()?;
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        for d in &self.dirs {
+            checkpoint::write_atomic(
+                &d.path.join(CLEAN_SHUTDOWN_FILE),
+                b"{\"version\":0,\"brokerEpoch\":-1}",
+            )?;
+        }
+        log::info!("clean shutdown complete");
+        Ok(())
+    }
+}
+
+impl Drop for LogManager {
+    fn drop(&mut self) {
+        *self.background.stop.lock().unwrap() = true;
+        self.background.wake.notify_all();
+    }
+}
+
+fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for d in dirs {
+        let Ok(text) = std::fs::read_to_string(d.join(TOPIC_CONFIG_FILE)) else {
+            continue;
+        };
+        for line in text.lines() {
+            if line.starts_with('#') {
+                continue;
+            }
+            if let Some((t, kv)) = line.split_once(' ')
+                && let Some((k, v)) = kv.split_once('=')
+            {
+                out.entry(t.to_string())
+                    .or_default()
+                    .insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Raises the soft open-file limit to the hard limit: a log dir holds many segment files.
+fn raise_fd_limit() {
+    // SAFETY: plain getrlimit/setrlimit on our own process.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "a b", "é", &"x".repeat(250), "a\0b"] {
+            assert!(validate_topic_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_partition_dir("orders-3"), Some(("orders".into(), 3)));
+        assert_eq!(
+            parse_partition_dir("my-topic-12"),
+            Some(("my-topic".into(), 12))
+        );
+        assert_eq!(parse_partition_dir("orders-3.abc-delete"), None);
+        assert_eq!(parse_partition_dir("orders"), None);
+        assert_eq!(parse_partition_dir("orders-x"), None);
+    }
+}
