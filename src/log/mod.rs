@@ -193,6 +193,7 @@ impl PartitionLog {
         let active = segs.values().next_back().unwrap().clone();
         let first_base = *segs.keys().next().unwrap();
         drop(segs);
+        active.ensure_indexes()?;
         active.offset_index.open_active()?;
         active.time_index.open_active()?;
         active.set_bytes_since_last_index_entry()?;
@@ -237,6 +238,7 @@ impl PartitionLog {
 
     fn recover_segment(&self, seg: &LogSegment, cfg: &LogConfig) -> Result<u64> {
         let (truncated, _) = seg.recover(cfg)?;
+        seg.seal()?;
         if truncated > 0 {
             log::warn!(
                 "{}-{}: truncated {truncated} invalid bytes at the end of segment {} ({})",
@@ -543,9 +545,11 @@ impl PartitionLog {
             if seg.largest_timestamp()? < ts {
                 continue;
             }
+            // Kafka's findOffsetByTimestamp: the time index gives a starting position only;
+            // records are filtered by the log start offset.
             let (_, time_off) = seg.time_index.lookup(ts)?;
-            let from = time_off.max(start);
-            let (_, pos) = seg.offset_index.lookup(from)?;
+            let from = start;
+            let (_, pos) = seg.offset_index.lookup(time_off.max(start))?;
             let limit = seg.size();
             let mut p = pos as u64;
             let mut buf = Vec::new();

@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -62,6 +62,10 @@ pub struct LogSegment {
     pub time_index: TimeIndex,
     state: Mutex<AppendState>,
     created: Instant,
+    index_interval_bytes: u64,
+    /// Set once both index files passed the sanity check (or were rebuilt).
+    indexes_checked: AtomicBool,
+    check_lock: Mutex<()>,
 }
 
 /// A batch's position and header, found by a scan.
@@ -97,7 +101,44 @@ impl LogSegment {
                 rolling_base_timestamp: None,
             }),
             created: Instant::now(),
+            index_interval_bytes: cfg.index_interval_bytes,
+            indexes_checked: AtomicBool::new(size == 0),
+            check_lock: Mutex::new(()),
         }
+    }
+
+    /// Sanity-checks both index files the first time they are used; a missing, truncated,
+    /// oversized or corrupt index is rebuilt from the `.log`.
+    pub fn ensure_indexes(&self) -> io::Result<()> {
+        if self.indexes_checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _g = self.check_lock.lock().unwrap();
+        if self.indexes_checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let size = self.size();
+        let mut problem = self.offset_index.sanity_check(size).err();
+        if problem.is_none() {
+            self.indexes_checked.store(true, Ordering::Release);
+            let next = self.read_next_offset()?.0.unwrap_or(self.base_offset);
+            problem = self.time_index.sanity_check(next).err();
+        }
+        if let Some(p) = problem {
+            log::warn!("{p}; rebuilding the indexes of {}", self.log_path.display());
+            let cfg = LogConfig {
+                index_interval_bytes: self.index_interval_bytes,
+                ..LogConfig::default()
+            };
+            self.offset_index.close();
+            self.time_index.close();
+            let _ = std::fs::remove_file(self.offset_index.path());
+            let _ = std::fs::remove_file(self.time_index.path());
+            self.recover(&cfg)?;
+            self.seal()?;
+        }
+        self.indexes_checked.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Creates a new, empty segment with preallocated indexes.
@@ -200,6 +241,7 @@ impl LogSegment {
 
     /// Kafka's `translateOffset`: index lookup, then a bounded scan.
     pub fn translate_offset(&self, target: i64) -> io::Result<(Option<BatchPos>, u64)> {
+        self.ensure_indexes()?;
         let (_, start) = self.offset_index.lookup(target)?;
         self.find_batch(target, start as u64)
     }
@@ -230,6 +272,7 @@ impl LogSegment {
 
     /// The largest timestamp in the segment (-1 when it holds none).
     pub fn largest_timestamp(&self) -> io::Result<i64> {
+        self.ensure_indexes()?;
         let mut st = self.state.lock().unwrap();
         self.ensure_max_timestamp(&mut st)?;
         Ok(st.max_timestamp)
@@ -447,6 +490,7 @@ impl LogSegment {
         }
         self.size.store(valid, Ordering::Release);
         *self.state.lock().unwrap() = st;
+        self.indexes_checked.store(true, Ordering::Release);
         Ok((truncated, next_offset))
     }
 
