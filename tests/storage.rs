@@ -85,7 +85,9 @@ fn appends_roll_and_read_back_through_an_independent_decoder() {
     let log = PartitionLog::create(d.path(), "t", 0, c.clone()).unwrap();
     let mut model = Vec::new();
     for i in 0..200i64 {
-        let vals: Vec<Vec<u8>> = (0..(i % 4 + 1)).map(|j| format!("value-{i}-{j}").into_bytes()).collect();
+        let vals: Vec<Vec<u8>> = (0..(i % 4 + 1))
+            .map(|j| format!("value-{i}-{j}").into_bytes())
+            .collect();
         let ts: Vec<i64> = vals.iter().map(|_| 1_000 + i).collect();
         for (v, t) in vals.iter().zip(&ts) {
             model.push((model.len() as i64, *t, v.clone()));
@@ -101,7 +103,11 @@ fn appends_roll_and_read_back_through_an_independent_decoder() {
     assert_eq!(read_all(&log, 0), model);
     // Every start offset, including ones in the middle of a batch, reads exactly from there.
     for start in [1, 2, 3, 17, 250, model.len() as i64 - 1] {
-        assert_eq!(read_all(&log, start), model[start as usize..].to_vec(), "from {start}");
+        assert_eq!(
+            read_all(&log, start),
+            model[start as usize..].to_vec(),
+            "from {start}"
+        );
     }
     assert!(read_all(&log, model.len() as i64).is_empty());
     assert!(log.read_from_offset(model.len() as i64 + 1).is_err());
@@ -117,28 +123,58 @@ fn indexes_follow_kafkas_rule_and_are_trimmed_at_roll() {
     // 1,000-byte batches: entries map the batch's last offset to its start position.
     let val = vec![b'x'; 1000 - 61 - 9];
     for i in 0..30 {
-        append_values(&log, &[val.clone()], &[10 + i]);
+        append_values(&log, std::slice::from_ref(&val), &[10 + i]);
     }
     let seg = &log.segments()[0];
-    assert_eq!(std::fs::metadata(seg.offset_index.path()).unwrap().len(), 4096, "preallocated");
-    assert_eq!(std::fs::metadata(seg.time_index.path()).unwrap().len(), 4092, "rounded down to 12");
+    assert_eq!(
+        std::fs::metadata(seg.offset_index.path()).unwrap().len(),
+        4096,
+        "preallocated"
+    );
+    assert_eq!(
+        std::fs::metadata(seg.time_index.path()).unwrap().len(),
+        4092,
+        "rounded down to 12"
+    );
     let size = std::fs::metadata(seg.log_path()).unwrap().len() / 30;
     assert_eq!(size, 1000);
     log.close().unwrap();
     let idx = std::fs::read(d.path().join("00000000000000000000.index")).unwrap();
     let entries: Vec<(i32, i32)> = idx
         .chunks(8)
-        .map(|e| (i32::from_be_bytes(e[0..4].try_into().unwrap()), i32::from_be_bytes(e[4..8].try_into().unwrap())))
+        .map(|e| {
+            (
+                i32::from_be_bytes(e[0..4].try_into().unwrap()),
+                i32::from_be_bytes(e[4..8].try_into().unwrap()),
+            )
+        })
         .collect();
     // Kafka: entry when bytes since the last entry > 4096, before counting the append.
-    assert_eq!(entries, vec![(5, 5000), (10, 10000), (15, 15000), (20, 20000), (25, 25000)]);
+    assert_eq!(
+        entries,
+        vec![
+            (5, 5000),
+            (10, 10000),
+            (15, 15000),
+            (20, 20000),
+            (25, 25000)
+        ]
+    );
     let ti = std::fs::read(d.path().join("00000000000000000000.timeindex")).unwrap();
     let tentries: Vec<(i64, i32)> = ti
         .chunks(12)
-        .map(|e| (i64::from_be_bytes(e[0..8].try_into().unwrap()), i32::from_be_bytes(e[8..12].try_into().unwrap())))
+        .map(|e| {
+            (
+                i64::from_be_bytes(e[0..8].try_into().unwrap()),
+                i32::from_be_bytes(e[8..12].try_into().unwrap()),
+            )
+        })
         .collect();
     // The last entry is the segment's final max timestamp, written at close.
-    assert_eq!(tentries, vec![(15, 5), (20, 10), (25, 15), (30, 20), (35, 25), (39, 29)]);
+    assert_eq!(
+        tentries,
+        vec![(15, 5), (20, 10), (25, 15), (30, 20), (35, 25), (39, 29)]
+    );
 }
 
 #[test]
@@ -150,7 +186,9 @@ fn lookup_scans_at_most_one_interval_plus_one_batch() {
     let mut max_batch = 0u64;
     for i in 0..3000u64 {
         let n = (i % 7 + 1) as usize;
-        let vals: Vec<Vec<u8>> = (0..n).map(|j| vec![b'a' + (j as u8); (i % 50) as usize + 10]).collect();
+        let vals: Vec<Vec<u8>> = (0..n)
+            .map(|j| vec![b'a' + (j as u8); (i % 50) as usize + 10])
+            .collect();
         let before = log.segments()[0].size();
         append_values(&log, &vals, &vec![i as i64; n]);
         max_batch = max_batch.max(log.segments()[0].size() - before);
@@ -165,7 +203,10 @@ fn lookup_scans_at_most_one_interval_plus_one_batch() {
         .unwrap();
         assert_eq!(first, Some(target));
         let scanned = log.last_lookup_scan_bytes();
-        assert!(scanned <= interval + max_batch, "scanned {scanned} bytes for {target}");
+        assert!(
+            scanned <= interval + max_batch,
+            "scanned {scanned} bytes for {target}"
+        );
     }
 }
 
@@ -196,7 +237,7 @@ fn crash_recovery_truncates_garbage_and_keeps_every_record() {
         let log = PartitionLog::create(d.path(), "t", 0, c.clone()).unwrap();
         for i in 0..100i64 {
             let v = format!("rec{i}").into_bytes();
-            append_values(&log, &[v.clone()], &[i]);
+            append_values(&log, std::slice::from_ref(&v), &[i]);
             model.push((i, i, v));
         }
         // Dropped without close: an unclean stop with untrimmed indexes.
@@ -207,8 +248,17 @@ fn crash_recovery_truncates_garbage_and_keeps_every_record() {
         .filter(|p| p.extension().is_some_and(|e| e == "log"))
         .max()
         .unwrap();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&active).unwrap();
-    std::io::Write::write_all(&mut f, &[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 99, 1, 2, 3, 4, 2, 9, 9, 9]).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&active)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        &[
+            0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 99, 1, 2, 3, 4, 2, 9, 9, 9,
+        ],
+    )
+    .unwrap();
     drop(f);
     let log = reopen(d.path(), c.clone(), false, 0);
     assert_eq!(log.log_end_offset(), 100);
@@ -236,8 +286,16 @@ fn corrupt_missing_and_truncated_indexes_are_rebuilt_identically() {
         let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "index" || e == "timeindex"))
-            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == "index" || e == "timeindex")
+            })
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
             .collect();
         v.sort();
         v
@@ -278,7 +336,10 @@ fn oversized_batch_is_refused_and_nothing_is_appended() {
             ..Default::default()
         }])
         .unwrap_err();
-    assert!(matches!(err, topicfs::Error::RecordTooLarge { .. }), "{err}");
+    assert!(
+        matches!(err, topicfs::Error::RecordTooLarge { .. }),
+        "{err}"
+    );
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.segments()[0].size(), 0);
 }

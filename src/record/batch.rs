@@ -587,7 +587,11 @@ mod tests {
         assert_eq!(v.header.size(), 73);
         assert_eq!(v.header.last_offset(), 0);
         let mut scratch = Vec::new();
-        let recs: Vec<_> = v.records(&mut scratch).unwrap().map(|r| r.unwrap()).collect();
+        let recs: Vec<_> = v
+            .records(&mut scratch)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(recs.len(), 1);
         let r = recs[0];
         assert_eq!(r.value, Some(&b"hello"[..]));
@@ -612,7 +616,9 @@ mod tests {
         );
         assert_eq!(
             buf,
-            [0x18, 0x00, 0x0A, 0x02, 0x02, 0x6B, 0x02, 0x76, 0x02, 0x02, 0x68, 0x02, 0x78]
+            [
+                0x18, 0x00, 0x0A, 0x02, 0x02, 0x6B, 0x02, 0x76, 0x02, 0x02, 0x68, 0x02, 0x78
+            ]
         );
     }
 
@@ -621,14 +627,20 @@ mod tests {
         let mut bad = HELLO;
         bad[70] ^= 1;
         let v = BatchView::new(&bad).unwrap();
-        assert!(matches!(v.ensure_valid(), Err(BatchError::CrcMismatch { .. })));
+        assert!(matches!(
+            v.ensure_valid(),
+            Err(BatchError::CrcMismatch { .. })
+        ));
         assert!(matches!(
             BatchView::new(&HELLO[..72]),
             Err(BatchError::Truncated { need: 73, .. })
         ));
         let mut small = HELLO;
         small[8..12].copy_from_slice(&5i32.to_be_bytes());
-        assert!(matches!(BatchView::new(&small), Err(BatchError::SizeTooSmall(5))));
+        assert!(matches!(
+            BatchView::new(&small),
+            Err(BatchError::SizeTooSmall(5))
+        ));
     }
 
     #[test]

@@ -152,7 +152,9 @@ mod tests {
 
     #[test]
     fn every_codec_round_trips_and_names_match_kafka() {
-        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         for c in [
             Compression::None,
             Compression::Gzip,

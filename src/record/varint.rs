@@ -127,6 +127,9 @@ mod tests {
         let mut pos = 0;
         assert_eq!(get_varint(&[0x80], &mut pos), None);
         let mut pos = 0;
-        assert_eq!(get_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut pos), None);
+        assert_eq!(
+            get_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut pos),
+            None
+        );
     }
 }
