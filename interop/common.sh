@@ -1,0 +1,36 @@
+# Sourced by the interop scripts: cache locations and the Java classpath.
+# TOPICFS_INTEROP_CACHE is the cache root (default ~/.cache/topicfs-interop); it holds
+#   lib/    every runtime jar of Apache Kafka (broker, tools, clients, storage) and their deps
+#   build/  the compiled Produce/Consume helpers (build/topicfs-interop.jar)
+#   log4j2-quiet.xml, the logging config used by the tools
+
+INTEROP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+INTEROP_CACHE="${TOPICFS_INTEROP_CACHE:-${HOME:-/root}/.cache/topicfs-interop}"
+INTEROP_LIB="$INTEROP_CACHE/lib"
+INTEROP_BUILD="$INTEROP_CACHE/build"
+INTEROP_JAR="$INTEROP_BUILD/topicfs-interop.jar"
+KAFKA_VERSION="${TOPICFS_KAFKA_VERSION:-4.1.1}"
+
+interop_die() { echo "interop: $*" >&2; exit 2; }
+
+# Make sure the jars are there (runs fetch.sh once; it is a no-op when everything is cached).
+interop_ensure() {
+  if [ ! -f "$INTEROP_LIB/kafka_2.13-$KAFKA_VERSION.jar" ] || [ ! -f "$INTEROP_JAR" ]; then
+    "$INTEROP_DIR/fetch.sh" >&2 || interop_die "fetch.sh failed"
+  fi
+}
+
+interop_classpath() {
+  local cp="$INTEROP_JAR"
+  local j
+  for j in "$INTEROP_LIB"/*.jar; do cp="$cp:$j"; done
+  printf '%s' "$cp"
+}
+
+# The JVM, and JVM flags shared by every tool run.
+INTEROP_JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+interop_java_opts() {
+  printf '%s\n' -Xss2m -Djava.awt.headless=true \
+    "-Dlog4j2.configurationFile=$INTEROP_DIR/log4j2-quiet.xml" \
+    -Dlog4j2.disable.jmx=true
+}

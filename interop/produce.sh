@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Run topicfs.interop.Produce (Apache Kafka's own kafka-clients producer) against a broker.
+#   interop/produce.sh --help
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+interop_ensure
+mapfile -t opts < <(interop_java_opts)
+exec "$INTEROP_JAVA" -Xmx256M "${opts[@]}" -cp "$(interop_classpath)" topicfs.interop.Produce "$@"
