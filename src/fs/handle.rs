@@ -1,0 +1,399 @@
+//! Per-open-file state: the partial line of an append file, the read cursor of a lookup file,
+//! the snapshot of a small text file, the real file behind `segments/<name>`.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::inode::{LookupBy, LookupName, TopicName};
+use crate::log::{LogReader, PartitionLog, now_ms};
+use crate::manager::{LogManager, Topic};
+use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+
+/// One open file.
+pub enum Handle {
+    Append(AppendHandle),
+    Stream(StreamHandle),
+    Text(TextHandle),
+    Segment(File),
+}
+
+impl Handle {
+    /// Completes what the writer left pending (a partial line): at flush, release, shutdown.
+    pub fn finish(&mut self, mgr: &LogManager) -> Result<()> {
+        match self {
+            Handle::Append(h) => h.flush_partial(),
+            Handle::Text(h) => h.flush_partial(mgr),
+            Handle::Stream(_) | Handle::Segment(_) => Ok(()),
+        }
+    }
+}
+
+/// Where an append file's batches go.
+pub enum AppendTarget {
+    /// `<topic>/<p>/append`.
+    Partition(Arc<PartitionLog>),
+    /// `<topic>/append`: each write's batch to the next partition in round-robin order.
+    Topic(Arc<Topic>),
+}
+
+/// An open `append` file: complete lines become records, a trailing partial line waits here.
+pub struct AppendHandle {
+    target: AppendTarget,
+    partial: Vec<u8>,
+    /// The largest record the topic accepted when the file was opened; a partial line that
+    /// grows past it fails early with EMSGSIZE instead of at close.
+    max_record: usize,
+    /// Partitions this handle appended to, for fsync.
+    written: BTreeSet<u32>,
+}
+
+impl AppendHandle {
+    pub fn new(target: AppendTarget, max_record: usize) -> AppendHandle {
+        AppendHandle {
+            target,
+            partial: Vec::new(),
+            max_record,
+            written: BTreeSet::new(),
+        }
+    }
+
+    /// One write request: its complete lines (with a pending partial line in front) become one
+    /// batch; what follows the last `\n` is kept for the next write.
+    pub fn write(&mut self, data: &[u8]) -> Result<()> {
+        let Some(last_nl) = data.iter().rposition(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(data);
+            if self.partial.len() > self.max_record {
+                let size = self.partial.len();
+                self.partial = Vec::new();
+                return Err(Error::RecordTooLarge {
+                    size,
+                    max: self.max_record,
+                });
+            }
+            return Ok(());
+        };
+        let (complete, rest) = data.split_at(last_nl + 1);
+        let result = if self.partial.is_empty() {
+            self.append_lines(complete)
+        } else {
+            let mut joined = std::mem::take(&mut self.partial);
+            joined.extend_from_slice(complete);
+            // A failed batch takes the pending partial line with it (the write that completed
+            // it fails): the writer is told, nothing is appended.
+            self.append_lines(&joined)
+        };
+        self.partial.clear();
+        result?;
+        self.partial.extend_from_slice(rest);
+        Ok(())
+    }
+
+    /// Appends a pending partial line as one record.
+    pub fn flush_partial(&mut self) -> Result<()> {
+        if self.partial.is_empty() {
+            return Ok(());
+        }
+        let line = std::mem::take(&mut self.partial);
+        let record = [line_record(&line, now_ms())];
+        self.append(&record)
+    }
+
+    /// fsync: makes everything this handle appended durable.
+    pub fn sync(&self, mgr: &LogManager) -> Result<()> {
+        match &self.target {
+            AppendTarget::Partition(log) => mgr.flush(log),
+            AppendTarget::Topic(topic) => {
+                for &p in &self.written {
+                    mgr.flush(&*topic.partition(p)?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `lines` ends with `\n`; each line (without it) is one record.
+    fn append_lines(&mut self, lines: &[u8]) -> Result<()> {
+        let body = &lines[..lines.len() - 1];
+        let ts = now_ms();
+        let records: Vec<RecordInput<'_>> = body
+            .split(|&b| b == b'\n')
+            .map(|l| line_record(l, ts))
+            .collect();
+        self.append(&records)
+    }
+
+    fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
+        match &self.target {
+            AppendTarget::Partition(log) => {
+                append_batch(log, records)?;
+                self.written.insert(log.partition());
+            }
+            AppendTarget::Topic(topic) => {
+                let log = topic.partition(topic.next_round_robin())?;
+                append_batch(&log, records)?;
+                self.written.insert(log.partition());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
+    RecordInput {
+        key: None,
+        value: Some(line),
+        headers: &[],
+        timestamp,
+    }
+}
+
+/// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
+/// producer batches records (each batch as large as fits); when one record cannot fit in a
+/// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
+pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<()> {
+    let max = match log.append(records) {
+        Ok(_) => return Ok(()),
+        Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
+        Err(e) => return Err(e),
+    };
+    // Every record must fit alone before any is appended.
+    let mut sizes = Vec::with_capacity(records.len());
+    let mut scratch = Vec::new();
+    for r in records {
+        scratch.clear();
+        encode_record(&mut scratch, i32::MAX, 0, r);
+        let alone = HEADER_SIZE + scratch.len();
+        if alone > max {
+            return Err(Error::RecordTooLarge { size: alone, max });
+        }
+        sizes.push(scratch.len());
+    }
+    let mut start = 0;
+    while start < records.len() {
+        let mut end = start;
+        let mut size = HEADER_SIZE;
+        while end < records.len() && (end == start || size + sizes[end] <= max) {
+            size += sizes[end];
+            end += 1;
+        }
+        append_halving(log, &records[start..end])?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// Appends `records`, halving the batch if the log still finds it too large (a codec that
+/// grows incompressible data).
+fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<()> {
+    match log.append(records) {
+        Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
+            let (a, b) = records.split_at(records.len() / 2);
+            append_halving(log, a)?;
+            append_halving(log, b)
+        }
+        r => r.map(|_| ()),
+    }
+}
+
+/// An open `by-offset/<N>` or `by-time/<T>`: the records from the start to the log end as it
+/// was at open, each value followed by `\n`, produced as the reader asks for them.
+pub struct StreamHandle {
+    log: Arc<PartitionLog>,
+    name: LookupName,
+    reader: LogReader,
+    /// The log end fixed at open: reopening after a backward seek stops here too.
+    end: i64,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// File offset of `out[out_pos]`.
+    pos: u64,
+    eof: bool,
+}
+
+/// Opens the reader a lookup name asks for (ENOENT-class errors when it does not open).
+pub fn open_reader(log: &PartitionLog, name: &LookupName) -> Result<LogReader> {
+    match name.by {
+        LookupBy::Offset => log.read_from_offset(name.start),
+        LookupBy::Time => log.read_from_time(name.start),
+    }
+}
+
+impl StreamHandle {
+    pub fn open(log: Arc<PartitionLog>, name: LookupName) -> Result<StreamHandle> {
+        let reader = open_reader(&log, &name)?;
+        Ok(StreamHandle {
+            end: reader.end_offset(),
+            log,
+            name,
+            reader,
+            out: Vec::new(),
+            out_pos: 0,
+            pos: 0,
+            eof: false,
+        })
+    }
+
+    /// Bytes at `offset`, at most `size`. Sequential reads continue from the cursor.
+    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+        if offset < self.pos {
+            self.restart()?;
+        }
+        // Skip forward (a seek past the cursor).
+        while self.pos < offset {
+            if self.buffered() == 0 && !self.fill(64 * 1024)? {
+                return Ok(&[]);
+            }
+            let n = (self.buffered() as u64).min(offset - self.pos) as usize;
+            self.out_pos += n;
+            self.pos += n as u64;
+        }
+        if self.buffered() < size {
+            self.fill(size)?;
+        }
+        let n = self.buffered().min(size);
+        let start = self.out_pos;
+        self.out_pos += n;
+        self.pos += n as u64;
+        Ok(&self.out[start..start + n])
+    }
+
+    fn buffered(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// Decodes batches until `want` bytes are buffered or the end is reached. Returns whether
+    /// anything is buffered.
+    fn fill(&mut self, want: usize) -> Result<bool> {
+        if self.out_pos > 0 {
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
+        let end = self.end;
+        while !self.eof && self.out.len() < want {
+            let out = &mut self.out;
+            let more = self.reader.next_batch(&mut |r| {
+                if r.offset < end {
+                    out.extend_from_slice(r.value.unwrap_or_default());
+                    out.push(b'\n');
+                }
+            })?;
+            if !more {
+                self.eof = true;
+            }
+        }
+        Ok(!self.out.is_empty())
+    }
+
+    /// A backward seek: reopen at the start (bounded by the end fixed at the first open).
+    fn restart(&mut self) -> Result<()> {
+        self.reader = open_reader(&self.log, &self.name)?;
+        self.out.clear();
+        self.out_pos = 0;
+        self.pos = 0;
+        self.eof = false;
+        Ok(())
+    }
+}
+
+/// What writing a small text file does.
+pub enum TextTarget {
+    /// `<topic>/partitions`: a line `N` grows the topic to N partitions.
+    Partitions(TopicName),
+    /// `<topic>/config`: lines `key=value` set overrides, `key=` removes one.
+    Config(TopicName),
+    /// `log-start-offset`, `log-end-offset`.
+    ReadOnly,
+}
+
+/// An open small text file: its content as it was at open, and the writer's pending line.
+pub struct TextHandle {
+    content: Vec<u8>,
+    target: TextTarget,
+    line: Vec<u8>,
+}
+
+impl TextHandle {
+    pub fn new(content: Vec<u8>, target: TextTarget) -> TextHandle {
+        TextHandle {
+            content,
+            target,
+            line: Vec::new(),
+        }
+    }
+
+    pub fn read(&self, offset: u64, size: usize) -> &[u8] {
+        let start = (offset as usize).min(self.content.len());
+        let end = start.saturating_add(size).min(self.content.len());
+        &self.content[start..end]
+    }
+
+    /// Applies each complete line; a trailing partial line waits for the next write or close.
+    pub fn write(&mut self, mgr: &LogManager, data: &[u8]) -> Result<()> {
+        self.line.extend_from_slice(data);
+        while let Some(i) = self.line.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.line.drain(..=i).collect();
+            if let Err(e) = self.apply(mgr, &line[..i]) {
+                self.line.clear();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn flush_partial(&mut self, mgr: &LogManager) -> Result<()> {
+        if self.line.is_empty() {
+            return Ok(());
+        }
+        let line = std::mem::take(&mut self.line);
+        self.apply(mgr, &line)
+    }
+
+    fn apply(&self, mgr: &LogManager, line: &[u8]) -> Result<()> {
+        let line = std::str::from_utf8(line)
+            .map_err(|_| Error::InvalidConfig("the line is not UTF-8".to_string()))?
+            .trim();
+        match &self.target {
+            TextTarget::Partitions(topic) => {
+                if line.is_empty() {
+                    return Ok(());
+                }
+                let n: u32 = line.parse().map_err(|_| {
+                    Error::InvalidConfig(format!(
+                        "{topic}/partitions: {line:?} is not a partition count"
+                    ))
+                })?;
+                mgr.set_partition_count(topic, n)
+            }
+            TextTarget::Config(topic) => {
+                if line.is_empty() || line.starts_with('#') {
+                    return Ok(());
+                }
+                let (key, value) = line.split_once('=').ok_or_else(|| {
+                    Error::InvalidConfig(format!("{topic}/config: {line:?} is not key=value"))
+                })?;
+                let value = value.trim();
+                mgr.set_topic_config(topic, key.trim(), (!value.is_empty()).then_some(value))
+            }
+            TextTarget::ReadOnly => Err(Error::Io(std::io::Error::from_raw_os_error(libc::EBADF))),
+        }
+    }
+}
+
+/// Reads up to `size` bytes of a real file at `offset`.
+pub fn read_file_at(file: &File, offset: u64, size: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; size];
+    let mut got = 0;
+    while got < size {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}

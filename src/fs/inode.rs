@@ -1,0 +1,398 @@
+//! The nodes of the mounted tree (SPEC section 3) and the inode table that numbers them.
+//! A node names a place in the tree; whether it still exists is asked of the core each time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use fuser::FileType;
+
+/// Topic names are shared by every node below the topic.
+pub type TopicName = Arc<str>;
+
+/// The inode number of the mount's root.
+pub const ROOT_INO: u64 = 1;
+
+/// A place in the mounted tree.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Node {
+    Root,
+    Topic(TopicName),
+    TopicFile(TopicName, TopicFile),
+    Partition(TopicName, u32),
+    PartitionFile(TopicName, u32, PartitionFile),
+    PartitionDir(TopicName, u32, PartitionDir),
+    /// `by-offset/<N>` or `by-time/<T>`.
+    Lookup(TopicName, u32, LookupName),
+    /// `segments/<name>`.
+    Segment(TopicName, u32, Arc<str>),
+}
+
+/// Files directly under `<topic>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TopicFile {
+    Partitions,
+    Config,
+    Append,
+}
+
+/// Files directly under `<topic>/<p>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PartitionFile {
+    Append,
+    LogStartOffset,
+    LogEndOffset,
+}
+
+/// Directories directly under `<topic>/<p>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PartitionDir {
+    ByOffset,
+    ByTime,
+    Segments,
+}
+
+/// Where a lookup file starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LookupBy {
+    Offset,
+    Time,
+}
+
+/// How a lookup file shows records. JSON Lines (`<N>.jsonl`) slots in here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Each record's value followed by `\n`.
+    Lines,
+}
+
+/// The parsed name of a lookup file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LookupName {
+    pub by: LookupBy,
+    pub start: i64,
+    pub format: Format,
+}
+
+impl TopicFile {
+    pub const ALL: [TopicFile; 3] = [TopicFile::Partitions, TopicFile::Config, TopicFile::Append];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TopicFile::Partitions => "partitions",
+            TopicFile::Config => "config",
+            TopicFile::Append => "append",
+        }
+    }
+}
+
+impl PartitionFile {
+    pub const ALL: [PartitionFile; 3] = [
+        PartitionFile::Append,
+        PartitionFile::LogStartOffset,
+        PartitionFile::LogEndOffset,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionFile::Append => "append",
+            PartitionFile::LogStartOffset => "log-start-offset",
+            PartitionFile::LogEndOffset => "log-end-offset",
+        }
+    }
+}
+
+impl PartitionDir {
+    pub const ALL: [PartitionDir; 3] = [
+        PartitionDir::ByOffset,
+        PartitionDir::ByTime,
+        PartitionDir::Segments,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionDir::ByOffset => "by-offset",
+            PartitionDir::ByTime => "by-time",
+            PartitionDir::Segments => "segments",
+        }
+    }
+}
+
+/// Parses a partition directory name: the canonical decimal form only (`0`, `12`, not `012`).
+pub fn parse_partition(name: &str) -> Option<u32> {
+    let p: u32 = parse_decimal(name)?.try_into().ok()?;
+    (p.to_string() == name).then_some(p)
+}
+
+/// Parses the name of a file under `by-offset/` or `by-time/`: a non-negative decimal that
+/// fits in an i64. Anything else (signs, spaces, hex, overflow) is not a lookup name.
+pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
+    let start = parse_decimal(name)?;
+    Some(LookupName {
+        by,
+        start,
+        format: Format::Lines,
+    })
+}
+
+fn parse_decimal(s: &str) -> Option<i64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+impl Node {
+    pub fn kind(&self) -> FileType {
+        match self {
+            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
+                FileType::Directory
+            }
+            Node::TopicFile(..)
+            | Node::PartitionFile(..)
+            | Node::Lookup(..)
+            | Node::Segment(..) => FileType::RegularFile,
+        }
+    }
+
+    /// Permission bits. The filesystem enforces them itself at open (root included).
+    pub fn perm(&self) -> u16 {
+        match self {
+            Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
+            Node::PartitionDir(..) => 0o555,
+            Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
+            Node::TopicFile(_, TopicFile::Append)
+            | Node::PartitionFile(_, _, PartitionFile::Append) => 0o200,
+            Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
+        }
+    }
+
+    pub fn readable(&self) -> bool {
+        self.perm() & 0o400 != 0
+    }
+
+    pub fn writable(&self) -> bool {
+        self.perm() & 0o200 != 0
+    }
+
+    /// Files whose truncation (`>` sends `setattr(size=0)`) is accepted as a no-op.
+    pub fn truncatable(&self) -> bool {
+        matches!(
+            self,
+            Node::TopicFile(..) | Node::PartitionFile(_, _, PartitionFile::Append)
+        )
+    }
+
+    /// The directory this node lives in (the root is its own parent).
+    pub fn parent(&self) -> Node {
+        match self {
+            Node::Root | Node::Topic(_) => Node::Root,
+            Node::TopicFile(t, _) | Node::Partition(t, _) => Node::Topic(t.clone()),
+            Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
+                Node::Partition(t.clone(), *p)
+            }
+            Node::Lookup(t, p, l) => Node::PartitionDir(
+                t.clone(),
+                *p,
+                match l.by {
+                    LookupBy::Offset => PartitionDir::ByOffset,
+                    LookupBy::Time => PartitionDir::ByTime,
+                },
+            ),
+            Node::Segment(t, p, _) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
+        }
+    }
+}
+
+impl std::fmt::Display for Node {
+    /// The node's path below the mountpoint, for log lines.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Node::Root => write!(f, "/"),
+            Node::Topic(t) => write!(f, "{t}"),
+            Node::TopicFile(t, file) => write!(f, "{t}/{}", file.name()),
+            Node::Partition(t, p) => write!(f, "{t}/{p}"),
+            Node::PartitionFile(t, p, file) => write!(f, "{t}/{p}/{}", file.name()),
+            Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
+            Node::Lookup(t, p, l) => {
+                let dir = match l.by {
+                    LookupBy::Offset => PartitionDir::ByOffset,
+                    LookupBy::Time => PartitionDir::ByTime,
+                };
+                write!(f, "{t}/{p}/{}/{}", dir.name(), l.start)
+            }
+            Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
+        }
+    }
+}
+
+struct Entry {
+    node: Node,
+    /// Lookups the kernel holds on this inode (entries replied minus forgets).
+    lookups: u64,
+}
+
+struct Table {
+    by_ino: HashMap<u64, Entry>,
+    by_node: HashMap<Node, u64>,
+    next: u64,
+}
+
+/// Gives each node a stable inode number while the kernel remembers it.
+pub struct InodeTable {
+    inner: Mutex<Table>,
+}
+
+impl Default for InodeTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InodeTable {
+    pub fn new() -> InodeTable {
+        let mut t = Table {
+            by_ino: HashMap::new(),
+            by_node: HashMap::new(),
+            next: ROOT_INO + 1,
+        };
+        t.by_ino.insert(
+            ROOT_INO,
+            Entry {
+                node: Node::Root,
+                lookups: 0,
+            },
+        );
+        t.by_node.insert(Node::Root, ROOT_INO);
+        InodeTable {
+            inner: Mutex::new(t),
+        }
+    }
+
+    pub fn get(&self, ino: u64) -> Option<Node> {
+        let t = self.inner.lock().unwrap();
+        t.by_ino.get(&ino).map(|e| e.node.clone())
+    }
+
+    /// The inode of `node`, counting one kernel lookup (call once per entry replied).
+    pub fn lookup(&self, node: &Node) -> u64 {
+        self.intern(node, 1)
+    }
+
+    /// The inode of `node` without counting a lookup (for readdir entries).
+    pub fn peek(&self, node: &Node) -> u64 {
+        self.intern(node, 0)
+    }
+
+    fn intern(&self, node: &Node, count: u64) -> u64 {
+        let mut t = self.inner.lock().unwrap();
+        if let Some(&ino) = t.by_node.get(node) {
+            t.by_ino.get_mut(&ino).unwrap().lookups += count;
+            return ino;
+        }
+        let ino = t.next;
+        t.next += 1;
+        t.by_ino.insert(
+            ino,
+            Entry {
+                node: node.clone(),
+                lookups: count,
+            },
+        );
+        t.by_node.insert(node.clone(), ino);
+        ino
+    }
+
+    /// The kernel dropped `n` lookups; the inode is forgotten when none are left.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if ino == ROOT_INO {
+            return;
+        }
+        let mut t = self.inner.lock().unwrap();
+        let remove = match t.by_ino.get_mut(&ino) {
+            Some(e) => {
+                e.lookups = e.lookups.saturating_sub(n);
+                e.lookups == 0
+            }
+            None => false,
+        };
+        if remove {
+            let e = t.by_ino.remove(&ino).unwrap();
+            t.by_node.remove(&e.node);
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner.lock().unwrap().by_ino.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_names() {
+        assert_eq!(parse_lookup(LookupBy::Offset, "15").unwrap().start, 15);
+        assert_eq!(parse_lookup(LookupBy::Offset, "0").unwrap().start, 0);
+        assert_eq!(
+            parse_lookup(LookupBy::Time, "9223372036854775807")
+                .unwrap()
+                .start,
+            i64::MAX
+        );
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "1a",
+            "0x10",
+            " 1",
+            "9223372036854775808",
+            "1.5",
+        ] {
+            assert!(parse_lookup(LookupBy::Offset, bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn partition_names_are_canonical() {
+        assert_eq!(parse_partition("0"), Some(0));
+        assert_eq!(parse_partition("12"), Some(12));
+        assert_eq!(parse_partition("012"), None);
+        assert_eq!(parse_partition("4294967296"), None);
+        assert_eq!(parse_partition("x"), None);
+    }
+
+    #[test]
+    fn inodes_are_stable_and_forgotten() {
+        let t = InodeTable::new();
+        let topic: TopicName = Arc::from("orders");
+        let n = Node::Partition(topic.clone(), 3);
+        let a = t.lookup(&n);
+        assert_eq!(t.lookup(&n), a);
+        assert_eq!(t.get(a), Some(n.clone()));
+        t.forget(a, 1);
+        assert_eq!(t.get(a), Some(n.clone()));
+        t.forget(a, 1);
+        assert_eq!(t.get(a), None);
+        assert_eq!(t.len(), 1);
+        let b = t.lookup(&n);
+        assert_ne!(a, b);
+        t.forget(ROOT_INO, 100);
+        assert_eq!(t.get(ROOT_INO), Some(Node::Root));
+    }
+
+    #[test]
+    fn modes_follow_the_spec() {
+        let t: TopicName = Arc::from("t");
+        assert!(!Node::TopicFile(t.clone(), TopicFile::Append).readable());
+        assert!(Node::TopicFile(t.clone(), TopicFile::Append).writable());
+        assert!(!Node::PartitionFile(t.clone(), 0, PartitionFile::LogEndOffset).writable());
+        assert!(Node::TopicFile(t.clone(), TopicFile::Partitions).writable());
+        assert_eq!(
+            Node::Lookup(t.clone(), 0, parse_lookup(LookupBy::Time, "5").unwrap()).parent(),
+            Node::PartitionDir(t, 0, PartitionDir::ByTime)
+        );
+    }
+}

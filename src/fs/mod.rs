@@ -1,0 +1,1024 @@
+//! The FUSE adapter: `fuser::Filesystem` over the [`LogManager`]. Each callback asks the core,
+//! replies on `Ok`, and on `Err` logs one line and replies the errno of `errno.rs`.
+//! No storage logic lives here: the tree of SPEC section 3 is only a view of the core.
+
+pub mod errno;
+pub mod handle;
+pub mod inode;
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt;
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+
+use crate::error::Error;
+use crate::log::PartitionLog;
+use crate::manager::{LogManager, Topic};
+
+use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
+use inode::{InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile};
+
+/// Largest write request the kernel sends (one request's complete lines make one batch).
+pub const MAX_WRITE: u32 = 1 << 20;
+
+/// Attribute and entry lifetime of directories whose existence only changes through us.
+const DIR_TTL: Duration = Duration::from_secs(1);
+
+/// Kafka's default `max.message.bytes`, used when a topic's config does not show it.
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
+/// Why a callback failed: a core error, or a rule of the mounted tree itself.
+#[derive(Debug)]
+pub enum FsError {
+    Core(Error),
+    Tree(Errno, String),
+}
+
+impl From<Error> for FsError {
+    fn from(e: Error) -> Self {
+        FsError::Core(e)
+    }
+}
+
+impl From<std::io::Error> for FsError {
+    fn from(e: std::io::Error) -> Self {
+        FsError::Core(Error::Io(e))
+    }
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsError::Core(e) => write!(f, "{e}"),
+            FsError::Tree(_, msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl FsError {
+    pub fn errno(&self) -> Errno {
+        match self {
+            FsError::Core(e) => errno::errno(e),
+            FsError::Tree(errno, _) => *errno,
+        }
+    }
+}
+
+fn tree<T>(errno: Errno, msg: impl Into<String>) -> FsResult<T> {
+    Err(FsError::Tree(errno, msg.into()))
+}
+
+pub type FsResult<T> = Result<T, FsError>;
+
+/// Logs the failure once and gives the errno to reply with.
+fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> Errno {
+    let errno = e.errno();
+    let code = errno.code();
+    if code == libc::ENOENT || code == libc::ENOTCONN {
+        log::debug!("{op} {what}: {e} ({})", errno_name(code));
+    } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
+        log::error!("{op} {what}: {e} ({})", errno_name(code));
+    } else {
+        log::info!("{op} {what}: {e} ({})", errno_name(code));
+    }
+    errno
+}
+
+fn errno_name(code: i32) -> String {
+    std::io::Error::from_raw_os_error(code).to_string()
+}
+
+/// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
+pub struct FsState {
+    mgr: Arc<LogManager>,
+    inodes: InodeTable,
+    handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
+    next_fh: AtomicU64,
+    /// `true` once shut down: callbacks then fail with ENOTCONN. Callbacks hold the read side
+    /// while they use the core, so shutdown (the write side) waits for them to finish.
+    closed: RwLock<bool>,
+    uid: u32,
+    gid: u32,
+    mounted_at: SystemTime,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl FsState {
+    pub fn new(mgr: Arc<LogManager>) -> Arc<FsState> {
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Arc::new(FsState {
+            mgr,
+            inodes: InodeTable::new(),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            closed: RwLock::new(false),
+            uid,
+            gid,
+            mounted_at: SystemTime::now(),
+        })
+    }
+
+    pub fn manager(&self) -> &Arc<LogManager> {
+        &self.mgr
+    }
+
+    /// Clean shutdown: waits for running callbacks, appends every pending partial line,
+    /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
+    pub fn shutdown(&self) -> crate::error::Result<()> {
+        let mut closed = self.closed.write().unwrap_or_else(|e| e.into_inner());
+        if *closed {
+            return Ok(());
+        }
+        *closed = true;
+        let open: Vec<(u64, Arc<Mutex<Handle>>)> = lock(&self.handles).drain().collect();
+        for (fh, h) in open {
+            if let Err(e) = lock(&h).finish(&self.mgr) {
+                log::error!("shutdown: pending line of open file {fh} not appended: {e}");
+            }
+        }
+        self.mgr.shutdown()
+    }
+
+    fn gate(&self) -> FsResult<RwLockReadGuard<'_, bool>> {
+        let g = self.closed.read().unwrap_or_else(|e| e.into_inner());
+        if *g {
+            return tree(Errno::ENOTCONN, "the filesystem is shutting down");
+        }
+        Ok(g)
+    }
+
+    fn node(&self, ino: INodeNo) -> FsResult<Node> {
+        match self.inodes.get(ino.0) {
+            Some(n) => Ok(n),
+            None => tree(Errno::ENOENT, format!("unknown inode {}", ino.0)),
+        }
+    }
+
+    fn topic(&self, t: &str) -> FsResult<Arc<Topic>> {
+        Ok(self.mgr.topic(t)?)
+    }
+
+    fn partition(&self, t: &str, p: u32) -> FsResult<Arc<PartitionLog>> {
+        Ok(self.topic(t)?.partition(p)?)
+    }
+
+    fn handle(&self, fh: FileHandle) -> FsResult<Arc<Mutex<Handle>>> {
+        match lock(&self.handles).get(&fh.0) {
+            Some(h) => Ok(h.clone()),
+            None => tree(Errno::EBADF, format!("unknown file handle {}", fh.0)),
+        }
+    }
+
+    /// Resolves `name` in `parent`, asking the core whether it exists.
+    fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
+        let Some(name) = name.to_str() else {
+            return tree(Errno::ENOENT, "name is not UTF-8");
+        };
+        let missing = || tree(Errno::ENOENT, format!("no entry {name:?} in {parent}"));
+        match parent {
+            Node::Root => {
+                let topic = self.topic(name)?;
+                Ok(Node::Topic(Arc::from(topic.name())))
+            }
+            Node::Topic(t) => {
+                if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
+                    self.topic(t)?;
+                    return Ok(Node::TopicFile(t.clone(), f));
+                }
+                match inode::parse_partition(name) {
+                    Some(p) => {
+                        self.partition(t, p)?;
+                        Ok(Node::Partition(t.clone(), p))
+                    }
+                    None => missing(),
+                }
+            }
+            Node::Partition(t, p) => {
+                self.partition(t, *p)?;
+                if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
+                    return Ok(Node::PartitionFile(t.clone(), *p, f));
+                }
+                if let Some(d) = PartitionDir::ALL.into_iter().find(|d| d.name() == name) {
+                    return Ok(Node::PartitionDir(t.clone(), *p, d));
+                }
+                missing()
+            }
+            Node::PartitionDir(t, p, dir @ (PartitionDir::ByOffset | PartitionDir::ByTime)) => {
+                let by = if *dir == PartitionDir::ByOffset {
+                    LookupBy::Offset
+                } else {
+                    LookupBy::Time
+                };
+                let Some(lookup) = inode::parse_lookup(by, name) else {
+                    return tree(
+                        Errno::ENOENT,
+                        format!(
+                            "{name:?} is not a decimal {}",
+                            if by == LookupBy::Offset {
+                                "offset"
+                            } else {
+                                "timestamp"
+                            }
+                        ),
+                    );
+                };
+                // The name exists only if it opens (the reader is dropped again).
+                handle::open_reader(&*self.partition(t, *p)?, &lookup)?;
+                Ok(Node::Lookup(t.clone(), *p, lookup))
+            }
+            Node::PartitionDir(t, p, PartitionDir::Segments) => {
+                let log = self.partition(t, *p)?;
+                if log.segment_files().iter().any(|s| s.name == name) {
+                    Ok(Node::Segment(t.clone(), *p, Arc::from(name)))
+                } else {
+                    missing()
+                }
+            }
+            Node::TopicFile(..)
+            | Node::PartitionFile(..)
+            | Node::Lookup(..)
+            | Node::Segment(..) => tree(Errno::ENOTDIR, format!("{parent} is not a directory")),
+        }
+    }
+
+    fn ttl(node: &Node) -> Duration {
+        match node.kind() {
+            FileType::Directory => DIR_TTL,
+            // Sizes and existence of files change behind the kernel's back: never cache them.
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn attr(&self, ino: u64, node: &Node) -> FsResult<FileAttr> {
+        let mut time = self.mounted_at;
+        let size: u64 = match node {
+            Node::Root => 0,
+            Node::Topic(t) => {
+                self.topic(t)?;
+                0
+            }
+            Node::TopicFile(t, f) => {
+                let topic = self.topic(t)?;
+                match f {
+                    TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
+                    TopicFile::Config => topic.config_text().len() as u64,
+                    TopicFile::Append => 0,
+                }
+            }
+            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
+                self.partition(t, *p)?;
+                0
+            }
+            Node::PartitionFile(t, p, f) => {
+                let log = self.partition(t, *p)?;
+                match f {
+                    PartitionFile::Append => 0,
+                    PartitionFile::LogStartOffset => {
+                        offset_text(log.log_start_offset()).len() as u64
+                    }
+                    PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
+                }
+            }
+            Node::Lookup(t, p, _) => {
+                self.partition(t, *p)?;
+                0
+            }
+            Node::Segment(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
+                    return tree(Errno::ENOENT, format!("{node} no longer exists"));
+                };
+                let md = std::fs::metadata(&seg.path)?;
+                time = md.modified().unwrap_or(self.mounted_at);
+                md.len()
+            }
+        };
+        let kind = node.kind();
+        Ok(FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: time,
+            mtime: time,
+            ctime: time,
+            crtime: time,
+            kind,
+            perm: node.perm(),
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        })
+    }
+
+    fn entry(&self, node: Node) -> FsResult<(Duration, FileAttr)> {
+        let ttl = Self::ttl(&node);
+        // Attributes first: the lookup is counted only for an entry actually replied.
+        let probe = self.attr(0, &node)?;
+        let ino = self.inodes.lookup(&node);
+        Ok((
+            ttl,
+            FileAttr {
+                ino: INodeNo(ino),
+                ..probe
+            },
+        ))
+    }
+
+    pub fn lookup(&self, parent: INodeNo, name: &OsStr) -> FsResult<(Duration, FileAttr)> {
+        let _g = self.gate()?;
+        let parent = self.node(parent)?;
+        let node = self.child(&parent, name)?;
+        self.entry(node)
+    }
+
+    pub fn getattr(&self, ino: INodeNo) -> FsResult<(Duration, FileAttr)> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        Ok((Self::ttl(&node), self.attr(ino.0, &node)?))
+    }
+
+    pub fn setattr(
+        &self,
+        ino: INodeNo,
+        chmod_chown: bool,
+        size: Option<u64>,
+    ) -> FsResult<(Duration, FileAttr)> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        if chmod_chown {
+            return tree(Errno::EPERM, "modes and owners are fixed");
+        }
+        if let Some(size) = size {
+            if node.kind() == FileType::Directory {
+                return tree(Errno::EISDIR, "is a directory");
+            }
+            if !node.writable() {
+                return tree(Errno::EACCES, "read-only file");
+            }
+            if !node.truncatable() || size != 0 {
+                return tree(Errno::EPERM, format!("cannot truncate to {size} bytes"));
+            }
+            // Truncating to 0 is what `>` sends: appending never loses data, so it is a no-op.
+        }
+        Ok((Self::ttl(&node), self.attr(ino.0, &node)?))
+    }
+
+    /// The entries of a directory (without `.` and `..`).
+    fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
+        let mut out = Vec::new();
+        match node {
+            Node::Root => {
+                for t in self.mgr.topics() {
+                    out.push((Node::Topic(Arc::from(t.as_str())), t));
+                }
+            }
+            Node::Topic(t) => {
+                let topic = self.topic(t)?;
+                for f in TopicFile::ALL {
+                    out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
+                }
+                for p in 0..topic.partition_count() {
+                    out.push((Node::Partition(t.clone(), p), p.to_string()));
+                }
+            }
+            Node::Partition(t, p) => {
+                self.partition(t, *p)?;
+                for f in PartitionFile::ALL {
+                    out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
+                }
+                for d in PartitionDir::ALL {
+                    out.push((Node::PartitionDir(t.clone(), *p, d), d.name().to_string()));
+                }
+            }
+            // Any valid name opens; none is listed.
+            Node::PartitionDir(t, p, PartitionDir::ByOffset | PartitionDir::ByTime) => {
+                self.partition(t, *p)?;
+            }
+            Node::PartitionDir(t, p, PartitionDir::Segments) => {
+                for s in self.partition(t, *p)?.segment_files() {
+                    out.push((
+                        Node::Segment(t.clone(), *p, Arc::from(s.name.as_str())),
+                        s.name,
+                    ));
+                }
+            }
+            _ => return tree(Errno::ENOTDIR, format!("{node} is not a directory")),
+        }
+        Ok(out)
+    }
+
+    pub fn readdir(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
+        let listing = self.gate().and_then(|_g| {
+            let node = self.node(ino)?;
+            let entries = self.entries(&node)?;
+            Ok((node, entries))
+        });
+        let (node, entries) = match listing {
+            Ok(l) => l,
+            Err(e) => return reply.error(report("readdir", &ino.0, e)),
+        };
+        let parent_ino = self.inodes.peek(&node.parent());
+        let dots = [
+            (ino.0, FileType::Directory, "."),
+            (parent_ino, FileType::Directory, ".."),
+        ];
+        let all = dots
+            .into_iter()
+            .map(|(i, k, n)| (i, k, n.to_string()))
+            .chain(
+                entries
+                    .into_iter()
+                    .map(|(n, name)| (self.inodes.peek(&n), n.kind(), name)),
+            );
+        for (i, (child_ino, kind, name)) in all.enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(child_ino), (i + 1) as u64, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    pub fn mkdir(&self, parent: INodeNo, name: &OsStr) -> FsResult<(Duration, FileAttr)> {
+        let _g = self.gate()?;
+        let parent = self.node(parent)?;
+        if parent != Node::Root {
+            return tree(
+                Errno::EPERM,
+                format!("directories are created only at the root, not in {parent}"),
+            );
+        }
+        let Some(name) = name.to_str() else {
+            return Err(Error::InvalidTopicName(name.to_string_lossy().into_owned()).into());
+        };
+        let topic = self.mgr.create_topic(name)?;
+        self.entry(Node::Topic(Arc::from(topic.name())))
+    }
+
+    pub fn rmdir(&self, parent: INodeNo, name: &OsStr) -> FsResult<()> {
+        let _g = self.gate()?;
+        let parent = self.node(parent)?;
+        if parent != Node::Root {
+            return tree(
+                Errno::EPERM,
+                format!("only topics can be removed, not entries of {parent}"),
+            );
+        }
+        let Some(name) = name.to_str() else {
+            return tree(Errno::ENOENT, "name is not UTF-8");
+        };
+        self.mgr.delete_topic(name)?;
+        Ok(())
+    }
+
+    pub fn open(&self, ino: INodeNo, flags: OpenFlags) -> FsResult<(FileHandle, FopenFlags)> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        let (read, write) = match flags.acc_mode() {
+            OpenAccMode::O_RDONLY => (true, false),
+            OpenAccMode::O_WRONLY => (false, true),
+            OpenAccMode::O_RDWR => (true, true),
+        };
+        if (read && !node.readable()) || (write && !node.writable()) {
+            return tree(
+                Errno::EACCES,
+                format!(
+                    "mode {:o} does not allow {}",
+                    node.perm(),
+                    if write { "writing" } else { "reading" }
+                ),
+            );
+        }
+        let (handle, fopen) = match &node {
+            Node::TopicFile(t, TopicFile::Append) => {
+                let topic = self.topic(t)?;
+                let max = max_record(&topic);
+                (
+                    Handle::Append(AppendHandle::new(AppendTarget::Topic(topic), max)),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::PartitionFile(t, p, PartitionFile::Append) => {
+                let topic = self.topic(t)?;
+                let max = max_record(&topic);
+                let log = topic.partition(*p)?;
+                (
+                    Handle::Append(AppendHandle::new(AppendTarget::Partition(log), max)),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::TopicFile(t, TopicFile::Partitions) => {
+                let n = self.topic(t)?.partition_count();
+                let content = format!("{n}\n").into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::TopicFile(t, TopicFile::Config) => {
+                let content = self.topic(t)?.config_text().into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::PartitionFile(
+                t,
+                p,
+                f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
+            ) => {
+                let log = self.partition(t, *p)?;
+                let offset = if *f == PartitionFile::LogStartOffset {
+                    log.log_start_offset()
+                } else {
+                    log.log_end_offset()
+                };
+                let content = offset_text(offset).into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::Lookup(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                (
+                    Handle::Stream(StreamHandle::open(log, *name)?),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Node::Segment(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
+                    return tree(Errno::ENOENT, format!("{node} no longer exists"));
+                };
+                // Through the page cache (mmap works); a new open always sees fresh pages.
+                (Handle::Segment(File::open(&seg.path)?), FopenFlags::empty())
+            }
+            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
+                return tree(Errno::EISDIR, format!("{node} is a directory"));
+            }
+        };
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, Arc::new(Mutex::new(handle)));
+        Ok((FileHandle(fh), fopen))
+    }
+
+    pub fn read(&self, fh: FileHandle, offset: u64, size: u32, reply: ReplyData) {
+        let fail = |reply: ReplyData, e: FsError| reply.error(report("read", &fh.0, e));
+        let _g = match self.gate() {
+            Ok(g) => g,
+            Err(e) => return fail(reply, e),
+        };
+        let h = match self.handle(fh) {
+            Ok(h) => h,
+            Err(e) => return fail(reply, e),
+        };
+        let mut h = lock(&h);
+        match &mut *h {
+            Handle::Stream(s) => match s.read(offset, size as usize) {
+                Ok(data) => reply.data(data),
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
+                Ok(data) => reply.data(&data),
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::Append(_) => fail(
+                reply,
+                FsError::Tree(Errno::EBADF, "append files are write-only".into()),
+            ),
+        }
+    }
+
+    pub fn write(&self, fh: FileHandle, data: &[u8]) -> FsResult<u32> {
+        let _g = self.gate()?;
+        let h = self.handle(fh)?;
+        let mut h = lock(&h);
+        match &mut *h {
+            Handle::Append(a) => a.write(data)?,
+            Handle::Text(t) => t.write(&self.mgr, data)?,
+            Handle::Stream(_) | Handle::Segment(_) => return tree(Errno::EBADF, "read-only file"),
+        }
+        Ok(data.len() as u32)
+    }
+
+    pub fn flush(&self, fh: FileHandle) -> FsResult<()> {
+        let _g = self.gate()?;
+        let h = self.handle(fh)?;
+        let mut h = lock(&h);
+        Ok(h.finish(&self.mgr)?)
+    }
+
+    pub fn release(&self, fh: FileHandle) -> FsResult<()> {
+        let _g = self.gate()?;
+        let Some(h) = lock(&self.handles).remove(&fh.0) else {
+            return Ok(());
+        };
+        let mut h = lock(&h);
+        Ok(h.finish(&self.mgr)?)
+    }
+
+    pub fn fsync(&self, fh: FileHandle) -> FsResult<()> {
+        let _g = self.gate()?;
+        let h = self.handle(fh)?;
+        let h = lock(&h);
+        match &*h {
+            Handle::Append(a) => Ok(a.sync(&self.mgr)?),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn access(&self, ino: INodeNo, mask: AccessFlags) -> FsResult<()> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        self.attr(ino.0, &node)?;
+        let allowed = ((node.perm() >> 6) & 7) as i32;
+        let wanted = mask.bits() & 7;
+        if wanted & !allowed != 0 {
+            return tree(Errno::EACCES, format!("mode {:o}", node.perm()));
+        }
+        Ok(())
+    }
+
+    /// statfs of the log dirs' disks (summed when they are on several filesystems).
+    pub fn statfs(&self) -> FsResult<Statfs> {
+        let _g = self.gate()?;
+        let mut seen = Vec::new();
+        let mut total = [0u64; 5];
+        let mut unit = 0u64;
+        for dir in self.mgr.log_dirs() {
+            let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+                .map_err(|_| FsError::Tree(Errno::EINVAL, "log dir path has a NUL byte".into()))?;
+            // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
+            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+            if seen.contains(&st.f_fsid) {
+                continue;
+            }
+            seen.push(st.f_fsid);
+            let frsize = st.f_frsize.max(1);
+            if unit == 0 {
+                unit = frsize;
+            }
+            let scale = |blocks: u64| blocks.saturating_mul(frsize) / unit;
+            total[0] += scale(st.f_blocks);
+            total[1] += scale(st.f_bfree);
+            total[2] += scale(st.f_bavail);
+            total[3] += st.f_files;
+            total[4] += st.f_ffree;
+        }
+        Ok(Statfs {
+            blocks: total[0],
+            bfree: total[1],
+            bavail: total[2],
+            files: total[3],
+            ffree: total[4],
+            bsize: unit.max(512) as u32,
+        })
+    }
+}
+
+/// What `df` shows: the log dirs' disks.
+pub struct Statfs {
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    pub files: u64,
+    pub ffree: u64,
+    pub bsize: u32,
+}
+
+fn offset_text(offset: i64) -> String {
+    format!("{offset}\n")
+}
+
+/// The topic's `max.message.bytes`, as its effective config shows it.
+fn max_record(topic: &Topic) -> usize {
+    topic
+        .config_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("max.message.bytes=")?.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+}
+
+/// The `fuser::Filesystem`: one short match per callback over [`FsState`].
+pub struct TopicFs {
+    state: Arc<FsState>,
+}
+
+impl TopicFs {
+    pub fn new(state: Arc<FsState>) -> TopicFs {
+        TopicFs { state }
+    }
+}
+
+fn name_in(parent: INodeNo, name: &OsStr) -> String {
+    format!("{:?} (in inode {})", name, parent.0)
+}
+
+impl Filesystem for TopicFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if let Err(nearest) = config.set_max_write(MAX_WRITE) {
+            let _ = config.set_max_write(nearest);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.state.lookup(parent, name) {
+            Ok((ttl, attr)) => reply.entry(&ttl, &attr, Generation(0)),
+            Err(e) => reply.error(report("lookup", &name_in(parent, name), e)),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.state.inodes.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.state.getattr(ino) {
+            Ok((ttl, attr)) => reply.attr(&ttl, &attr),
+            Err(e) => reply.error(report("getattr", &ino.0, e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let chmod_chown = mode.is_some() || uid.is_some() || gid.is_some();
+        match self.state.setattr(ino, chmod_chown, size) {
+            Ok((ttl, attr)) => reply.attr(&ttl, &attr),
+            Err(e) => reply.error(report("setattr", &ino.0, e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let e = FsError::Tree(
+            Errno::EPERM,
+            "files cannot be created; mkdir creates a topic".into(),
+        );
+        reply.error(report("mknod", &name_in(parent, name), e));
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        match self.state.mkdir(parent, name) {
+            Ok((ttl, attr)) => reply.entry(&ttl, &attr, Generation(0)),
+            Err(e) => reply.error(report("mkdir", &name_in(parent, name), e)),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let e = FsError::Tree(
+            Errno::EPERM,
+            "files cannot be deleted; rmdir deletes a topic".into(),
+        );
+        reply.error(report("unlink", &name_in(parent, name), e));
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.state.rmdir(parent, name) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(report("rmdir", &name_in(parent, name), e)),
+        }
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        _target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let e = FsError::Tree(Errno::EPERM, "symlinks cannot be created".into());
+        reply.error(report("symlink", &name_in(parent, link_name), e));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        _flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let e = FsError::Tree(Errno::EPERM, "nothing can be renamed".into());
+        reply.error(report("rename", &name_in(parent, name), e));
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let e = FsError::Tree(Errno::EPERM, "hard links cannot be created".into());
+        reply.error(report(
+            "link",
+            &format!("{newname:?} to inode {}", ino.0),
+            e,
+        ));
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.state.open(ino, flags) {
+            Ok((fh, fopen)) => reply.opened(fh, fopen),
+            Err(e) => reply.error(report("open", &ino.0, e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        self.state.read(fh, offset, size, reply);
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        // The offset is ignored: every write appends.
+        match self.state.write(fh, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(report("write", &fh.0, e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.state.flush(fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(report("flush", &fh.0, e)),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.state.release(fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(report("release", &fh.0, e)),
+        }
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.state.fsync(fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(report("fsync", &fh.0, e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectory,
+    ) {
+        self.state.readdir(ino, offset, reply);
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.state.statfs() {
+            Ok(s) => reply.statfs(
+                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, 255, s.bsize,
+            ),
+            Err(e) => reply.error(report("statfs", &"/", e)),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        match self.state.access(ino, mask) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(report("access", &ino.0, e)),
+        }
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        reply.error(Errno::from_i32(libc::ENODATA));
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if size == 0 {
+            reply.size(0);
+        } else {
+            reply.data(&[]);
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let e = FsError::Tree(
+            Errno::EPERM,
+            "files cannot be created; mkdir creates a topic".into(),
+        );
+        reply.error(report("create", &name_in(parent, name), e));
+    }
+}
