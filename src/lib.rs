@@ -8,3 +8,5 @@ pub mod record;
 pub use error::{Error, Result};
 pub mod checkpoint;
 pub mod manager;
+pub mod fs;
+pub mod partitioner;
