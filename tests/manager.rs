@@ -23,7 +23,7 @@ fn put(mgr: &LogManager, topic: &str, p: u32, v: &str) -> i64 {
         .unwrap()
         .append(&[RecordInput {
             value: Some(v.as_bytes()),
-            timestamp: 1_000,
+            timestamp: topicfs::log::now_ms(),
             ..Default::default()
         }])
         .unwrap()
@@ -177,4 +177,73 @@ fn checkpoints_after_clean_shutdown_and_recovery_after_a_crash() {
     assert!(!d.path().join(".kafka_cleanshutdown").exists());
     // The leaked manager still holds the lock in this process: OFD locks conflict here too.
     assert!(LogManager::open(broker(&[d.path()], 1)).is_err());
+}
+
+#[test]
+fn retention_by_bytes_and_time_deletes_oldest_segments_and_moves_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr = LogManager::open(broker(&[d.path()], 1)).unwrap();
+    mgr.create_topic("r").unwrap();
+    let log = mgr.topic("r").unwrap().partition(0).unwrap();
+    for i in 0..100 {
+        put(&mgr, "r", 0, &format!("record number {i:04}"));
+    }
+    let segs = log.segments().len();
+    assert!(segs > 4, "{segs} segments");
+    let total = log.size_in_bytes() as i64;
+    mgr.set_topic_config("r", "retention.bytes", Some(&(total / 2).to_string()))
+        .unwrap();
+    assert!(
+        mgr.topic("r")
+            .unwrap()
+            .config_text()
+            .starts_with("# topic overrides\nretention.bytes=")
+    );
+    let deleted = mgr.run_retention().unwrap();
+    assert!(deleted > 0);
+    assert!(log.size_in_bytes() as i64 <= total - total / 2 + 1000);
+    let start = log.log_start_offset();
+    assert!(start > 0);
+    assert_eq!(start, log.segments()[0].base_offset);
+    assert!(matches!(
+        log.read_from_offset(start - 1),
+        Err(topicfs::Error::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(values(&mgr, "r", 0)[0], format!("record number {start:04}"));
+    let cp = std::fs::read_to_string(d.path().join("log-start-offset-checkpoint")).unwrap();
+    // As Kafka: only a log start above the first segment's base offset needs a checkpoint line.
+    assert_eq!(cp, "0\n0\n");
+    // Nothing is older than a minute yet; then everything is older than 1 ms.
+    mgr.set_topic_config("r", "retention.bytes", None).unwrap();
+    mgr.set_topic_config("r", "retention.ms", Some("60000"))
+        .unwrap();
+    assert_eq!(mgr.run_retention().unwrap(), 0);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    mgr.set_topic_config("r", "retention.ms", Some("1"))
+        .unwrap();
+    mgr.run_retention().unwrap();
+    assert_eq!(
+        log.log_start_offset(),
+        100,
+        "all data expired, a new empty segment rolled"
+    );
+    assert_eq!(log.segments().len(), 1);
+    assert!(values(&mgr, "r", 0).is_empty());
+    assert_eq!(put(&mgr, "r", 0, "fresh"), 100);
+    // Overrides survive a restart; invalid keys and values are refused.
+    assert!(matches!(
+        mgr.set_topic_config("r", "nope", Some("1")),
+        Err(topicfs::Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        mgr.set_topic_config("r", "retention.ms", Some("soon")),
+        Err(topicfs::Error::InvalidConfig(_))
+    ));
+    mgr.shutdown().unwrap();
+    drop(mgr);
+    let mgr = LogManager::open(broker(&[d.path()], 1)).unwrap();
+    let t = mgr.topic("r").unwrap();
+    assert_eq!(t.config().retention_ms, 1);
+    assert_eq!(t.partition(0).unwrap().log_start_offset(), 100);
+    assert_eq!(values(&mgr, "r", 0), vec!["fresh".to_string()]);
 }
