@@ -10,3 +10,4 @@ pub mod checkpoint;
 pub mod manager;
 pub mod fs;
 pub mod partitioner;
+pub mod jsonl;

@@ -16,8 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{
-    BatchBuilder, BatchOptions, BatchView, LOG_OVERHEAD, PREFIX_SIZE, Record, RecordInput,
-    TimestampType,
+    BatchBuilder, BatchHeader, BatchOptions, BatchView, LOG_OVERHEAD, PREFIX_SIZE, Record,
+    RecordInput, TimestampType,
 };
 pub use segment::LogSegment;
 use segment::{AppendMeta, BatchPos};
@@ -716,6 +716,15 @@ impl LogReader {
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
     /// batches are skipped). Returns Ok(false) at the end.
     pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {
+        self.next_batch_meta(&mut |_, r| f(r))
+    }
+
+    /// Like [`LogReader::next_batch`], also passing each record's batch header (timestamp
+    /// type, producer fields...).
+    pub fn next_batch_meta(
+        &mut self,
+        f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
+    ) -> Result<bool> {
         loop {
             if self.seg >= self.segments.len() {
                 return Ok(false);
@@ -759,7 +768,7 @@ impl LogReader {
             {
                 let r = r.map_err(|e| Error::Corrupt(e.to_string()))?;
                 if r.offset >= start && r.offset < end {
-                    f(&r);
+                    f(&view.header, &r);
                 }
             }
             return Ok(true);

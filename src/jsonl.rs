@@ -1,0 +1,205 @@
+//! JSON Lines records: what `append.jsonl` accepts and what `by-offset/N.jsonl` shows.
+//!
+//! Bytes that are valid UTF-8 are JSON strings; any other bytes are `{"base64": "..."}`
+//! (standard alphabet, padded). A string is always literal text, so the two never collide.
+//! Input: `{"key": .., "value": .., "headers": {"k": v, ..} or [["k", v], ..], "timestamp": ms}`,
+//! every field optional (missing key/value = null). Output adds `offset` and `timestampType`
+//! and always writes headers as an array of pairs (it keeps order and repeated keys).
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use crate::record::{Record, RecordInput, TimestampType};
+
+/// One record parsed from a JSON line, owning its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JsonRecord {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub timestamp: Option<i64>,
+}
+
+fn bytes_field(name: &str, v: &Value) -> Result<Option<Vec<u8>>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.as_bytes().to_vec())),
+        Value::Object(m) if m.len() == 1 && m.contains_key("base64") => match &m["base64"] {
+            Value::String(b) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map(Some)
+                .map_err(|e| format!("{name}: invalid base64: {e}")),
+            _ => Err(format!("{name}: \"base64\" must be a string")),
+        },
+        _ => Err(format!(
+            "{name}: expected a string, null or {{\"base64\": \"...\"}}"
+        )),
+    }
+}
+
+/// Parses one line (without its newline).
+pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
+    let v: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(obj) = v else {
+        return Err("expected a JSON object".into());
+    };
+    let mut r = JsonRecord::default();
+    for (k, v) in &obj {
+        match k.as_str() {
+            "key" => r.key = bytes_field("key", v)?,
+            "value" => r.value = bytes_field("value", v)?,
+            "timestamp" => {
+                r.timestamp = match v {
+                    Value::Null => None,
+                    Value::Number(n) => Some(
+                        n.as_i64()
+                            .ok_or("timestamp: expected an integer number of ms")?,
+                    ),
+                    _ => return Err("timestamp: expected an integer number of ms".into()),
+                }
+            }
+            "headers" => r.headers = parse_headers(v)?,
+            "offset" | "timestampType" | "partition" => {}
+            other => return Err(format!("unknown field {other:?}")),
+        }
+    }
+    Ok(r)
+}
+
+fn parse_headers(v: &Value) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| Ok((k.as_bytes().to_vec(), bytes_field("header value", v)?)))
+            .collect(),
+        Value::Array(a) => a
+            .iter()
+            .map(|pair| match pair {
+                Value::Array(kv) if kv.len() == 2 => match &kv[0] {
+                    Value::String(k) => {
+                        Ok((k.as_bytes().to_vec(), bytes_field("header value", &kv[1])?))
+                    }
+                    _ => Err("header key must be a string".to_string()),
+                },
+                _ => Err("headers: expected [key, value] pairs".to_string()),
+            })
+            .collect(),
+        _ => Err("headers: expected an object or an array of [key, value] pairs".into()),
+    }
+}
+
+impl JsonRecord {
+    /// Borrowed form for the encoder; `headers` must outlive it.
+    pub fn headers_ref(&self) -> Vec<(&[u8], Option<&[u8]>)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_deref()))
+            .collect()
+    }
+
+    pub fn as_input<'a>(
+        &'a self,
+        headers: &'a [(&'a [u8], Option<&'a [u8]>)],
+        now: i64,
+    ) -> RecordInput<'a> {
+        RecordInput {
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers,
+            timestamp: self.timestamp.unwrap_or(now),
+        }
+    }
+}
+
+fn bytes_value(b: Option<&[u8]>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => Value::String(s.to_string()),
+            Err(_) => {
+                let mut m = Map::new();
+                m.insert(
+                    "base64".into(),
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+                );
+                Value::Object(m)
+            }
+        },
+    }
+}
+
+/// Appends one record as a JSON line (with its newline) to `out`.
+pub fn format_record(r: &Record<'_>, ts_type: TimestampType, out: &mut Vec<u8>) {
+    let mut m = Map::new();
+    m.insert("offset".into(), r.offset.into());
+    m.insert("timestamp".into(), r.timestamp.into());
+    m.insert("timestampType".into(), ts_type.name().into());
+    m.insert("key".into(), bytes_value(r.key));
+    m.insert("value".into(), bytes_value(r.value));
+    let headers: Vec<Value> = r
+        .headers()
+        .into_iter()
+        .map(|(k, v)| Value::Array(vec![bytes_value(Some(k)), bytes_value(v)]))
+        .collect();
+    m.insert("headers".into(), Value::Array(headers));
+    serde_json::to_writer(&mut *out, &Value::Object(m)).expect("writing to a Vec");
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{BatchBuilder, BatchOptions, BatchView};
+
+    #[test]
+    fn parses_every_form_and_refuses_bad_lines() {
+        let r = parse_line(
+            br#"{"key":"k","value":{"base64":"AP8K"},"headers":{"h":"x","n":null},"timestamp":5}"#,
+        )
+        .unwrap();
+        assert_eq!(r.key.as_deref(), Some(&b"k"[..]));
+        assert_eq!(r.value.as_deref(), Some(&[0u8, 0xff, b'\n'][..]));
+        assert_eq!(
+            r.headers,
+            vec![(b"h".to_vec(), Some(b"x".to_vec())), (b"n".to_vec(), None)]
+        );
+        assert_eq!(r.timestamp, Some(5));
+        let r = parse_line(br#"{"headers":[["a","1"],["a","2"]]}"#).unwrap();
+        assert_eq!(r.value, None);
+        assert_eq!(r.headers.len(), 2);
+        for bad in [
+            &br#"{"value":1}"#[..],
+            b"[1]",
+            b"{",
+            br#"{"timestamp":"x"}"#,
+            br#"{"bogus":1}"#,
+            br#"{"value":{"base64":"!!"}}"#,
+        ] {
+            assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn formats_text_binary_null_and_headers() {
+        let mut b = BatchBuilder::new();
+        b.begin(7, BatchOptions::default());
+        let hdrs: [(&[u8], Option<&[u8]>); 2] = [(b"h", Some(b"v")), (b"z", None)];
+        b.add(&RecordInput {
+            key: None,
+            value: Some(&[0xff, b'\n']),
+            headers: &hdrs,
+            timestamp: 9,
+        });
+        let bytes = b.finish().unwrap().to_vec();
+        let v = BatchView::new(&bytes).unwrap();
+        let mut s = Vec::new();
+        let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
+        let mut out = Vec::new();
+        format_record(&rec, TimestampType::CreateTime, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"offset\":7,\"timestamp\":9,\"timestampType\":\"CreateTime\",\"key\":null,\"value\":{\"base64\":\"/wo=\"},\"headers\":[[\"h\",\"v\"],[\"z\",null]]}\n"
+        );
+    }
+}
