@@ -11,12 +11,15 @@ use serde_json::{Map, Value};
 
 use crate::record::{Record, RecordInput, TimestampType};
 
+/// Owned header (key, value) pairs.
+pub type Headers = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
 /// One record parsed from a JSON line, owning its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JsonRecord {
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
-    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub headers: Headers,
     pub timestamp: Option<i64>,
 }
 
@@ -66,7 +69,7 @@ pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
     Ok(r)
 }
 
-fn parse_headers(v: &Value) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, String> {
+fn parse_headers(v: &Value) -> Result<Headers, String> {
     match v {
         Value::Null => Ok(Vec::new()),
         Value::Object(m) => m
