@@ -71,6 +71,16 @@ pub struct PartitionLog {
     last_lookup_scan: AtomicU64,
 }
 
+/// The largest epoch in a partition's `leader-epoch-checkpoint` (Kafka's `epoch startOffset`
+/// checkpoint), if the file exists and parses.
+fn read_latest_leader_epoch(dir: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).ok()?;
+    text.lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next()?.parse::<i32>().ok())
+        .max()
+}
+
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
 pub fn parse_segment_name(name: &str) -> Option<(i64, &str)> {
     let (num, suffix) = name.split_once('.')?;
@@ -210,7 +220,10 @@ impl PartitionLog {
             params.recovery_point.min(leo)
         };
         log.recovery_point.store(rp, Ordering::Release);
-        log.append.lock().unwrap().leader_epoch = epoch.unwrap_or(0).max(0);
+        // New batches carry the latest leader epoch the partition has seen (a broker's
+        // leader-epoch-checkpoint, or the last batch), so a broker can take the dir back.
+        let checkpointed = read_latest_leader_epoch(dir).unwrap_or(0);
+        log.append.lock().unwrap().leader_epoch = epoch.unwrap_or(0).max(checkpointed).max(0);
         Ok(log)
     }
 

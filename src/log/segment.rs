@@ -539,6 +539,7 @@ impl LogSegment {
             self.log_path.clone(),
             self.offset_index.path().to_path_buf(),
             self.time_index.path().to_path_buf(),
+            self.log_path.with_extension("txnindex"),
         ] {
             let mut d = p.clone().into_os_string();
             d.push(".deleted");
