@@ -21,12 +21,22 @@ pub enum Handle {
 }
 
 impl Handle {
-    /// Completes what the writer left pending (a partial line): at flush, release, shutdown.
+    /// Completes what the writer left pending (a partial line): at release and shutdown.
     pub fn finish(&mut self, mgr: &LogManager) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
             Handle::Text(h) => h.flush_partial(mgr),
             Handle::Stream(_) | Handle::Segment(_) => Ok(()),
+        }
+    }
+
+    /// close(2) of one descriptor of the open file, by the process whose descriptor table is
+    /// `owner`. A partial line is appended when its writer closes; a process that only
+    /// inherited the descriptor (a child exiting) leaves it pending.
+    pub fn flush(&mut self, mgr: &LogManager, owner: u64) -> Result<()> {
+        match self {
+            Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
+            _ => self.finish(mgr),
         }
     }
 }
@@ -43,6 +53,8 @@ pub enum AppendTarget {
 pub struct AppendHandle {
     target: AppendTarget,
     partial: Vec<u8>,
+    /// The descriptor table (FUSE lock owner) of the process that wrote the partial line.
+    partial_owner: Option<u64>,
     /// The largest record the topic accepted when the file was opened; a partial line that
     /// grows past it fails early with EMSGSIZE instead of at close.
     max_record: usize,
@@ -55,6 +67,7 @@ impl AppendHandle {
         AppendHandle {
             target,
             partial: Vec::new(),
+            partial_owner: None,
             max_record,
             written: BTreeSet::new(),
         }
@@ -62,7 +75,10 @@ impl AppendHandle {
 
     /// One write request: its complete lines (with a pending partial line in front) become one
     /// batch; what follows the last `\n` is kept for the next write.
-    pub fn write(&mut self, data: &[u8]) -> Result<()> {
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> Result<()> {
+        if !data.is_empty() && data.last() != Some(&b'\n') {
+            self.partial_owner = owner;
+        }
         let Some(last_nl) = data.iter().rposition(|&b| b == b'\n') else {
             self.partial.extend_from_slice(data);
             if self.partial.len() > self.max_record {

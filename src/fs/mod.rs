@@ -607,23 +607,23 @@ impl FsState {
         }
     }
 
-    pub fn write(&self, fh: FileHandle, data: &[u8]) -> FsResult<u32> {
+    pub fn write(&self, fh: FileHandle, data: &[u8], owner: Option<LockOwner>) -> FsResult<u32> {
         let _g = self.gate()?;
         let h = self.handle(fh)?;
         let mut h = lock(&h);
         match &mut *h {
-            Handle::Append(a) => a.write(data)?,
+            Handle::Append(a) => a.write(data, owner.map(|o| o.0))?,
             Handle::Text(t) => t.write(&self.mgr, data)?,
             Handle::Stream(_) | Handle::Segment(_) => return tree(Errno::EBADF, "read-only file"),
         }
         Ok(data.len() as u32)
     }
 
-    pub fn flush(&self, fh: FileHandle) -> FsResult<()> {
+    pub fn flush(&self, fh: FileHandle, owner: LockOwner) -> FsResult<()> {
         let _g = self.gate()?;
         let h = self.handle(fh)?;
         let mut h = lock(&h);
-        Ok(h.finish(&self.mgr)?)
+        Ok(h.flush(&self.mgr, owner.0)?)
     }
 
     pub fn release(&self, fh: FileHandle) -> FsResult<()> {
@@ -905,11 +905,11 @@ impl Filesystem for TopicFs {
         data: &[u8],
         _write_flags: WriteFlags,
         _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
+        lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         // The offset is ignored: every write appends.
-        match self.state.write(fh, data) {
+        match self.state.write(fh, data, lock_owner) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(report("write", &fh.0, e)),
         }
@@ -920,10 +920,10 @@ impl Filesystem for TopicFs {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _lock_owner: LockOwner,
+        lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        match self.state.flush(fh) {
+        match self.state.flush(fh, lock_owner) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(report("flush", &fh.0, e)),
         }

@@ -1,0 +1,384 @@
+//! Real mounts for the mount tests: a temp dir holding the mountpoint and the log dirs, the
+//! daemon started through the built `topicfs` binary, shell commands run inside the mount,
+//! and a guard that always unmounts (lazily as a last resort) so no test leaves a mount behind.
+//! A test that cannot mount fails: there is no skipping.
+
+#![allow(dead_code)]
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_topicfs");
+
+/// Upper bound for waits on the daemon (mount appearing, daemon exiting). Only a safety net
+/// so a broken daemon fails the test instead of hanging it; never asserted on.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Is `path` a mountpoint right now (per /proc/self/mountinfo)?
+pub fn is_mounted(path: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = path.to_string_lossy();
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .any(|m| unescape_mountinfo(m) == want)
+}
+
+fn unescape_mountinfo(s: &str) -> String {
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
+}
+
+/// umount(2), then a lazy detach if that fails (files still open, daemon gone...).
+pub fn force_unmount(path: &Path) {
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: NUL-terminated path.
+    unsafe {
+        if libc::umount2(c.as_ptr(), 0) != 0 {
+            libc::umount2(c.as_ptr(), libc::MNT_DETACH);
+        }
+    }
+}
+
+/// Has process `pid` exited (gone, or a zombie nobody reaped yet)?
+pub fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+    }
+}
+
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < PATIENCE, "gave up waiting: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How to start a mount.
+#[derive(Clone)]
+pub struct Options {
+    pub log_dirs: usize,
+    pub args: Vec<String>,
+    /// Put the first log dir on a tmpfs of this size (e.g. "1m") to fill the disk.
+    pub tmpfs_size: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            log_dirs: 1,
+            args: Vec::new(),
+            tmpfs_size: None,
+        }
+    }
+}
+
+/// A live mount and its temp dir.
+pub struct TestMount {
+    pub dir: tempfile::TempDir,
+    pub mnt: PathBuf,
+    pub log_dirs: Vec<PathBuf>,
+    pub log_file: PathBuf,
+    pub pid_file: PathBuf,
+    args: Vec<String>,
+    /// The daemon's pid while mounted.
+    pid: Option<i32>,
+    /// Set for `--foreground` mounts: the daemon is our child.
+    child: Option<Child>,
+    /// A tmpfs mounted under the first log dir, unmounted after the daemon.
+    tmpfs: Option<PathBuf>,
+}
+
+impl TestMount {
+    /// Mounts with one log dir and these extra `topicfs mount` arguments.
+    pub fn start(args: &[&str]) -> TestMount {
+        TestMount::with(Options {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..Options::default()
+        })
+    }
+
+    pub fn with(opts: Options) -> TestMount {
+        let dir = tempfile::Builder::new()
+            .prefix("topicfs-mount-")
+            .tempdir()
+            .unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let log_dirs: Vec<PathBuf> = (0..opts.log_dirs)
+            .map(|i| dir.path().join(format!("logs{i}")))
+            .collect();
+        let tmpfs = opts.tmpfs_size.as_ref().map(|size| {
+            std::fs::create_dir(&log_dirs[0]).unwrap();
+            let out = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(&log_dirs[0])
+                .output()
+                .expect("run mount -t tmpfs");
+            assert!(
+                out.status.success(),
+                "mount tmpfs: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            log_dirs[0].clone()
+        });
+        let mut m = TestMount {
+            log_file: dir.path().join("topicfs.log"),
+            pid_file: dir.path().join("topicfs.pid"),
+            dir,
+            mnt,
+            log_dirs,
+            args: opts.args,
+            pid: None,
+            child: None,
+            tmpfs,
+        };
+        m.mount();
+        m
+    }
+
+    /// The full `topicfs mount` command line for this mount.
+    pub fn mount_command(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("mount").arg(&self.mnt);
+        for d in &self.log_dirs {
+            cmd.arg("--log-dir").arg(d);
+        }
+        cmd.arg("--log-file").arg(&self.log_file);
+        cmd.arg("--pid-file").arg(&self.pid_file);
+        cmd.args(&self.args);
+        cmd.env("RUST_LOG", "topicfs=debug");
+        cmd
+    }
+
+    /// Starts the daemon; returns once `topicfs mount` returned (the mount is then live).
+    pub fn mount(&mut self) {
+        assert!(self.pid.is_none(), "already mounted");
+        let out = self.mount_command().output().expect("run topicfs mount");
+        assert!(
+            out.status.success(),
+            "topicfs mount failed ({}): {}\n--- daemon log ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            self.daemon_log()
+        );
+        assert!(
+            is_mounted(&self.mnt),
+            "topicfs mount returned 0 but {} is not mounted",
+            self.mnt.display()
+        );
+        let pid = std::fs::read_to_string(&self.pid_file).expect("pid file written");
+        self.pid = Some(pid.trim().parse().unwrap());
+    }
+
+    /// Starts `topicfs mount --foreground` as a child and waits until the mount is live.
+    pub fn mount_foreground(&mut self) {
+        assert!(self.pid.is_none(), "already mounted");
+        let mut cmd = self.mount_command();
+        cmd.arg("--foreground")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn topicfs mount --foreground");
+        let mnt = self.mnt.clone();
+        let start = Instant::now();
+        while !is_mounted(&mnt) {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "topicfs mount --foreground exited with {status} before mounting\n{}",
+                    self.daemon_log()
+                );
+            }
+            assert!(start.elapsed() < PATIENCE, "mount never appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The mount is in the table; the session answers once the pid file is written.
+        wait_until("pid file", || self.pid_file.exists());
+        self.pid = Some(child.id() as i32);
+        self.child = Some(child);
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid.expect("mounted")
+    }
+
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(&self.log_file).unwrap_or_default()
+    }
+
+    /// A path inside the mount.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// `sh -c script` run in the mountpoint.
+    pub fn sh(&self, script: &str) -> Output {
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(&self.mnt)
+            .output()
+            .expect("run sh")
+    }
+
+    /// Runs `script` in the mountpoint, asserts it succeeds, returns its stdout.
+    pub fn ok(&self, script: &str) -> String {
+        let out = self.sh(script);
+        assert!(
+            out.status.success(),
+            "`{script}` failed ({}): {}\n--- daemon log (tail) ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            tail(&self.daemon_log(), 30)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
+    /// Runs `script`, asserts it fails, returns its stderr.
+    pub fn fails(&self, script: &str) -> String {
+        let out = self.sh(script);
+        assert!(
+            !out.status.success(),
+            "`{script}` should fail but succeeded; stdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Runs `script` and asserts it fails with this strerror text on stderr.
+    pub fn fails_with(&self, script: &str, strerror: &str) {
+        let err = self.fails(script);
+        assert!(
+            err.contains(strerror),
+            "`{script}` should fail with {strerror:?}, stderr was: {err}"
+        );
+    }
+
+    /// The content of a file in the mount.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel))
+            .unwrap_or_else(|e| panic!("read {rel}: {e}\n{}", tail(&self.daemon_log(), 30)))
+    }
+
+    /// `log-end-offset` of a partition, parsed.
+    pub fn end_offset(&self, topic: &str, p: u32) -> i64 {
+        self.read(&format!("{topic}/{p}/log-end-offset"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// `umount` the mount the way a user does, and wait for the daemon to exit.
+    /// Returns the exit status when the daemon is our child (`--foreground`).
+    pub fn unmount(&mut self) -> Option<ExitStatus> {
+        let out = Command::new("umount")
+            .arg(&self.mnt)
+            .output()
+            .expect("run umount");
+        assert!(
+            out.status.success(),
+            "umount failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.wait_daemon_exit()
+    }
+
+    /// Sends `sig` to the daemon and waits for it to exit.
+    pub fn signal(&mut self, sig: i32) -> Option<ExitStatus> {
+        // SAFETY: kill(2) on the daemon's pid.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill");
+        self.wait_daemon_exit()
+    }
+
+    /// Waits for the daemon to exit (and the mount to be gone).
+    pub fn wait_daemon_exit(&mut self) -> Option<ExitStatus> {
+        let pid = self.pid.take().expect("mounted");
+        let status = match self.child.take() {
+            Some(mut c) => Some(c.wait().unwrap()),
+            None => {
+                wait_until("daemon exit", || process_gone(pid));
+                None
+            }
+        };
+        wait_until("mount gone", || !is_mounted(&self.mnt));
+        status
+    }
+
+    /// Mounts the same log dirs again.
+    pub fn remount(&mut self) {
+        self.mount();
+    }
+
+    /// The real partition directory `<topic>-<p>` (in whichever log dir holds it).
+    pub fn partition_dir(&self, topic: &str, p: u32) -> PathBuf {
+        let name = format!("{topic}-{p}");
+        self.log_dirs
+            .iter()
+            .map(|d| d.join(&name))
+            .find(|d| d.is_dir())
+            .unwrap_or_else(|| panic!("no partition dir {name}"))
+    }
+}
+
+impl Drop for TestMount {
+    fn drop(&mut self) {
+        if is_mounted(&self.mnt) {
+            force_unmount(&self.mnt);
+        }
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signal our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = c.wait();
+        } else if let Some(pid) = self.pid.take() {
+            let start = Instant::now();
+            while !process_gone(pid) && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !process_gone(pid) {
+                // SAFETY: the daemon this test started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        if is_mounted(&self.mnt) {
+            force_unmount(&self.mnt);
+        }
+        if let Some(t) = self.tmpfs.take() {
+            force_unmount(&t);
+        }
+    }
+}
+
+pub fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The batches of a `.log` file: (base offset, record count, values).
+pub fn batches(log: &[u8]) -> Vec<(i64, usize, Vec<Vec<u8>>)> {
+    use topicfs::record::BatchView;
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut scratch = Vec::new();
+    while pos < log.len() {
+        let view = BatchView::new(&log[pos..]).expect("a whole batch");
+        view.ensure_valid().expect("valid CRC");
+        let size = view.header.size();
+        let values: Vec<Vec<u8>> = view
+            .records(&mut scratch)
+            .expect("records")
+            .map(|r| r.expect("record").value.unwrap_or_default().to_vec())
+            .collect();
+        out.push((view.header.base_offset, values.len(), values));
+        pos += size;
+    }
+    out
+}

@@ -1,0 +1,203 @@
+//! The mounted tree of SPEC section 3: listings, modes, topics by mkdir/rmdir, the
+//! `partitions` and `config` files, truthful attributes and statfs. Real mounts.
+
+#[path = "common/mount.rs"]
+mod mount;
+
+use mount::TestMount;
+
+fn lines(s: &str) -> Vec<&str> {
+    s.lines().collect()
+}
+
+#[test]
+fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
+    let m = TestMount::start(&["--num-partitions", "3"]);
+    assert_eq!(m.ok("ls"), "");
+    m.ok("mkdir orders");
+    assert_eq!(lines(&m.ok("ls")), ["orders"]);
+    assert_eq!(
+        lines(&m.ok("ls orders")),
+        ["0", "1", "2", "append", "config", "partitions"]
+    );
+    assert_eq!(
+        lines(&m.ok("ls orders/1")),
+        [
+            "append",
+            "by-offset",
+            "by-time",
+            "log-end-offset",
+            "log-start-offset",
+            "segments"
+        ]
+    );
+    let modes = |path: &str| m.ok(&format!("stat -c '%A' {path}")).trim().to_string();
+    assert_eq!(modes("orders"), "drwxr-xr-x");
+    assert_eq!(modes("orders/append"), "--w-------");
+    assert_eq!(modes("orders/0/append"), "--w-------");
+    assert_eq!(modes("orders/partitions"), "-rw-r--r--");
+    assert_eq!(modes("orders/config"), "-rw-r--r--");
+    assert_eq!(modes("orders/0/log-end-offset"), "-r--r--r--");
+    assert_eq!(modes("orders/0/log-start-offset"), "-r--r--r--");
+    assert_eq!(modes("orders/0/by-offset"), "dr-xr-xr-x");
+    assert_eq!(modes("orders/0/segments"), "dr-xr-xr-x");
+    assert_eq!(
+        lines(&m.ok("ls orders/0/segments")),
+        [
+            "00000000000000000000.index",
+            "00000000000000000000.log",
+            "00000000000000000000.timeindex"
+        ]
+    );
+    assert_eq!(
+        modes("orders/0/segments/00000000000000000000.log"),
+        "-r--r--r--"
+    );
+    assert_eq!(m.read("orders/partitions"), "3\n");
+    assert_eq!(m.read("orders/0/log-start-offset"), "0\n");
+    assert_eq!(m.read("orders/0/log-end-offset"), "0\n");
+    // by-offset/ and by-time/ list nothing, though names open.
+    assert_eq!(m.ok("ls -a orders/0/by-offset"), ".\n..\n");
+    assert_eq!(m.ok("ls -a orders/0/by-time"), ".\n..\n");
+    m.fails_with("ls orders/3", "No such file or directory");
+    m.fails_with("ls nosuchtopic", "No such file or directory");
+}
+
+#[test]
+fn mkdir_creates_and_rmdir_deletes_topics() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir a b c");
+    assert_eq!(lines(&m.ok("ls")), ["a", "b", "c"]);
+    m.ok("echo one >> a/0/append && echo two >> a/1/append");
+    assert_eq!(m.end_offset("a", 0), 1);
+    assert!(m.log_dirs[0].join("a-0").is_dir());
+    assert!(m.log_dirs[0].join("a-1").is_dir());
+
+    m.ok("rmdir a");
+    assert_eq!(lines(&m.ok("ls")), ["b", "c"]);
+    m.fails_with("cat a/partitions", "No such file or directory");
+    assert!(!m.log_dirs[0].join("a-0").exists(), "a-0 still on disk");
+
+    // A topic created again under the same name starts empty.
+    m.ok("mkdir a");
+    assert_eq!(m.end_offset("a", 0), 0);
+    assert_eq!(m.ok("cat a/0/by-offset/0"), "");
+    m.ok("rmdir b c");
+    assert_eq!(lines(&m.ok("ls")), ["a"]);
+}
+
+#[test]
+fn writing_partitions_grows_the_topic_and_never_shrinks_it() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    assert_eq!(m.read("t/partitions"), "1\n");
+    m.ok("echo 4 > t/partitions");
+    assert_eq!(m.read("t/partitions"), "4\n");
+    assert_eq!(lines(&m.ok("ls t"))[..4], ["0", "1", "2", "3"]);
+    m.ok("echo x >> t/3/append");
+    assert_eq!(m.end_offset("t", 3), 1);
+    // The same count again is fine; `>>` works too.
+    m.ok("echo 4 >> t/partitions");
+    m.ok("echo 5 >> t/partitions");
+    assert_eq!(m.read("t/partitions"), "5\n");
+    m.fails_with("/bin/echo 2 > t/partitions", "Invalid argument");
+    m.fails_with("/bin/echo many > t/partitions", "Invalid argument");
+    assert_eq!(m.read("t/partitions"), "5\n");
+    assert!(m.log_dirs[0].join("t-4").is_dir());
+}
+
+#[test]
+fn config_shows_the_effective_config_and_takes_overrides() {
+    let m = TestMount::start(&["--segment-bytes", "100000"]);
+    m.ok("mkdir t");
+    let config = m.read("t/config");
+    assert!(
+        config.lines().any(|l| l == "segment.bytes=100000"),
+        "{config}"
+    );
+    assert!(
+        config.lines().any(|l| l == "max.message.bytes=1048588"),
+        "{config}"
+    );
+    assert!(config.lines().all(|l| l.contains('=')), "{config}");
+
+    m.ok("echo segment.bytes=2000 >> t/config");
+    assert!(
+        m.read("t/config")
+            .lines()
+            .any(|l| l == "segment.bytes=2000")
+    );
+    // `>` sets keys too (truncating config is a no-op), several lines at once.
+    m.ok("printf 'retention.ms=5000\\nmax.message.bytes=4000\\n' > t/config");
+    let config = m.read("t/config");
+    assert!(config.lines().any(|l| l == "retention.ms=5000"), "{config}");
+    assert!(
+        config.lines().any(|l| l == "max.message.bytes=4000"),
+        "{config}"
+    );
+    assert!(
+        config.lines().any(|l| l == "segment.bytes=2000"),
+        "{config}"
+    );
+    // `key=` removes the override: back to the broker default.
+    m.ok("echo segment.bytes= >> t/config");
+    assert!(
+        m.read("t/config")
+            .lines()
+            .any(|l| l == "segment.bytes=100000")
+    );
+    m.fails_with("/bin/echo nosuch.key=1 >> t/config", "Invalid argument");
+    m.fails_with(
+        "/bin/echo segment.bytes=lots >> t/config",
+        "Invalid argument",
+    );
+    m.fails_with("/bin/echo just-a-word >> t/config", "Invalid argument");
+    // Another topic keeps the defaults.
+    m.ok("mkdir u");
+    assert!(
+        m.read("u/config")
+            .lines()
+            .any(|l| l == "max.message.bytes=1048588")
+    );
+}
+
+#[test]
+fn attributes_tell_the_truth() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let size = |p: &str| -> u64 { m.ok(&format!("stat -c %s {p}")).trim().parse().unwrap() };
+    assert_eq!(size("t/0/log-end-offset"), 2);
+    m.ok("for i in 1 2 3 4 5 6 7 8 9 10; do echo $i >> t/0/append; done");
+    // "10\n": the size follows the content at every stat.
+    assert_eq!(size("t/0/log-end-offset"), 3);
+    assert_eq!(m.read("t/0/log-end-offset"), "10\n");
+    assert_eq!(size("t/partitions"), 2);
+    m.ok("echo 12 > t/partitions");
+    assert_eq!(size("t/partitions"), 3);
+    assert_eq!(size("t/config"), m.read("t/config").len() as u64);
+    // A real file's size, refreshed as it grows.
+    let log = "t/0/segments/00000000000000000000.log";
+    let before = size(log);
+    m.ok("echo more >> t/0/append");
+    assert!(size(log) > before);
+    assert_eq!(
+        size(log),
+        std::fs::metadata(m.partition_dir("t", 0).join("00000000000000000000.log"))
+            .unwrap()
+            .len()
+    );
+}
+
+#[test]
+fn statfs_reports_the_log_dir_disk() {
+    let m = TestMount::start(&[]);
+    let total = |p: &std::path::Path| -> u128 {
+        let out = m.ok(&format!("stat -f -c '%b %S' '{}'", p.display()));
+        let v: Vec<u128> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        v[0] * v[1]
+    };
+    assert_eq!(total(&m.mnt), total(&m.log_dirs[0]));
+    assert!(total(&m.mnt) > 0);
+    // df works on the mount.
+    m.ok("df -P .");
+}
