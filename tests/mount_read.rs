@@ -1,0 +1,190 @@
+//! Reading through the mount (SPEC section 3): `by-offset/N` and `by-time/T` stream the
+//! records from the start record to the log end as it was at open; ENOENT for names that do
+//! not open, never cached; starts inside a batch and inside a compressed batch. Real mounts.
+
+#[path = "common/mount.rs"]
+mod mount;
+
+use std::io::{Read, Seek, SeekFrom};
+
+use mount::{TestMount, batches};
+
+fn input(m: &TestMount, name: &str, content: &str) -> String {
+    let p = m.dir.path().join(name);
+    std::fs::write(&p, content).unwrap();
+    p.display().to_string()
+}
+
+/// Partition 0 of topic `t` holding records "r0".."r19" in four batches of five.
+fn twenty_records(m: &TestMount) {
+    m.ok("mkdir t");
+    for b in 0..4 {
+        let lines: String = (b * 5..b * 5 + 5).map(|i| format!("r{i}\n")).collect();
+        let f = input(m, &format!("batch{b}"), &lines);
+        m.ok(&format!("cat {f} >> t/0/append"));
+    }
+    assert_eq!(m.end_offset("t", 0), 20);
+}
+
+fn records(from: usize, to: usize) -> String {
+    (from..to).map(|i| format!("r{i}\n")).collect()
+}
+
+#[test]
+fn by_offset_streams_from_the_start_record_to_the_end() {
+    let m = TestMount::start(&[]);
+    twenty_records(&m);
+    assert_eq!(m.read("t/0/by-offset/0"), records(0, 20));
+    // 7 sits in the middle of the second batch.
+    assert_eq!(m.ok("head -n 1 t/0/by-offset/7"), "r7\n");
+    assert_eq!(m.ok("head -n 3 t/0/by-offset/5"), records(5, 8));
+    assert_eq!(m.read("t/0/by-offset/17"), records(17, 20));
+    assert_eq!(m.ok("tail -n 2 t/0/by-offset/0"), records(18, 20));
+    assert_eq!(m.ok("wc -l < t/0/by-offset/0").trim(), "20");
+    assert_eq!(m.ok("wc -l < t/0/by-offset/19").trim(), "1");
+    // The log end is an empty file; past it nothing opens.
+    assert_eq!(m.read("t/0/by-offset/20"), "");
+    m.fails_with("cat t/0/by-offset/21", "No such file or directory");
+    for bad in [
+        "abc",
+        "-1",
+        "+3",
+        "0x10",
+        "99999999999999999999",
+        "1.0",
+        "' 1'",
+    ] {
+        m.fails_with(
+            &format!("cat t/0/by-offset/{bad}"),
+            "No such file or directory",
+        );
+    }
+    assert_eq!(m.ok("ls t/0/by-offset"), "");
+    // The listing stays empty after lookups.
+    assert_eq!(m.ok("ls -a t/0/by-offset"), ".\n..\n");
+}
+
+#[test]
+fn a_failed_lookup_is_not_cached() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.fails_with("cat t/0/by-offset/2", "No such file or directory");
+    m.fails_with("test -e t/0/by-offset/2 || cat t/0/by-offset/2", "No such");
+    m.ok("echo a >> t/0/append; echo b >> t/0/append; echo c >> t/0/append");
+    assert_eq!(m.read("t/0/by-offset/2"), "c\n");
+    m.ok("test -e t/0/by-offset/3");
+    m.fails_with("cat t/0/by-offset/4", "No such file or directory");
+    m.ok("echo d >> t/0/append; echo e >> t/0/append");
+    assert_eq!(m.read("t/0/by-offset/4"), "e\n");
+}
+
+#[test]
+fn an_open_file_ends_at_the_log_end_of_its_open() {
+    let m = TestMount::start(&[]);
+    twenty_records(&m);
+    let mut f = std::fs::File::open(m.path("t/0/by-offset/10")).unwrap();
+    m.ok("echo late >> t/0/append");
+    let mut s = String::new();
+    f.read_to_string(&mut s).unwrap();
+    assert_eq!(s, records(10, 20));
+    // A seek back rereads the same records (still ending where the open ended).
+    f.seek(SeekFrom::Start(4)).unwrap();
+    let mut again = String::new();
+    f.read_to_string(&mut again).unwrap();
+    assert_eq!(again, records(10, 20)[4..]);
+    // A fresh open sees the new record.
+    assert_eq!(m.ok("tail -n 1 t/0/by-offset/10"), "late\n");
+    // dd skips forward with lseek.
+    assert_eq!(
+        m.ok("dd if=t/0/by-offset/0 bs=4 skip=3 count=1 status=none"),
+        "r4\nr"
+    );
+}
+
+#[test]
+fn by_time_starts_at_the_first_record_at_or_after_t() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    // Writes at distinct milliseconds (the sleeps only separate timestamps).
+    for i in 0..6 {
+        m.ok(&format!("echo w{i} >> t/0/append; sleep 0.01"));
+    }
+    let log = std::fs::read(m.partition_dir("t", 0).join("00000000000000000000.log")).unwrap();
+    let ts: Vec<i64> = batches(&log)
+        .iter()
+        .map(|(o, _, _)| {
+            let at = log_position(&log, *o);
+            topicfs::record::BatchHeader::parse(&log[at..])
+                .unwrap()
+                .max_timestamp
+        })
+        .collect();
+    assert_eq!(ts.len(), 6);
+    assert!(ts.windows(2).all(|w| w[0] < w[1]), "{ts:?}");
+    assert_eq!(m.read("t/0/by-time/0"), "w0\nw1\nw2\nw3\nw4\nw5\n");
+    assert_eq!(m.read(&format!("t/0/by-time/{}", ts[3])), "w3\nw4\nw5\n");
+    assert_eq!(
+        m.read(&format!("t/0/by-time/{}", ts[3] - 1)),
+        "w3\nw4\nw5\n"
+    );
+    assert_eq!(
+        m.ok(&format!("head -n 1 t/0/by-time/{}", ts[2] + 1)),
+        "w3\n"
+    );
+    assert_eq!(m.read(&format!("t/0/by-time/{}", ts[5])), "w5\n");
+    m.fails_with(
+        &format!("cat t/0/by-time/{}", ts[5] + 1),
+        "No such file or directory",
+    );
+    m.fails_with("cat t/0/by-time/soon", "No such file or directory");
+    assert_eq!(m.ok("ls t/0/by-time"), "");
+}
+
+/// The byte position of the batch with base offset `base`.
+fn log_position(log: &[u8], base: i64) -> usize {
+    let mut pos = 0;
+    loop {
+        let h = topicfs::record::BatchHeader::parse(&log[pos..]).unwrap();
+        if h.base_offset == base {
+            return pos;
+        }
+        pos += h.size();
+    }
+}
+
+#[test]
+fn a_start_inside_a_compressed_batch_is_exact() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.ok("echo compression.type=gzip >> t/config");
+    let f = input(&m, "ten", &records(0, 10));
+    m.ok(&format!("cat {f} >> t/0/append"));
+    let log = std::fs::read(m.path("t/0/segments/00000000000000000000.log")).unwrap();
+    let h = topicfs::record::BatchHeader::parse(&log).unwrap();
+    assert_eq!(h.compression().unwrap(), topicfs::record::Compression::Gzip);
+    assert_eq!(h.records_count, 10);
+    assert_eq!(m.ok("head -n 1 t/0/by-offset/4"), "r4\n");
+    assert_eq!(m.read("t/0/by-offset/7"), records(7, 10));
+}
+
+#[test]
+fn a_long_log_reads_whole_and_in_order() {
+    let m = TestMount::start(&["--segment-bytes", "50000"]);
+    m.ok("mkdir t");
+    let all = records(0, 20000);
+    let f = input(&m, "many", &all);
+    m.ok(&format!("cat {f} >> t/0/append"));
+    assert!(
+        m.ok("ls t/0/segments | grep -c '\\.log$'")
+            .trim()
+            .parse::<u32>()
+            .unwrap()
+            > 3
+    );
+    assert_eq!(m.read("t/0/by-offset/0"), all);
+    assert_eq!(m.ok("head -n 1 t/0/by-offset/12345"), "r12345\n");
+    assert_eq!(
+        m.ok("cat t/0/by-offset/0 | md5sum"),
+        m.ok(&format!("md5sum < {f}"))
+    );
+}
