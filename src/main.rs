@@ -62,7 +62,8 @@ struct MountArgs {
     #[arg(long, value_name = "FILE")]
     pid_file: Option<PathBuf>,
 
-    /// Append the daemon's log to FILE (without it a daemon's log is discarded)
+    /// Append the log to FILE (without it a daemon's log is discarded; --foreground logs
+    /// to stderr)
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
 
@@ -549,6 +550,19 @@ fn redirect_stdio(log_file: Option<&Path>) -> Result<(), String> {
     Ok(())
 }
 
+/// `--foreground --log-file FILE`: the log goes to FILE instead of stderr.
+fn log_to_file(path: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
+    // SAFETY: dup2 onto stderr.
+    unsafe { libc::dup2(f.as_raw_fd(), 2) };
+    Ok(())
+}
+
 enum Event {
     Signal(i32),
     SessionEnded(std::io::Result<()>),
@@ -619,6 +633,12 @@ fn mount_main(args: MountArgs) -> i32 {
         }
     };
     let reporter = if args.foreground {
+        if let Some(f) = &plan.log_file
+            && let Err(e) = log_to_file(f)
+        {
+            eprintln!("topicfs: {e}");
+            return 1;
+        }
         Reporter::Foreground
     } else {
         match daemonize(plan.log_file.as_deref()) {

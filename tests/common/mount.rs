@@ -70,6 +70,8 @@ pub struct Options {
     pub args: Vec<String>,
     /// Put the first log dir on a tmpfs of this size (e.g. "1m") to fill the disk.
     pub tmpfs_size: Option<String>,
+    /// Serve with `--foreground` as our child (its exit status is then visible).
+    pub foreground: bool,
 }
 
 impl Default for Options {
@@ -78,6 +80,7 @@ impl Default for Options {
             log_dirs: 1,
             args: Vec::new(),
             tmpfs_size: None,
+            foreground: false,
         }
     }
 }
@@ -142,8 +145,21 @@ impl TestMount {
             child: None,
             tmpfs,
         };
-        m.mount();
+        if opts.foreground {
+            m.mount_foreground();
+        } else {
+            m.mount();
+        }
         m
+    }
+
+    /// Mounts with `--foreground` (the daemon is our child) and these extra arguments.
+    pub fn start_foreground(args: &[&str]) -> TestMount {
+        TestMount::with(Options {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            foreground: true,
+            ..Options::default()
+        })
     }
 
     /// The full `topicfs mount` command line for this mount.
