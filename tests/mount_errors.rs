@@ -60,7 +60,10 @@ fn creating_renaming_or_deleting_other_files_is_eperm() {
         m.fails_with(script, "Operation not permitted");
     }
     assert_eq!(m.ok("ls"), "t\nu\n");
-    assert_eq!(m.ok("ls t"), "0\nappend\nconfig\npartitions\n");
+    assert_eq!(
+        m.ok("ls t"),
+        "0\nappend\nappend.jsonl\nconfig\npartitions\n"
+    );
 }
 
 #[test]
@@ -71,6 +74,7 @@ fn mode_bits_refuse_reads_of_append_files_and_writes_of_read_only_files() {
     for script in [
         "cat t/append",
         "cat t/0/append",
+        "cat t/0/append.jsonl",
         "/bin/echo 9 > t/0/log-end-offset",
         "/bin/echo 9 >> t/0/log-start-offset",
         "/bin/echo x >> t/0/by-offset/0",

@@ -18,12 +18,21 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
     assert_eq!(lines(&m.ok("ls")), ["orders"]);
     assert_eq!(
         lines(&m.ok("ls orders")),
-        ["0", "1", "2", "append", "config", "partitions"]
+        [
+            "0",
+            "1",
+            "2",
+            "append",
+            "append.jsonl",
+            "config",
+            "partitions"
+        ]
     );
     assert_eq!(
         lines(&m.ok("ls orders/1")),
         [
             "append",
+            "append.jsonl",
             "by-offset",
             "by-time",
             "log-end-offset",
@@ -35,6 +44,8 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
     assert_eq!(modes("orders"), "drwxr-xr-x");
     assert_eq!(modes("orders/append"), "--w-------");
     assert_eq!(modes("orders/0/append"), "--w-------");
+    assert_eq!(modes("orders/append.jsonl"), "--w-------");
+    assert_eq!(modes("orders/0/append.jsonl"), "--w-------");
     assert_eq!(modes("orders/partitions"), "-rw-r--r--");
     assert_eq!(modes("orders/config"), "-rw-r--r--");
     assert_eq!(modes("orders/0/log-end-offset"), "-r--r--r--");

@@ -7,9 +7,11 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fs::inode::{LookupBy, LookupName, TopicName};
+use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
+use crate::jsonl;
 use crate::log::{LogReader, PartitionLog, now_ms};
 use crate::manager::{LogManager, Topic};
+use crate::partitioner::partition_for_key;
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
 
 /// One open file.
@@ -49,9 +51,11 @@ pub enum AppendTarget {
     Topic(Arc<Topic>),
 }
 
-/// An open `append` file: complete lines become records, a trailing partial line waits here.
+/// An open `append` or `append.jsonl` file: complete lines become records, a trailing
+/// partial line waits here.
 pub struct AppendHandle {
     target: AppendTarget,
+    format: Format,
     partial: Vec<u8>,
     /// The descriptor table (FUSE lock owner) of the process that wrote the partial line.
     partial_owner: Option<u64>,
@@ -63,9 +67,10 @@ pub struct AppendHandle {
 }
 
 impl AppendHandle {
-    pub fn new(target: AppendTarget, max_record: usize) -> AppendHandle {
+    pub fn new(target: AppendTarget, format: Format, max_record: usize) -> AppendHandle {
         AppendHandle {
             target,
+            format,
             partial: Vec::new(),
             partial_owner: None,
             max_record,
@@ -112,9 +117,9 @@ impl AppendHandle {
         if self.partial.is_empty() {
             return Ok(());
         }
-        let line = std::mem::take(&mut self.partial);
-        let record = [line_record(&line, now_ms())];
-        self.append(&record)
+        let mut line = std::mem::take(&mut self.partial);
+        line.push(b'\n');
+        self.append_lines(&line)
     }
 
     /// fsync: makes everything this handle appended durable.
@@ -132,13 +137,69 @@ impl AppendHandle {
 
     /// `lines` ends with `\n`; each line (without it) is one record.
     fn append_lines(&mut self, lines: &[u8]) -> Result<()> {
-        let body = &lines[..lines.len() - 1];
+        let body = lines.strip_suffix(b"\n").unwrap_or(lines);
         let ts = now_ms();
-        let records: Vec<RecordInput<'_>> = body
-            .split(|&b| b == b'\n')
-            .map(|l| line_record(l, ts))
+        match self.format {
+            Format::Lines => {
+                let records: Vec<RecordInput<'_>> = body
+                    .split(|&b| b == b'\n')
+                    .map(|l| line_record(l, ts))
+                    .collect();
+                self.append(&records)
+            }
+            Format::Jsonl => self.append_json_lines(body, ts),
+        }
+    }
+
+    /// JSON Lines: every line is parsed before anything is appended (a bad line fails the
+    /// write with EINVAL); blank lines are skipped. At topic level a keyed record goes to
+    /// Kafka's murmur2 partition, the unkeyed ones of a write to one round-robin partition;
+    /// each partition gets the write's records for it as one batch.
+    fn append_json_lines(&mut self, body: &[u8], ts: i64) -> Result<()> {
+        let mut parsed = Vec::new();
+        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let r = jsonl::parse_line(line)
+                .map_err(|e| Error::InvalidRecord(format!("JSON line {}: {e}", i + 1)))?;
+            parsed.push(r);
+        }
+        if parsed.is_empty() {
+            return Ok(());
+        }
+        let headers: Vec<Vec<(&[u8], Option<&[u8]>)>> =
+            parsed.iter().map(|r| r.headers_ref()).collect();
+        let records: Vec<RecordInput<'_>> = parsed
+            .iter()
+            .zip(&headers)
+            .map(|(r, h)| r.as_input(h, ts))
             .collect();
-        self.append(&records)
+        let topic = match &self.target {
+            AppendTarget::Partition(_) => return self.append(&records),
+            AppendTarget::Topic(topic) => topic.clone(),
+        };
+        // Nothing is appended when one record cannot fit in a batch of its own.
+        check_each_fits(&records, self.max_record)?;
+        let count = topic.partition_count();
+        let unkeyed = records
+            .iter()
+            .any(|r| r.key.is_none())
+            .then(|| topic.next_round_robin());
+        let mut by_partition: std::collections::BTreeMap<u32, Vec<RecordInput<'_>>> =
+            Default::default();
+        for r in &records {
+            let p = match r.key {
+                Some(k) => partition_for_key(k, count),
+                None => unkeyed.unwrap_or(0),
+            };
+            by_partition.entry(p).or_default().push(*r);
+        }
+        for (p, recs) in by_partition {
+            append_batch(&*topic.partition(p)?, &recs)?;
+            self.written.insert(p);
+        }
+        Ok(())
     }
 
     fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
@@ -176,17 +237,7 @@ pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<(
         Err(e) => return Err(e),
     };
     // Every record must fit alone before any is appended.
-    let mut sizes = Vec::with_capacity(records.len());
-    let mut scratch = Vec::new();
-    for r in records {
-        scratch.clear();
-        encode_record(&mut scratch, i32::MAX, 0, r);
-        let alone = HEADER_SIZE + scratch.len();
-        if alone > max {
-            return Err(Error::RecordTooLarge { size: alone, max });
-        }
-        sizes.push(scratch.len());
-    }
+    let sizes = check_each_fits(records, max)?;
     let mut start = 0;
     while start < records.len() {
         let mut end = start;
@@ -199,6 +250,22 @@ pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<(
         start = end;
     }
     Ok(())
+}
+
+/// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
+fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
+    let mut sizes = Vec::with_capacity(records.len());
+    let mut scratch = Vec::new();
+    for r in records {
+        scratch.clear();
+        encode_record(&mut scratch, i32::MAX, 0, r);
+        let alone = HEADER_SIZE + scratch.len();
+        if alone > max {
+            return Err(Error::RecordTooLarge { size: alone, max });
+        }
+        sizes.push(scratch.len());
+    }
+    Ok(sizes)
 }
 
 /// Appends `records`, halving the batch if the log still finds it too large (a codec that
@@ -214,8 +281,9 @@ fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<()>
     }
 }
 
-/// An open `by-offset/<N>` or `by-time/<T>`: the records from the start to the log end as it
-/// was at open, each value followed by `\n`, produced as the reader asks for them.
+/// An open `by-offset/<N>` or `by-time/<T>` (`.jsonl`): the records from the start to the log
+/// end as it was at open, each value followed by `\n` (or one JSON object per line),
+/// produced as the reader asks for them.
 pub struct StreamHandle {
     log: Arc<PartitionLog>,
     name: LookupName,
@@ -288,12 +356,19 @@ impl StreamHandle {
             self.out_pos = 0;
         }
         let end = self.end;
+        let format = self.name.format;
         while !self.eof && self.out.len() < want {
             let out = &mut self.out;
-            let more = self.reader.next_batch(&mut |r| {
-                if r.offset < end {
-                    out.extend_from_slice(r.value.unwrap_or_default());
-                    out.push(b'\n');
+            let more = self.reader.next_batch_meta(&mut |h, r| {
+                if r.offset >= end {
+                    return;
+                }
+                match format {
+                    Format::Lines => {
+                        out.extend_from_slice(r.value.unwrap_or_default());
+                        out.push(b'\n');
+                    }
+                    Format::Jsonl => jsonl::format_record(r, h.timestamp_type(), out),
                 }
             })?;
             if !more {

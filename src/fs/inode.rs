@@ -33,12 +33,14 @@ pub enum TopicFile {
     Partitions,
     Config,
     Append,
+    AppendJsonl,
 }
 
 /// Files directly under `<topic>/<p>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PartitionFile {
     Append,
+    AppendJsonl,
     LogStartOffset,
     LogEndOffset,
 }
@@ -58,11 +60,23 @@ pub enum LookupBy {
     Time,
 }
 
-/// How a lookup file shows records. JSON Lines (`<N>.jsonl`) slots in here.
+/// How records are written to an append file or shown by a lookup file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// Each record's value followed by `\n`.
+    /// One record per line: the line is the value (`append`, `by-offset/<N>`).
     Lines,
+    /// One JSON object per line (`append.jsonl`, `by-offset/<N>.jsonl`), see `crate::jsonl`.
+    Jsonl,
+}
+
+impl Format {
+    /// The suffix of the file names in this format.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Format::Lines => "",
+            Format::Jsonl => ".jsonl",
+        }
+    }
 }
 
 /// The parsed name of a lookup file.
@@ -74,20 +88,27 @@ pub struct LookupName {
 }
 
 impl TopicFile {
-    pub const ALL: [TopicFile; 3] = [TopicFile::Partitions, TopicFile::Config, TopicFile::Append];
+    pub const ALL: [TopicFile; 4] = [
+        TopicFile::Partitions,
+        TopicFile::Config,
+        TopicFile::Append,
+        TopicFile::AppendJsonl,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             TopicFile::Partitions => "partitions",
             TopicFile::Config => "config",
             TopicFile::Append => "append",
+            TopicFile::AppendJsonl => "append.jsonl",
         }
     }
 }
 
 impl PartitionFile {
-    pub const ALL: [PartitionFile; 3] = [
+    pub const ALL: [PartitionFile; 4] = [
         PartitionFile::Append,
+        PartitionFile::AppendJsonl,
         PartitionFile::LogStartOffset,
         PartitionFile::LogEndOffset,
     ];
@@ -95,6 +116,7 @@ impl PartitionFile {
     pub fn name(self) -> &'static str {
         match self {
             PartitionFile::Append => "append",
+            PartitionFile::AppendJsonl => "append.jsonl",
             PartitionFile::LogStartOffset => "log-start-offset",
             PartitionFile::LogEndOffset => "log-end-offset",
         }
@@ -124,13 +146,17 @@ pub fn parse_partition(name: &str) -> Option<u32> {
 }
 
 /// Parses the name of a file under `by-offset/` or `by-time/`: a non-negative decimal that
-/// fits in an i64. Anything else (signs, spaces, hex, overflow) is not a lookup name.
+/// fits in an i64, optionally followed by `.jsonl`. Anything else (signs, spaces, hex,
+/// overflow) is not a lookup name.
 pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
-    let start = parse_decimal(name)?;
+    let (digits, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
+        Some(d) => (d, Format::Jsonl),
+        None => (name, Format::Lines),
+    };
     Some(LookupName {
         by,
-        start,
-        format: Format::Lines,
+        start: parse_decimal(digits)?,
+        format,
     })
 }
 
@@ -160,8 +186,10 @@ impl Node {
             Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
             Node::PartitionDir(..) => 0o555,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
-            Node::TopicFile(_, TopicFile::Append)
-            | Node::PartitionFile(_, _, PartitionFile::Append) => 0o200,
+            Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
+            | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
+                0o200
+            }
             Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
         }
     }
@@ -178,7 +206,8 @@ impl Node {
     pub fn truncatable(&self) -> bool {
         matches!(
             self,
-            Node::TopicFile(..) | Node::PartitionFile(_, _, PartitionFile::Append)
+            Node::TopicFile(..)
+                | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
         )
     }
 
@@ -218,7 +247,7 @@ impl std::fmt::Display for Node {
                     LookupBy::Offset => PartitionDir::ByOffset,
                     LookupBy::Time => PartitionDir::ByTime,
                 };
-                write!(f, "{t}/{p}/{}/{}", dir.name(), l.start)
+                write!(f, "{t}/{p}/{}/{}{}", dir.name(), l.start, l.format.suffix())
             }
             Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
         }

@@ -26,16 +26,13 @@ use crate::log::PartitionLog;
 use crate::manager::{LogManager, Topic};
 
 use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
-use inode::{InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile};
+use inode::{Format, InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
 
 /// Attribute and entry lifetime of directories whose existence only changes through us.
 const DIR_TTL: Duration = Duration::from_secs(1);
-
-/// Kafka's default `max.message.bytes`, used when a topic's config does not show it.
-const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 
 /// Why a callback failed: a core error, or a rule of the mounted tree itself.
 #[derive(Debug)]
@@ -276,7 +273,7 @@ impl FsState {
                 match f {
                     TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
                     TopicFile::Config => topic.config_text().len() as u64,
-                    TopicFile::Append => 0,
+                    TopicFile::Append | TopicFile::AppendJsonl => 0,
                 }
             }
             Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
@@ -286,7 +283,7 @@ impl FsState {
             Node::PartitionFile(t, p, f) => {
                 let log = self.partition(t, *p)?;
                 match f {
-                    PartitionFile::Append => 0,
+                    PartitionFile::Append | PartitionFile::AppendJsonl => 0,
                     PartitionFile::LogStartOffset => {
                         offset_text(log.log_start_offset()).len() as u64
                     }
@@ -506,20 +503,31 @@ impl FsState {
             );
         }
         let (handle, fopen) = match &node {
-            Node::TopicFile(t, TopicFile::Append) => {
+            Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = max_record(&topic);
+                let max = topic.config().max_message_bytes;
+                let format = if *f == TopicFile::Append {
+                    Format::Lines
+                } else {
+                    Format::Jsonl
+                };
+                let target = AppendTarget::Topic(topic);
                 (
-                    Handle::Append(AppendHandle::new(AppendTarget::Topic(topic), max)),
+                    Handle::Append(AppendHandle::new(target, format, max)),
                     FopenFlags::FOPEN_DIRECT_IO,
                 )
             }
-            Node::PartitionFile(t, p, PartitionFile::Append) => {
+            Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = max_record(&topic);
-                let log = topic.partition(*p)?;
+                let max = topic.config().max_message_bytes;
+                let format = if *f == PartitionFile::Append {
+                    Format::Lines
+                } else {
+                    Format::Jsonl
+                };
+                let target = AppendTarget::Partition(topic.partition(*p)?);
                 (
-                    Handle::Append(AppendHandle::new(AppendTarget::Partition(log), max)),
+                    Handle::Append(AppendHandle::new(target, format, max)),
                     FopenFlags::FOPEN_DIRECT_IO,
                 )
             }
@@ -709,15 +717,6 @@ pub struct Statfs {
 
 fn offset_text(offset: i64) -> String {
     format!("{offset}\n")
-}
-
-/// The topic's `max.message.bytes`, as its effective config shows it.
-fn max_record(topic: &Topic) -> usize {
-    topic
-        .config_text()
-        .lines()
-        .find_map(|l| l.strip_prefix("max.message.bytes=")?.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
 }
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
