@@ -168,8 +168,7 @@ impl AppendHandle {
         if parsed.is_empty() {
             return Ok(());
         }
-        let headers: Vec<Vec<(&[u8], Option<&[u8]>)>> =
-            parsed.iter().map(|r| r.headers_ref()).collect();
+        let headers: Vec<Vec<Header<'_>>> = parsed.iter().map(|r| r.headers_ref()).collect();
         let records: Vec<RecordInput<'_>> = parsed
             .iter()
             .zip(&headers)
@@ -217,6 +216,9 @@ impl AppendHandle {
         Ok(())
     }
 }
+
+/// A borrowed record header: (key, value).
+type Header<'a> = (&'a [u8], Option<&'a [u8]>);
 
 fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
     RecordInput {
