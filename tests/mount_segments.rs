@@ -83,3 +83,20 @@ fn segments_are_read_only() {
     m.fails_with("cat t/0/segments/00000000000000000099.log", "No such file");
     assert_eq!(m.end_offset("t", 0), 1);
 }
+
+#[test]
+fn dump_log_reads_segments_through_the_mount() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.ok("echo first >> t/0/append && echo second >> t/0/append");
+    let seg = "t/0/segments/00000000000000000000";
+    let out = m.ok(&format!(
+        "{} dump-log --files {seg}.log,{seg}.index --print-data-log",
+        mount::BIN
+    ));
+    assert!(out.contains(&format!("Dumping {seg}.log")), "{out}");
+    assert!(out.contains(&format!("Dumping {seg}.index")), "{out}");
+    assert!(out.contains("payload: first"), "{out}");
+    assert!(out.contains("payload: second"), "{out}");
+    assert!(out.contains("isvalid: true"), "{out}");
+}
