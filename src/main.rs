@@ -740,11 +740,15 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
                 Err(e) => log::error!("cannot unmount {}: {e}", plan.mountpoint.display()),
             }
         }
-        Ok(Event::SessionEnded(r)) => {
-            if let Err(e) = r {
-                log::error!("FUSE session ended: {e}");
-            }
+        Ok(Event::SessionEnded(Ok(()))) => {
             log::info!("{} was unmounted", plan.mountpoint.display());
+        }
+        Ok(Event::SessionEnded(Err(e))) => {
+            // The session failed while mounted: do not leave a dead mount behind.
+            log::error!("FUSE session ended: {e}");
+            if let Err(e) = unmount(&plan.mountpoint) {
+                log::error!("cannot unmount {}: {e}", plan.mountpoint.display());
+            }
         }
         Err(_) => {}
     }
