@@ -1,6 +1,7 @@
 //! topicfs: Kafka topics stored exactly as a Kafka broker stores them, under a mountpoint.
 
 pub mod config;
+pub mod dump;
 pub mod error;
 pub mod log;
 pub mod record;
