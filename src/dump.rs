@@ -1919,16 +1919,22 @@ impl<'a> Dumper<'a> {
                 ".timeindex" => self.dump_time_index(&file, &name)?,
                 ".snapshot" => self.dump_producer_snapshot(&file)?,
                 ".txnindex" => self.dump_txn_index(&file, &name)?,
-                _ => self
-                    .err
-                    .println(format_args!("Ignoring unknown file {file}")),
+                _ => self.err_line(format_args!("Ignoring unknown file {file}")),
             }
         }
         self.print_summaries();
         Ok(())
     }
 
+    /// A stderr line, ordered after what stdout already has (Java's streams flush at once).
+    fn err_line(&mut self, args: fmt::Arguments) {
+        self.out.flush();
+        self.err.println(args);
+        self.err.flush();
+    }
+
     fn print_summaries(&mut self) {
+        self.out.flush();
         let err = &mut self.err;
         for (file, pairs) in self.index_mismatches.in_iteration_order() {
             err.println(format_args!("Mismatches in :{file}"));
@@ -2307,7 +2313,7 @@ impl<'a> Dumper<'a> {
                     self.out.println(format_args!(""));
                 }
             }
-            Err(message) => self.err.println(format_args!("{message}")),
+            Err(message) => self.err_line(format_args!("{message}")),
         }
         Ok(())
     }
