@@ -113,13 +113,13 @@ impl BatchHeader {
 
     /// Total bytes of the batch on disk.
     pub fn size(&self) -> usize {
-        self.length as usize + LOG_OVERHEAD
+        self.length.max(0) as usize + LOG_OVERHEAD
     }
     pub fn last_offset(&self) -> i64 {
-        self.base_offset + self.last_offset_delta as i64
+        self.base_offset.wrapping_add(self.last_offset_delta as i64)
     }
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().wrapping_add(1)
     }
     pub fn compression(&self) -> Result<Compression, BatchError> {
         Compression::from_id((self.attributes & 0x07) as u8)
@@ -142,7 +142,7 @@ impl BatchHeader {
     }
     /// `baseSequence + lastOffsetDelta`, wrapping at i32::MAX as Kafka does; -1 without sequence.
     pub fn last_sequence(&self) -> i32 {
-        if self.base_sequence < 0 {
+        if self.base_sequence == -1 {
             return -1;
         }
         let s = self.base_sequence as i64 + self.last_offset_delta as i64;
@@ -335,7 +335,7 @@ impl<'a> RecordIter<'a> {
             TimestampType::CreateTime => self.header.base_timestamp.wrapping_add(ts_delta),
         };
         Ok(Record {
-            offset: self.header.base_offset + off_delta as i64,
+            offset: self.header.base_offset.wrapping_add(off_delta as i64),
             timestamp,
             key,
             value,

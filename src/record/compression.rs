@@ -53,6 +53,32 @@ impl Compression {
 /// The magic header of xerial's `SnappyOutputStream`, which Kafka uses for snappy.
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const XERIAL_BLOCK: usize = 32 * 1024;
+/// Largest decompressed records region accepted (a batch is bounded by the segment size,
+/// 2 GiB at most; this guards against decompression bombs in damaged or hostile data).
+pub const MAX_DECOMPRESSED: u64 = 256 * 1024 * 1024;
+/// Raw snappy cannot expand by more than this factor.
+const SNAPPY_MAX_RATIO: usize = 32;
+
+fn read_bounded(codec: Compression, r: impl Read, out: &mut Vec<u8>) -> Result<(), BatchError> {
+    r.take(MAX_DECOMPRESSED + 1)
+        .read_to_end(out)
+        .map_err(|e| dec_err(codec, e))?;
+    if out.len() as u64 > MAX_DECOMPRESSED {
+        return Err(dec_err(codec, "decompressed records exceed 256 MiB"));
+    }
+    Ok(())
+}
+
+fn snappy_len(codec: Compression, block: &[u8]) -> Result<usize, BatchError> {
+    let len = snap::raw::decompress_len(block).map_err(|e| dec_err(codec, e))?;
+    if len > block.len() * SNAPPY_MAX_RATIO + 64 {
+        return Err(dec_err(
+            codec,
+            format!("block claims {len} bytes from {}", block.len()),
+        ));
+    }
+    Ok(len)
+}
 
 fn dec_err(codec: Compression, e: impl std::fmt::Display) -> BatchError {
     BatchError::Decompress(format!("{}: {e}", codec.name()))
@@ -64,9 +90,7 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
     match codec {
         Compression::None => out.extend_from_slice(input),
         Compression::Gzip => {
-            flate2::read::GzDecoder::new(input)
-                .read_to_end(out)
-                .map_err(|e| dec_err(codec, e))?;
+            read_bounded(codec, flate2::read::GzDecoder::new(input), out)?;
         }
         Compression::Snappy => {
             if input.len() >= 16 && input[..8] == XERIAL_MAGIC {
@@ -81,7 +105,10 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
                     let block = input
                         .get(pos..pos + n)
                         .ok_or_else(|| dec_err(codec, "truncated xerial block"))?;
-                    let len = snap::raw::decompress_len(block).map_err(|e| dec_err(codec, e))?;
+                    let len = snappy_len(codec, block)?;
+                    if (out.len() + len) as u64 > MAX_DECOMPRESSED {
+                        return Err(dec_err(codec, "decompressed records exceed 256 MiB"));
+                    }
                     let start = out.len();
                     out.resize(start + len, 0);
                     dec.decompress(block, &mut out[start..])
@@ -89,6 +116,7 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
                     pos += n;
                 }
             } else {
+                snappy_len(codec, input)?;
                 let v = snap::raw::Decoder::new()
                     .decompress_vec(input)
                     .map_err(|e| dec_err(codec, e))?;
@@ -96,14 +124,11 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
             }
         }
         Compression::Lz4 => {
-            lz4_flex::frame::FrameDecoder::new(input)
-                .read_to_end(out)
-                .map_err(|e| dec_err(codec, e))?;
+            read_bounded(codec, lz4_flex::frame::FrameDecoder::new(input), out)?;
         }
         Compression::Zstd => {
-            zstd::stream::read::Decoder::new(input)
-                .and_then(|mut d| d.read_to_end(out))
-                .map_err(|e| dec_err(codec, e))?;
+            let d = zstd::stream::read::Decoder::new(input).map_err(|e| dec_err(codec, e))?;
+            read_bounded(codec, d, out)?;
         }
     }
     Ok(())
@@ -184,5 +209,22 @@ mod tests {
         let mut z = Vec::new();
         compress(Compression::Snappy, b"hello", &mut z).unwrap();
         assert_eq!(&z[..8], &XERIAL_MAGIC);
+    }
+}
+
+#[cfg(test)]
+mod bomb_tests {
+    use super::*;
+
+    #[test]
+    fn a_block_claiming_gigabytes_is_refused_without_allocating() {
+        // A raw snappy preamble claiming ~3.7 GB from 5 bytes (found by fuzzing).
+        let bomb = [0xff, 0xff, 0xff, 0xff, 0x0d];
+        let mut out = Vec::new();
+        assert!(decompress(Compression::Snappy, &bomb, &mut out).is_err());
+        let mut x = XERIAL_MAGIC.to_vec();
+        x.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 5]);
+        x.extend_from_slice(&bomb);
+        assert!(decompress(Compression::Snappy, &x, &mut out).is_err());
     }
 }
