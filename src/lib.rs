@@ -1,14 +1,17 @@
 //! topicfs: Kafka topics stored exactly as a Kafka broker stores them, under a mountpoint.
+//!
+//! Layers, data flowing down: `fs` (the FUSE adapter) over `manager` (log dirs, topics) over
+//! `log` (one partition's segments and indexes) over `record` (RecordBatch v2 bytes).
 
+pub mod checkpoint;
 pub mod config;
 pub mod dump;
 pub mod error;
+pub mod fs;
+pub mod jsonl;
 pub mod log;
+pub mod manager;
+pub mod partitioner;
 pub mod record;
 
 pub use error::{Error, Result};
-pub mod checkpoint;
-pub mod manager;
-pub mod fs;
-pub mod partitioner;
-pub mod jsonl;
