@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Turns the measurements of bench/run.sh into a table and a plot.
+
+Usage: report.py RESULTS.tsv MACHINE.txt FAILURES.txt OUT.md OUT.svg
+RESULTS.tsv lines are `key<TAB>run<TAB>value`; every figure uses the median over its runs.
+Prints the table and an ASCII chart; writes the Markdown table and an SVG bar chart.
+"""
+
+import statistics
+import sys
+from collections import defaultdict
+
+
+def load(path):
+    runs = defaultdict(list)
+    with open(path) as f:
+        for line in f:
+            key, _run, value = line.rstrip("\n").split("\t")
+            runs[key].append(float(value))
+    return runs
+
+
+def fmt(v, unit):
+    if v is None:
+        return "–"
+    if unit == "records/s" or unit == "lookups/s":
+        return f"{v:,.0f} {unit}"
+    if unit == "s":
+        return f"{v:.3f} s"
+    return f"{v:,.1f} {unit}"
+
+
+class Row:
+    def __init__(self, fig, what, ours, ceiling, ceiling_name, unit, ratio, goal, met, plot=None):
+        self.fig, self.what, self.ours, self.ceiling = fig, what, ours, ceiling
+        self.ceiling_name, self.unit, self.ratio = ceiling_name, unit, ratio
+        self.goal, self.met = goal, met
+        # (value to plot, goal on the same scale, label): higher is better on the plot.
+        self.plot = plot
+
+
+def rows(r, failures):
+    med = {k: statistics.median(v) for k, v in r.items()}
+    m = med.get
+    out = []
+
+    def ratio(a, b):
+        return None if a is None or b is None or b == 0 else a / b
+
+    def add_ratio(fig, what, ours_key, ceil_key, ceil_name, unit, goal=None):
+        q = ratio(m(ours_key), m(ceil_key))
+        met = None if goal is None or q is None else q >= goal
+        goal_text = f">= {goal}" if goal is not None else "report"
+        out.append(Row(fig, what, m(ours_key), m(ceil_key), ceil_name, unit, q, goal_text, met,
+                       (q, goal, f"{fig}. {what}") if q is not None else None))
+
+    add_ratio("1", "bulk append (cat 100-byte lines)", "bulk.topicfs", "bulk.plain",
+              "plain file", "MiB/s", 0.6)
+    add_ratio("2", "small appends (one line per write)", "small.topicfs", "small.nullfs",
+              "do-nothing FUSE file", "records/s", 0.7)
+    if "small.plain" in med:
+        out.append(Row("2", "… same writes into a plain file (context)", m("small.topicfs"),
+                       m("small.plain"), "plain file", "records/s",
+                       ratio(m("small.topicfs"), m("small.plain")), "–", None))
+    add_ratio("3", "`echo line >> append` loop", "echo.topicfs", "echo.plain", "plain file",
+              "records/s")
+    if "echo.nullfs" in med:
+        out.append(Row("3", "… same loop into the do-nothing FUSE file (context)",
+                       m("echo.topicfs"), m("echo.nullfs"), "do-nothing FUSE file",
+                       "records/s", ratio(m("echo.topicfs"), m("echo.nullfs")), "–", None))
+
+    if "read.topicfs" in med and "read.raw" in med:
+        t_ours, t_raw = m("read.topicfs"), m("read.raw")
+        ours = m("read.topicfs_bytes") / t_ours / 2**20
+        raw = m("read.raw_bytes") / t_raw / 2**20
+        q = t_raw / t_ours
+        out.append(Row("4", "sequential read (`cat by-offset/0` vs `cat *.log`; ratio of times)",
+                       ours, raw, "cat of the raw .log files", "MiB/s", q, ">= 0.5", q >= 0.5,
+                       (q, 0.5, "4. sequential read")))
+        if "read.nullfs" in med:
+            nullfs = m("read.topicfs_bytes") / m("read.nullfs") / 2**20
+            out.append(Row("4", "… the same bytes read from the do-nothing FUSE file (context: "
+                           "the FUSE read ceiling; ratio = its time vs cat *.log)", nullfs, raw,
+                           "cat of the raw .log files", "MiB/s", t_raw / m("read.nullfs"), "–",
+                           None))
+
+    if "lookup.big" in med and "lookup.small" in med:
+        big, small = m("lookup.big"), m("lookup.small")
+        cost = small / big
+        out.append(Row("5", "random lookups, big log vs 20k-record log (cost ratio big/small)",
+                       big, small, "20k-record log", "lookups/s", cost, "<= 1.5", cost <= 1.5,
+                       (1 / cost, 1 / 1.5, "5. lookups (small/big cost)")))
+
+    add_ratio("6", "two writers on two partitions vs one (aggregate MiB/s)", "par.topicfs2",
+              "par.topicfs1", "one writer", "MiB/s", 1.6)
+    if "par.plain2" in med:
+        out.append(Row("6", "… plain files, two writers vs one (what the machine allows)",
+                       m("par.plain2"), m("par.plain1"), "one writer", "MiB/s",
+                       ratio(m("par.plain2"), m("par.plain1")), "–", None))
+
+    if "mount.segments" in med:
+        t = m("mount.segments")
+        out.append(Row("7", "clean mount of the segment-heavy log dir", t, m("mount.empty"),
+                       "mount of an empty log dir", "s", ratio(t, m("mount.empty")), "< 1 s",
+                       t < 1.0))
+    if "mount.segments.unmount" in med:
+        out.append(Row("7", "… clean unmount of it (umount until the daemon exited; context)",
+                       m("mount.segments.unmount"), m("mount.empty.unmount"),
+                       "unmount of an empty log dir", "s",
+                       ratio(m("mount.segments.unmount"), m("mount.empty.unmount")), "–", None))
+    if "recover.topicfs" in med:
+        b = m("recover.bytes")
+        ours = b / m("recover.topicfs") / 2**20
+        cat = b / m("recover.cat") / 2**20
+        out.append(Row("7", f"unclean recovery of {b / 2**20:,.0f} MiB of log (whole mount) "
+                       "vs cat of the files", ours, cat, "cat of the .log files", "MiB/s",
+                       ours / cat, "report", None, (ours / cat, None, "7. recovery vs cat")))
+    if "recover.segments" in med or "recover.segments" in failures:
+        what = "… unclean mount of the segment-heavy log dir"
+        if "recover.segments" in failures:
+            what += f" — **failed: {failures['recover.segments']}**"
+        out.append(Row("7", what, m("recover.segments"), m("mount.segments"), "clean mount", "s",
+                       ratio(m("recover.segments"), m("mount.segments")), "–",
+                       False if "recover.segments" in failures else None))
+    if "rss.mount" in med:
+        touched = max(m("rss.mount"), m("rss.touched"))
+        out.append(Row("8", f"daemon RSS after mount ({m('fds.mount'):.0f} open fds)",
+                       m("rss.mount"), None, "", "MiB", None, "<= 100 MiB", m("rss.mount") <= 100))
+        out.append(Row("8", "… after reading and appending to every partition "
+                       f"({m('fds.touched'):.0f} open fds)", touched, None, "", "MiB", None,
+                       "<= 100 MiB", touched <= 100))
+        if "rss.allsegments" in med:
+            failed = m("reads.failed")
+            what = (f"… after reading one record of every segment ({m('fds.allsegments'):.0f} "
+                    f"open fds, {failed:.0f} reads failed; peak RSS {m('rss.peak'):.1f} MiB)")
+            out.append(Row("8", what, m("rss.allsegments"), None, "", "MiB", None, "<= 100 MiB",
+                           m("rss.allsegments") <= 100 and failed == 0))
+    return out
+
+
+def met_text(met):
+    return {True: "met", False: "**missed**", None: "–"}[met]
+
+
+def markdown(table, machine, runs):
+    lines = ["| # | figure | topicfs | ceiling | ratio | goal | |",
+             "|---|---|---|---|---|---|---|"]
+    for x in table:
+        ceiling = f"{fmt(x.ceiling, x.unit)} ({x.ceiling_name})" if x.ceiling is not None else "–"
+        ratio = f"{x.ratio:.2f}" if x.ratio is not None else "–"
+        lines.append(f"| {x.fig} | {x.what} | {fmt(x.ours, x.unit)} | {ceiling} | {ratio} | "
+                     f"{x.goal} | {met_text(x.met)} |")
+    head = ["Medians of each side over its runs (runs alternate topicfs and its ceiling).", ""]
+    head += [f"- {line}" for line in machine]
+    head += [f"- measurements: {sum(len(v) for v in runs.values())} (bench/results.tsv)", ""]
+    return "\n".join(head + lines) + "\n"
+
+
+def svg(table):
+    items = [x.plot for x in table if x.plot]
+    width, bar_h, gap, left, top = 760, 22, 10, 270, 40
+    scale_max = max([2.0] + [v for v, _, _ in items] + [g or 0 for _, g, _ in items])
+    plot_w = width - left - 30
+    height = top + len(items) * (bar_h + gap) + 40
+    x = lambda v: left + plot_w * v / scale_max
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">topicfs relative to its ceiling '
+           f'(higher is better; | = goal)</text>']
+    for i in range(int(scale_max * 2) + 1):
+        v = i / 2
+        out.append(f'<line x1="{x(v):.1f}" y1="{top - 8}" x2="{x(v):.1f}" '
+                   f'y2="{height - 30}" stroke="#ddd"/>')
+        out.append(f'<text x="{x(v):.1f}" y="{height - 14}" text-anchor="middle">{v:g}</text>')
+    for i, (v, goal, label) in enumerate(items):
+        y = top + i * (bar_h + gap)
+        color = "#4a7" if goal is None or v >= goal else "#d65"
+        if goal is None:
+            color = "#78a"
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{label}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{x(v) - left:.1f}" height="{bar_h}" '
+                   f'fill="{color}"/>')
+        out.append(f'<text x="{x(v) + 4:.1f}" y="{y + 15}">{v:.2f}</text>')
+        if goal is not None:
+            out.append(f'<line x1="{x(goal):.1f}" y1="{y - 3}" x2="{x(goal):.1f}" '
+                       f'y2="{y + bar_h + 3}" stroke="black" stroke-width="2"/>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def ascii_chart(table):
+    items = [x.plot for x in table if x.plot]
+    scale = max([2.0] + [v for v, _, _ in items])
+    lines = []
+    for v, goal, label in items:
+        n = int(40 * v / scale)
+        bar = list("#" * n + " " * (40 - n))
+        if goal is not None:
+            g = min(39, int(40 * goal / scale))
+            bar[g] = "|"
+        lines.append(f"{label[:44]:<44} {''.join(bar)} {v:.2f}")
+    return "\n".join(lines)
+
+
+def main():
+    res, machine_path, failures_path, md_path, svg_path = sys.argv[1:6]
+    runs = load(res)
+    failures = {}
+    with open(failures_path) as f:
+        for line in f:
+            key, _, message = line.rstrip("\n").partition("\t")
+            failures[key] = message.replace("|", "/")
+    with open(machine_path) as f:
+        machine = [line.strip() for line in f if line.strip()]
+    table = rows(runs, failures)
+    md = markdown(table, machine, runs)
+    with open(md_path, "w") as f:
+        f.write(md)
+    with open(svg_path, "w") as f:
+        f.write(svg(table))
+    print(md)
+    print(ascii_chart(table))
+
+
+if __name__ == "__main__":
+    main()

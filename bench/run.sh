@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of a topicfs mount against its ceilings on the same machine: a plain
+# file on the log dir's disk (bulk appends, reads) and a do-nothing FUSE file (per-request
+# cost). Each figure alternates topicfs and its ceiling for BENCH_RUNS runs; the report prints
+# medians and ratios and writes bench/results.md (Markdown table), bench/results.svg (plot)
+# and bench/results.tsv (every measurement).
+#
+#   bench/run.sh                  full run (about 10 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh    smaller sizes, under 2 minutes
+#
+# Environment (defaults: full / quick):
+#   BENCH_RUNS=3              runs of each side of each figure
+#   BENCH_BULK_MB=256/64      figures 1 and 4: file of 100-byte lines appended, then read
+#   BENCH_SMALL_N=200000/20000   figure 2: one-line writes on one open file
+#   BENCH_ECHO_N=20000/2000   figure 3: `echo line >> append` iterations
+#   BENCH_LOOKUP_BIG=4000000  figure 5: records of the big log (the small one has 20000)
+#   BENCH_LOOKUPS=2000/300    figure 5: random lookups per run
+#   BENCH_PAR_MB=256/32       figure 6: MiB each writer appends
+#   BENCH_PARTITIONS=1000 BENCH_SEGMENTS=10   figures 7 and 8: the generated log dir
+#   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
+#   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
+#   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
+#   BENCH_OUT=bench           where results.{md,svg,tsv} are written
+# Everything runs on local files; every mount is unmounted and every daemon ended on exit.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+QUICK=${BENCH_QUICK:-0}
+pick() { if [ "$QUICK" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+RUNS=${BENCH_RUNS:-3}
+BULK_MB=${BENCH_BULK_MB:-$(pick 256 64)}
+SMALL_N=${BENCH_SMALL_N:-$(pick 200000 20000)}
+ECHO_N=${BENCH_ECHO_N:-$(pick 20000 2000)}
+LOOKUP_BIG=${BENCH_LOOKUP_BIG:-4000000}
+LOOKUP_SMALL=20000
+LOOKUPS=${BENCH_LOOKUPS:-$(pick 2000 300)}
+PAR_MB=${BENCH_PAR_MB:-$(pick 256 32)}
+PARTITIONS=${BENCH_PARTITIONS:-1000}
+SEGMENTS=${BENCH_SEGMENTS:-10}
+THREADS=${BENCH_THREADS:-4}
+TMPBASE=${BENCH_TMPDIR:-/var/tmp}
+OUTDIR=${BENCH_OUT:-$HERE}
+
+TOPICFS=$ROOT/target/release/topicfs
+NULLFS=$ROOT/target/release/examples/bench_nullfs
+
+say() { printf '== %s\n' "$*" >&2; }
+
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+    say "building (release)"
+    (cd "$ROOT" && cargo build --release --quiet --bin topicfs --example bench_nullfs)
+fi
+
+WORK=$(mktemp -d "$TMPBASE/topicfs-bench.XXXXXX")
+RES=$WORK/results.tsv
+: >"$RES"
+MOUNTS=()
+PIDS=()
+
+is_mounted() { mountpoint -q "$1" 2>/dev/null; }
+# Only a daemon this script started, still running under its own name, is ever signalled.
+alive() {
+    local comm state
+    comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ "$state" != Z ] && { [ "$comm" = topicfs ] || [ "$comm" = bench_nullfs ]; }
+}
+forget_pid() {
+    local p keep=()
+    for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
+# Waits up to $2 seconds for pid $1 to exit.
+wait_exit() {
+    local pid=$1 deadline=$((SECONDS + $2))
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
+    ! alive "$pid"
+}
+
+cleanup() {
+    local m p
+    set +e
+    for m in "${MOUNTS[@]}"; do
+        if is_mounted "$m"; then umount "$m" 2>/dev/null || umount -l "$m"; fi
+    done
+    for p in "${PIDS[@]}"; do
+        if alive "$p" && ! wait_exit "$p" 30; then
+            kill -TERM "$p" 2>/dev/null
+            wait_exit "$p" 10 || kill -KILL "$p" 2>/dev/null
+        fi
+    done
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        say "kept $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
+# record KEY RUN VALUE
+record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RES"; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.6f", b / 1048576 }'; }
+file_size() { stat -c %s "$@" | awk '{ s += $1 } END { print s + 0 }'; }
+
+# mount_topicfs NAME MOUNTPOINT LOGDIR: mounts (returns once the mount is live), sets TFS_PID.
+mount_topicfs() {
+    local name=$1 mnt=$2 log=$3
+    mkdir -p "$mnt"
+    "$TOPICFS" mount "$mnt" --log-dir "$log" --fuse-threads "$THREADS" \
+        --pid-file "$WORK/$name.pid" --log-file "$WORK/$name.log" || return 1
+    TFS_PID=$(cat "$WORK/$name.pid")
+    PIDS+=("$TFS_PID")
+    MOUNTS+=("$mnt")
+}
+
+# unmount MOUNTPOINT PID: clean unmount, then waits for the daemon to finish its shutdown.
+unmount() {
+    local mnt=$1 pid=$2
+    umount "$mnt" 2>/dev/null || umount -l "$mnt"
+    if ! wait_exit "$pid" 120; then
+        echo "daemon $pid did not exit after unmount" >&2
+        return 1
+    fi
+    forget_pid "$pid"
+}
+
+# Rewrites every offset of a recovery-point checkpoint to 0 and removes the clean-shutdown
+# marker: the next mount validates every batch, as after a crash.
+make_unclean() {
+    local log=$1 cp=$1/recovery-point-offset-checkpoint
+    rm -f "$log/.kafka_cleanshutdown"
+    awk 'NR <= 2 { print; next } { $3 = 0; print }' "$cp" >"$cp.tmp" && mv "$cp.tmp" "$cp"
+}
+
+# ------------------------------------------------------------------------------------------
+say "machine"
+{
+    echo "cpu: $(nproc) x $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+    echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    dev=$(df --output=source "$WORK" | tail -1)
+    echo "disk: $dev ($(df --output=fstype "$WORK" | tail -1), $(df -h --output=size "$WORK" | tail -1 | tr -d ' '); rotational=$(cat "/sys/block/$(basename "$dev")/queue/rotational" 2>/dev/null || echo '?'))"
+    echo "kernel: $(uname -sr)"
+    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "other busy processes at start: $(ps -eo comm= | grep -cE '^(rustc|cargo|cc1|ld|java|clippy-driver)$' || true)"
+} >"$WORK/machine.txt"
+cat "$WORK/machine.txt" >&2
+echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), runs=$RUNS, bulk=${BULK_MB}MiB, small=$SMALL_N, echo=$ECHO_N, lookups=$LOOKUPS on ${LOOKUP_BIG}/${LOOKUP_SMALL} records, writers=${PAR_MB}MiB each, ${PARTITIONS}x${SEGMENTS} segments, fuse threads=$THREADS" >>"$WORK/machine.txt"
+
+LOGA=$WORK/logs
+MNT=$WORK/mnt
+NMNT=$WORK/nullmnt
+PLAIN=$LOGA/plain
+mkdir -p "$LOGA" "$NMNT"
+
+say "mounting topicfs and the do-nothing FUSE file system"
+mount_topicfs main "$MNT" "$LOGA"
+MAIN_PID=$TFS_PID
+mkdir -p "$PLAIN"
+LINE=$(printf '%099d' 0)
+BULK_LINES=$((BULK_MB * 1048576 / 100))
+BULK=$WORK/bulk.txt
+{ yes "$LINE" || true; } | head -n "$BULK_LINES" >"$BULK"
+BULK_BYTES=$(file_size "$BULK")
+
+# Its file reads as BULK_BYTES zeros: the ceiling of a FUSE read stream of the same length.
+"$NULLFS" "$NMNT" "$THREADS" "$BULK_BYTES" 2>"$WORK/nullfs.log" &
+NULL_PID=$!
+PIDS+=("$NULL_PID")
+MOUNTS+=("$NMNT")
+for _ in $(seq 100); do is_mounted "$NMNT" && break; sleep 0.05; done
+is_mounted "$NMNT" || { echo "bench_nullfs did not mount" >&2; exit 1; }
+
+# Runs "$1" then "$2" on odd runs, "$2" then "$1" on even ones (each gets the run number).
+alternate() {
+    local r
+    for ((r = 1; r <= RUNS; r++)); do
+        if ((r % 2)); then "$1" "$r"; "$2" "$r"; else "$2" "$r"; "$1" "$r"; fi
+    done
+}
+
+# ---- 1. bulk append ----------------------------------------------------------------------
+say "1. bulk append: cat of ${BULK_MB} MiB of 100-byte lines"
+bulk_topicfs() {
+    if [ -d "$MNT/bulk" ]; then rmdir "$MNT/bulk"; fi
+    mkdir "$MNT/bulk"
+    sync
+    local t0 t1
+    t0=$(now); cat "$BULK" >"$MNT/bulk/0/append"; t1=$(now)
+    record bulk.topicfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+}
+bulk_plain() {
+    rm -f "$PLAIN/bulk.out"
+    sync
+    local t0 t1
+    t0=$(now); cat "$BULK" >"$PLAIN/bulk.out"; t1=$(now)
+    record bulk.plain "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+}
+alternate bulk_topicfs bulk_plain
+leo=$(cat "$MNT/bulk/0/log-end-offset")
+[ "$leo" = "$BULK_LINES" ] || { echo "bulk: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
+
+# ---- 2. small appends --------------------------------------------------------------------
+say "2. small appends: $SMALL_N one-line writes on one open file"
+head -n "$SMALL_N" "$BULK" >"$WORK/small.txt"
+mkdir "$MNT/small"
+small_run() { # KEY RUN TARGET
+    local t0 t1
+    sync
+    t0=$(now)
+    dd if="$WORK/small.txt" of="$3" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
+    t1=$(now)
+    record "$1" "$2" "$(div "$SMALL_N" "$(elapsed "$t0" "$t1")")"
+}
+small_topicfs() { small_run small.topicfs "$1" "$MNT/small/0/append"; }
+small_null() { small_run small.nullfs "$1" "$NMNT/null"; }
+alternate small_topicfs small_null
+for ((r = 1; r <= RUNS; r++)); do rm -f "$PLAIN/small.out"; small_run small.plain "$r" "$PLAIN/small.out"; done
+leo=$(cat "$MNT/small/0/log-end-offset")
+[ "$leo" = $((SMALL_N * RUNS)) ] || { echo "small: log end offset $leo" >&2; exit 1; }
+
+# ---- 3. echo >> append -------------------------------------------------------------------
+say "3. echo line >> append, $ECHO_N times (open/write/close per record)"
+mkdir "$MNT/echo"
+echo_run() { # KEY RUN TARGET
+    local t0 t1 i f=$3
+    t0=$(now)
+    for ((i = 0; i < ECHO_N; i++)); do echo "$LINE" >>"$f"; done
+    t1=$(now)
+    record "$1" "$2" "$(div "$ECHO_N" "$(elapsed "$t0" "$t1")")"
+}
+echo_topicfs() { echo_run echo.topicfs "$1" "$MNT/echo/0/append"; }
+echo_plain() { rm -f "$PLAIN/echo.out"; echo_run echo.plain "$1" "$PLAIN/echo.out"; }
+alternate echo_topicfs echo_plain
+for ((r = 1; r <= RUNS; r++)); do echo_run echo.nullfs "$r" "$NMNT/null"; done
+
+# ---- 4. sequential read ------------------------------------------------------------------
+say "4. sequential read: cat by-offset/0 vs cat of the .log files"
+cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
+LOG_FILES=("$LOGA"/bulk-0/*.log)
+LOG_BYTES=$(file_size "${LOG_FILES[@]}")
+read_topicfs() {
+    local t0 t1
+    t0=$(now); cat "$MNT/bulk/0/by-offset/0" >/dev/null; t1=$(now)
+    record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
+}
+read_raw() {
+    local t0 t1
+    t0=$(now); cat "${LOG_FILES[@]}" >/dev/null; t1=$(now)
+    record read.raw "$1" "$(elapsed "$t0" "$t1")"
+}
+alternate read_topicfs read_raw
+for ((r = 1; r <= RUNS; r++)); do
+    t0=$(now); cat "$NMNT/null" >/dev/null; t1=$(now)
+    record read.nullfs "$r" "$(elapsed "$t0" "$t1")"
+done
+record read.topicfs_bytes 0 "$BULK_BYTES"
+record read.raw_bytes 0 "$LOG_BYTES"
+
+# ---- 5. random lookups -------------------------------------------------------------------
+say "5. random lookups: $LOOKUPS on $LOOKUP_BIG vs $LOOKUP_SMALL records"
+python3 - "$WORK/keys.txt" "$LOOKUP_BIG" <<'EOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    n = int(sys.argv[2])
+    for start in range(0, n, 100000):
+        f.write("".join(f"{i:019d}\n" for i in range(start, min(n, start + 100000))))
+EOF
+mkdir "$MNT/lookbig" "$MNT/looksmall"
+cat "$WORK/keys.txt" >"$MNT/lookbig/0/append"
+head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$MNT/looksmall/0/append"
+lookup_run() { # KEY RUN TOPIC
+    local s
+    s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2")
+    record "$1" "$2" "$(div "$LOOKUPS" "$s")"
+}
+lookup_big() { lookup_run lookup.big "$1" lookbig; }
+lookup_small() { lookup_run lookup.small "$1" looksmall; }
+lookup_run lookup.warmup 0 lookbig >/dev/null
+alternate lookup_big lookup_small
+
+# ---- 6. two writers ----------------------------------------------------------------------
+say "6. two writers on two partitions vs one writer, ${PAR_MB} MiB each"
+head -c $((PAR_MB * 1048576 / 100 * 100)) "$BULK" >"$WORK/par.txt"
+if [ "$(file_size "$WORK/par.txt")" -lt $((PAR_MB * 1048576 / 100 * 100)) ]; then
+    { yes "$LINE" || true; } | head -n $((PAR_MB * 1048576 / 100)) >"$WORK/par.txt"
+fi
+PAR_BYTES=$(file_size "$WORK/par.txt")
+fresh_par() {
+    if [ -d "$MNT/par" ]; then rmdir "$MNT/par"; fi
+    mkdir "$MNT/par"
+    echo 2 >"$MNT/par/partitions"
+    rm -f "$PLAIN"/par*.out
+    sync
+}
+par_one() {
+    local t0 t1
+    fresh_par
+    t0=$(now); cat "$WORK/par.txt" >"$MNT/par/0/append"; t1=$(now)
+    record par.topicfs1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
+    sync
+    t0=$(now); cat "$WORK/par.txt" >"$PLAIN/par0.out"; t1=$(now)
+    record par.plain1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
+}
+par_two() {
+    local t0 t1 a b
+    fresh_par
+    t0=$(now)
+    cat "$WORK/par.txt" >"$MNT/par/0/append" & a=$!
+    cat "$WORK/par.txt" >"$MNT/par/1/append" & b=$!
+    wait "$a" "$b"
+    t1=$(now)
+    record par.topicfs2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
+    sync
+    t0=$(now)
+    cat "$WORK/par.txt" >"$PLAIN/par0.out" & a=$!
+    cat "$WORK/par.txt" >"$PLAIN/par1.out" & b=$!
+    wait "$a" "$b"
+    t1=$(now)
+    record par.plain2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
+}
+alternate par_one par_two
+rmdir "$MNT/par"
+rm -f "$PLAIN"/par*.out
+
+# ---- 7. start-up ---------------------------------------------------------------------------
+SEGS_TOTAL=$((PARTITIONS * SEGMENTS))
+say "7. start-up: clean mount of $SEGS_TOTAL segments; unclean recovery"
+unmount "$MNT" "$MAIN_PID"
+LOGB=$WORK/segs
+LOGE=$WORK/empty
+SMNT=$WORK/segmnt
+mount_topicfs init "$SMNT" "$LOGB" && unmount "$SMNT" "$TFS_PID"
+python3 "$HERE/genlog.py" "$LOGB" seg "$PARTITIONS" "$SEGMENTS" 10 100
+mount_topicfs init "$SMNT" "$LOGE" && unmount "$SMNT" "$TFS_PID"
+# timed_mount KEY RUN LOGDIR: times the mount (until it is live) and the clean unmount (until
+# the daemon exited); a mount that fails is recorded with its message.
+timed_mount() {
+    local t0 t1 name="startup-$1-$2"
+    sync
+    t0=$(now)
+    if ! mount_topicfs "$name" "$SMNT" "$3" 2>"$WORK/$name.err"; then
+        record "$1.failed" "$2" 1
+        printf '%s\t%s\n' "$1" "$(tail -1 "$WORK/$name.err")" >>"$WORK/failures.txt"
+        return 0
+    fi
+    t1=$(now)
+    record "$1" "$2" "$(elapsed "$t0" "$t1")"
+    t0=$(now)
+    unmount "$SMNT" "$TFS_PID"
+    t1=$(now)
+    record "$1.unmount" "$2" "$(elapsed "$t0" "$t1")"
+}
+mount_segs() { timed_mount mount.segments "$1" "$LOGB"; }
+mount_empty() { timed_mount mount.empty "$1" "$LOGE"; }
+alternate mount_segs mount_empty
+
+# ---- 8. memory -----------------------------------------------------------------------------
+say "8. memory: daemon RSS with $PARTITIONS partitions of $SEGMENTS segments"
+rss() { awk -v k="$2:" '$1 == k { printf "%.3f", $2 / 1024 }' "/proc/$1/status"; }
+fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+mount_topicfs rss "$SMNT" "$LOGB"
+sleep 0.5
+record rss.mount 0 "$(rss "$TFS_PID" VmRSS)"
+record fds.mount 0 "$(fds "$TFS_PID")"
+for ((p = 0; p < PARTITIONS; p++)); do
+    d=$SMNT/seg/$p
+    read -r _ <"$d/log-end-offset"
+    read -r _ <"$d/by-offset/0"
+    echo "$LINE" >>"$d/append"
+done
+record rss.touched 0 "$(rss "$TFS_PID" VmRSS)"
+record fds.touched 0 "$(fds "$TFS_PID")"
+# One record of every segment: each segment read keeps its files open and mapped.
+failed=0
+for ((p = 0; p < PARTITIONS; p++)); do
+    for ((s = 0; s < SEGMENTS; s++)); do
+        read -r _ 2>/dev/null <"$SMNT/seg/$p/by-offset/$((s * 10))" || failed=$((failed + 1))
+    done
+done
+record rss.allsegments 0 "$(rss "$TFS_PID" VmRSS)"
+record fds.allsegments 0 "$(fds "$TFS_PID")"
+record reads.failed 0 "$failed"
+record rss.peak 0 "$(rss "$TFS_PID" VmHWM)"
+unmount "$SMNT" "$TFS_PID"
+
+# ---- 7 (continued). unclean recovery -------------------------------------------------------
+RECOVER_BYTES=$(file_size "$LOGA"/*-*/*.log)
+record recover.bytes 0 "$RECOVER_BYTES"
+recover_topicfs() {
+    make_unclean "$LOGA"
+    timed_mount recover.topicfs "$1" "$LOGA"
+}
+recover_cat() {
+    local t0 t1
+    t0=$(now); cat "$LOGA"/*-*/*.log >/dev/null; t1=$(now)
+    record recover.cat "$1" "$(elapsed "$t0" "$t1")"
+}
+alternate recover_topicfs recover_cat
+# Recovery of every segment of the segment-heavy dir (once; a full run, or BENCH_UNCLEAN_SEGMENTS=1).
+if [ "$QUICK" != 1 ] || [ "${BENCH_UNCLEAN_SEGMENTS:-0}" = 1 ]; then
+    say "7. unclean mount of the $SEGS_TOTAL-segment log dir"
+    make_unclean "$LOGB"
+    timed_mount recover.segments 1 "$LOGB"
+fi
+
+unmount "$NMNT" "$NULL_PID"
+
+# ------------------------------------------------------------------------------------------
+{
+    echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "other busy processes at end: $(ps -eo comm= | grep -cE '^(rustc|cargo|cc1|ld|java|clippy-driver)$' || true)"
+} >>"$WORK/machine.txt"
+mkdir -p "$OUTDIR"
+cp "$RES" "$OUTDIR/results.tsv"
+touch "$WORK/failures.txt"
+python3 "$HERE/report.py" "$RES" "$WORK/machine.txt" "$WORK/failures.txt" "$OUTDIR/results.md" "$OUTDIR/results.svg"

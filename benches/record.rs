@@ -1,0 +1,131 @@
+//! Micro-benchmarks of the record layer: RecordBatch v2 encode, zero-copy decode, CRC-32C.
+//! Throughput is in bytes of encoded batch (encode, decode) or bytes checksummed (CRC).
+//! Run: `cargo bench --bench record`; `cargo test --all-targets` runs each once as a test.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use topicfs::record::{BatchBuilder, BatchOptions, BatchView, RecordInput};
+
+/// One 100-byte line (the value of one record).
+const VALUE: &[u8; 100] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz.!";
+const TS: i64 = 1_700_000_000_000;
+const COUNTS: [usize; 3] = [1, 100, 1000];
+
+fn records(n: usize) -> Vec<RecordInput<'static>> {
+    (0..n)
+        .map(|_| RecordInput {
+            value: Some(VALUE),
+            timestamp: TS,
+            ..Default::default()
+        })
+        .collect()
+}
+
+fn encoded(n: usize) -> Vec<u8> {
+    let mut b = BatchBuilder::new();
+    b.begin(0, BatchOptions::default());
+    for r in records(n) {
+        b.add(&r);
+    }
+    b.finish().unwrap().to_vec()
+}
+
+fn encode(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batch_encode");
+    for n in COUNTS {
+        let recs = records(n);
+        g.throughput(Throughput::Bytes(encoded(n).len() as u64));
+        let mut builder = BatchBuilder::new();
+        g.bench_with_input(BenchmarkId::from_parameter(n), &recs, |b, recs| {
+            b.iter(|| {
+                builder.begin(black_box(42), BatchOptions::default());
+                for r in recs {
+                    builder.add(r);
+                }
+                black_box(builder.finish().unwrap().len())
+            })
+        });
+    }
+    g.finish();
+}
+
+fn decode(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batch_decode");
+    for n in COUNTS {
+        let bytes = encoded(n);
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        let mut scratch = Vec::new();
+        g.bench_with_input(BenchmarkId::from_parameter(n), &bytes, |b, bytes| {
+            b.iter(|| {
+                let view = BatchView::new(black_box(bytes)).unwrap();
+                let mut sum = 0usize;
+                for r in view.records(&mut scratch).unwrap() {
+                    sum += r.unwrap().value.map_or(0, <[u8]>::len);
+                }
+                black_box(sum)
+            })
+        });
+    }
+    // What recovery does per batch: the CRC of the whole batch, then the records.
+    let bytes = encoded(1000);
+    g.bench_with_input(BenchmarkId::new("validated", 1000), &bytes, |b, bytes| {
+        let mut scratch = Vec::new();
+        b.iter(|| {
+            let view = BatchView::new(black_box(bytes)).unwrap();
+            view.ensure_valid().unwrap();
+            black_box(view.records(&mut scratch).unwrap().count())
+        })
+    });
+    g.finish();
+}
+
+/// Byte-at-a-time table CRC-32C: what the checksum would cost without the SSE4.2 instruction.
+fn crc32c_table(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0x82F6_3B78
+                } else {
+                    c >> 1
+                };
+            }
+            *e = c;
+        }
+        t
+    });
+    !data.iter().fold(!0u32, |c, &b| {
+        t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8)
+    })
+}
+
+fn crc(c: &mut Criterion) {
+    let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i * 31 + 7) as u8).collect();
+    assert_eq!(crc32c::crc32c(&data), crc32c_table(&data));
+    let mut g = c.benchmark_group("crc32c");
+    g.throughput(Throughput::Bytes(data.len() as u64));
+    g.bench_function("1MiB", |b| b.iter(|| crc32c::crc32c(black_box(&data))));
+    g.bench_function("1MiB_table_reference", |b| {
+        b.iter(|| crc32c_table(black_box(&data)))
+    });
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = encode, decode, crc
+}
+criterion_main!(benches);
