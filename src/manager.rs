@@ -58,6 +58,16 @@ pub fn parse_partition_dir(name: &str) -> Option<(String, u32)> {
 struct LogDir {
     path: PathBuf,
     _lock: File,
+    /// The broker epoch of the clean-shutdown marker found at start (a Kafka broker's), kept
+    /// so the marker written at our clean shutdown tells the broker the same thing.
+    broker_epoch: std::sync::atomic::AtomicI64,
+}
+
+/// `brokerEpoch` of a `.kafka_cleanshutdown` marker (`{"version":0,"brokerEpoch":N}`).
+fn marker_broker_epoch(path: &Path) -> Option<i64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("brokerEpoch")?.as_i64()
 }
 
 /// Takes Kafka's `.lock` with an open-file-description lock: it conflicts with the POSIX
@@ -259,6 +269,7 @@ impl LogManager {
             dirs.push(LogDir {
                 path: path.clone(),
                 _lock: lock,
+                broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             });
         }
         let overrides = read_topic_overrides(&config.log_dirs);
@@ -267,6 +278,9 @@ impl LogManager {
             let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
             let clean = marker.exists();
             if clean {
+                if let Some(epoch) = marker_broker_epoch(&marker) {
+                    dir.broker_epoch.store(epoch, Ordering::Relaxed);
+                }
                 std::fs::remove_file(&marker)?;
                 File::open(&dir.path)?.sync_all()?;
             }
@@ -688,7 +702,7 @@ impl LogManager {
                         .min(next_rt)
                         .saturating_duration_since(Instant::now());
                     let stop = bg.stop.lock().unwrap();
-                    let (stop, _) = bg.wake.wait_timeout(stop, wait).unwrap();
+                    let (stop, _) = bg.wake.wait_timeout_while(stop, wait, |s| !*s).unwrap();
                     if *stop {
                         return;
                     }
@@ -736,9 +750,10 @@ impl LogManager {
             return Err(e);
         }
         for d in &self.dirs {
+            let epoch = d.broker_epoch.load(Ordering::Relaxed);
             checkpoint::write_atomic(
                 &d.path.join(CLEAN_SHUTDOWN_FILE),
-                b"{\"version\":0,\"brokerEpoch\":-1}",
+                format!("{{\"version\":0,\"brokerEpoch\":{epoch}}}").as_bytes(),
             )?;
         }
         log::info!("clean shutdown complete");

@@ -247,3 +247,20 @@ fn retention_by_bytes_and_time_deletes_oldest_segments_and_moves_log_start() {
     assert_eq!(t.partition(0).unwrap().log_start_offset(), 100);
     assert_eq!(values(&mgr, "r", 0), vec!["fresh".to_string()]);
 }
+
+#[test]
+fn a_brokers_clean_shutdown_epoch_is_written_back() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join(".kafka_cleanshutdown"),
+        "{\"version\":0,\"brokerEpoch\":11}",
+    )
+    .unwrap();
+    let mgr = LogManager::open(broker(&[d.path()], 1)).unwrap();
+    assert!(!d.path().join(".kafka_cleanshutdown").exists());
+    mgr.shutdown().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(d.path().join(".kafka_cleanshutdown")).unwrap(),
+        "{\"version\":0,\"brokerEpoch\":11}"
+    );
+}

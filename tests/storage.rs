@@ -378,3 +378,109 @@ proptest! {
         prop_assert_eq!(independent_decode(d.path()), model);
     }
 }
+
+#[test]
+fn by_time_counts_control_batches_as_kafka_does_but_readers_skip_them() {
+    use topicfs::record::{BatchBuilder, BatchOptions};
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    let mut b = BatchBuilder::new();
+    // offsets 0-1: data at ts 100/101; offset 2: a COMMIT marker stamped at ts 5000;
+    // offset 3: data at ts 200.
+    b.begin(
+        0,
+        BatchOptions {
+            transactional: true,
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            ..Default::default()
+        },
+    );
+    b.add(&RecordInput {
+        value: Some(b"a"),
+        timestamp: 100,
+        ..Default::default()
+    });
+    b.add(&RecordInput {
+        value: Some(b"b"),
+        timestamp: 101,
+        ..Default::default()
+    });
+    bytes.extend_from_slice(b.finish().unwrap());
+    b.begin(
+        2,
+        BatchOptions {
+            transactional: true,
+            control: true,
+            producer_id: 7,
+            producer_epoch: 0,
+            ..Default::default()
+        },
+    );
+    b.add(&RecordInput {
+        key: Some(&[0, 0, 0, 1]),
+        value: Some(&[0, 0, 0, 0, 0, 0]),
+        timestamp: 5000,
+        ..Default::default()
+    });
+    bytes.extend_from_slice(b.finish().unwrap());
+    b.begin(3, BatchOptions::default());
+    b.add(&RecordInput {
+        value: Some(b"c"),
+        timestamp: 200,
+        ..Default::default()
+    });
+    bytes.extend_from_slice(b.finish().unwrap());
+    std::fs::write(d.path().join("00000000000000000000.log"), &bytes).unwrap();
+    let log = reopen(d.path(), cfg(1 << 20, 4096), false, 0);
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(
+        log.offset_for_time(150).unwrap(),
+        Some(2),
+        "the marker's timestamp counts"
+    );
+    assert_eq!(log.offset_for_time(5000).unwrap(), Some(2));
+    assert_eq!(log.offset_for_time(5001).unwrap(), None);
+    let values: Vec<Vec<u8>> = read_all(&log, 2).into_iter().map(|(_, _, v)| v).collect();
+    assert_eq!(
+        values,
+        vec![b"c".to_vec()],
+        "the marker itself is not shown"
+    );
+}
+
+#[test]
+fn a_brokers_producer_snapshot_is_carried_to_each_roll_and_to_the_log_end() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = b"\x00\x01fake-producer-state".to_vec();
+    {
+        let log = PartitionLog::create(d.path(), "t", 0, cfg(500, 100)).unwrap();
+        log.close().unwrap();
+    }
+    std::fs::write(d.path().join("00000000000000000000.snapshot"), &snap).unwrap();
+    let log = reopen(d.path(), cfg(500, 100), true, 0);
+    for i in 0..40 {
+        append_values(&log, &[format!("value {i:03}").into_bytes()], &[i]);
+    }
+    log.close().unwrap();
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert!(bases.len() > 2);
+    for b in bases.iter().skip(1).chain(std::iter::once(&40)) {
+        let p = d.path().join(format!("{b:020}.snapshot"));
+        assert_eq!(std::fs::read(&p).unwrap(), snap, "{}", p.display());
+    }
+    // Without any broker snapshot, topicfs writes none.
+    let e = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(e.path(), "t", 0, cfg(500, 100)).unwrap();
+    for i in 0..40 {
+        append_values(&log, &[format!("value {i:03}").into_bytes()], &[i]);
+    }
+    log.close().unwrap();
+    assert!(!std::fs::read_dir(e.path()).unwrap().any(|f| {
+        f.unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "snapshot")
+    }));
+}

@@ -451,7 +451,37 @@ impl PartitionLog {
         self.segments.write().unwrap().insert(base, new.clone());
         old.flush()?;
         self.recovery_point.fetch_max(base, Ordering::AcqRel);
+        self.carry_producer_snapshot(base)?;
         Ok(new)
+    }
+
+    /// Kafka writes a producer-state snapshot (`<offset>.snapshot`) at every roll and at
+    /// shutdown, and at load deletes snapshots it does not expect. In a dir a broker wrote,
+    /// carry the latest snapshot forward to `offset`: topicfs's batches have no producer ids,
+    /// so the producer state at `offset` is the state of the latest snapshot.
+    fn carry_producer_snapshot(&self, offset: i64) -> Result<()> {
+        let mut latest: Option<(i64, PathBuf)> = None;
+        for e in std::fs::read_dir(&self.dir)? {
+            let p = e?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if let Some((off, "snapshot")) = parse_segment_name(name)
+                && off <= offset
+                && latest.as_ref().is_none_or(|(l, _)| off > *l)
+            {
+                latest = Some((off, p.clone()));
+            }
+        }
+        let Some((off, path)) = latest else {
+            return Ok(());
+        };
+        if off == offset {
+            return Ok(());
+        }
+        let target = self
+            .dir
+            .join(format!("{}.snapshot", segment::file_prefix(offset)));
+        crate::checkpoint::write_atomic(&target, &std::fs::read(&path)?)?;
+        Ok(())
     }
 
     /// Forces a new segment if the active one holds data (used before retention deletes all).
@@ -494,6 +524,7 @@ impl PartitionLog {
         for s in self.segments() {
             s.close();
         }
+        self.carry_producer_snapshot(self.log_end_offset())?;
         self.recovery_point
             .store(self.log_end_offset(), Ordering::Release);
         Ok(())
@@ -570,7 +601,8 @@ impl PartitionLog {
                 if h.base_offset >= end {
                     break;
                 }
-                if h.max_timestamp >= ts && h.last_offset() >= from && !h.is_control() {
+                // Control batches count, as in Kafka's searchForTimestamp (readers skip them).
+                if h.max_timestamp >= ts && h.last_offset() >= from {
                     buf.resize(h.size(), 0);
                     seg.read_at(&mut buf, p)?;
                     let view = BatchView::new(&buf).map_err(|e| Error::Corrupt(e.to_string()))?;
