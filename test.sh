@@ -6,3 +6,7 @@ cd "$(dirname "$0")"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo test --all-targets
+# Apache Kafka's own tools, kafka-python and a real broker against topicfs (interop/README.md).
+interop/run-tests.sh
+# Bounded coverage-guided fuzzing of the batch decoder and the recovery scan (needs nightly).
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}" fuzz/run.sh
