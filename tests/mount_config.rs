@@ -1,0 +1,138 @@
+//! Topic configuration through `<topic>/config`, retention, compression and timestamp types,
+//! through a real mount.
+
+#[path = "common/mount.rs"]
+mod mount;
+
+use mount::{TestMount, batches, wait_until};
+
+fn segment_logs(m: &TestMount, t: &str) -> Vec<String> {
+    m.ok(&format!("ls {t}/0/segments"))
+        .lines()
+        .filter(|n| n.ends_with(".log"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn config_overrides_take_effect_and_survive_a_remount() {
+    let mut m = TestMount::start(&["--retention-check-interval-ms", "100"]);
+    m.ok("mkdir t");
+    assert!(m.read("t/config").contains("segment.bytes=1073741824\n"));
+    m.ok("echo segment.bytes=600 >> t/config");
+    let cfg = m.read("t/config");
+    assert!(
+        cfg.starts_with("# topic overrides\nsegment.bytes=600\n# broker defaults\n"),
+        "{cfg}"
+    );
+    m.ok(
+        "for i in $(seq 1 40); do echo \"record-$i-xxxxxxxxxxxxxxxxxxxxxxxx\" >> t/0/append; done",
+    );
+    let logs = segment_logs(&m, "t");
+    assert!(logs.len() >= 4, "rolled at 600 bytes: {logs:?}");
+    // Bad keys and values are refused, and nothing changes (dash's builtin echo reports every
+    // write error as "I/O error", so /bin/echo shows the errno).
+    m.fails_with("/bin/echo nope=1 >> t/config", "Invalid argument");
+    m.fails_with(
+        "/bin/echo retention.ms=soon >> t/config",
+        "Invalid argument",
+    );
+    m.fails_with(
+        "/bin/echo compression.type=brotli >> t/config",
+        "Invalid argument",
+    );
+    assert_eq!(m.read("t/config"), cfg);
+    // Retention by size: the oldest segments go, log-start-offset moves, lookups below it fail.
+    m.ok("echo retention.bytes=700 >> t/config");
+    wait_until("retention deleted segments", || {
+        m.read("t/0/log-start-offset").trim() != "0"
+    });
+    let start: i64 = m.read("t/0/log-start-offset").trim().parse().unwrap();
+    assert!(start > 0 && start < 40);
+    m.fails_with(
+        &format!("cat t/0/by-offset/{}", start - 1),
+        "No such file or directory",
+    );
+    assert_eq!(
+        m.ok(&format!("head -n 1 t/0/by-offset/{start}")),
+        format!("record-{}-xxxxxxxxxxxxxxxxxxxxxxxx\n", start + 1)
+    );
+    assert!(segment_logs(&m, "t").len() < logs.len());
+    // Removing an override brings the default back; overrides survive a remount.
+    m.ok("echo retention.bytes= >> t/config");
+    assert!(m.read("t/config").contains("\nretention.bytes=-1\n"));
+    m.unmount();
+    m.remount();
+    assert!(
+        m.read("t/config")
+            .starts_with("# topic overrides\nsegment.bytes=600\n")
+    );
+    assert_eq!(m.read("t/0/log-start-offset").trim(), start.to_string());
+    m.ok("mkdir u");
+    assert!(
+        m.read("u/config").contains("segment.bytes=1073741824\n"),
+        "a new topic takes the broker defaults"
+    );
+}
+
+#[test]
+fn retention_by_time_empties_the_log_but_never_reuses_offsets() {
+    let m = TestMount::start(&[
+        "--retention-check-interval-ms",
+        "100",
+        "--segment-bytes",
+        "400",
+    ]);
+    m.ok("mkdir t");
+    m.ok("for i in $(seq 1 20); do echo \"old-$i-yyyyyyyyyyyyyyyyy\" >> t/0/append; done");
+    m.ok("echo retention.ms=1 >> t/config");
+    wait_until("every segment expired", || {
+        m.read("t/0/log-start-offset").trim() == "20"
+    });
+    assert_eq!(m.read("t/0/log-end-offset"), "20\n");
+    assert_eq!(m.ok("cat t/0/by-offset/20"), "");
+    m.ok("echo retention.ms= >> t/config");
+    m.ok("echo fresh >> t/0/append");
+    assert_eq!(m.ok("cat t/0/by-offset/20"), "fresh\n");
+}
+
+#[test]
+fn compression_and_log_append_time_as_kafka_writes_them() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    for (i, codec) in ["gzip", "snappy", "lz4", "zstd", "none"].iter().enumerate() {
+        m.ok(&format!("echo compression.type={codec} >> t/config"));
+        m.ok(&format!("printf '{codec}-a\\n{codec}-b\\n' >> t/0/append"));
+        assert_eq!(
+            m.ok(&format!("head -n 1 t/0/by-offset/{}", 2 * i + 1)),
+            format!("{codec}-b\n")
+        );
+    }
+    let name = &segment_logs(&m, "t")[0];
+    let bytes = std::fs::read(m.path(&format!("t/0/segments/{name}"))).unwrap();
+    // Attribute codec bits of each batch, read from the raw bytes (offset 21..23).
+    let mut pos = 0;
+    let mut codecs = Vec::new();
+    while pos + 61 <= bytes.len() {
+        let len = i32::from_be_bytes(bytes[pos + 8..pos + 12].try_into().unwrap()) as usize + 12;
+        codecs.push(bytes[pos + 22] & 7);
+        pos += len;
+    }
+    assert_eq!(codecs, vec![1, 2, 3, 4, 0]);
+    // Every batch decodes with the independent decoder (the values, in order).
+    let vals: Vec<Vec<u8>> = batches(&bytes).into_iter().flat_map(|b| b.2).collect();
+    assert_eq!(vals.len(), 10);
+    assert_eq!(vals[9], b"none-b".to_vec());
+    // LogAppendTime: the batch carries the append time; by-time honours it.
+    m.ok("echo message.timestamp.type=LogAppendTime >> t/config");
+    let before = topicfs::log::now_ms();
+    m.ok(r#"echo '{"value":"stamped","timestamp":5}' >> t/0/append.jsonl"#);
+    let line = m.read("t/0/by-offset/10.jsonl");
+    let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(v["timestampType"], "LogAppendTime");
+    assert!(v["timestamp"].as_i64().unwrap() >= before, "{line}");
+    assert_eq!(
+        m.ok(&format!("head -n 1 t/0/by-time/{before}")),
+        "stamped\n"
+    );
+}
