@@ -484,3 +484,52 @@ fn a_brokers_producer_snapshot_is_carried_to_each_roll_and_to_the_log_end() {
             .is_some_and(|x| x == "snapshot")
     }));
 }
+
+#[test]
+fn leftover_deleted_cleaned_swap_and_orphan_index_files_are_handled_at_load() {
+    let d = tempfile::tempdir().unwrap();
+    let c = cfg(600, 100);
+    {
+        let log = PartitionLog::create(d.path(), "t", 0, c.clone()).unwrap();
+        for i in 0..30i64 {
+            append_values(
+                &log,
+                &[format!("v{i:02}-zzzzzzzzzzzzzzzz").into_bytes()],
+                &[i],
+            );
+        }
+        log.close().unwrap();
+    }
+    let bases: Vec<i64> = {
+        let mut v: Vec<i64> = std::fs::read_dir(d.path())
+            .unwrap()
+            .filter_map(|e| {
+                let n = e.unwrap().file_name().into_string().unwrap();
+                n.strip_suffix(".log").map(|b| b.parse().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(bases.len() >= 3);
+    let p = |b: i64, ext: &str| d.path().join(format!("{b:020}.{ext}"));
+    std::fs::write(p(900, "log.deleted"), b"old").unwrap();
+    std::fs::write(p(901, "index.cleaned"), b"partial").unwrap();
+    std::fs::write(p(902, "index"), [0u8; 16]).unwrap(); // no .log: orphan
+    std::fs::write(p(902, "timeindex"), [0u8; 24]).unwrap();
+    // A completed swap replaces segment bases[1] with identical bytes.
+    std::fs::copy(p(bases[1], "log"), p(bases[1], "log.swap")).unwrap();
+    let log = reopen(d.path(), c, true, 0);
+    for f in [
+        p(900, "log.deleted"),
+        p(901, "index.cleaned"),
+        p(902, "index"),
+        p(902, "timeindex"),
+        p(bases[1], "log.swap"),
+    ] {
+        assert!(!f.exists(), "{} should be gone", f.display());
+    }
+    assert!(p(bases[1], "log").exists());
+    assert_eq!(log.log_end_offset(), 30);
+    assert_eq!(read_all(&log, 0).len(), 30);
+}
