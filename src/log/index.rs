@@ -254,3 +254,129 @@ mod tests {
         assert_eq!(i.largest_lower_bound(1000, key), Some(3), "after last");
     }
 }
+
+/// An index file opened lazily (Kafka's `LazyIndex`): nothing is mapped until first use.
+/// Readers share the mapping; appends, trims and resets take it exclusively.
+pub struct LazyIndex {
+    path: PathBuf,
+    entry_size: usize,
+    max_size: u64,
+    inner: std::sync::RwLock<Option<IndexFile>>,
+}
+
+impl LazyIndex {
+    pub fn new(path: PathBuf, entry_size: usize, max_size: u64) -> LazyIndex {
+        LazyIndex {
+            path,
+            entry_size,
+            max_size,
+            inner: std::sync::RwLock::new(None),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the open index (opening it, without preallocating, if needed).
+    pub fn with<R>(&self, f: impl FnOnce(&IndexFile) -> R) -> io::Result<R> {
+        {
+            let g = self.inner.read().unwrap();
+            if let Some(i) = g.as_ref() {
+                return Ok(f(i));
+            }
+        }
+        self.with_mut(|i| Ok(f(i)))
+    }
+
+    /// Runs `f` with exclusive access (opening the file if needed).
+    pub fn with_mut<R>(&self, f: impl FnOnce(&mut IndexFile) -> io::Result<R>) -> io::Result<R> {
+        let mut g = self.inner.write().unwrap();
+        if g.is_none() {
+            *g = Some(IndexFile::open(
+                &self.path,
+                self.entry_size,
+                self.max_size,
+                false,
+            )?);
+        }
+        f(g.as_mut().unwrap())
+    }
+
+    /// Opens for appending: preallocated to the max size, entries kept.
+    pub fn open_active(&self) -> io::Result<()> {
+        let mut g = self.inner.write().unwrap();
+        match g.as_mut() {
+            Some(i) => i.resize(self.max_size.max(i.file_len())),
+            None => {
+                *g = Some(IndexFile::open(
+                    &self.path,
+                    self.entry_size,
+                    self.max_size,
+                    true,
+                )?);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn entries(&self) -> io::Result<usize> {
+        self.with(|i| i.entries())
+    }
+
+    pub fn reserve_next(&self) -> io::Result<()> {
+        self.with_mut(|i| i.reserve_next())
+    }
+
+    /// Shrinks to the valid entries, if open.
+    pub fn trim(&self) -> io::Result<()> {
+        match self.inner.write().unwrap().as_mut() {
+            Some(i) => i.trim_to_valid_size(),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops every entry and preallocates again (recovery); a missing file is created.
+    pub fn reset(&self) -> io::Result<()> {
+        let mut g = self.inner.write().unwrap();
+        match g.as_mut() {
+            Some(i) => i.reset(self.max_size),
+            None => {
+                let _ = std::fs::remove_file(&self.path);
+                *g = Some(IndexFile::open(
+                    &self.path,
+                    self.entry_size,
+                    self.max_size,
+                    true,
+                )?);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        match self.inner.read().unwrap().as_ref() {
+            Some(i) => i.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Unmaps and closes the file.
+    pub fn close(&self) {
+        *self.inner.write().unwrap() = None;
+    }
+
+    /// The file's length must be a whole number of entries.
+    pub fn check_length(&self, what: &str, width: &str) -> Result<(), String> {
+        let len = std::fs::metadata(&self.path)
+            .map_err(|e| format!("{}: {e}", self.path.display()))?
+            .len();
+        if len % self.entry_size as u64 != 0 {
+            return Err(format!(
+                "{what} {} is corrupt, found {len} bytes which is neither positive nor a multiple of {width}",
+                self.path.display()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -267,15 +267,7 @@ impl PartitionLog {
     /// Recovers every segment from the one holding `recovery_point`; a segment that lost bytes
     /// ends the log: later segments are deleted.
     fn recover_from(&self, recovery_point: i64) -> Result<()> {
-        let segs: Vec<Arc<LogSegment>> = {
-            let map = self.segments.read().unwrap();
-            let from = map
-                .range(..=recovery_point)
-                .next_back()
-                .map(|(b, _)| *b)
-                .unwrap_or(i64::MIN);
-            map.range(from..).map(|(_, s)| s.clone()).collect()
-        };
+        let segs = self.snapshot_from(recovery_point);
         let cfg = self.config();
         let total = segs.len();
         for (i, seg) in segs.iter().enumerate() {
@@ -498,16 +490,7 @@ impl PartitionLog {
     /// fsyncs the active segment and its indexes; the recovery point becomes the log end.
     pub fn flush(&self) -> Result<()> {
         let leo = self.log_end_offset();
-        let segs: Vec<Arc<LogSegment>> = {
-            let map = self.segments.read().unwrap();
-            let rp = self.recovery_point();
-            let from = map
-                .range(..=rp)
-                .next_back()
-                .map(|(b, _)| *b)
-                .unwrap_or(i64::MIN);
-            map.range(from..).map(|(_, s)| s.clone()).collect()
-        };
+        let segs = self.snapshot_from(self.recovery_point());
         for s in segs {
             s.flush()?;
         }
@@ -548,6 +531,7 @@ impl PartitionLog {
         out
     }
 
+    /// The segment holding `offset` (floor lookup on base offsets) and every later one.
     fn snapshot_from(&self, offset: i64) -> Vec<Arc<LogSegment>> {
         let map = self.segments.read().unwrap();
         let from = map
