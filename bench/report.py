@@ -2,7 +2,10 @@
 """Turns the measurements of bench/run.sh into a table and a plot.
 
 Usage: report.py RESULTS.tsv MACHINE.txt FAILURES.txt OUT.md OUT.svg
-RESULTS.tsv lines are `key<TAB>run<TAB>value`; every figure uses the median over its runs.
+RESULTS.tsv lines are `key<TAB>run<TAB>value`. Each side of a figure shows the median over its
+runs; the ratio is the median of the per-run ratios (run i of topicfs against run i of its
+ceiling, measured back to back), with their range, which is steadier than a ratio of medians
+on a machine whose load changes.
 Prints the table and an ASCII chart; writes the Markdown table and an SVG bar chart.
 """
 
@@ -12,12 +15,21 @@ from collections import defaultdict
 
 
 def load(path):
-    runs = defaultdict(list)
+    runs = defaultdict(dict)
     with open(path) as f:
         for line in f:
-            key, _run, value = line.rstrip("\n").split("\t")
-            runs[key].append(float(value))
+            key, run, value = line.rstrip("\n").split("\t")
+            runs[key][int(run)] = float(value)
     return runs
+
+
+def paired(runs, a, b):
+    """Median, min and max of runs[a][i] / runs[b][i] over the runs both have."""
+    both = sorted(set(runs.get(a, {})) & set(runs.get(b, {})))
+    q = [runs[a][i] / runs[b][i] for i in both if runs[b][i]]
+    if not q:
+        return None
+    return statistics.median(q), min(q), max(q)
 
 
 def fmt(v, unit):
@@ -33,14 +45,16 @@ def fmt(v, unit):
 class Row:
     def __init__(self, fig, what, ours, ceiling, ceiling_name, unit, ratio, goal, met, plot=None):
         self.fig, self.what, self.ours, self.ceiling = fig, what, ours, ceiling
-        self.ceiling_name, self.unit, self.ratio = ceiling_name, unit, ratio
+        self.ceiling_name, self.unit = ceiling_name, unit
+        # A number, or (median, min, max) of paired per-run ratios.
+        self.ratio = ratio
         self.goal, self.met = goal, met
         # (value to plot, goal on the same scale, label): higher is better on the plot.
         self.plot = plot
 
 
 def rows(r, failures):
-    med = {k: statistics.median(v) for k, v in r.items()}
+    med = {k: statistics.median(v.values()) for k, v in r.items()}
     m = med.get
     out = []
 
@@ -48,11 +62,11 @@ def rows(r, failures):
         return None if a is None or b is None or b == 0 else a / b
 
     def add_ratio(fig, what, ours_key, ceil_key, ceil_name, unit, goal=None):
-        q = ratio(m(ours_key), m(ceil_key))
-        met = None if goal is None or q is None else q >= goal
+        q = paired(r, ours_key, ceil_key)
+        met = None if goal is None or q is None else q[0] >= goal
         goal_text = f">= {goal}" if goal is not None else "report"
         out.append(Row(fig, what, m(ours_key), m(ceil_key), ceil_name, unit, q, goal_text, met,
-                       (q, goal, f"{fig}. {what}") if q is not None else None))
+                       (q[0], goal, f"{fig}. {what}") if q is not None else None))
 
     add_ratio("1", "bulk append (cat 100-byte lines)", "bulk.topicfs", "bulk.plain",
               "plain file", "MiB/s", 0.6)
@@ -61,42 +75,45 @@ def rows(r, failures):
     if "small.plain" in med:
         out.append(Row("2", "… same writes into a plain file (context)", m("small.topicfs"),
                        m("small.plain"), "plain file", "records/s",
-                       ratio(m("small.topicfs"), m("small.plain")), "–", None))
+                       paired(r, "small.topicfs", "small.plain"), "–", None))
     add_ratio("3", "`echo line >> append` loop", "echo.topicfs", "echo.plain", "plain file",
               "records/s")
     if "echo.nullfs" in med:
         out.append(Row("3", "… same loop into the do-nothing FUSE file (context)",
                        m("echo.topicfs"), m("echo.nullfs"), "do-nothing FUSE file",
-                       "records/s", ratio(m("echo.topicfs"), m("echo.nullfs")), "–", None))
+                       "records/s", paired(r, "echo.topicfs", "echo.nullfs"), "–", None))
 
     if "read.topicfs" in med and "read.raw" in med:
         t_ours, t_raw = m("read.topicfs"), m("read.raw")
         ours = m("read.topicfs_bytes") / t_ours / 2**20
         raw = m("read.raw_bytes") / t_raw / 2**20
-        q = t_raw / t_ours
+        q = paired(r, "read.raw", "read.topicfs")
         out.append(Row("4", "sequential read (`cat by-offset/0` vs `cat *.log`; ratio of times)",
-                       ours, raw, "cat of the raw .log files", "MiB/s", q, ">= 0.5", q >= 0.5,
-                       (q, 0.5, "4. sequential read")))
+                       ours, raw, "cat of the raw .log files", "MiB/s", q, ">= 0.5", q[0] >= 0.5,
+                       (q[0], 0.5, "4. sequential read")))
         if "read.nullfs" in med:
             nullfs = m("read.topicfs_bytes") / m("read.nullfs") / 2**20
             out.append(Row("4", "… the same bytes read from the do-nothing FUSE file (context: "
                            "the FUSE read ceiling; ratio = its time vs cat *.log)", nullfs, raw,
-                           "cat of the raw .log files", "MiB/s", t_raw / m("read.nullfs"), "–",
-                           None))
+                           "cat of the raw .log files", "MiB/s",
+                           paired(r, "read.raw", "read.nullfs"), "–", None))
+            out.append(Row("4", "… topicfs against that FUSE read ceiling (context)", ours, nullfs,
+                           "do-nothing FUSE file", "MiB/s",
+                           paired(r, "read.nullfs", "read.topicfs"), "–", None))
 
     if "lookup.big" in med and "lookup.small" in med:
         big, small = m("lookup.big"), m("lookup.small")
-        cost = small / big
+        cost = paired(r, "lookup.small", "lookup.big")
         out.append(Row("5", "random lookups, big log vs 20k-record log (cost ratio big/small)",
-                       big, small, "20k-record log", "lookups/s", cost, "<= 1.5", cost <= 1.5,
-                       (1 / cost, 1 / 1.5, "5. lookups (small/big cost)")))
+                       big, small, "20k-record log", "lookups/s", cost, "<= 1.5", cost[0] <= 1.5,
+                       (1 / cost[0], 1 / 1.5, "5. lookups (small/big cost)")))
 
     add_ratio("6", "two writers on two partitions vs one (aggregate MiB/s)", "par.topicfs2",
               "par.topicfs1", "one writer", "MiB/s", 1.6)
     if "par.plain2" in med:
         out.append(Row("6", "… plain files, two writers vs one (what the machine allows)",
                        m("par.plain2"), m("par.plain1"), "one writer", "MiB/s",
-                       ratio(m("par.plain2"), m("par.plain1")), "–", None))
+                       paired(r, "par.plain2", "par.plain1"), "–", None))
 
     if "mount.segments" in med:
         t = m("mount.segments")
@@ -112,9 +129,10 @@ def rows(r, failures):
         b = m("recover.bytes")
         ours = b / m("recover.topicfs") / 2**20
         cat = b / m("recover.cat") / 2**20
+        q = paired(r, "recover.cat", "recover.topicfs")
         out.append(Row("7", f"unclean recovery of {b / 2**20:,.0f} MiB of log (whole mount) "
                        "vs cat of the files", ours, cat, "cat of the .log files", "MiB/s",
-                       ours / cat, "report", None, (ours / cat, None, "7. recovery vs cat")))
+                       q, "report", None, (q[0], None, "7. recovery vs cat")))
     if "recover.segments" in med or "recover.segments" in failures:
         what = "… unclean mount of the segment-heavy log dir"
         if "recover.segments" in failures:
@@ -147,10 +165,17 @@ def markdown(table, machine, runs):
              "|---|---|---|---|---|---|---|"]
     for x in table:
         ceiling = f"{fmt(x.ceiling, x.unit)} ({x.ceiling_name})" if x.ceiling is not None else "–"
-        ratio = f"{x.ratio:.2f}" if x.ratio is not None else "–"
+        if isinstance(x.ratio, tuple):
+            ratio = f"{x.ratio[0]:.2f} ({x.ratio[1]:.2f}–{x.ratio[2]:.2f})"
+        elif x.ratio is not None:
+            ratio = f"{x.ratio:.2f}"
+        else:
+            ratio = "–"
         lines.append(f"| {x.fig} | {x.what} | {fmt(x.ours, x.unit)} | {ceiling} | {ratio} | "
                      f"{x.goal} | {met_text(x.met)} |")
-    head = ["Medians of each side over its runs (runs alternate topicfs and its ceiling).", ""]
+    head = ["Each side: the median of its runs. Ratio: the median of the per-run ratios "
+            "(topicfs and its ceiling measured back to back, alternating which goes first), "
+            "with their range.", ""]
     head += [f"- {line}" for line in machine]
     head += [f"- measurements: {sum(len(v) for v in runs.values())} (bench/results.tsv)", ""]
     return "\n".join(head + lines) + "\n"

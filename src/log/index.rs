@@ -208,53 +208,6 @@ impl IndexFile {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(e: &[u8]) -> i64 {
-        i32::from_be_bytes(e[..4].try_into().unwrap()) as i64
-    }
-
-    #[test]
-    fn preallocates_rounds_down_and_trims() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("0.index");
-        let mut i = IndexFile::open(&p, 8, 100, true).unwrap();
-        assert_eq!(i.file_len(), 96);
-        assert_eq!(i.max_entries(), 12);
-        for k in [3i32, 7, 9] {
-            let mut e = k.to_be_bytes().to_vec();
-            e.extend_from_slice(&(k * 10).to_be_bytes());
-            i.append(&e).unwrap();
-        }
-        i.trim_to_valid_size().unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().len(), 24);
-        drop(i);
-        let i = IndexFile::open(&p, 8, 100, false).unwrap();
-        assert_eq!(i.entries(), 3);
-    }
-
-    #[test]
-    fn binary_search_edges() {
-        let d = tempfile::tempdir().unwrap();
-        let mut i = IndexFile::open(&d.path().join("x"), 8, 8 * 4, true).unwrap();
-        assert_eq!(i.largest_lower_bound(5, key), None, "empty");
-        for k in [10i32, 20, 30, 40] {
-            let mut e = k.to_be_bytes().to_vec();
-            e.extend_from_slice(&[0; 4]);
-            i.append(&e).unwrap();
-        }
-        assert!(i.is_full());
-        assert!(i.append(&[0; 8]).is_err());
-        assert_eq!(i.largest_lower_bound(5, key), None, "before first");
-        assert_eq!(i.largest_lower_bound(10, key), Some(0), "first");
-        assert_eq!(i.largest_lower_bound(25, key), Some(1), "between");
-        assert_eq!(i.largest_lower_bound(40, key), Some(3), "last");
-        assert_eq!(i.largest_lower_bound(1000, key), Some(3), "after last");
-    }
-}
-
 /// An index file opened lazily (Kafka's `LazyIndex`): nothing is mapped until first use.
 /// Readers share the mapping; appends, trims and resets take it exclusively.
 pub struct LazyIndex {
@@ -378,5 +331,52 @@ impl LazyIndex {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(e: &[u8]) -> i64 {
+        i32::from_be_bytes(e[..4].try_into().unwrap()) as i64
+    }
+
+    #[test]
+    fn preallocates_rounds_down_and_trims() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("0.index");
+        let mut i = IndexFile::open(&p, 8, 100, true).unwrap();
+        assert_eq!(i.file_len(), 96);
+        assert_eq!(i.max_entries(), 12);
+        for k in [3i32, 7, 9] {
+            let mut e = k.to_be_bytes().to_vec();
+            e.extend_from_slice(&(k * 10).to_be_bytes());
+            i.append(&e).unwrap();
+        }
+        i.trim_to_valid_size().unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 24);
+        drop(i);
+        let i = IndexFile::open(&p, 8, 100, false).unwrap();
+        assert_eq!(i.entries(), 3);
+    }
+
+    #[test]
+    fn binary_search_edges() {
+        let d = tempfile::tempdir().unwrap();
+        let mut i = IndexFile::open(&d.path().join("x"), 8, 8 * 4, true).unwrap();
+        assert_eq!(i.largest_lower_bound(5, key), None, "empty");
+        for k in [10i32, 20, 30, 40] {
+            let mut e = k.to_be_bytes().to_vec();
+            e.extend_from_slice(&[0; 4]);
+            i.append(&e).unwrap();
+        }
+        assert!(i.is_full());
+        assert!(i.append(&[0; 8]).is_err());
+        assert_eq!(i.largest_lower_bound(5, key), None, "before first");
+        assert_eq!(i.largest_lower_bound(10, key), Some(0), "first");
+        assert_eq!(i.largest_lower_bound(25, key), Some(1), "between");
+        assert_eq!(i.largest_lower_bound(40, key), Some(3), "last");
+        assert_eq!(i.largest_lower_bound(1000, key), Some(3), "after last");
     }
 }
