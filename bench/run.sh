@@ -202,6 +202,10 @@ bulk_plain() {
     record bulk.plain "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
 }
 alternate bulk_topicfs bulk_plain
+for ((r = 1; r <= RUNS; r++)); do
+    t0=$(now); cat "$BULK" >"$NMNT/null"; t1=$(now)
+    record bulk.nullfs "$r" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+done
 leo=$(cat "$MNT/bulk/0/log-end-offset")
 [ "$leo" = "$BULK_LINES" ] || { echo "bulk: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
 
@@ -271,9 +275,12 @@ with open(sys.argv[1], "w") as f:
     for start in range(0, n, 100000):
         f.write("".join(f"{i:019d}\n" for i in range(start, min(n, start + 100000))))
 EOF
+# Both logs are written the same way (cat: 128 KiB writes, so batches of ~6,500 records):
+# only their length differs.
+head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$WORK/keys-small.txt"
 mkdir "$MNT/lookbig" "$MNT/looksmall"
 cat "$WORK/keys.txt" >"$MNT/lookbig/0/append"
-head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$MNT/looksmall/0/append"
+cat "$WORK/keys-small.txt" >"$MNT/looksmall/0/append"
 lookup_run() { # KEY RUN TOPIC
     local s
     s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2")
