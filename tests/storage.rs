@@ -533,3 +533,51 @@ fn leftover_deleted_cleaned_swap_and_orphan_index_files_are_handled_at_load() {
     assert_eq!(log.log_end_offset(), 30);
     assert_eq!(read_all(&log, 0).len(), 30);
 }
+
+/// Descriptors this process holds on files under `dir`.
+fn open_fds_under(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.starts_with(dir))
+        .count()
+}
+
+#[test]
+fn inactive_segments_do_not_keep_descriptors_open() {
+    let d = tempfile::tempdir().unwrap();
+    let c = cfg(300, 100);
+    {
+        let log = PartitionLog::create(d.path(), "t", 0, c.clone()).unwrap();
+        for i in 0..600i64 {
+            append_values(
+                &log,
+                &[format!("value-{i:04}-padding-padding").into_bytes()],
+                &[i],
+            );
+        }
+        assert!(log.segments().len() > 100);
+        assert!(
+            open_fds_under(d.path()) <= 6,
+            "after rolls: {}",
+            open_fds_under(d.path())
+        );
+    }
+    // Unclean: every segment is recovered, then everything is read and searched by time.
+    let log = reopen(d.path(), c, false, 0);
+    assert!(
+        open_fds_under(d.path()) <= 6,
+        "after recovery: {}",
+        open_fds_under(d.path())
+    );
+    assert_eq!(read_all(&log, 0).len(), 600);
+    assert_eq!(log.offset_for_time(599).unwrap(), Some(599));
+    for off in (0..600).step_by(37) {
+        assert_eq!(read_all(&log, off)[0].0, off);
+    }
+    assert!(
+        open_fds_under(d.path()) <= 6,
+        "after reads: {}",
+        open_fds_under(d.path())
+    );
+}

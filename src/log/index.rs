@@ -14,7 +14,9 @@ const PAGE: u64 = 4096;
 /// One memory-mapped index file with fixed-size entries.
 pub struct IndexFile {
     path: PathBuf,
-    file: File,
+    /// Open while the index may change (the active segment's); an inactive index keeps only
+    /// its mapping, so thousands of segments do not hold thousands of descriptors.
+    file: Option<File>,
     mmap: Option<MmapMut>,
     entry_size: usize,
     entries: usize,
@@ -42,7 +44,7 @@ impl IndexFile {
         let existing = file.metadata()?.len();
         let mut idx = IndexFile {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             mmap: None,
             entry_size,
             entries: (existing / entry_size as u64) as usize,
@@ -72,7 +74,7 @@ impl IndexFile {
             None
         } else {
             // SAFETY: the file is owned by this index; the mapping lives no longer than `self`.
-            Some(unsafe { MmapMut::map_mut(&self.file)? })
+            Some(unsafe { MmapMut::map_mut(self.file()?)? })
         };
         Ok(())
     }
@@ -111,7 +113,7 @@ impl IndexFile {
         // SAFETY: plain syscall on an fd we own.
         let rc = unsafe {
             libc::fallocate(
-                self.file.as_raw_fd(),
+                self.file()?.as_raw_fd(),
                 libc::FALLOC_FL_KEEP_SIZE,
                 start as libc::off_t,
                 want as libc::off_t,
@@ -151,7 +153,7 @@ impl IndexFile {
         let es = self.entry_size as u64;
         let rounded = (size / es * es).max(self.entries as u64 * es);
         self.mmap = None;
-        self.file.set_len(rounded)?;
+        self.file()?.set_len(rounded)?;
         self.len = rounded;
         self.reserved_to = self.reserved_to.min(rounded);
         self.map()
@@ -166,7 +168,7 @@ impl IndexFile {
     pub fn reset(&mut self, max_size: u64) -> io::Result<()> {
         self.entries = 0;
         self.mmap = None;
-        self.file.set_len(0)?;
+        self.file()?.set_len(0)?;
         self.len = 0;
         self.reserved_to = 0;
         self.resize(max_size)
@@ -186,7 +188,23 @@ impl IndexFile {
         if let Some(m) = &self.mmap {
             m.flush()?;
         }
-        self.file.sync_all()
+        match &self.file {
+            Some(f) => f.sync_all(),
+            None => Ok(()),
+        }
+    }
+
+    /// The file, reopened if it was released.
+    fn file(&mut self) -> io::Result<&File> {
+        if self.file.is_none() {
+            self.file = Some(OpenOptions::new().read(true).write(true).open(&self.path)?);
+        }
+        Ok(self.file.as_ref().unwrap())
+    }
+
+    /// Closes the descriptor, keeping the mapping (for an index that no longer changes).
+    pub fn release_file(&mut self) {
+        self.file = None;
     }
 
     /// Index of the largest entry whose key is <= `target`, by binary search over the valid
@@ -284,7 +302,11 @@ impl LazyIndex {
     /// Shrinks to the valid entries, if open.
     pub fn trim(&self) -> io::Result<()> {
         match self.inner.write().unwrap().as_mut() {
-            Some(i) => i.trim_to_valid_size(),
+            Some(i) => {
+                i.trim_to_valid_size()?;
+                i.release_file();
+                Ok(())
+            }
             None => Ok(()),
         }
     }

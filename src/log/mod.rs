@@ -203,6 +203,7 @@ impl PartitionLog {
         let active = segs.values().next_back().unwrap().clone();
         let first_base = *segs.keys().next().unwrap();
         drop(segs);
+        active.set_active(true);
         active.ensure_indexes()?;
         active.offset_index.open_active()?;
         active.time_index.open_active()?;
@@ -252,6 +253,7 @@ impl PartitionLog {
     fn recover_segment(&self, seg: &LogSegment, cfg: &LogConfig) -> Result<u64> {
         let (truncated, _) = seg.recover(cfg)?;
         seg.seal()?;
+        seg.release_file();
         if truncated > 0 {
             log::warn!(
                 "{}-{}: truncated {truncated} invalid bytes at the end of segment {} ({})",
@@ -441,7 +443,9 @@ impl PartitionLog {
         let new = Arc::new(LogSegment::create(&self.dir, base, cfg)?);
         old.seal()?;
         self.segments.write().unwrap().insert(base, new.clone());
+        old.set_active(false);
         old.flush()?;
+        old.release_file();
         self.recovery_point.fetch_max(base, Ordering::AcqRel);
         self.carry_producer_snapshot(base)?;
         Ok(new)
@@ -502,8 +506,12 @@ impl PartitionLog {
     pub fn close(&self) -> Result<()> {
         let _st = self.append.lock().unwrap();
         let active = self.active_segment();
+        // A partition with nothing unflushed needs no fsync (as Kafka skips it).
+        let idle = self.recovery_point() >= self.log_end_offset();
         active.seal()?;
-        active.flush()?;
+        if !idle {
+            active.flush()?;
+        }
         for s in self.segments() {
             s.close();
         }
@@ -602,6 +610,7 @@ impl PartitionLog {
                 }
                 p += h.size() as u64;
             }
+            seg.release_file();
         }
         Ok(None)
     }
@@ -678,9 +687,12 @@ pub struct LogReader {
     buf_pos: u64,
     buf_len: usize,
     scratch: Vec<u8>,
+    chunk: usize,
 }
 
+/// Reads start small (a lookup needs one batch) and double up to this size while streaming.
 const READ_CHUNK: usize = 256 * 1024;
+const FIRST_READ_CHUNK: usize = 16 * 1024;
 
 impl LogReader {
     fn new(segments: Vec<Arc<LogSegment>>, start: i64, end: i64) -> LogReader {
@@ -694,6 +706,7 @@ impl LogReader {
             buf_pos: 0,
             buf_len: 0,
             scratch: Vec::new(),
+            chunk: FIRST_READ_CHUNK,
         }
     }
 
@@ -713,10 +726,19 @@ impl LogReader {
                 self.pos = bp.position;
                 return Ok(());
             }
-            self.seg += 1;
-            self.pos = 0;
+            self.next_segment();
         }
         Ok(())
+    }
+
+    /// Moves to the start of the next segment, closing the one left behind if it is inactive.
+    fn next_segment(&mut self) {
+        if let Some(s) = self.segments.get(self.seg) {
+            s.release_file();
+        }
+        self.seg += 1;
+        self.pos = 0;
+        self.buf_len = 0;
     }
 
     /// Makes bytes [pos, pos+n) of the current segment available in `buf`.
@@ -729,7 +751,8 @@ impl LogReader {
         if self.pos >= have_from && self.pos + n as u64 <= have_to {
             return Ok(Some((self.pos - have_from) as usize));
         }
-        let want = n.max(READ_CHUNK).min((limit - self.pos) as usize).max(n);
+        let want = n.max(self.chunk).min((limit - self.pos) as usize).max(n);
+        self.chunk = (self.chunk * 2).min(READ_CHUNK);
         if self.buf.len() < want {
             self.buf.resize(want, 0);
         }
@@ -760,14 +783,15 @@ impl LogReader {
             }
             let limit = self.segments[self.seg].size();
             let Some(at) = self.fill(PREFIX_SIZE, limit)? else {
-                self.seg += 1;
-                self.pos = 0;
-                self.buf_len = 0;
+                self.next_segment();
                 continue;
             };
             let size_field = i32::from_be_bytes(self.buf[at + 8..at + 12].try_into().unwrap());
             let base = i64::from_be_bytes(self.buf[at..at + 8].try_into().unwrap());
             if base >= self.end {
+                if let Some(s) = self.segments.get(self.seg) {
+                    s.release_file();
+                }
                 self.seg = self.segments.len();
                 return Ok(false);
             }
@@ -779,9 +803,7 @@ impl LogReader {
             }
             let size = size_field as usize + LOG_OVERHEAD;
             let Some(at) = self.fill(size, limit)? else {
-                self.seg += 1;
-                self.pos = 0;
-                self.buf_len = 0;
+                self.next_segment();
                 continue;
             };
             let bytes = &self.buf[at..at + size];

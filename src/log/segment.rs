@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::offset_index::OffsetIndex;
@@ -56,7 +56,11 @@ pub struct AppendMeta {
 pub struct LogSegment {
     pub base_offset: i64,
     log_path: PathBuf,
-    log: OnceLock<File>,
+    /// The open `.log`; released for inactive segments when nobody reads them, so a log of
+    /// thousands of segments does not hold thousands of descriptors.
+    log: Mutex<Option<Arc<File>>>,
+    /// Whether this is the active (appended-to) segment.
+    active: AtomicBool,
     size: AtomicU64,
     pub offset_index: OffsetIndex,
     pub time_index: TimeIndex,
@@ -81,7 +85,8 @@ impl LogSegment {
         LogSegment {
             base_offset,
             log_path: log_path(dir, base_offset),
-            log: OnceLock::new(),
+            log: Mutex::new(None),
+            active: AtomicBool::new(false),
             size: AtomicU64::new(size),
             offset_index: OffsetIndex::new(
                 index_path(dir, base_offset),
@@ -157,6 +162,7 @@ impl LogSegment {
             }
         }
         let seg = LogSegment::open(dir, base_offset, cfg, 0);
+        seg.set_active(true);
         seg.file()?;
         seg.offset_index.open_active()?;
         seg.time_index.open_active()?;
@@ -167,18 +173,34 @@ impl LogSegment {
         &self.log_path
     }
 
-    pub fn file(&self) -> io::Result<&File> {
-        if let Some(f) = self.log.get() {
-            return Ok(f);
+    pub fn file(&self) -> io::Result<Arc<File>> {
+        let mut g = self.log.lock().unwrap();
+        if let Some(f) = g.as_ref() {
+            return Ok(f.clone());
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.log_path)?;
-        let _ = self.log.set(f);
-        Ok(self.log.get().unwrap())
+        let f = Arc::new(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.log_path)?,
+        );
+        *g = Some(f.clone());
+        Ok(f)
+    }
+
+    /// Marks this segment as the one appended to (its handles stay open).
+    pub fn set_active(&self, active: bool) {
+        self.active.store(active, Ordering::Release);
+    }
+
+    /// Closes the `.log` descriptor of an inactive segment (readers holding it keep theirs; the
+    /// next use reopens it).
+    pub fn release_file(&self) {
+        if !self.active.load(Ordering::Acquire) {
+            *self.log.lock().unwrap() = None;
+        }
     }
 
     /// Bytes of complete batches in the `.log`.
@@ -377,7 +399,8 @@ impl LogSegment {
     }
 
     pub fn flush(&self) -> io::Result<()> {
-        if let Some(f) = self.log.get() {
+        let f = self.log.lock().unwrap().clone();
+        if let Some(f) = f {
             f.sync_data()?;
         }
         self.offset_index.flush()?;
@@ -530,6 +553,7 @@ impl LogSegment {
     pub fn close(&self) {
         self.offset_index.close();
         self.time_index.close();
+        *self.log.lock().unwrap() = None;
     }
 
     /// Renames the three files to `*.deleted` and removes them.
