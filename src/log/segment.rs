@@ -72,6 +72,45 @@ pub struct LogSegment {
     check_lock: Mutex<()>,
 }
 
+/// A sliding read window over a `.log`: sequential scans read 1 MiB at a time instead of
+/// two small reads per batch.
+#[derive(Default)]
+struct Window {
+    buf: Vec<u8>,
+    start: u64,
+    len: usize,
+}
+
+impl Window {
+    const SIZE: usize = 1 << 20;
+
+    /// Bytes [pos, pos+n) of the segment, or None past `file_len`.
+    fn get(
+        &mut self,
+        seg: &LogSegment,
+        pos: u64,
+        n: usize,
+        file_len: u64,
+    ) -> io::Result<Option<&[u8]>> {
+        if pos + n as u64 > file_len {
+            return Ok(None);
+        }
+        if pos < self.start || pos + n as u64 > self.start + self.len as u64 {
+            let want = n.max(Self::SIZE).min((file_len - pos) as usize);
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
+            self.len = seg.read_at(&mut self.buf[..want], pos)?;
+            self.start = pos;
+            if self.len < n {
+                return Ok(None);
+            }
+        }
+        let at = (pos - self.start) as usize;
+        Ok(Some(&self.buf[at..at + n]))
+    }
+}
+
 /// A batch's position and header, found by a scan.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchPos {
@@ -424,13 +463,12 @@ impl LogSegment {
         let mut valid: u64 = 0;
         let mut last_entry_pos: u64 = 0;
         let mut next_offset: Option<i64> = None;
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut window = Window::default();
         loop {
-            let mut prefix = [0u8; PREFIX_SIZE];
-            if self.read_at(&mut prefix, valid)? < PREFIX_SIZE {
+            let Some(prefix) = window.get(self, valid, PREFIX_SIZE, file_len)? else {
                 break;
-            }
-            let (_, size_field, _) = BatchHeader::peek(&prefix).unwrap();
+            };
+            let (_, size_field, _) = BatchHeader::peek(prefix).unwrap();
             if size_field < MIN_SIZE_FIELD {
                 log::warn!(
                     "{}: invalid batch size {size_field} at byte {valid}",
@@ -442,13 +480,10 @@ impl LogSegment {
             if valid + size as u64 > file_len {
                 break;
             }
-            if buf.len() < size {
-                buf.resize(size, 0);
-            }
-            if self.read_at(&mut buf[..size], valid)? < size {
+            let Some(bytes) = window.get(self, valid, size, file_len)? else {
                 break;
-            }
-            let view = match BatchView::new(&buf[..size]) {
+            };
+            let view = match BatchView::new(bytes) {
                 Ok(v) => v,
                 Err(e) => {
                     log::warn!(
