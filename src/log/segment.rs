@@ -464,10 +464,7 @@ impl LogSegment {
         let mut last_entry_pos: u64 = 0;
         let mut next_offset: Option<i64> = None;
         let mut window = Window::default();
-        loop {
-            let Some(prefix) = window.get(self, valid, PREFIX_SIZE, file_len)? else {
-                break;
-            };
+        while let Some(prefix) = window.get(self, valid, PREFIX_SIZE, file_len)? {
             let (_, size_field, _) = BatchHeader::peek(prefix).unwrap();
             if size_field < MIN_SIZE_FIELD {
                 log::warn!(
