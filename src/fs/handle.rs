@@ -141,10 +141,16 @@ impl AppendHandle {
         let ts = now_ms();
         match self.format {
             Format::Lines => {
-                let records: Vec<RecordInput<'_>> = body
-                    .split(|&b| b == b'\n')
-                    .map(|l| line_record(l, ts))
-                    .collect();
+                // memchr finds the newlines a word at a time (a byte-by-byte split was a
+                // quarter of the daemon's time in bulk appends).
+                let mut records: Vec<RecordInput<'_>> =
+                    Vec::with_capacity(memchr::memchr_iter(b'\n', body).count() + 1);
+                let mut start = 0;
+                for nl in memchr::memchr_iter(b'\n', body) {
+                    records.push(line_record(&body[start..nl], ts));
+                    start = nl + 1;
+                }
+                records.push(line_record(&body[start..], ts));
                 self.append(&records)
             }
             Format::Jsonl => self.append_json_lines(body, ts),
