@@ -359,7 +359,9 @@ impl StreamHandle {
     /// Decodes batches until `want` bytes are buffered or the end is reached. Returns whether
     /// anything is buffered.
     fn fill(&mut self, want: usize) -> Result<bool> {
-        if self.out_pos > 0 {
+        // Compact only once half the buffer is consumed: moving the unread tail on every
+        // refill copied the data a second time.
+        if self.out_pos > 0 && self.out_pos * 2 >= self.out.len() {
             self.out.drain(..self.out_pos);
             self.out_pos = 0;
         }
