@@ -750,6 +750,21 @@ part4() {
 part4
 
 # =============================================================================================
+section "6. topicfs's partitioner against Kafka's producer (murmur2)"
+part6() {
+  [ "$FIXTURE_OK" = 1 ] || { echo "     (no fixture: skipped)"; return 0; }
+  local S6="$W/s6"
+  mkdir -p "$S6"
+  check "6 mount topicfs (3 partitions per topic)" tfs_mount "$S6/mnt" "$S6/logs" --num-partitions 3
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "6 mkdir keyed" mkdir "$S6/mnt/keyed"
+  check "6 keyed JSON records through <topic>/append.jsonl land where Kafka's producer put the same keys" \
+    timeout 60 python3 "$INTEROP_DIR/keyed_check.py" "$FIX.expected/pydecode.jsonl" "$S6/mnt/keyed"
+  check "6 umount: clean shutdown" tfs_umount "$S6/mnt" "$S6/logs"
+}
+part6
+
+# =============================================================================================
 section
 cleanup
 echo
