@@ -574,6 +574,9 @@ fn inactive_segments_do_not_keep_descriptors_open() {
     assert_eq!(log.offset_for_time(599).unwrap(), Some(599));
     for off in (0..600).step_by(37) {
         assert_eq!(read_all(&log, off)[0].0, off);
+        // A lookup that reads one record and is dropped mid-segment.
+        let mut r = log.read_from_offset(off).unwrap();
+        r.next_batch(&mut |_| {}).unwrap();
     }
     assert!(
         open_fds_under(d.path()) <= 6,

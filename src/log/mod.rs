@@ -690,6 +690,16 @@ pub struct LogReader {
     chunk: usize,
 }
 
+impl Drop for LogReader {
+    /// A reader closed mid-segment (a lookup that read one line) closes that segment's `.log`
+    /// if it is inactive, so lookups across thousands of segments do not pile up descriptors.
+    fn drop(&mut self) {
+        if let Some(s) = self.segments.get(self.seg) {
+            s.release_file();
+        }
+    }
+}
+
 /// Reads start small (a lookup needs one batch) and double up to this size while streaming.
 const READ_CHUNK: usize = 256 * 1024;
 const FIRST_READ_CHUNK: usize = 16 * 1024;
