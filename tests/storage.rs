@@ -564,7 +564,7 @@ fn inactive_segments_do_not_keep_descriptors_open() {
         );
     }
     // Unclean: every segment is recovered, then everything is read and searched by time.
-    let log = reopen(d.path(), c, false, 0);
+    let log = reopen(d.path(), c.clone(), false, 0);
     assert!(
         open_fds_under(d.path()) <= 6,
         "after recovery: {}",
@@ -583,4 +583,15 @@ fn inactive_segments_do_not_keep_descriptors_open() {
         "after reads: {}",
         open_fds_under(d.path())
     );
+    log.close().unwrap();
+    drop(log);
+    // Clean: indexes open lazily on first lookup, and keep only their mapping.
+    let log = reopen(d.path(), c, true, 0);
+    for off in (0..600).step_by(23) {
+        let mut r = log.read_from_offset(off).unwrap();
+        r.next_batch(&mut |_| {}).unwrap();
+    }
+    assert_eq!(log.offset_for_time(300).unwrap(), Some(300));
+    let n = open_fds_under(d.path());
+    assert!(n <= 6, "after lazy lookups: {n}");
 }

@@ -264,12 +264,11 @@ impl LazyIndex {
     pub fn with_mut<R>(&self, f: impl FnOnce(&mut IndexFile) -> io::Result<R>) -> io::Result<R> {
         let mut g = self.inner.write().unwrap();
         if g.is_none() {
-            *g = Some(IndexFile::open(
-                &self.path,
-                self.entry_size,
-                self.max_size,
-                false,
-            )?);
+            // Opened for reading: keep the mapping, close the descriptor (reopened if the index
+            // is ever resized or synced).
+            let mut idx = IndexFile::open(&self.path, self.entry_size, self.max_size, false)?;
+            idx.release_file();
+            *g = Some(idx);
         }
         f(g.as_mut().unwrap())
     }

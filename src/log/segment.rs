@@ -182,6 +182,8 @@ impl LogSegment {
             self.seal()?;
         }
         self.indexes_checked.store(true, Ordering::Release);
+        // The check read the tail of the .log; an inactive segment need not keep it open.
+        self.release_file();
         Ok(())
     }
 
