@@ -152,6 +152,9 @@ impl IndexFile {
     pub fn resize(&mut self, size: u64) -> io::Result<()> {
         let es = self.entry_size as u64;
         let rounded = (size / es * es).max(self.entries as u64 * es);
+        if rounded == self.len && (self.mmap.is_some() || rounded == 0) {
+            return Ok(());
+        }
         self.mmap = None;
         self.file()?.set_len(rounded)?;
         self.len = rounded;
@@ -333,6 +336,23 @@ impl LazyIndex {
             Some(i) => i.flush(),
             None => Ok(()),
         }
+    }
+
+    /// How many entries the preallocated file holds.
+    pub fn max_entries(&self) -> usize {
+        (self.max_size / self.entry_size as u64) as usize
+    }
+
+    /// Replaces the file with exactly `entries` (a rebuilt index), atomically: written to a
+    /// temporary file and renamed over. One write instead of truncating, preallocating and
+    /// trimming a mapped file.
+    pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
+        let mut g = self.inner.write().unwrap();
+        *g = None;
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, entries)?;
+        std::fs::rename(&tmp, &self.path)
     }
 
     /// Unmaps and closes the file.

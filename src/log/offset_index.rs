@@ -66,6 +66,12 @@ impl OffsetIndex {
         self.idx.with_mut(|i| i.append(&e))
     }
 
+    pub fn max_entries(&self) -> usize {
+        self.idx.max_entries()
+    }
+    pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
+        self.idx.replace_with(entries)
+    }
     pub fn open_active(&self) -> io::Result<()> {
         self.idx.open_active()
     }

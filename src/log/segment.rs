@@ -453,8 +453,23 @@ impl LogSegment {
     /// `.log` at the first invalid byte. Returns (bytes truncated, next offset or None if empty).
     pub fn recover(&self, cfg: &LogConfig) -> io::Result<(u64, Option<i64>)> {
         let file_len = self.file()?.metadata()?.len();
-        self.offset_index.reset()?;
-        self.time_index.reset()?;
+        // Rebuilt in memory and written once at the end (Kafka resets and appends to the
+        // mapped files; the entries are the same).
+        let mut off_entries: Vec<u8> = Vec::new();
+        let mut time_entries: Vec<u8> = Vec::new();
+        let max_off = self.offset_index.max_entries();
+        let max_time = self.time_index.max_entries();
+        let base = self.base_offset;
+        let mut last_time_ts = i64::MIN;
+        let mut push_time = |t: &mut Vec<u8>, ts: i64, off: i64, skip_full: bool| {
+            let n = t.len() / 12;
+            if ts < 0 || ts <= last_time_ts || (!skip_full && n + 1 >= max_time) || n >= max_time {
+                return;
+            }
+            t.extend_from_slice(&ts.to_be_bytes());
+            t.extend_from_slice(&((off - base) as i32).to_be_bytes());
+            last_time_ts = ts;
+        };
         let mut st = AppendState {
             max_timestamp: -1,
             shallow_offset_of_max_timestamp: self.base_offset,
@@ -521,13 +536,16 @@ impl LogSegment {
                 st.max_timestamp = h.max_timestamp;
                 st.shallow_offset_of_max_timestamp = h.last_offset();
             }
-            if valid - last_entry_pos > cfg.index_interval_bytes {
-                self.offset_index.append(h.last_offset(), valid as u32)?;
-                self.time_index.maybe_append(
+            if valid - last_entry_pos > cfg.index_interval_bytes && off_entries.len() / 8 < max_off
+            {
+                off_entries.extend_from_slice(&((h.last_offset() - base) as i32).to_be_bytes());
+                off_entries.extend_from_slice(&(valid as u32).to_be_bytes());
+                push_time(
+                    &mut time_entries,
                     st.max_timestamp,
                     st.shallow_offset_of_max_timestamp,
                     false,
-                )?;
+                );
                 last_entry_pos = valid;
             }
             next_offset = Some(h.next_offset());
@@ -535,12 +553,15 @@ impl LogSegment {
         }
         st.bytes_since_last_index_entry = valid - last_entry_pos;
         if valid > 0 && st.max_timestamp >= 0 {
-            self.time_index.maybe_append(
+            push_time(
+                &mut time_entries,
                 st.max_timestamp,
                 st.shallow_offset_of_max_timestamp,
                 true,
-            )?;
+            );
         }
+        self.offset_index.replace_with(&off_entries)?;
+        self.time_index.replace_with(&time_entries)?;
         let truncated = file_len - valid;
         if truncated > 0 {
             self.file()?.set_len(valid)?;
