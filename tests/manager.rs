@@ -264,3 +264,50 @@ fn a_brokers_clean_shutdown_epoch_is_written_back() {
         "{\"version\":0,\"brokerEpoch\":11}"
     );
 }
+
+#[test]
+fn an_open_reader_keeps_reading_segments_retention_deleted() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr = LogManager::open(broker(&[d.path()], 1)).unwrap();
+    mgr.create_topic("r").unwrap();
+    let log = mgr.topic("r").unwrap().partition(0).unwrap();
+    for i in 0..60 {
+        put(&mgr, "r", 0, &format!("kept while read {i:03}"));
+    }
+    assert!(log.segments().len() > 3);
+    let mut reader = log.read_from_offset(0).unwrap();
+    let mut seen = Vec::new();
+    reader
+        .next_batch(&mut |r| seen.push(r.value.unwrap().to_vec()))
+        .unwrap();
+    mgr.set_topic_config("r", "retention.ms", Some("1"))
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(mgr.run_retention().unwrap() > 3);
+    assert_eq!(log.log_start_offset(), 60);
+    let logs = |ext: &str| {
+        std::fs::read_dir(d.path().join("r-0"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(ext)
+            })
+            .count()
+    };
+    assert_eq!(logs(".log"), 1, "only the new active segment is live");
+    assert!(
+        logs(".log.deleted") > 0,
+        "the reader's segments wait for it"
+    );
+    while reader
+        .next_batch(&mut |r| seen.push(r.value.unwrap().to_vec()))
+        .unwrap()
+    {}
+    assert_eq!(seen.len(), 60);
+    assert_eq!(seen[59], b"kept while read 059".to_vec());
+    drop(reader);
+    assert_eq!(logs(".deleted"), 0, "removed once the last reader is gone");
+}

@@ -61,6 +61,8 @@ pub struct LogSegment {
     log: Mutex<Option<Arc<File>>>,
     /// Whether this is the active (appended-to) segment.
     active: AtomicBool,
+    /// Set once retention deleted it: the `.log` lives on as `*.log.deleted` for readers.
+    deleted: AtomicBool,
     size: AtomicU64,
     pub offset_index: OffsetIndex,
     pub time_index: TimeIndex,
@@ -126,6 +128,7 @@ impl LogSegment {
             log_path: log_path(dir, base_offset),
             log: Mutex::new(None),
             active: AtomicBool::new(false),
+            deleted: AtomicBool::new(false),
             size: AtomicU64::new(size),
             offset_index: OffsetIndex::new(
                 index_path(dir, base_offset),
@@ -218,6 +221,11 @@ impl LogSegment {
         let mut g = self.log.lock().unwrap();
         if let Some(f) = g.as_ref() {
             return Ok(f.clone());
+        }
+        if self.deleted.load(Ordering::Acquire) {
+            let f = Arc::new(File::open(deleted_path(&self.log_path))?);
+            *g = Some(f.clone());
+            return Ok(f);
         }
         let f = Arc::new(
             OpenOptions::new()
@@ -611,23 +619,42 @@ impl LogSegment {
         *self.log.lock().unwrap() = None;
     }
 
-    /// Renames the three files to `*.deleted` and removes them.
+    /// Deletes the segment as Kafka does: its files are renamed to `*.deleted`; the indexes go
+    /// at once, the `.log` when the last reader holding this segment lets go of it (so an
+    /// open `by-offset` stream keeps reading what it started on). A `.deleted` file left by
+    /// a stop is removed at the next load.
     pub fn delete_files(&self) -> io::Result<()> {
-        self.close();
+        self.offset_index.close();
+        self.time_index.close();
         for p in [
             self.log_path.clone(),
             self.offset_index.path().to_path_buf(),
             self.time_index.path().to_path_buf(),
             self.log_path.with_extension("txnindex"),
         ] {
-            let mut d = p.clone().into_os_string();
-            d.push(".deleted");
+            let d = deleted_path(&p);
             match std::fs::rename(&p, &d) {
-                Ok(()) => std::fs::remove_file(&d)?,
+                Ok(()) if p != self.log_path => std::fs::remove_file(&d)?,
+                Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
         }
+        self.deleted.store(true, Ordering::Release);
         Ok(())
     }
+}
+
+impl Drop for LogSegment {
+    fn drop(&mut self) {
+        if self.deleted.load(Ordering::Acquire) {
+            let _ = std::fs::remove_file(deleted_path(&self.log_path));
+        }
+    }
+}
+
+fn deleted_path(p: &Path) -> PathBuf {
+    let mut d = p.as_os_str().to_owned();
+    d.push(".deleted");
+    PathBuf::from(d)
 }
