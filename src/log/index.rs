@@ -167,26 +167,6 @@ impl IndexFile {
         self.resize((self.entries * self.entry_size) as u64)
     }
 
-    /// Drops every entry and preallocates again to `max_size` (recovery).
-    pub fn reset(&mut self, max_size: u64) -> io::Result<()> {
-        self.entries = 0;
-        self.mmap = None;
-        self.file()?.set_len(0)?;
-        self.len = 0;
-        self.reserved_to = 0;
-        self.resize(max_size)
-    }
-
-    /// Keeps only the first `n` entries.
-    pub fn truncate_entries(&mut self, n: usize) {
-        self.entries = self.entries.min(n);
-    }
-
-    /// Declares the first `n` slots valid (used when a file is known to be partly filled).
-    pub fn set_entries(&mut self, n: usize) {
-        self.entries = n.min(self.max_entries());
-    }
-
     pub fn flush(&self) -> io::Result<()> {
         if let Some(m) = &self.mmap {
             m.flush()?;
@@ -310,24 +290,6 @@ impl LazyIndex {
                 Ok(())
             }
             None => Ok(()),
-        }
-    }
-
-    /// Drops every entry and preallocates again (recovery); a missing file is created.
-    pub fn reset(&self) -> io::Result<()> {
-        let mut g = self.inner.write().unwrap();
-        match g.as_mut() {
-            Some(i) => i.reset(self.max_size),
-            None => {
-                let _ = std::fs::remove_file(&self.path);
-                *g = Some(IndexFile::open(
-                    &self.path,
-                    self.entry_size,
-                    self.max_size,
-                    true,
-                )?);
-                Ok(())
-            }
         }
     }
 

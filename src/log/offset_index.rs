@@ -1,7 +1,7 @@
 //! OffsetIndex: the `.index` file, 8-byte entries (4-byte relative offset, 4-byte position).
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::index::LazyIndex;
 
@@ -27,10 +27,6 @@ impl OffsetIndex {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        self.idx.path()
-    }
-
     /// Largest entry with offset <= `target`, or (base offset, 0).
     pub fn lookup(&self, target: i64) -> io::Result<(i64, u32)> {
         self.idx.with(
@@ -51,10 +47,6 @@ impl OffsetIndex {
         })
     }
 
-    pub fn entries(&self) -> io::Result<usize> {
-        self.idx.entries()
-    }
-
     pub fn is_full(&self) -> io::Result<bool> {
         self.idx.with(|i| i.is_full())
     }
@@ -64,31 +56,6 @@ impl OffsetIndex {
         e[0..4].copy_from_slice(&((offset - self.base_offset) as i32).to_be_bytes());
         e[4..8].copy_from_slice(&position.to_be_bytes());
         self.idx.with_mut(|i| i.append(&e))
-    }
-
-    pub fn max_entries(&self) -> usize {
-        self.idx.max_entries()
-    }
-    pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
-        self.idx.replace_with(entries)
-    }
-    pub fn open_active(&self) -> io::Result<()> {
-        self.idx.open_active()
-    }
-    pub fn reserve_next(&self) -> io::Result<()> {
-        self.idx.reserve_next()
-    }
-    pub fn trim(&self) -> io::Result<()> {
-        self.idx.trim()
-    }
-    pub fn reset(&self) -> io::Result<()> {
-        self.idx.reset()
-    }
-    pub fn flush(&self) -> io::Result<()> {
-        self.idx.flush()
-    }
-    pub fn close(&self) {
-        self.idx.close()
     }
 
     /// Checks every entry: relative offsets strictly increasing and >= 0, positions strictly
@@ -112,5 +79,13 @@ impl OffsetIndex {
                 Ok(())
             })
             .map_err(|e| e.to_string())?
+    }
+}
+
+/// The shared mechanics (open, preallocate, trim, flush, close...) are [`LazyIndex`]'s.
+impl std::ops::Deref for OffsetIndex {
+    type Target = LazyIndex;
+    fn deref(&self) -> &LazyIndex {
+        &self.idx
     }
 }

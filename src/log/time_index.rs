@@ -2,7 +2,7 @@
 //! Entries only grow in timestamp; one slot is kept for the final entry written at roll.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::index::LazyIndex;
 
@@ -28,10 +28,6 @@ impl TimeIndex {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        self.idx.path()
-    }
-
     /// Largest entry with timestamp <= `target`: (timestamp, offset), or (-1, base offset).
     pub fn lookup(&self, target: i64) -> io::Result<(i64, i64)> {
         self.idx
@@ -49,10 +45,6 @@ impl TimeIndex {
                 self.base_offset + rel(idx.entry(n - 1)),
             )),
         })
-    }
-
-    pub fn entries(&self) -> io::Result<usize> {
-        self.idx.entries()
     }
 
     /// Kafka: full when one slot is left (it is kept for the final entry).
@@ -84,31 +76,6 @@ impl TimeIndex {
         })
     }
 
-    pub fn max_entries(&self) -> usize {
-        self.idx.max_entries()
-    }
-    pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
-        self.idx.replace_with(entries)
-    }
-    pub fn open_active(&self) -> io::Result<()> {
-        self.idx.open_active()
-    }
-    pub fn reserve_next(&self) -> io::Result<()> {
-        self.idx.reserve_next()
-    }
-    pub fn trim(&self) -> io::Result<()> {
-        self.idx.trim()
-    }
-    pub fn reset(&self) -> io::Result<()> {
-        self.idx.reset()
-    }
-    pub fn flush(&self) -> io::Result<()> {
-        self.idx.flush()
-    }
-    pub fn close(&self) {
-        self.idx.close()
-    }
-
     /// Timestamps strictly increasing, offsets non-decreasing, >= base and below `next_offset`.
     pub fn sanity_check(&self, next_offset: i64) -> Result<(), String> {
         self.idx.check_length("Time index file", "12")?;
@@ -129,5 +96,13 @@ impl TimeIndex {
                 Ok(())
             })
             .map_err(|e| e.to_string())?
+    }
+}
+
+/// The shared mechanics (open, preallocate, trim, flush, close...) are [`LazyIndex`]'s.
+impl std::ops::Deref for TimeIndex {
+    type Target = LazyIndex;
+    fn deref(&self) -> &LazyIndex {
+        &self.idx
     }
 }
