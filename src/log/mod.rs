@@ -17,7 +17,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{
     BatchBuilder, BatchHeader, BatchOptions, BatchView, LOG_OVERHEAD, PREFIX_SIZE, Record,
-    RecordInput, TimestampType,
+    RecordInput,
 };
 pub use segment::LogSegment;
 use segment::{AppendMeta, BatchPos};
@@ -365,22 +365,11 @@ impl PartitionLog {
             ..Default::default()
         };
         st.builder.begin(base, opts);
-        let mut max_ts = -1i64;
-        let mut shallow = base;
-        for (i, r) in records.iter().enumerate() {
+        for r in records {
             st.builder.add(r);
-            if r.timestamp > max_ts {
-                max_ts = r.timestamp;
-                shallow = base + i as i64;
-            }
         }
+        let max_ts = st.builder.max_timestamp();
         let last_offset = base + records.len() as i64 - 1;
-        if cfg.message_timestamp_type == TimestampType::LogAppendTime {
-            max_ts = now;
-            shallow = last_offset;
-        }
-        // Kafka's shallow offset is the batch's last offset for v2 batches.
-        let _ = shallow;
         let batch = st.builder.finish()?;
         let size = batch.len();
         let max = cfg.max_message_bytes;
@@ -406,7 +395,6 @@ impl PartitionLog {
         let meta = AppendMeta {
             last_offset,
             max_timestamp: max_ts,
-            shallow_offset_of_max_timestamp: last_offset,
         };
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset

@@ -46,11 +46,11 @@ struct AppendState {
     rolling_base_timestamp: Option<i64>,
 }
 
-/// What one batch appended to a segment looks like to the index rule.
+/// What one batch appended to a segment looks like to the index rule. The offset that goes
+/// with its max timestamp is its last offset (Kafka's shallow offset for v2 batches).
 pub struct AppendMeta {
     pub last_offset: i64,
     pub max_timestamp: i64,
-    pub shallow_offset_of_max_timestamp: i64,
 }
 
 pub struct LogSegment {
@@ -413,7 +413,7 @@ impl LogSegment {
         }
         if meta.max_timestamp > st.max_timestamp {
             st.max_timestamp = meta.max_timestamp;
-            st.shallow_offset_of_max_timestamp = meta.shallow_offset_of_max_timestamp;
+            st.shallow_offset_of_max_timestamp = meta.last_offset;
         }
         if needs_entry {
             self.offset_index

@@ -478,9 +478,13 @@ impl BatchBuilder {
         self.count
     }
 
-    /// Bytes encoded so far (uncompressed records plus header).
-    pub fn estimated_size(&self) -> usize {
-        HEADER_SIZE + self.plain.len() + self.buf.len() - HEADER_SIZE
+    /// The batch's max timestamp as `finish` writes it: the largest record timestamp, or the
+    /// append time for LogAppendTime.
+    pub fn max_timestamp(&self) -> i64 {
+        match self.opts.timestamp_type {
+            TimestampType::LogAppendTime => self.opts.log_append_time,
+            TimestampType::CreateTime => self.max_timestamp,
+        }
     }
 
     pub fn add(&mut self, r: &RecordInput) {
@@ -507,10 +511,9 @@ impl BatchBuilder {
         }
         let o = self.opts;
         let mut attributes = o.compression as i16;
-        let mut max_ts = self.max_timestamp;
+        let max_ts = self.max_timestamp();
         if o.timestamp_type == TimestampType::LogAppendTime {
             attributes |= TIMESTAMP_TYPE_BIT;
-            max_ts = o.log_append_time;
         }
         if o.transactional {
             attributes |= TRANSACTIONAL_BIT;
@@ -536,16 +539,6 @@ impl BatchBuilder {
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         Ok(&self.buf)
     }
-}
-
-/// Rewrites the base offset of an encoded batch in place (not covered by the CRC).
-pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
-    batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
-}
-
-/// Rewrites the partition leader epoch of an encoded batch in place (not covered by the CRC).
-pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
-    batch[12..16].copy_from_slice(&epoch.to_be_bytes());
 }
 
 #[cfg(test)]
