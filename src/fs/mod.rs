@@ -71,6 +71,14 @@ impl FsError {
     }
 }
 
+/// Files are never created (mknod, create): only mkdir creates a topic.
+fn no_new_files() -> FsError {
+    FsError::Tree(
+        Errno::EPERM,
+        "files cannot be created; mkdir creates a topic".into(),
+    )
+}
+
 fn tree<T>(errno: Errno, msg: impl Into<String>) -> FsResult<T> {
     Err(FsError::Tree(errno, msg.into()))
 }
@@ -233,8 +241,18 @@ impl FsState {
                         ),
                     );
                 };
-                // The name exists only if it opens (the reader is dropped again).
-                handle::open_reader(&*self.partition(t, *p)?, &lookup)?;
+                // The name exists only if it would open: a range check for an offset, the
+                // time lookup for a timestamp (open positions the reader itself).
+                let log = self.partition(t, *p)?;
+                match by {
+                    LookupBy::Offset => {
+                        log.check_offset(lookup.start)?;
+                    }
+                    LookupBy::Time => {
+                        log.offset_for_time(lookup.start)?
+                            .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
+                    }
+                }
                 Ok(Node::Lookup(t.clone(), *p, lookup))
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
@@ -795,10 +813,7 @@ impl Filesystem for TopicFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        let e = FsError::Tree(
-            Errno::EPERM,
-            "files cannot be created; mkdir creates a topic".into(),
-        );
+        let e = no_new_files();
         reply.error(report("mknod", &name_in(parent, name), e));
     }
 
@@ -1014,10 +1029,7 @@ impl Filesystem for TopicFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let e = FsError::Tree(
-            Errno::EPERM,
-            "files cannot be created; mkdir creates a topic".into(),
-        );
+        let e = no_new_files();
         reply.error(report("create", &name_in(parent, name), e));
     }
 }

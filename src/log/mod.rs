@@ -542,6 +542,17 @@ impl PartitionLog {
     /// as Kafka finds it: floor segment, index binary search, forward scan of at most one
     /// index interval.
     pub fn read_from_offset(&self, offset: i64) -> Result<LogReader> {
+        let end = self.check_offset(offset)?;
+        let segments = self.snapshot_from(offset);
+        let mut reader = LogReader::new(segments, offset, end);
+        if offset < end {
+            reader.position_at(offset, &self.last_lookup_scan)?;
+        }
+        Ok(reader)
+    }
+
+    /// `by-offset/N` exists when log-start-offset <= N <= log-end-offset. Returns the log end.
+    pub fn check_offset(&self, offset: i64) -> Result<i64> {
         let end = self.log_end_offset();
         let start = self.log_start_offset();
         if offset < start || offset > end {
@@ -551,12 +562,7 @@ impl PartitionLog {
                 log_end: end,
             });
         }
-        let segments = self.snapshot_from(offset);
-        let mut reader = LogReader::new(segments, offset, end);
-        if offset < end {
-            reader.position_at(offset, &self.last_lookup_scan)?;
-        }
-        Ok(reader)
+        Ok(end)
     }
 
     /// The first offset whose record has a timestamp >= `ts` (Kafka's `fetchOffsetByTimestamp`).
