@@ -136,3 +136,35 @@ fn compression_and_log_append_time_as_kafka_writes_them() {
         "stamped\n"
     );
 }
+
+#[test]
+fn an_open_by_offset_stream_keeps_reading_what_retention_deletes() {
+    use std::io::Read;
+    let m = TestMount::start(&[
+        "--retention-check-interval-ms",
+        "100",
+        "--segment-bytes",
+        "50000",
+    ]);
+    m.ok("mkdir t");
+    let lines: String = (0..6000)
+        .map(|i| format!("streamed-{i:05}-{}\n", "s".repeat(80)))
+        .collect();
+    let f = m.dir.path().join("lines");
+    std::fs::write(&f, &lines).unwrap();
+    m.ok(&format!("cat {} >> t/0/append", f.display()));
+    assert!(segment_logs(&m, "t").len() > 5);
+    // A program opens the stream and reads only its first 8 KiB...
+    let mut stream = std::fs::File::open(m.path("t/0/by-offset/0")).unwrap();
+    let mut got = vec![0u8; 8192];
+    stream.read_exact(&mut got).unwrap();
+    // ...while retention deletes every segment it has not read yet.
+    m.ok("echo retention.ms=1 >> t/config");
+    wait_until("retention deleted everything", || {
+        m.read("t/0/log-start-offset").trim() == "6000"
+    });
+    assert_eq!(segment_logs(&m, "t").len(), 1);
+    stream.read_to_end(&mut got).unwrap();
+    assert_eq!(String::from_utf8(got).unwrap(), lines);
+    m.fails_with("cat t/0/by-offset/0", "No such file or directory");
+}
