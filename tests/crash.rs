@@ -4,6 +4,10 @@
 //! present exactly once and in order, and appends continue with fresh offsets. At the end the
 //! whole log validates with an independent decoder.
 
+#[path = "common/mount.rs"]
+mod mount;
+
+use mount::{force_unmount, is_mounted};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,18 +17,6 @@ const PARTITIONS: u32 = 2;
 const WRITERS: u32 = 4;
 const ROUNDS: u32 = 6;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_topicfs")
-}
-
-fn lazy_umount(mnt: &Path) {
-    let _ = Command::new("umount")
-        .arg("-l")
-        .arg(mnt)
-        .stderr(Stdio::null())
-        .status();
-}
-
 struct Daemon {
     child: Option<Child>,
     mnt: PathBuf,
@@ -32,7 +24,7 @@ struct Daemon {
 
 impl Daemon {
     fn start(mnt: &Path, logs: &Path) -> Daemon {
-        let child = Command::new(bin())
+        let child = Command::new(mount::BIN)
             .args([
                 "mount",
                 "--foreground",
@@ -74,7 +66,7 @@ impl Daemon {
             unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
             let _ = c.wait();
         }
-        lazy_umount(&self.mnt);
+        force_unmount(&self.mnt);
     }
 
     fn stop(&mut self) {
@@ -92,13 +84,6 @@ impl Drop for Daemon {
             self.kill9();
         }
     }
-}
-
-fn is_mounted(mnt: &Path) -> bool {
-    let m = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let p = mnt.to_string_lossy();
-    m.lines()
-        .any(|l| l.split(' ').nth(4) == Some(&p) && l.contains("fuse"))
 }
 
 fn sh(cmd: &str) -> std::process::Output {

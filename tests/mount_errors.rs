@@ -129,6 +129,26 @@ fn a_full_disk_is_enospc_and_leaves_no_partial_batch() {
     }
     assert_eq!(total, end);
     assert_eq!(m.ok("wc -l < t/0/by-offset/0").trim(), end.to_string());
+    // An independent decoder agrees: only whole, valid batches are on disk.
+    for name in m
+        .ok("ls t/0/segments")
+        .lines()
+        .filter(|n| n.ends_with(".log"))
+    {
+        let mut b =
+            bytes::Bytes::from(std::fs::read(m.path(&format!("t/0/segments/{name}"))).unwrap());
+        kafka_protocol::records::RecordBatchDecoder::decode_all(&mut b)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Once the filesystem has room again, appends continue at the next offset.
+    let st = std::process::Command::new("mount")
+        .args(["-o", "remount,size=8m"])
+        .arg(&m.log_dirs[0])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    m.ok("echo after >> t/0/append");
+    assert_eq!(m.ok(&format!("cat t/0/by-offset/{end}")), "after\n");
 }
 
 #[test]
