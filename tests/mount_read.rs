@@ -188,3 +188,36 @@ fn a_long_log_reads_whole_and_in_order() {
         m.ok(&format!("md5sum < {f}"))
     );
 }
+
+#[test]
+fn reading_many_segments_does_not_pile_up_descriptors() {
+    let m = TestMount::start(&["--segment-bytes", "300"]);
+    m.ok("mkdir t");
+    m.ok(
+        "for i in $(seq 0 199); do echo \"segment-record-$i-padding-padding\" >> t/0/append; done",
+    );
+    let segments = m
+        .ok("ls t/0/segments")
+        .lines()
+        .filter(|n| n.ends_with(".log"))
+        .count();
+    assert!(segments > 40, "{segments} segments");
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", m.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = fds();
+    for i in (0..200).step_by(3) {
+        assert_eq!(
+            m.ok(&format!("head -n 1 t/0/by-offset/{i}")),
+            format!("segment-record-{i}-padding-padding\n")
+        );
+    }
+    assert_eq!(m.ok("cat t/0/by-offset/0 | wc -l").trim(), "200");
+    assert!(
+        fds() <= before + 2,
+        "descriptors grew from {before} to {}",
+        fds()
+    );
+}
