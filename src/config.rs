@@ -173,6 +173,8 @@ pub struct BrokerConfig {
     /// How often recovery points are checkpointed (`log.flush.offset.checkpoint.interval.ms`).
     pub checkpoint_interval_ms: u64,
     pub log: LogConfig,
+    /// A read-only mount (`-o ro`): nothing in the log dirs is written, renamed or deleted.
+    pub read_only: bool,
     // Precedence helpers: Kafka lets *.ms win over *.hours whatever the order of the lines.
     roll_ms_set: bool,
     retention_ms_set: bool,
@@ -186,6 +188,7 @@ impl Default for BrokerConfig {
             retention_check_interval_ms: 300_000,
             checkpoint_interval_ms: 60_000,
             log: LogConfig::default(),
+            read_only: false,
             roll_ms_set: false,
             retention_ms_set: false,
         }

@@ -342,7 +342,9 @@ impl MountPlan {
             match (key, value) {
                 ("config", Some(_)) => {}
                 ("allow_other", None) => allow_other = true,
+                // mount(8) applies the last of `ro` and `rw`.
                 ("ro", None) => read_only = true,
+                ("rw", None) => read_only = false,
                 ("pid_file", Some(v)) => {
                     pid_file.get_or_insert_with(|| PathBuf::from(v));
                 }
@@ -398,6 +400,7 @@ impl MountPlan {
             fuser::MountOption::FSName(source),
             fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
         ];
+        broker.read_only = read_only;
         if read_only {
             fuse.mount_options.push(fuser::MountOption::RO);
         }
