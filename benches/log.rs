@@ -109,7 +109,14 @@ fn index_lookup(c: &mut Criterion) {
         e.extend_from_slice(&((i * 800) as u32).to_be_bytes());
         e
     });
-    let oi = OffsetIndex::new(off_path, 0, INDEX_BYTES as u64);
+    let d = std::sync::Arc::new(topicfs::safe_fs::Dir::open(dir.path()).unwrap());
+    let oi = OffsetIndex::new(
+        d.clone(),
+        "00000000000000000000.index".into(),
+        0,
+        INDEX_BYTES as u64,
+        false,
+    );
     assert_eq!(oi.entries().unwrap(), n_off);
     // Time index: 873,813 entries, one per second.
     let n_time = INDEX_BYTES / 12;
@@ -120,7 +127,13 @@ fn index_lookup(c: &mut Criterion) {
         e.extend_from_slice(&((i * 37) as i32).to_be_bytes());
         e
     });
-    let ti = TimeIndex::new(time_path, 0, INDEX_BYTES as u64);
+    let ti = TimeIndex::new(
+        d,
+        "00000000000000000000.timeindex".into(),
+        0,
+        INDEX_BYTES as u64,
+        false,
+    );
     assert_eq!(ti.entries().unwrap(), n_time);
 
     let mut g = c.benchmark_group("index_lookup");

@@ -3,26 +3,14 @@
 //! renamed over the target, parent directory fsynced.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 pub type Offsets = BTreeMap<(String, u32), i64>;
 
-/// Writes `content` to `path` atomically and durably.
+/// Writes `content` to `path` atomically and durably (never writing through a symlink).
 pub fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(content)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent() {
-        File::open(parent)?.sync_all()?;
-    }
-    Ok(())
+    crate::safe_fs::write_atomic(path, content)
 }
 
 pub fn format(offsets: &Offsets) -> String {
@@ -39,7 +27,7 @@ pub fn write(path: &Path, offsets: &Offsets) -> io::Result<()> {
 
 /// Reads a checkpoint file; a missing or empty file is an empty map.
 pub fn read(path: &Path) -> io::Result<Offsets> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::safe_fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Offsets::new()),
         Err(e) => return Err(e),

@@ -13,5 +13,6 @@ pub mod log;
 pub mod manager;
 pub mod partitioner;
 pub mod record;
+pub mod safe_fs;
 
 pub use error::{Error, Result};

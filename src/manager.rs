@@ -3,7 +3,7 @@
 //! recovery at start, periodic checkpoints and retention, clean shutdown.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ pub fn parse_partition_dir(name: &str) -> Option<(String, u32)> {
 
 struct LogDir {
     path: PathBuf,
-    _lock: File,
+    _lock: Option<File>,
     /// The broker epoch of the clean-shutdown marker found at start (a Kafka broker's), kept
     /// so the marker written at our clean shutdown tells the broker the same thing.
     broker_epoch: std::sync::atomic::AtomicI64,
@@ -65,23 +65,35 @@ struct LogDir {
 
 /// `brokerEpoch` of a `.kafka_cleanshutdown` marker (`{"version":0,"brokerEpoch":N}`).
 fn marker_broker_epoch(path: &Path) -> Option<i64> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::safe_fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("brokerEpoch")?.as_i64()
 }
 
 /// Takes Kafka's `.lock` with an open-file-description lock: it conflicts with the POSIX
 /// record lock a Kafka broker holds (Java's FileChannel.tryLock) and with a second topicfs.
-fn lock_dir(dir: &Path) -> Result<File> {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(LOCK_FILE))?;
+/// A read-only mount takes a read lock on an existing `.lock` (opened read-only; a missing one
+/// is left missing): it still conflicts with a broker's or a read-write topicfs's write lock.
+fn lock_dir(dir: &Path, read_only: bool) -> Result<Option<File>> {
+    let d = crate::safe_fs::Dir::open(dir)?;
+    let f = if read_only {
+        match d.open_file(LOCK_FILE, crate::safe_fs::Access::ReadOnly) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            r => r?,
+        }
+    } else {
+        match d.open_file(LOCK_FILE, crate::safe_fs::Access::ReadWrite) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => d.create_new(LOCK_FILE)?,
+            r => r?,
+        }
+    };
     // SAFETY: zeroed flock is a valid value; fcntl on an fd we own.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as _;
+    fl.l_type = if read_only {
+        libc::F_RDLCK
+    } else {
+        libc::F_WRLCK
+    } as _;
     fl.l_whence = libc::SEEK_SET as _;
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
     if rc != 0 {
@@ -91,7 +103,7 @@ fn lock_dir(dir: &Path) -> Result<File> {
             _ => Err(e.into()),
         };
     }
-    Ok(f)
+    Ok(Some(f))
 }
 
 fn random_uuid_base64() -> String {
@@ -258,14 +270,18 @@ impl LogManager {
         raise_fd_limit();
         let mut dirs = Vec::new();
         for path in &config.log_dirs {
-            std::fs::create_dir_all(path).map_err(|e| {
-                Error::Io(io::Error::new(
-                    e.kind(),
-                    format!("cannot create log dir {}: {e}", path.display()),
-                ))
-            })?;
-            let lock = lock_dir(path)?;
-            init_root_files(path)?;
+            if !config.read_only {
+                std::fs::create_dir_all(path).map_err(|e| {
+                    Error::Io(io::Error::new(
+                        e.kind(),
+                        format!("cannot create log dir {}: {e}", path.display()),
+                    ))
+                })?;
+            }
+            let lock = lock_dir(path, config.read_only)?;
+            if !config.read_only {
+                init_root_files(path)?;
+            }
             dirs.push(LogDir {
                 path: path.clone(),
                 _lock: lock,
@@ -281,18 +297,31 @@ impl LogManager {
                 if let Some(epoch) = marker_broker_epoch(&marker) {
                     dir.broker_epoch.store(epoch, Ordering::Relaxed);
                 }
-                std::fs::remove_file(&marker)?;
-                File::open(&dir.path)?.sync_all()?;
+                if !config.read_only {
+                    let d = crate::safe_fs::Dir::open(&dir.path)?;
+                    d.remove(CLEAN_SHUTDOWN_FILE)?;
+                    d.sync()?;
+                }
             }
             let recovery = read_checkpoint_or_warn(&dir.path.join(RECOVERY_POINT_CHECKPOINT));
             let starts = read_checkpoint_or_warn(&dir.path.join(LOG_START_OFFSET_CHECKPOINT));
             let mut parts = Vec::new();
             for entry in std::fs::read_dir(&dir.path)? {
                 let entry = entry?;
-                if !entry.file_type()?.is_dir() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let ft = entry.file_type()?;
+                if ft.is_symlink() && parse_partition_dir(&name).is_some() {
+                    return Err(Error::Io(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "partition directory {} is a symlink: refusing to follow it (move the directory itself into the log dir)",
+                            entry.path().display()
+                        ),
+                    )));
+                }
+                if !ft.is_dir() {
                     continue;
                 }
-                let name = entry.file_name().to_string_lossy().into_owned();
                 match parse_partition_dir(&name) {
                     Some((t, _)) if t == "__cluster_metadata" => {}
                     Some((t, p)) => parts.push((t, p, entry.path())),
@@ -334,6 +363,7 @@ impl LogManager {
                     recovery_point: recovery.get(&key).copied().unwrap_or(0),
                     log_start_offset: starts.get(&key).copied().unwrap_or(0),
                     had_clean_shutdown: clean,
+                    read_only: config.read_only,
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
                 if !clean && total > 10 && (i + 1) % (total / 10).max(1) == 0 {
@@ -379,6 +409,11 @@ impl LogManager {
                 for p in 0..=max {
                     match parts.get(&p) {
                         Some(l) => list.push(l.clone()),
+                        None if config.read_only => {
+                            return Err(Error::Corrupt(format!(
+                                "topic {name}: partition {p} is missing (a read-only mount cannot create it)"
+                            )));
+                        }
                         None => {
                             log::warn!("topic {name}: partition {p} is missing, creating it empty");
                             let dir = mgr.least_loaded_dir_with(&topics);
@@ -410,6 +445,15 @@ impl LogManager {
 
     pub fn config(&self) -> &BrokerConfig {
         &self.config
+    }
+
+    /// EROFS on a read-only mount (the kernel refuses writes first; this is the core's own
+    /// guard).
+    fn writable(&self) -> Result<()> {
+        if self.config.read_only {
+            return Err(Error::Io(io::Error::from_raw_os_error(libc::EROFS)));
+        }
+        Ok(())
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
@@ -471,6 +515,7 @@ impl LogManager {
     /// Creates a topic with `num.partitions` partitions, each on the least-loaded log dir.
     pub fn create_topic(&self, name: &str) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
+        self.writable()?;
         let _admin = self.admin.lock().unwrap();
         if self.topics.read().unwrap().contains_key(name) {
             return Err(Error::TopicExists(name.to_string()));
@@ -509,6 +554,7 @@ impl LogManager {
 
     /// Deletes a topic and its data (Kafka style: rename to `-delete`, then remove).
     pub fn delete_topic(&self, name: &str) -> Result<()> {
+        self.writable()?;
         let _admin = self.admin.lock().unwrap();
         let topic = self
             .topics
@@ -535,6 +581,7 @@ impl LogManager {
 
     /// Grows a topic to `n` partitions; shrinking is refused.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
+        self.writable()?;
         let _admin = self.admin.lock().unwrap();
         let t = self.topic(topic)?;
         let current = t.partition_count();
@@ -562,6 +609,7 @@ impl LogManager {
     /// Sets (`Some`) or removes (`None` or empty) a topic config override, applied to every
     /// partition at once and persisted.
     pub fn set_topic_config(&self, topic: &str, key: &str, value: Option<&str>) -> Result<()> {
+        self.writable()?;
         let _admin = self.admin.lock().unwrap();
         let t = self.topic(topic)?;
         let key = key.trim();
@@ -631,6 +679,9 @@ impl LogManager {
 
     /// Writes the recovery-point, log-start-offset and replication checkpoints of every dir.
     pub fn write_checkpoints(&self) -> Result<()> {
+        if self.config.read_only {
+            return Ok(());
+        }
         let _g = self.checkpoint_lock.lock().unwrap();
         let parts = self.all_partitions();
         for d in &self.dirs {
@@ -688,6 +739,10 @@ impl LogManager {
     }
 
     fn start_background(self: &Arc<Self>) {
+        if self.config.read_only {
+            // Retention and checkpoints write the log dir: a read-only mount runs neither.
+            return;
+        }
         let weak: Weak<LogManager> = Arc::downgrade(self);
         let bg = self.background.clone();
         let cp = Duration::from_millis(self.config.checkpoint_interval_ms);
@@ -749,6 +804,10 @@ impl LogManager {
         if let Some(e) = first_err {
             return Err(e);
         }
+        if self.config.read_only {
+            log::info!("read-only mount closed; nothing written");
+            return Ok(());
+        }
         for d in &self.dirs {
             let epoch = d.broker_epoch.load(Ordering::Relaxed);
             checkpoint::write_atomic(
@@ -771,7 +830,7 @@ impl Drop for LogManager {
 fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for d in dirs {
-        let Ok(text) = std::fs::read_to_string(d.join(TOPIC_CONFIG_FILE)) else {
+        let Ok(text) = crate::safe_fs::read_to_string(&d.join(TOPIC_CONFIG_FILE)) else {
             continue;
         };
         for line in text.lines() {

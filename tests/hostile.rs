@@ -100,7 +100,7 @@ proptest! {
         }
         data.extend_from_slice(&garbage);
         std::fs::write(&path, &data).unwrap();
-        let log = PartitionLog::load(d.path(), "t", 0, cfg.clone(), LoadParams { recovery_point: 0, log_start_offset: 0, had_clean_shutdown: false }).unwrap();
+        let log = PartitionLog::load(d.path(), "t", 0, cfg.clone(), LoadParams { recovery_point: 0, log_start_offset: 0, had_clean_shutdown: false, read_only: false }).unwrap();
         // Garbage may by chance form... nothing valid: a valid batch needs a matching CRC-32C.
         prop_assert_eq!(log.log_end_offset(), expect);
         let mut r = log.read_from_offset(0).unwrap();

@@ -73,6 +73,7 @@ fn reopen(dir: &Path, c: Arc<LogConfig>, clean: bool, rp: i64) -> PartitionLog {
             recovery_point: rp,
             log_start_offset: 0,
             had_clean_shutdown: clean,
+            read_only: false,
         },
     )
     .unwrap()

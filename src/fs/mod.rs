@@ -9,7 +9,6 @@ pub mod inode;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
-use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
@@ -317,7 +316,7 @@ impl FsState {
                 let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
                     return tree(Errno::ENOENT, format!("{node} no longer exists"));
                 };
-                let md = std::fs::metadata(&seg.path)?;
+                let md = log.open_segment_file(&seg.name)?.metadata()?;
                 time = md.modified().unwrap_or(self.mounted_at);
                 md.len()
             }
@@ -594,7 +593,10 @@ impl FsState {
                     return tree(Errno::ENOENT, format!("{node} no longer exists"));
                 };
                 // Through the page cache (mmap works); a new open always sees fresh pages.
-                (Handle::Segment(File::open(&seg.path)?), FopenFlags::empty())
+                (
+                    Handle::Segment(log.open_segment_file(&seg.name)?),
+                    FopenFlags::empty(),
+                )
             }
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
                 return tree(Errno::EISDIR, format!("{node} is a directory"));

@@ -2,18 +2,26 @@
 //! max size rounded down to whole entries, append, binary-search "largest entry <= target",
 //! trim to the valid entries, reset, resize. Opened lazily (Kafka's `LazyIndex`).
 
-use std::fs::{File, OpenOptions};
-use std::io;
+use std::fs::File;
+use std::io::{self, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use memmap2::MmapMut;
+use memmap2::{MmapMut, MmapOptions};
+
+use crate::safe_fs::{Access, Dir};
 
 const PAGE: u64 = 4096;
 
 /// One memory-mapped index file with fixed-size entries.
 pub struct IndexFile {
+    dir: Arc<Dir>,
+    name: String,
     path: PathBuf,
+    /// Entries live only in memory: a read-only mount's private mapping, or a rebuilt index
+    /// a read-only mount may not write. Nothing reaches the file.
+    memory_only: bool,
     /// Open while the index may change (the active segment's); an inactive index keeps only
     /// its mapping, so thousands of segments do not hold thousands of descriptors.
     file: Option<File>,
@@ -30,20 +38,22 @@ impl IndexFile {
     /// Opens (or creates) the index. A new or empty file is preallocated to `max_size` rounded
     /// down to whole entries; an existing one is taken as full of entries, as Kafka does.
     pub fn open(
-        path: &Path,
+        dir: &Arc<Dir>,
+        name: &str,
         entry_size: usize,
         max_size: u64,
         preallocate: bool,
     ) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = match dir.open_file(name, Access::ReadWrite) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => dir.create_new(name)?,
+            r => r?,
+        };
         let existing = file.metadata()?.len();
         let mut idx = IndexFile {
-            path: path.to_path_buf(),
+            dir: dir.clone(),
+            name: name.to_string(),
+            path: dir.join(name),
+            memory_only: false,
             file: Some(file),
             mmap: None,
             entry_size,
@@ -67,6 +77,67 @@ impl IndexFile {
             idx.map()?;
         }
         Ok(idx)
+    }
+
+    /// Opens the index without ever writing it: a private (copy-on-write) mapping of the file,
+    /// whole entries only; a missing file is an empty index.
+    pub fn open_read_only(dir: &Arc<Dir>, name: &str, entry_size: usize) -> io::Result<Self> {
+        let file = match dir.open_file(name, Access::ReadOnly) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            r => Some(r?),
+        };
+        let len = match &file {
+            Some(f) => f.metadata()?.len() / entry_size as u64 * entry_size as u64,
+            None => 0,
+        };
+        let mmap = match &file {
+            // SAFETY: a private mapping of a file we only read; it lives no longer than `self`.
+            Some(f) if len > 0 => {
+                Some(unsafe { MmapOptions::new().len(len as usize).map_copy(f)? })
+            }
+            _ => None,
+        };
+        Ok(IndexFile {
+            dir: dir.clone(),
+            name: name.to_string(),
+            path: dir.join(name),
+            memory_only: true,
+            file: None,
+            mmap,
+            entry_size,
+            entries: (len / entry_size as u64) as usize,
+            len,
+            reserved_to: len,
+        })
+    }
+
+    /// An index held only in memory, holding exactly `entries`.
+    pub fn in_memory(
+        dir: &Arc<Dir>,
+        name: &str,
+        entry_size: usize,
+        entries: &[u8],
+    ) -> io::Result<Self> {
+        let len = entries.len() / entry_size * entry_size;
+        let mmap = if len > 0 {
+            let mut m = MmapMut::map_anon(len)?;
+            m.copy_from_slice(&entries[..len]);
+            Some(m)
+        } else {
+            None
+        };
+        Ok(IndexFile {
+            dir: dir.clone(),
+            name: name.to_string(),
+            path: dir.join(name),
+            memory_only: true,
+            file: None,
+            mmap,
+            entry_size,
+            entries: len / entry_size,
+            len: len as u64,
+            reserved_to: len as u64,
+        })
     }
 
     fn map(&mut self) -> io::Result<()> {
@@ -168,6 +239,9 @@ impl IndexFile {
     }
 
     pub fn flush(&self) -> io::Result<()> {
+        if self.memory_only {
+            return Ok(());
+        }
         if let Some(m) = &self.mmap {
             m.flush()?;
         }
@@ -179,8 +253,17 @@ impl IndexFile {
 
     /// The file, reopened if it was released.
     fn file(&mut self) -> io::Result<&File> {
+        if self.memory_only {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is held in memory only (read-only mount)",
+                    self.path.display()
+                ),
+            ));
+        }
         if self.file.is_none() {
-            self.file = Some(OpenOptions::new().read(true).write(true).open(&self.path)?);
+            self.file = Some(self.dir.open_file(&self.name, Access::ReadWrite)?);
         }
         Ok(self.file.as_ref().unwrap())
     }
@@ -212,24 +295,41 @@ impl IndexFile {
 /// An index file opened lazily (Kafka's `LazyIndex`): nothing is mapped until first use.
 /// Readers share the mapping; appends, trims and resets take it exclusively.
 pub struct LazyIndex {
+    dir: Arc<Dir>,
+    name: String,
     path: PathBuf,
     entry_size: usize,
     max_size: u64,
+    /// Never write the file (a read-only mount).
+    read_only: bool,
     inner: std::sync::RwLock<Option<IndexFile>>,
 }
 
 impl LazyIndex {
-    pub fn new(path: PathBuf, entry_size: usize, max_size: u64) -> LazyIndex {
+    pub fn new(
+        dir: Arc<Dir>,
+        name: String,
+        entry_size: usize,
+        max_size: u64,
+        read_only: bool,
+    ) -> LazyIndex {
         LazyIndex {
-            path,
+            path: dir.join(&name),
+            dir,
+            name,
             entry_size,
             max_size,
+            read_only,
             inner: std::sync::RwLock::new(None),
         }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Runs `f` on the open index (opening it, without preallocating, if needed).
@@ -248,26 +348,53 @@ impl LazyIndex {
         let mut g = self.inner.write().unwrap();
         if g.is_none() {
             // Opened for reading: keep the mapping, close the descriptor (reopened if the index
-            // is ever resized or synced).
-            let mut idx = IndexFile::open(&self.path, self.entry_size, self.max_size, false)?;
-            idx.release_file();
+            // is ever resized or synced). A missing file (a deleted segment's) is an empty
+            // index, never recreated: lookups then scan the segment from its start.
+            let idx = if self.read_only {
+                IndexFile::open_read_only(&self.dir, &self.name, self.entry_size)?
+            } else {
+                match self.dir.open_file(&self.name, Access::ReadOnly) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        IndexFile::in_memory(&self.dir, &self.name, self.entry_size, &[])?
+                    }
+                    _ => {
+                        let mut idx = IndexFile::open(
+                            &self.dir,
+                            &self.name,
+                            self.entry_size,
+                            self.max_size,
+                            false,
+                        )?;
+                        idx.release_file();
+                        idx
+                    }
+                }
+            };
             *g = Some(idx);
         }
         f(g.as_mut().unwrap())
     }
 
-    /// Opens for appending: preallocated to the max size, entries kept.
+    /// Opens for appending: preallocated to the max size, entries kept. The descriptor is
+    /// closed once the file is mapped: entries are written through the mapping, and the file
+    /// is reopened only to resize, reserve blocks or sync (so an active segment holds one
+    /// descriptor, its `.log`, not three).
     pub fn open_active(&self) -> io::Result<()> {
+        if self.read_only {
+            return self.with(|_| ());
+        }
         let mut g = self.inner.write().unwrap();
         match g.as_mut() {
-            Some(i) => i.resize(self.max_size.max(i.file_len())),
-            None => {
-                *g = Some(IndexFile::open(
-                    &self.path,
-                    self.entry_size,
-                    self.max_size,
-                    true,
-                )?);
+            Some(i) if !i.memory_only => {
+                i.resize(self.max_size.max(i.file_len()))?;
+                i.release_file();
+                Ok(())
+            }
+            _ => {
+                let mut idx =
+                    IndexFile::open(&self.dir, &self.name, self.entry_size, self.max_size, true)?;
+                idx.release_file();
+                *g = Some(idx);
                 Ok(())
             }
         }
@@ -277,13 +404,23 @@ impl LazyIndex {
         self.with(|i| i.entries())
     }
 
+    /// Reserves the disk blocks of the next entry (reopening the file for that, then closing it
+    /// again: it is needed once per 16 pages of entries).
     pub fn reserve_next(&self) -> io::Result<()> {
-        self.with_mut(|i| i.reserve_next())
+        self.with_mut(|i| {
+            let had = i.file.is_some();
+            let r = i.reserve_next();
+            if !had {
+                i.release_file();
+            }
+            r
+        })
     }
 
     /// Shrinks to the valid entries, if open.
     pub fn trim(&self) -> io::Result<()> {
         match self.inner.write().unwrap().as_mut() {
+            Some(i) if i.memory_only => Ok(()),
             Some(i) => {
                 i.trim_to_valid_size()?;
                 i.release_file();
@@ -294,9 +431,17 @@ impl LazyIndex {
     }
 
     pub fn flush(&self) -> io::Result<()> {
-        match self.inner.read().unwrap().as_ref() {
-            Some(i) => i.flush(),
-            None => Ok(()),
+        match self.inner.write().unwrap().as_mut() {
+            Some(i) if !i.memory_only => {
+                let had = i.file.is_some();
+                i.file()?;
+                let r = i.flush();
+                if !had {
+                    i.release_file();
+                }
+                r
+            }
+            _ => Ok(()),
         }
     }
 
@@ -311,10 +456,19 @@ impl LazyIndex {
     pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
         let mut g = self.inner.write().unwrap();
         *g = None;
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".tmp");
-        std::fs::write(&tmp, entries)?;
-        std::fs::rename(&tmp, &self.path)
+        if self.read_only {
+            *g = Some(IndexFile::in_memory(
+                &self.dir,
+                &self.name,
+                self.entry_size,
+                entries,
+            )?);
+            return Ok(());
+        }
+        let tmp = format!("{}.tmp", self.name);
+        self.dir.remove_if_exists(&tmp)?;
+        self.dir.create_new(&tmp)?.write_all(entries)?;
+        self.dir.rename(&tmp, &self.name)
     }
 
     /// Unmaps and closes the file.
@@ -324,7 +478,10 @@ impl LazyIndex {
 
     /// The file's length must be a whole number of entries.
     pub fn check_length(&self, what: &str, width: &str) -> Result<(), String> {
-        let len = std::fs::metadata(&self.path)
+        let len = self
+            .dir
+            .open_file(&self.name, Access::ReadOnly)
+            .and_then(|f| f.metadata())
             .map_err(|e| format!("{}: {e}", self.path.display()))?
             .len();
         if len % self.entry_size as u64 != 0 {
@@ -349,7 +506,8 @@ mod tests {
     fn preallocates_rounds_down_and_trims() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("0.index");
-        let mut i = IndexFile::open(&p, 8, 100, true).unwrap();
+        let dir = Arc::new(Dir::open(d.path()).unwrap());
+        let mut i = IndexFile::open(&dir, "0.index", 8, 100, true).unwrap();
         assert_eq!(i.file_len(), 96);
         assert_eq!(i.max_entries(), 12);
         for k in [3i32, 7, 9] {
@@ -360,14 +518,15 @@ mod tests {
         i.trim_to_valid_size().unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 24);
         drop(i);
-        let i = IndexFile::open(&p, 8, 100, false).unwrap();
+        let i = IndexFile::open(&dir, "0.index", 8, 100, false).unwrap();
         assert_eq!(i.entries(), 3);
     }
 
     #[test]
     fn binary_search_edges() {
         let d = tempfile::tempdir().unwrap();
-        let mut i = IndexFile::open(&d.path().join("x"), 8, 8 * 4, true).unwrap();
+        let dir = Arc::new(Dir::open(d.path()).unwrap());
+        let mut i = IndexFile::open(&dir, "x", 8, 8 * 4, true).unwrap();
         assert_eq!(i.largest_lower_bound(5, key), None, "empty");
         for k in [10i32, 20, 30, 40] {
             let mut e = k.to_be_bytes().to_vec();

@@ -16,9 +16,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{
-    BatchBuilder, BatchHeader, BatchOptions, BatchView, LOG_OVERHEAD, PREFIX_SIZE, Record,
-    RecordInput,
+    BatchBuilder, BatchHeader, BatchOptions, BatchView, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
+    Record, RecordInput,
 };
+use crate::safe_fs::{Access, Dir, Kind};
 pub use segment::LogSegment;
 use segment::{AppendMeta, BatchPos};
 
@@ -55,12 +56,18 @@ pub struct LoadParams {
     pub recovery_point: i64,
     pub log_start_offset: i64,
     pub had_clean_shutdown: bool,
+    /// A read-only mount: recovery and index rebuilds happen in memory only; nothing in the
+    /// directory is written, truncated, renamed or deleted.
+    pub read_only: bool,
 }
 
 pub struct PartitionLog {
     topic: String,
     partition: u32,
     dir: PathBuf,
+    /// The open partition directory every file operation is relative to.
+    dirfd: Arc<Dir>,
+    read_only: bool,
     config: RwLock<Arc<LogConfig>>,
     segments: RwLock<BTreeMap<i64, Arc<LogSegment>>>,
     append: Mutex<AppendState>,
@@ -73,8 +80,15 @@ pub struct PartitionLog {
 
 /// The largest epoch in a partition's `leader-epoch-checkpoint` (Kafka's `epoch startOffset`
 /// checkpoint), if the file exists and parses.
-fn read_latest_leader_epoch(dir: &Path) -> Option<i32> {
-    let text = std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).ok()?;
+fn read_latest_leader_epoch(dir: &Dir) -> Option<i32> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut dir
+            .open_file("leader-epoch-checkpoint", Access::ReadOnly)
+            .ok()?,
+        &mut text,
+    )
+    .ok()?;
     text.lines()
         .skip(2)
         .filter_map(|l| l.split_whitespace().next()?.parse::<i32>().ok())
@@ -98,7 +112,10 @@ impl PartitionLog {
         partition: u32,
         config: Arc<LogConfig>,
     ) -> Result<PartitionLog> {
-        std::fs::create_dir_all(dir)?;
+        match Dir::create(dir, 0o755) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            r => drop(r?),
+        }
         PartitionLog::load(
             dir,
             topic,
@@ -108,6 +125,7 @@ impl PartitionLog {
                 recovery_point: 0,
                 log_start_offset: 0,
                 had_clean_shutdown: true,
+                read_only: false,
             },
         )
     }
@@ -122,63 +140,93 @@ impl PartitionLog {
         config: Arc<LogConfig>,
         params: LoadParams,
     ) -> Result<PartitionLog> {
+        // A symlink as the partition directory, or as any file in it, is refused: the daemon
+        // never follows a link out of its log dir.
+        let dirfd = Arc::new(Dir::open(dir)?);
+        let ro = params.read_only;
         let mut logs: BTreeMap<i64, u64> = BTreeMap::new();
-        let mut indexes: Vec<(i64, PathBuf)> = Vec::new();
-        let mut swaps: Vec<PathBuf> = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
+        let mut indexes: Vec<(i64, String)> = Vec::new();
+        let mut swaps: Vec<String> = Vec::new();
+        for (name, kind) in dirfd.entries()? {
+            let is_segment_file = parse_segment_name(&name).is_some()
+                || name.ends_with(".deleted")
+                || name.ends_with(".cleaned")
+                || name.ends_with(".swap");
+            if is_segment_file && kind != Kind::File {
+                return Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} is a {}, not a regular file: refusing to load {topic}-{partition}",
+                        dirfd.join(&name).display(),
+                        if kind == Kind::Symlink {
+                            "symlink"
+                        } else {
+                            "non-regular file"
+                        }
+                    ),
+                )));
+            }
             if name.ends_with(".deleted") || name.ends_with(".cleaned") {
-                log::info!("{topic}-{partition}: removing leftover {name}");
-                std::fs::remove_file(&path)?;
+                if !ro {
+                    log::info!("{topic}-{partition}: removing leftover {name}");
+                    dirfd.remove(&name)?;
+                }
                 continue;
             }
             if name.ends_with(".swap") {
-                swaps.push(path);
+                swaps.push(name);
                 continue;
             }
             match parse_segment_name(&name) {
                 Some((base, "log")) => {
-                    logs.insert(base, entry.metadata()?.len());
+                    let len = dirfd.open_file(&name, Access::ReadOnly)?.metadata()?.len();
+                    logs.insert(base, len);
                 }
-                Some((base, "index" | "timeindex" | "txnindex")) => indexes.push((base, path)),
+                Some((base, "index" | "timeindex" | "txnindex")) => indexes.push((base, name)),
                 _ => {}
             }
         }
         for swap in swaps {
+            let target = swap.trim_end_matches(".swap").to_string();
+            if ro {
+                log::warn!(
+                    "{topic}-{partition}: leaving {swap} as it is (read-only mount); serving {target}"
+                );
+                continue;
+            }
             // A compaction/split result that was ready to be swapped in: complete the swap.
-            let target = swap.with_extension("");
-            log::info!(
-                "{topic}-{partition}: completing swap of {}",
-                target.display()
-            );
-            std::fs::rename(&swap, &target)?;
-            if let Some((base, "log")) = target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(parse_segment_name)
-            {
-                logs.insert(base, std::fs::metadata(&target)?.len());
+            log::info!("{topic}-{partition}: completing swap of {target}");
+            dirfd.rename(&swap, &target)?;
+            if let Some((base, "log")) = parse_segment_name(&target) {
+                let len = dirfd
+                    .open_file(&target, Access::ReadOnly)?
+                    .metadata()?
+                    .len();
+                logs.insert(base, len);
             }
         }
-        for (base, path) in indexes {
-            if !logs.contains_key(&base) {
+        for (base, name) in indexes {
+            if !logs.contains_key(&base) && !ro {
                 log::warn!(
                     "{topic}-{partition}: found an orphaned index file {}, deleting it",
-                    path.display()
+                    dirfd.join(&name).display()
                 );
-                std::fs::remove_file(&path)?;
+                dirfd.remove(&name)?;
             }
         }
         let mut segments: BTreeMap<i64, Arc<LogSegment>> = BTreeMap::new();
         for (&base, &size) in &logs {
-            segments.insert(base, Arc::new(LogSegment::open(dir, base, &config, size)));
+            segments.insert(
+                base,
+                Arc::new(LogSegment::open(&dirfd, base, &config, size, ro)),
+            );
         }
         let log = PartitionLog {
             topic: topic.to_string(),
             partition,
             dir: dir.to_path_buf(),
+            dirfd: dirfd.clone(),
+            read_only: ro,
             config: RwLock::new(config.clone()),
             segments: RwLock::new(segments),
             append: Mutex::new(AppendState {
@@ -198,15 +246,35 @@ impl PartitionLog {
         let mut segs = log.segments.write().unwrap();
         if segs.is_empty() {
             let base = params.log_start_offset.max(0);
-            segs.insert(base, Arc::new(LogSegment::create(dir, base, &config)?));
+            let seg = if ro {
+                // Nothing to serve and nothing may be created: an empty segment in memory.
+                LogSegment::open(&dirfd, base, &config, 0, true)
+            } else {
+                LogSegment::create(&dirfd, base, &config)?
+            };
+            segs.insert(base, Arc::new(seg));
         }
         let active = segs.values().next_back().unwrap().clone();
         let first_base = *segs.keys().next().unwrap();
         drop(segs);
         active.set_active(true);
+        if params.had_clean_shutdown && active.size() > 0 {
+            // The clean-shutdown marker vouches for what was closed cleanly, not for bytes
+            // changed since: check the active segment's tail before anything is appended
+            // after it.
+            if let Some(problem) = active.tail_problem()? {
+                log::warn!(
+                    "{topic}-{partition}: the active segment {} fails its tail check after a clean shutdown ({problem}); recovering it",
+                    active.log_path().display()
+                );
+                log.recover_segment(&active, &config)?;
+            }
+        }
         active.ensure_indexes()?;
-        active.offset_index.open_active()?;
-        active.time_index.open_active()?;
+        if !ro {
+            active.offset_index.open_active()?;
+            active.time_index.open_active()?;
+        }
         active.set_bytes_since_last_index_entry()?;
         let (next, epoch) = active.read_next_offset()?;
         let leo = next.unwrap_or(active.base_offset);
@@ -223,7 +291,7 @@ impl PartitionLog {
         log.recovery_point.store(rp, Ordering::Release);
         // New batches carry the latest leader epoch the partition has seen (a broker's
         // leader-epoch-checkpoint, or the last batch), so a broker can take the dir back.
-        let checkpointed = read_latest_leader_epoch(dir).unwrap_or(0);
+        let checkpointed = read_latest_leader_epoch(&dirfd).unwrap_or(0);
         log.append.lock().unwrap().leader_epoch = epoch.unwrap_or(0).max(checkpointed).max(0);
         Ok(log)
     }
@@ -234,7 +302,8 @@ impl PartitionLog {
         let segs: Vec<Arc<LogSegment>> = self.segments.read().unwrap().values().cloned().collect();
         let cfg = self.config();
         for seg in segs {
-            let missing = !seg.offset_index.path().exists() || !seg.time_index.path().exists();
+            let missing = self.dirfd.kind(seg.offset_index.name())?.is_none()
+                || self.dirfd.kind(seg.time_index.name())?.is_none();
             if missing {
                 if clean {
                     log::warn!(
@@ -254,7 +323,15 @@ impl PartitionLog {
         let (truncated, _) = seg.recover(cfg)?;
         seg.seal()?;
         seg.release_file();
-        if truncated > 0 {
+        if truncated > 0 && self.read_only {
+            log::warn!(
+                "{}-{}: segment {} ({}) has {truncated} invalid bytes at its end; serving up to the last valid batch (read-only mount: nothing truncated)",
+                self.topic,
+                self.partition,
+                seg.base_offset,
+                seg.log_path().display()
+            );
+        } else if truncated > 0 {
             log::warn!(
                 "{}-{}: truncated {truncated} invalid bytes at the end of segment {} ({})",
                 self.topic,
@@ -291,7 +368,9 @@ impl PartitionLog {
                         later.base_offset
                     );
                     map.remove(&later.base_offset);
-                    later.delete_files()?;
+                    if !self.read_only {
+                        later.delete_files()?;
+                    }
                 }
                 break;
             }
@@ -346,6 +425,9 @@ impl PartitionLog {
     /// `max.message.bytes` is refused before anything is written. Returns once the batch is
     /// in the segment file and the indexes are updated.
     pub fn append(&self, records: &[RecordInput<'_>]) -> Result<AppendInfo> {
+        if self.read_only {
+            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EROFS)));
+        }
         if records.is_empty() {
             let leo = self.log_end_offset();
             return Ok(AppendInfo {
@@ -428,7 +510,7 @@ impl PartitionLog {
             // Rolling onto an empty active segment with the same base offset: keep it.
             return Ok(old.clone());
         }
-        let new = Arc::new(LogSegment::create(&self.dir, base, cfg)?);
+        let new = Arc::new(LogSegment::create(&self.dirfd, base, cfg)?);
         old.seal()?;
         self.segments.write().unwrap().insert(base, new.clone());
         old.set_active(false);
@@ -444,27 +526,29 @@ impl PartitionLog {
     /// carry the latest snapshot forward to `offset`: topicfs's batches have no producer ids,
     /// so the producer state at `offset` is the state of the latest snapshot.
     fn carry_producer_snapshot(&self, offset: i64) -> Result<()> {
-        let mut latest: Option<(i64, PathBuf)> = None;
-        for e in std::fs::read_dir(&self.dir)? {
-            let p = e?.path();
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if let Some((off, "snapshot")) = parse_segment_name(name)
+        let mut latest: Option<(i64, String)> = None;
+        for (name, kind) in self.dirfd.entries()? {
+            if let Some((off, "snapshot")) = parse_segment_name(&name)
+                && kind == Kind::File
                 && off <= offset
                 && latest.as_ref().is_none_or(|(l, _)| off > *l)
             {
-                latest = Some((off, p.clone()));
+                latest = Some((off, name.clone()));
             }
         }
-        let Some((off, path)) = latest else {
+        let Some((off, name)) = latest else {
             return Ok(());
         };
         if off == offset {
             return Ok(());
         }
-        let target = self
-            .dir
-            .join(format!("{}.snapshot", segment::file_prefix(offset)));
-        crate::checkpoint::write_atomic(&target, &std::fs::read(&path)?)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut self.dirfd.open_file(&name, Access::ReadOnly)?,
+            &mut bytes,
+        )?;
+        let target = format!("{}.snapshot", segment::file_prefix(offset));
+        self.dirfd.write_atomic(&target, &bytes)?;
         Ok(())
     }
 
@@ -481,6 +565,9 @@ impl PartitionLog {
 
     /// fsyncs the active segment and its indexes; the recovery point becomes the log end.
     pub fn flush(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
         let leo = self.log_end_offset();
         let segs = self.snapshot_from(self.recovery_point());
         for s in segs {
@@ -492,6 +579,12 @@ impl PartitionLog {
 
     /// Clean close: seals the active segment (final time entry, trimmed indexes) and syncs.
     pub fn close(&self) -> Result<()> {
+        if self.read_only {
+            for s in self.segments() {
+                s.close();
+            }
+            return Ok(());
+        }
         let _st = self.append.lock().unwrap();
         let active = self.active_segment();
         // A partition with nothing unflushed needs no fsync (as Kafka skips it).
@@ -507,6 +600,24 @@ impl PartitionLog {
         self.recovery_point
             .store(self.log_end_offset(), Ordering::Release);
         Ok(())
+    }
+
+    /// Opens one of the files `segment_files` lists, for reading (never following a link).
+    pub fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
+        if !self.segment_files().iter().any(|f| f.name == name) {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} is not a live segment file",
+                    self.dir.join(name).display()
+                ),
+            )));
+        }
+        Ok(self.dirfd.open_file(name, Access::ReadOnly)?)
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The live `.log`, `.index` and `.timeindex` files.
@@ -583,7 +694,7 @@ impl PartitionLog {
             let limit = seg.size();
             let mut p = pos as u64;
             let mut buf = Vec::new();
-            while let Some(h) = seg.header_at(p, limit)? {
+            while let Some(h) = seg.batch_at(p, limit)? {
                 if h.base_offset >= end {
                     break;
                 }
@@ -591,7 +702,9 @@ impl PartitionLog {
                 if h.max_timestamp >= ts && h.last_offset() >= from {
                     buf.resize(h.size(), 0);
                     seg.read_at(&mut buf, p)?;
-                    let view = BatchView::new(&buf).map_err(|e| Error::Corrupt(e.to_string()))?;
+                    let view = BatchView::new(&buf)
+                        .and_then(|v| v.ensure_valid().map(|_| v))
+                        .map_err(|e| segment::corrupt(seg.log_path(), p, e))?;
                     for r in view
                         .records(&mut scratch)
                         .map_err(|e| Error::Corrupt(e.to_string()))?
@@ -623,6 +736,9 @@ impl PartitionLog {
         &self,
         mut predicate: impl FnMut(&LogSegment, u64) -> bool,
     ) -> Result<usize> {
+        if self.read_only {
+            return Ok(0);
+        }
         let segs = self.segments();
         let mut deletable = Vec::new();
         for (i, s) in segs.iter().enumerate() {
@@ -682,6 +798,8 @@ pub struct LogReader {
     buf_len: usize,
     scratch: Vec<u8>,
     chunk: usize,
+    /// The last offset of the last batch read: the next one must start after it.
+    last_served: Option<i64>,
 }
 
 impl Drop for LogReader {
@@ -711,6 +829,7 @@ impl LogReader {
             buf_len: 0,
             scratch: Vec::new(),
             chunk: FIRST_READ_CHUNK,
+            last_served: None,
         }
     }
 
@@ -745,28 +864,32 @@ impl LogReader {
         self.buf_len = 0;
     }
 
-    /// Makes bytes [pos, pos+n) of the current segment available in `buf`.
-    fn fill(&mut self, n: usize, limit: u64) -> Result<Option<usize>> {
-        if self.pos + n as u64 > limit {
-            return Ok(None);
-        }
+    /// Makes bytes [pos, pos+n) of the current segment available in `buf` (the caller checked
+    /// they lie below the segment's size). A file shorter than that size is an error.
+    fn fill(&mut self, n: usize, limit: u64) -> Result<usize> {
         let have_from = self.buf_pos;
         let have_to = self.buf_pos + self.buf_len as u64;
         if self.pos >= have_from && self.pos + n as u64 <= have_to {
-            return Ok(Some((self.pos - have_from) as usize));
+            return Ok((self.pos - have_from) as usize);
         }
         let want = n.max(self.chunk).min((limit - self.pos) as usize).max(n);
         self.chunk = (self.chunk * 2).min(READ_CHUNK);
         if self.buf.len() < want {
             self.buf.resize(want, 0);
         }
-        let got = self.segments[self.seg].read_at(&mut self.buf[..want], self.pos)?;
+        let seg = &self.segments[self.seg];
+        let got = seg.read_at(&mut self.buf[..want], self.pos)?;
         self.buf_pos = self.pos;
         self.buf_len = got;
         if got < n {
-            return Ok(None);
+            return Err(segment::corrupt(
+                seg.log_path(),
+                self.pos + got as u64,
+                format!("the file ends before the {limit} bytes the segment holds"),
+            )
+            .into());
         }
-        Ok(Some(0))
+        Ok(0)
     }
 
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
@@ -785,43 +908,76 @@ impl LogReader {
             if self.seg >= self.segments.len() {
                 return Ok(false);
             }
-            let limit = self.segments[self.seg].size();
-            let Some(at) = self.fill(PREFIX_SIZE, limit)? else {
+            let seg = self.segments[self.seg].clone();
+            let limit = seg.size();
+            if self.pos >= limit {
                 self.next_segment();
                 continue;
+            }
+            let bad = |pos: u64, what: String| -> Error {
+                segment::corrupt(seg.log_path(), pos, what).into()
             };
+            if self.pos + PREFIX_SIZE as u64 > limit {
+                return Err(bad(
+                    self.pos,
+                    format!("a partial batch header before the end ({limit} bytes)"),
+                ));
+            }
+            let at = self.fill(PREFIX_SIZE, limit)?;
             let size_field = i32::from_be_bytes(self.buf[at + 8..at + 12].try_into().unwrap());
             let base = i64::from_be_bytes(self.buf[at..at + 8].try_into().unwrap());
             if base >= self.end {
-                if let Some(s) = self.segments.get(self.seg) {
-                    s.release_file();
-                }
+                seg.release_file();
                 self.seg = self.segments.len();
                 return Ok(false);
             }
-            if size_field < 0 {
-                return Err(Error::Corrupt(format!(
-                    "negative batch size at byte {}",
-                    self.pos
-                )));
+            if size_field < MIN_SIZE_FIELD {
+                return Err(bad(self.pos, format!("invalid batch size {size_field}")));
             }
             let size = size_field as usize + LOG_OVERHEAD;
-            let Some(at) = self.fill(size, limit)? else {
-                self.next_segment();
-                continue;
-            };
+            if self.pos + size as u64 > limit {
+                return Err(bad(
+                    self.pos,
+                    format!(
+                        "a batch of {size} bytes runs past the end of the segment ({limit} bytes)"
+                    ),
+                ));
+            }
+            let at = self.fill(size, limit)?;
             let bytes = &self.buf[at..at + size];
-            let view = BatchView::new(bytes).map_err(|e| Error::Corrupt(e.to_string()))?;
+            // Every batch served is verified: whole, CRC-32C, offsets inside the segment and
+            // after the previous batch's.
+            let view = BatchView::new(bytes)
+                .and_then(|v| v.ensure_valid().map(|_| v))
+                .map_err(|e| bad(self.pos, e.to_string()))?;
+            let h = view.header;
+            if h.base_offset < seg.base_offset
+                || h.last_offset_delta < 0
+                || self.last_served.is_some_and(|l| h.base_offset <= l)
+            {
+                return Err(bad(
+                    self.pos,
+                    format!(
+                        "batch offsets {}..{} are out of sequence (segment base {}, previous batch ended at {:?})",
+                        h.base_offset,
+                        h.last_offset(),
+                        seg.base_offset,
+                        self.last_served
+                    ),
+                ));
+            }
+            self.last_served = Some(h.last_offset());
+            let pos = self.pos;
             self.pos += size as u64;
-            if view.header.last_offset() < self.start || view.header.is_control() {
+            if h.last_offset() < self.start || h.is_control() {
                 continue;
             }
             let (start, end) = (self.start, self.end);
-            for r in view
+            let records = view
                 .records(&mut self.scratch)
-                .map_err(|e| Error::Corrupt(e.to_string()))?
-            {
-                let r = r.map_err(|e| Error::Corrupt(e.to_string()))?;
+                .map_err(|e| bad(pos, e.to_string()))?;
+            for r in records {
+                let r = r.map_err(|e| bad(pos, e.to_string()))?;
                 if r.offset >= start && r.offset < end {
                     f(&view.header, &r);
                 }

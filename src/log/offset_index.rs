@@ -1,9 +1,10 @@
 //! OffsetIndex: the `.index` file, 8-byte entries (4-byte relative offset, 4-byte position).
 
 use std::io;
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::index::LazyIndex;
+use crate::safe_fs::Dir;
 
 pub const ENTRY_SIZE: usize = 8;
 
@@ -20,10 +21,16 @@ pub struct OffsetIndex {
 }
 
 impl OffsetIndex {
-    pub fn new(path: PathBuf, base_offset: i64, max_size: u64) -> OffsetIndex {
+    pub fn new(
+        dir: Arc<Dir>,
+        name: String,
+        base_offset: i64,
+        max_size: u64,
+        read_only: bool,
+    ) -> OffsetIndex {
         OffsetIndex {
             base_offset,
-            idx: LazyIndex::new(path, ENTRY_SIZE, max_size),
+            idx: LazyIndex::new(dir, name, ENTRY_SIZE, max_size, read_only),
         }
     }
 

@@ -2,7 +2,7 @@
 //! rule, the four roll conditions (`should_roll`), recovery (validate, truncate, rebuild) and
 //! the batch scans lookups finish with.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -16,20 +16,34 @@ use crate::config::LogConfig;
 use crate::record::{
     BatchHeader, BatchView, HEADER_SIZE, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
 };
+use crate::safe_fs::{Access, Dir};
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {
     format!("{base_offset:020}")
 }
 
-pub fn log_path(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{}.log", file_prefix(base)))
+pub fn log_name(base: i64) -> String {
+    format!("{}.log", file_prefix(base))
 }
-pub fn index_path(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{}.index", file_prefix(base)))
+pub fn index_name(base: i64) -> String {
+    format!("{}.index", file_prefix(base))
 }
-pub fn time_index_path(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{}.timeindex", file_prefix(base)))
+pub fn time_index_name(base: i64) -> String {
+    format!("{}.timeindex", file_prefix(base))
+}
+
+/// The name a deleted file lives on under until its last reader lets go.
+pub fn deleted_name(name: &str) -> String {
+    format!("{name}.deleted")
+}
+
+/// An error naming the file and byte position of bytes that are not a valid batch.
+pub fn corrupt(path: &Path, pos: u64, what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("corrupt segment {} at byte {pos}: {what}", path.display()),
+    )
 }
 
 /// Append-side state, touched only under the partition's append lock (and briefly by readers
@@ -55,7 +69,16 @@ pub struct AppendMeta {
 
 pub struct LogSegment {
     pub base_offset: i64,
+    /// The partition directory: every file of the segment is opened relative to it, never
+    /// following a symlink.
+    dir: Arc<Dir>,
+    log_name: String,
     log_path: PathBuf,
+    /// A read-only mount: nothing is written, truncated, renamed or deleted.
+    read_only: bool,
+    /// Set when an index entry did not point at a batch boundary: lookups then scan the
+    /// segment from its start instead of trusting the index.
+    index_untrusted: AtomicBool,
     /// The open `.log`; released for inactive segments when nobody reads them, so a log of
     /// thousands of segments does not hold thousands of descriptors.
     log: Mutex<Option<Arc<File>>>,
@@ -122,23 +145,37 @@ pub struct BatchPos {
 
 impl LogSegment {
     /// A segment over existing (or new) files; nothing is read until it is needed.
-    pub fn open(dir: &Path, base_offset: i64, cfg: &LogConfig, size: u64) -> LogSegment {
+    pub fn open(
+        dir: &Arc<Dir>,
+        base_offset: i64,
+        cfg: &LogConfig,
+        size: u64,
+        read_only: bool,
+    ) -> LogSegment {
         LogSegment {
             base_offset,
-            log_path: log_path(dir, base_offset),
+            dir: dir.clone(),
+            log_name: log_name(base_offset),
+            log_path: dir.join(&log_name(base_offset)),
+            read_only,
+            index_untrusted: AtomicBool::new(false),
             log: Mutex::new(None),
             active: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             size: AtomicU64::new(size),
             offset_index: OffsetIndex::new(
-                index_path(dir, base_offset),
+                dir.clone(),
+                index_name(base_offset),
                 base_offset,
                 cfg.segment_index_bytes,
+                read_only,
             ),
             time_index: TimeIndex::new(
-                time_index_path(dir, base_offset),
+                dir.clone(),
+                time_index_name(base_offset),
                 base_offset,
                 cfg.segment_index_bytes,
+                read_only,
             ),
             state: Mutex::new(AppendState {
                 max_timestamp: -1,
@@ -164,6 +201,13 @@ impl LogSegment {
         if self.indexes_checked.load(Ordering::Acquire) {
             return Ok(());
         }
+        if self.deleted.load(Ordering::Acquire) {
+            // A deleted segment is only read to its end by the readers it had: never rebuild
+            // (that would recreate its files); lookups scan it from the start.
+            self.index_untrusted.store(true, Ordering::Release);
+            self.indexes_checked.store(true, Ordering::Release);
+            return Ok(());
+        }
         let size = self.size();
         let mut problem = self.offset_index.sanity_check(size).err();
         if problem.is_none() {
@@ -179,8 +223,11 @@ impl LogSegment {
             };
             self.offset_index.close();
             self.time_index.close();
-            let _ = std::fs::remove_file(self.offset_index.path());
-            let _ = std::fs::remove_file(self.time_index.path());
+            if !self.read_only {
+                self.dir.remove_if_exists(self.offset_index.name())?;
+                self.dir.remove_if_exists(self.time_index.name())?;
+            }
+            // A read-only mount rebuilds in memory and serves up to the last valid batch.
             self.recover(&cfg)?;
             self.seal()?;
         }
@@ -190,24 +237,25 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Creates a new, empty segment with preallocated indexes.
-    pub fn create(dir: &Path, base_offset: i64, cfg: &LogConfig) -> io::Result<LogSegment> {
-        for p in [
-            log_path(dir, base_offset),
-            index_path(dir, base_offset),
-            time_index_path(dir, base_offset),
+    /// Creates a new, empty segment with preallocated indexes. The only place a `.log` is
+    /// ever created (O_EXCL: an existing file or link of that name is removed first).
+    pub fn create(dir: &Arc<Dir>, base_offset: i64, cfg: &LogConfig) -> io::Result<LogSegment> {
+        for name in [
+            log_name(base_offset),
+            index_name(base_offset),
+            time_index_name(base_offset),
         ] {
-            if p.exists() {
+            if dir.kind(&name)?.is_some() {
                 log::warn!(
                     "deleting existing file {} before creating a new segment",
-                    p.display()
+                    dir.join(&name).display()
                 );
-                std::fs::remove_file(&p)?;
+                dir.remove(&name)?;
             }
         }
-        let seg = LogSegment::open(dir, base_offset, cfg, 0);
+        let seg = LogSegment::open(dir, base_offset, cfg, 0, false);
         seg.set_active(true);
-        seg.file()?;
+        *seg.log.lock().unwrap() = Some(Arc::new(dir.create_new(&seg.log_name)?));
         seg.offset_index.open_active()?;
         seg.time_index.open_active()?;
         Ok(seg)
@@ -217,26 +265,29 @@ impl LogSegment {
         &self.log_path
     }
 
+    /// The open `.log` (or, once deleted, its `.log.deleted`). Never creates a file: the
+    /// deleted flag and the rename change together under the same lock, so a reader reopening
+    /// a segment that retention is deleting finds one of the two names.
     pub fn file(&self) -> io::Result<Arc<File>> {
         let mut g = self.log.lock().unwrap();
         if let Some(f) = g.as_ref() {
             return Ok(f.clone());
         }
-        if self.deleted.load(Ordering::Acquire) {
-            let f = Arc::new(File::open(deleted_path(&self.log_path))?);
-            *g = Some(f.clone());
-            return Ok(f);
-        }
-        let f = Arc::new(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&self.log_path)?,
-        );
+        let f = if self.deleted.load(Ordering::Acquire) {
+            self.dir
+                .open_file(&deleted_name(&self.log_name), Access::ReadOnly)?
+        } else if self.read_only {
+            self.dir.open_file(&self.log_name, Access::ReadOnly)?
+        } else {
+            self.dir.open_file(&self.log_name, Access::ReadWrite)?
+        };
+        let f = Arc::new(f);
         *g = Some(f.clone());
         Ok(f)
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Marks this segment as the one appended to (its handles stay open).
@@ -290,12 +341,39 @@ impl LogSegment {
         Ok(BatchHeader::parse(&h).ok())
     }
 
+    /// The header of the batch at `pos` for a reader: None exactly at `limit`; anything else
+    /// that is not the start of a whole batch inside the segment is corruption (an error
+    /// naming the file and position), never the end of the segment.
+    pub fn batch_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
+        if pos >= limit {
+            return Ok(None);
+        }
+        match self.header_at(pos, limit)? {
+            Some(h) if h.base_offset >= self.base_offset && h.last_offset_delta >= 0 => Ok(Some(h)),
+            Some(h) => Err(corrupt(
+                &self.log_path,
+                pos,
+                format!(
+                    "batch offsets {}..{} are outside the segment (base offset {})",
+                    h.base_offset,
+                    h.last_offset(),
+                    self.base_offset
+                ),
+            )),
+            None => Err(corrupt(
+                &self.log_path,
+                pos,
+                format!("no whole batch starts here (segment holds {limit} bytes)"),
+            )),
+        }
+    }
+
     /// Scans batch headers from `start` to the first batch whose last offset >= `target`.
     /// Returns it and the bytes skipped on the way.
     pub fn find_batch(&self, target: i64, start: u64) -> io::Result<(Option<BatchPos>, u64)> {
         let limit = self.size();
         let mut pos = start;
-        while let Some(h) = self.header_at(pos, limit)? {
+        while let Some(h) = self.batch_at(pos, limit)? {
             if h.last_offset() >= target {
                 return Ok((
                     Some(BatchPos {
@@ -310,10 +388,31 @@ impl LogSegment {
         Ok((None, pos - start))
     }
 
-    /// Kafka's `translateOffset`: index lookup, then a bounded scan.
+    /// Kafka's `translateOffset`: index lookup, then a bounded scan. The entry found must
+    /// point at the batch it names (last offset = the entry's offset); one that does not makes
+    /// the index untrusted and the scan starts at the segment's first byte.
     pub fn translate_offset(&self, target: i64) -> io::Result<(Option<BatchPos>, u64)> {
         self.ensure_indexes()?;
-        let (_, start) = self.offset_index.lookup(target)?;
+        if self.index_untrusted.load(Ordering::Acquire) {
+            return self.find_batch(target, 0);
+        }
+        let (entry_offset, start) = self.offset_index.lookup(target)?;
+        if start > 0 {
+            let limit = self.size();
+            let ok = matches!(
+                self.header_at(start as u64, limit)?,
+                Some(h) if h.last_offset() == entry_offset
+            );
+            if !ok {
+                log::warn!(
+                    "{}: entry (offset {entry_offset}, position {start}) of {} does not point at a batch; not using the index",
+                    self.log_path.display(),
+                    self.offset_index.path().display()
+                );
+                self.index_untrusted.store(true, Ordering::Release);
+                return self.find_batch(target, 0);
+            }
+        }
         self.find_batch(target, start as u64)
     }
 
@@ -433,6 +532,9 @@ impl LogSegment {
 
     /// Kafka's `onBecomeInactiveSegment` / close: final time-index entry, trim both indexes.
     pub fn seal(&self) -> io::Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
         let mut st = self.state.lock().unwrap();
         self.ensure_max_timestamp(&mut st)?;
         if self.size() > 0 && st.max_timestamp >= 0 {
@@ -571,13 +673,54 @@ impl LogSegment {
         self.offset_index.replace_with(&off_entries)?;
         self.time_index.replace_with(&time_entries)?;
         let truncated = file_len - valid;
-        if truncated > 0 {
+        if truncated > 0 && !self.read_only {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
         *self.state.lock().unwrap() = st;
         self.indexes_checked.store(true, Ordering::Release);
         Ok((truncated, next_offset))
+    }
+
+    /// The cheap check of an active segment loaded after a clean shutdown: from the last index
+    /// entry that points at a batch, every batch must be whole, pass its CRC, have increasing
+    /// offsets, and the last one must end exactly at the end of the file. Returns the first
+    /// problem found (bytes after the last valid batch, a bad CRC...), or None.
+    pub fn tail_problem(&self) -> io::Result<Option<String>> {
+        let file_len = self.file()?.metadata()?.len();
+        let mut pos = match self.offset_index.last_entry()? {
+            Some((off, p)) => match self.header_at(p as u64, file_len)? {
+                Some(h) if h.last_offset() == off => p as u64,
+                _ => 0,
+            },
+            None => 0,
+        };
+        let mut buf = Vec::new();
+        let mut next: Option<i64> = None;
+        while pos < file_len {
+            let Some(h) = self.header_at(pos, file_len)? else {
+                return Ok(Some(format!(
+                    "{} bytes after the last whole batch at byte {pos}",
+                    file_len - pos
+                )));
+            };
+            buf.resize(h.size(), 0);
+            if self.read_at(&mut buf, pos)? < buf.len() {
+                return Ok(Some(format!("short read at byte {pos}")));
+            }
+            let valid = BatchView::new(&buf).and_then(|v| v.ensure_valid());
+            if let Err(e) = valid {
+                return Ok(Some(format!("invalid batch at byte {pos}: {e}")));
+            }
+            if h.base_offset < self.base_offset || next.is_some_and(|n| h.base_offset < n) {
+                return Ok(Some(format!(
+                    "batch at byte {pos} has offsets out of sequence"
+                )));
+            }
+            next = Some(h.next_offset());
+            pos += h.size() as u64;
+        }
+        Ok(None)
     }
 
     /// The offset after the last batch (Kafka's `readNextOffset`): scan from the last index
@@ -624,18 +767,25 @@ impl LogSegment {
     /// open `by-offset` stream keeps reading what it started on). A `.deleted` file left by
     /// a stop is removed at the next load.
     pub fn delete_files(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::from_raw_os_error(libc::EROFS));
+        }
         self.offset_index.close();
         self.time_index.close();
-        for p in [
-            self.log_path.clone(),
-            self.offset_index.path().to_path_buf(),
-            self.time_index.path().to_path_buf(),
-            self.log_path.with_extension("txnindex"),
+        // Renames and the flag change under the file lock: `file()` sees either the old name
+        // with the flag clear or the new name with it set.
+        let _g = self.log.lock().unwrap();
+        let txn = format!("{}.txnindex", file_prefix(self.base_offset));
+        for name in [
+            self.log_name.as_str(),
+            self.offset_index.name(),
+            self.time_index.name(),
+            txn.as_str(),
         ] {
-            let d = deleted_path(&p);
-            match std::fs::rename(&p, &d) {
-                Ok(()) if p != self.log_path => std::fs::remove_file(&d)?,
-                Ok(()) => {}
+            let d = deleted_name(name);
+            match self.dir.rename(name, &d) {
+                Ok(()) if name != self.log_name => self.dir.remove(&d)?,
+                Ok(()) => self.deleted.store(true, Ordering::Release),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -648,13 +798,7 @@ impl LogSegment {
 impl Drop for LogSegment {
     fn drop(&mut self) {
         if self.deleted.load(Ordering::Acquire) {
-            let _ = std::fs::remove_file(deleted_path(&self.log_path));
+            let _ = self.dir.remove_if_exists(&deleted_name(&self.log_name));
         }
     }
-}
-
-fn deleted_path(p: &Path) -> PathBuf {
-    let mut d = p.as_os_str().to_owned();
-    d.push(".deleted");
-    PathBuf::from(d)
 }

@@ -2,9 +2,10 @@
 //! Entries only grow in timestamp; one slot is kept for the final entry written at roll.
 
 use std::io;
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::index::LazyIndex;
+use crate::safe_fs::Dir;
 
 pub const ENTRY_SIZE: usize = 12;
 
@@ -21,10 +22,16 @@ pub struct TimeIndex {
 }
 
 impl TimeIndex {
-    pub fn new(path: PathBuf, base_offset: i64, max_size: u64) -> TimeIndex {
+    pub fn new(
+        dir: Arc<Dir>,
+        name: String,
+        base_offset: i64,
+        max_size: u64,
+        read_only: bool,
+    ) -> TimeIndex {
         TimeIndex {
             base_offset,
-            idx: LazyIndex::new(path, ENTRY_SIZE, max_size),
+            idx: LazyIndex::new(dir, name, ENTRY_SIZE, max_size, read_only),
         }
     }
 

@@ -1,0 +1,314 @@
+//! File operations that never follow a symlink. A partition directory is opened once as a
+//! [`Dir`]; every segment, index, snapshot and temporary file in it is opened, created,
+//! renamed and removed relative to that descriptor with `O_NOFOLLOW` / the `*at` calls, so a
+//! link planted in a log dir can never lead the daemon (often root) to a file elsewhere.
+//! Files in a log dir's root (checkpoints, `meta.properties`, `.lock`) use the path helpers
+//! at the bottom, which refuse a symlink as the last component.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How a file in a [`Dir`] is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// An open directory: the anchor of every `*at` call on the files inside it.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+fn cstr(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a name"))
+}
+
+/// A clear error for a symlink met where a file or directory was expected.
+fn refuse_symlink(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{} is a symlink: refusing to follow it", path.display()),
+    )
+}
+
+/// Maps ELOOP (what `O_NOFOLLOW` returns for a symlink) to a message naming the file.
+fn named(path: &Path, e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => refuse_symlink(path),
+        Some(libc::ENOTDIR) => io::Error::new(
+            e.kind(),
+            format!("{}: not a directory (or a symlink to one)", path.display()),
+        ),
+        _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Whether the entry is a regular file, a directory, a symlink or something else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+fn kind_of(mode: libc::mode_t) -> Kind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::File,
+        libc::S_IFDIR => Kind::Dir,
+        libc::S_IFLNK => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+impl Dir {
+    /// Opens a directory; a symlink as its last component is refused.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let c = cstr(path.as_os_str().as_bytes())?;
+        // SAFETY: a NUL-terminated path; the returned fd is owned below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        let fd = check(fd).map_err(|e| named(path, e))?;
+        Ok(Dir {
+            // SAFETY: fd was just opened and is ours alone.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Creates a new directory `path` (its parent must exist) and opens it.
+    pub fn create(path: &Path, mode: libc::mode_t) -> io::Result<Dir> {
+        let c = cstr(path.as_os_str().as_bytes())?;
+        // SAFETY: a NUL-terminated path.
+        check(unsafe { libc::mkdir(c.as_ptr(), mode) }).map_err(|e| named(path, e))?;
+        Dir::open(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of `name` inside this directory (for messages and for showing the file).
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn openat(&self, name: &str, flags: libc::c_int, mode: libc::mode_t) -> io::Result<File> {
+        let c = cstr(name.as_bytes())?;
+        // SAFETY: dirfd is open; name is NUL-terminated; the fd is owned by the File.
+        let fd = unsafe {
+            libc::openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        let fd = check(fd).map_err(|e| named(&self.join(name), e))?;
+        // SAFETY: fd was just opened and is ours alone.
+        let f = unsafe { File::from_raw_fd(fd) };
+        // O_NOFOLLOW refuses a symlink; also refuse a FIFO or device planted under the name.
+        let md = f.metadata()?;
+        if !md.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a regular file", self.join(name).display()),
+            ));
+        }
+        Ok(f)
+    }
+
+    /// Opens an existing regular file; never creates one.
+    pub fn open_file(&self, name: &str, access: Access) -> io::Result<File> {
+        let flags = match access {
+            Access::ReadOnly => libc::O_RDONLY,
+            Access::ReadWrite => libc::O_RDWR,
+        };
+        // O_NONBLOCK keeps a planted FIFO from blocking the open; it has no effect on files.
+        self.openat(name, flags | libc::O_NONBLOCK, 0)
+    }
+
+    /// Creates a new file; fails with EEXIST when the name exists (file or link).
+    pub fn create_new(&self, name: &str) -> io::Result<File> {
+        self.openat(name, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL, 0o644)
+    }
+
+    /// Writes `content` to `name` atomically and durably: a fresh temporary file (any file or
+    /// link already at the temporary name is removed first, never written through), fsynced,
+    /// renamed over `name`, directory fsynced.
+    pub fn write_atomic(&self, name: &str, content: &[u8]) -> io::Result<()> {
+        let tmp = format!("{name}.tmp");
+        self.remove_if_exists(&tmp)?;
+        {
+            let mut f = self.create_new(&tmp)?;
+            f.write_all(content)?;
+            f.sync_all()?;
+        }
+        self.rename(&tmp, name)?;
+        self.sync()
+    }
+
+    /// Renames `from` to `to` inside this directory (a link is renamed, never followed).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
+        let d = self.fd.as_raw_fd();
+        // SAFETY: both names NUL-terminated, dirfd open.
+        check(unsafe { libc::renameat(d, a.as_ptr(), d, b.as_ptr()) })
+            .map(|_| ())
+            .map_err(|e| named(&self.join(from), e))
+    }
+
+    /// Removes a file (a link itself, never its target).
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        let c = cstr(name.as_bytes())?;
+        // SAFETY: NUL-terminated name, dirfd open.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) })
+            .map(|_| ())
+            .map_err(|e| named(&self.join(name), e))
+    }
+
+    /// Removes a file; a missing one is fine.
+    pub fn remove_if_exists(&self, name: &str) -> io::Result<()> {
+        match self.remove(name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        }
+    }
+
+    /// What `name` is, without following a link; None when it does not exist.
+    pub fn kind(&self, name: &str) -> io::Result<Option<Kind>> {
+        let c = cstr(name.as_bytes())?;
+        // SAFETY: zeroed stat is valid; fstatat writes into it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        match check(rc) {
+            Ok(_) => Ok(Some(kind_of(st.st_mode))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(named(&self.join(name), e)),
+        }
+    }
+
+    /// The entries of this directory (names only), read through the open descriptor.
+    pub fn entries(&self) -> io::Result<Vec<(String, Kind)>> {
+        let proc = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&proc).map_err(|e| named(&self.path, e))? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ft = e.file_type()?;
+            let kind = if ft.is_symlink() {
+                Kind::Symlink
+            } else if ft.is_dir() {
+                Kind::Dir
+            } else if ft.is_file() {
+                Kind::File
+            } else {
+                Kind::Other
+            };
+            out.push((name, kind));
+        }
+        Ok(out)
+    }
+
+    /// fsyncs the directory (after a create or rename in it).
+    pub fn sync(&self) -> io::Result<()> {
+        // SAFETY: fsync on an fd we own.
+        check(unsafe { libc::fsync(self.fd.as_raw_fd()) }).map(|_| ())
+    }
+}
+
+/// Opens the file at `path` for reading; a symlink as the last component is refused.
+pub fn open_read(path: &Path) -> io::Result<File> {
+    let (dir, name) = split(path)?;
+    dir.open_file(&name, Access::ReadOnly)
+}
+
+/// Reads the file at `path` as text, refusing a symlink.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    let mut s = String::new();
+    io::Read::read_to_string(&mut open_read(path)?, &mut s)?;
+    Ok(s)
+}
+
+/// Writes the file at `path` atomically (see [`Dir::write_atomic`]), refusing symlinks.
+pub fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
+    let (dir, name) = split(path)?;
+    dir.write_atomic(&name, content)
+}
+
+/// The directory and name of `path`.
+pub fn split(path: &Path) -> io::Result<(Dir, String)> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?
+        .to_string_lossy()
+        .into_owned();
+    Ok((Dir::open(parent)?, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_are_refused_and_never_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        let dir = Dir::open(d.path()).unwrap();
+        std::os::unix::fs::symlink(&target, d.path().join("link")).unwrap();
+        let e = dir.open_file("link", Access::ReadWrite).unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+        assert!(dir.create_new("link").is_err());
+        assert_eq!(dir.kind("link").unwrap(), Some(Kind::Symlink));
+        // A link at the temporary name is removed, not written through.
+        std::os::unix::fs::symlink(&target, d.path().join("x.tmp")).unwrap();
+        dir.write_atomic("x", b"new").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        assert_eq!(std::fs::read(d.path().join("x")).unwrap(), b"new");
+        // A link as the directory itself is refused.
+        std::os::unix::fs::symlink(d.path(), d.path().join("dirlink")).unwrap();
+        assert!(
+            Dir::open(&d.path().join("dirlink"))
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
+        );
+        // Renaming and removing a link affect the link only.
+        dir.rename("link", "link2").unwrap();
+        dir.remove("link2").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        assert!(read_to_string(&d.path().join("dirlink/target")).is_err());
+        assert_eq!(read_to_string(&target).unwrap(), "precious");
+    }
+}
