@@ -303,6 +303,10 @@ pub struct StreamHandle {
     /// File offset of `out[out_pos]`.
     pos: u64,
     eof: bool,
+    /// An error met after some records were already buffered: those are served first, the
+    /// error is returned by the read that would go past them (as a disk read fails only
+    /// where the bad sector is).
+    pending: Option<Error>,
 }
 
 /// Opens the reader a lookup name asks for (ENOENT-class errors when it does not open).
@@ -325,6 +329,7 @@ impl StreamHandle {
             out_pos: 0,
             pos: 0,
             eof: false,
+            pending: None,
         })
     }
 
@@ -365,9 +370,14 @@ impl StreamHandle {
             self.out.drain(..self.out_pos);
             self.out_pos = 0;
         }
+        if self.buffered() == 0
+            && let Some(e) = self.pending.take()
+        {
+            return Err(e);
+        }
         let end = self.end;
         let format = self.name.format;
-        while !self.eof && self.out.len() < want {
+        while !self.eof && self.pending.is_none() && self.out.len() < want {
             let out = &mut self.out;
             let more = self.reader.next_batch_meta(&mut |h, r| {
                 if r.offset >= end {
@@ -380,7 +390,15 @@ impl StreamHandle {
                     }
                     Format::Jsonl => jsonl::format_record(r, h.timestamp_type(), out),
                 }
-            })?;
+            });
+            let more = match more {
+                Ok(more) => more,
+                Err(e) if self.out.len() > self.out_pos => {
+                    self.pending = Some(e);
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             if !more {
                 self.eof = true;
             }
@@ -395,6 +413,7 @@ impl StreamHandle {
         self.out_pos = 0;
         self.pos = 0;
         self.eof = false;
+        self.pending = None;
         Ok(())
     }
 }

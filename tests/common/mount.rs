@@ -329,6 +329,24 @@ impl TestMount {
         status
     }
 
+    /// kill -9 of the daemon: waits for it to die, then detaches the dead mount.
+    pub fn kill9(&mut self) {
+        let pid = self.pid.take().expect("mounted");
+        // SAFETY: kill(2) on the daemon's pid.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill");
+        match self.child.take() {
+            Some(mut c) => drop(c.wait()),
+            None => wait_until("daemon exit", || process_gone(pid)),
+        }
+        force_unmount(&self.mnt);
+        wait_until("mount gone", || !is_mounted(&self.mnt));
+    }
+
+    /// Replaces the extra `topicfs mount` arguments used by the next (re)mount.
+    pub fn set_args(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|s| s.to_string()).collect();
+    }
+
     /// Mounts the same log dirs again.
     pub fn remount(&mut self) {
         self.mount();
