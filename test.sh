@@ -3,6 +3,8 @@
 # interop checks against Apache Kafka's own tools.
 set -euo pipefail
 cd "$(dirname "$0")"
+# On a bare machine: Java, Maven, kcat, kafka-python... (nothing happens when all are there).
+scripts/install-deps.sh
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo test --all-targets

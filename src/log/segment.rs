@@ -197,6 +197,7 @@ impl LogSegment {
         if self.indexes_checked.load(Ordering::Acquire) {
             return Ok(());
         }
+        // Deletion takes the same lock: a rebuild never runs on a segment being deleted.
         let _g = self.check_lock.lock().unwrap();
         if self.indexes_checked.load(Ordering::Acquire) {
             return Ok(());
@@ -770,6 +771,7 @@ impl LogSegment {
         if self.read_only {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
+        let _check = self.check_lock.lock().unwrap();
         self.offset_index.close();
         self.time_index.close();
         // Renames and the flag change under the file lock: `file()` sees either the old name

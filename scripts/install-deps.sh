@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and this machine lacks: Debian packages (Java, Maven,
+# kcat for the benchmarks' peer, a C toolchain, mount), the rustfmt/clippy components and
+# kafka-python. Does nothing when everything is there; needs root (apt-get) otherwise.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+need=()
+command -v umount >/dev/null || need+=(mount)
+command -v setpriv >/dev/null || need+=(util-linux)
+command -v python3 >/dev/null || need+=(python3 python3-pip)
+command -v java >/dev/null || need+=(default-jdk-headless)
+command -v mvn >/dev/null || need+=(maven)
+command -v kcat >/dev/null || need+=(kcat)
+command -v cc >/dev/null || need+=(build-essential)
+if ((${#need[@]})); then
+    echo "installing: ${need[*]}"
+    apt-get update -qq
+    apt-get install -y -qq "${need[@]}"
+fi
+if ! command -v cargo >/dev/null; then
+    echo "cargo is required (a rustup toolchain)" >&2
+    exit 1
+fi
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt || true
+python3 -c 'import kafka' 2>/dev/null || python3 -m pip install -q 'kafka-python>=2.2'
+if [ ! -e /dev/fuse ]; then
+    echo "/dev/fuse is missing: the mount tests cannot run" >&2
+    exit 1
+fi
