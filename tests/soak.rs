@@ -20,6 +20,9 @@ use mount::TestMount;
 
 const WRITERS: u32 = 3;
 
+/// What one `cat by-offset/<log start>` showed: (partition, writer seqs in order).
+type Stream = (u32, Vec<u64>);
+
 fn seconds() -> u64 {
     std::env::var("SOAK_SECONDS")
         .ok()
@@ -95,7 +98,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
         }));
     }
     // Readers: each stream from the log start must be gap-free among acknowledged records.
-    let streams: Arc<Mutex<Vec<(u32, Vec<u64>)>>> = Arc::new(Mutex::new(Vec::new()));
+    let streams: Arc<Mutex<Vec<Stream>>> = Arc::new(Mutex::new(Vec::new()));
     for r in 0..2u32 {
         let (stop, mnt, streams) = (stop.clone(), mnt.clone(), streams.clone());
         threads.push(std::thread::spawn(move || {
