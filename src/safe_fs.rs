@@ -1,7 +1,13 @@
-//! File operations that never follow a symlink. A partition directory is opened once as a
-//! [`Dir`]; every segment, index, snapshot and temporary file in it is opened, created,
-//! renamed and removed relative to that descriptor with `O_NOFOLLOW` / the `*at` calls, so a
-//! link planted in a log dir can never lead the daemon (often root) to a file elsewhere.
+//! File operations that never follow a symlink. A partition directory is a [`Dir`]; every
+//! segment, index, snapshot and temporary file in it is opened, created, renamed and removed
+//! relative to a descriptor of that directory with `O_NOFOLLOW` / the `*at` calls, so a link
+//! planted in a log dir can never lead the daemon (often root) to a file elsewhere.
+//!
+//! A `Dir` holds no descriptor between operations (a daemon serving tens of thousands of
+//! partitions would spend one each): each operation opens the directory again, refusing a
+//! symlink, and checks it is still the same directory (device and inode). A directory that
+//! was removed and recreated under the same name (a topic deleted and created again) is a
+//! different one: the old `Dir` then fails with ENOENT and never touches the new one.
 //! Files in a log dir's root (checkpoints, `meta.properties`, `.lock`) use the path helpers
 //! at the bottom, which refuse a symlink as the last component.
 
@@ -22,8 +28,17 @@ pub enum Access {
 /// An open directory: the anchor of every `*at` call on the files inside it.
 #[derive(Debug)]
 pub struct Dir {
-    fd: OwnedFd,
     path: PathBuf,
+    id: DirId,
+}
+
+/// What tells one directory from another created later under the same name: an inode
+/// number can be reused at once, so its birth time goes with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirId {
+    dev: (u32, u32),
+    ino: u64,
+    btime: (i64, u32),
 }
 
 fn cstr(name: &[u8]) -> io::Result<CString> {
@@ -76,23 +91,66 @@ fn kind_of(mode: libc::mode_t) -> Kind {
     }
 }
 
+fn open_dir(path: &Path) -> io::Result<(OwnedFd, DirId)> {
+    let c = cstr(path.as_os_str().as_bytes())?;
+    // SAFETY: a NUL-terminated path; the returned fd is owned below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    let fd = check(fd).map_err(|e| named(path, e))?;
+    // SAFETY: fd was just opened and is ours alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: zeroed statx is valid; statx writes into it; "" with AT_EMPTY_PATH is the fd.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    check(unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_INO | libc::STATX_BTIME,
+            &mut st,
+        )
+    })
+    .map_err(|e| named(path, e))?;
+    let btime = if st.stx_mask & libc::STATX_BTIME != 0 {
+        (st.stx_btime.tv_sec, st.stx_btime.tv_nsec)
+    } else {
+        (0, 0)
+    };
+    let id = DirId {
+        dev: (st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+        btime,
+    };
+    Ok((fd, id))
+}
+
 impl Dir {
     /// Opens a directory; a symlink as its last component is refused.
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let c = cstr(path.as_os_str().as_bytes())?;
-        // SAFETY: a NUL-terminated path; the returned fd is owned below.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        let fd = check(fd).map_err(|e| named(path, e))?;
+        let (_, id) = open_dir(path)?;
         Ok(Dir {
-            // SAFETY: fd was just opened and is ours alone.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
             path: path.to_path_buf(),
+            id,
         })
+    }
+
+    /// A descriptor of this very directory, for one operation.
+    fn fd(&self) -> io::Result<OwnedFd> {
+        let (fd, id) = open_dir(&self.path)?;
+        if id != self.id {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{} was removed (a directory of the same name replaced it)",
+                    self.path.display()
+                ),
+            ));
+        }
+        Ok(fd)
     }
 
     /// Creates a new directory `path` (its parent must exist) and opens it.
@@ -114,10 +172,11 @@ impl Dir {
 
     fn openat(&self, name: &str, flags: libc::c_int, mode: libc::mode_t) -> io::Result<File> {
         let c = cstr(name.as_bytes())?;
+        let dir = self.fd()?;
         // SAFETY: dirfd is open; name is NUL-terminated; the fd is owned by the File.
         let fd = unsafe {
             libc::openat(
-                self.fd.as_raw_fd(),
+                dir.as_raw_fd(),
                 c.as_ptr(),
                 flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 mode as libc::c_uint,
@@ -170,7 +229,8 @@ impl Dir {
     /// Renames `from` to `to` inside this directory (a link is renamed, never followed).
     pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
-        let d = self.fd.as_raw_fd();
+        let dir = self.fd()?;
+        let d = dir.as_raw_fd();
         // SAFETY: both names NUL-terminated, dirfd open.
         check(unsafe { libc::renameat(d, a.as_ptr(), d, b.as_ptr()) })
             .map(|_| ())
@@ -180,8 +240,9 @@ impl Dir {
     /// Removes a file (a link itself, never its target).
     pub fn remove(&self, name: &str) -> io::Result<()> {
         let c = cstr(name.as_bytes())?;
+        let dir = self.fd()?;
         // SAFETY: NUL-terminated name, dirfd open.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) })
+        check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) })
             .map(|_| ())
             .map_err(|e| named(&self.join(name), e))
     }
@@ -197,11 +258,12 @@ impl Dir {
     /// What `name` is, without following a link; None when it does not exist.
     pub fn kind(&self, name: &str) -> io::Result<Option<Kind>> {
         let c = cstr(name.as_bytes())?;
+        let dir = self.fd()?;
         // SAFETY: zeroed stat is valid; fstatat writes into it.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         let rc = unsafe {
             libc::fstatat(
-                self.fd.as_raw_fd(),
+                dir.as_raw_fd(),
                 c.as_ptr(),
                 &mut st,
                 libc::AT_SYMLINK_NOFOLLOW,
@@ -216,7 +278,8 @@ impl Dir {
 
     /// The entries of this directory (names only), read through the open descriptor.
     pub fn entries(&self) -> io::Result<Vec<(String, Kind)>> {
-        let proc = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let dir = self.fd()?;
+        let proc = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
         let mut out = Vec::new();
         for e in std::fs::read_dir(&proc).map_err(|e| named(&self.path, e))? {
             let e = e?;
@@ -238,8 +301,9 @@ impl Dir {
 
     /// fsyncs the directory (after a create or rename in it).
     pub fn sync(&self) -> io::Result<()> {
+        let dir = self.fd()?;
         // SAFETY: fsync on an fd we own.
-        check(unsafe { libc::fsync(self.fd.as_raw_fd()) }).map(|_| ())
+        check(unsafe { libc::fsync(dir.as_raw_fd()) }).map(|_| ())
     }
 }
 
@@ -304,6 +368,16 @@ mod tests {
                 .to_string()
                 .contains("symlink")
         );
+        // A directory removed and recreated under the same name is not the same directory.
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let old = Dir::open(&sub).unwrap();
+        old.create_new("f").unwrap();
+        std::fs::remove_dir_all(&sub).unwrap();
+        std::fs::create_dir(&sub).unwrap();
+        assert_eq!(old.kind("f").unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert!(old.create_new("g").is_err());
+        assert!(!sub.join("g").exists());
         // Renaming and removing a link affect the link only.
         dir.rename("link", "link2").unwrap();
         dir.remove("link2").unwrap();
