@@ -75,7 +75,7 @@ fn marker_broker_epoch(path: &Path) -> Option<i64> {
 /// A read-only mount takes a read lock on an existing `.lock` (opened read-only; a missing one
 /// is left missing): it still conflicts with a broker's or a read-write topicfs's write lock.
 fn lock_dir(dir: &Path, read_only: bool) -> Result<Option<File>> {
-    let d = crate::safe_fs::Dir::open(dir)?;
+    let d = crate::safe_fs::Dir::open_log_dir(dir)?;
     let f = if read_only {
         match d.open_file(LOCK_FILE, crate::safe_fs::Access::ReadOnly) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -298,7 +298,7 @@ impl LogManager {
                     dir.broker_epoch.store(epoch, Ordering::Relaxed);
                 }
                 if !config.read_only {
-                    let d = crate::safe_fs::Dir::open(&dir.path)?;
+                    let d = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
                     d.remove(CLEAN_SHUTDOWN_FILE)?;
                     d.sync()?;
                 }

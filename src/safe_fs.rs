@@ -30,6 +30,9 @@ pub enum Access {
 pub struct Dir {
     path: PathBuf,
     id: DirId,
+    /// Whether a symlink as the directory's own last component is followed (a log dir the
+    /// operator named may be a link; a partition directory may not).
+    follow: bool,
 }
 
 /// What tells one directory from another created later under the same name: an inode
@@ -91,13 +94,14 @@ fn kind_of(mode: libc::mode_t) -> Kind {
     }
 }
 
-fn open_dir(path: &Path) -> io::Result<(OwnedFd, DirId)> {
+fn open_dir(path: &Path, follow: bool) -> io::Result<(OwnedFd, DirId)> {
     let c = cstr(path.as_os_str().as_bytes())?;
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     // SAFETY: a NUL-terminated path; the returned fd is owned below.
     let fd = unsafe {
         libc::open(
             c.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::O_RDONLY | libc::O_DIRECTORY | nofollow | libc::O_CLOEXEC,
         )
     };
     let fd = check(fd).map_err(|e| named(path, e))?;
@@ -131,16 +135,28 @@ fn open_dir(path: &Path) -> io::Result<(OwnedFd, DirId)> {
 impl Dir {
     /// Opens a directory; a symlink as its last component is refused.
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let (_, id) = open_dir(path)?;
+        let (_, id) = open_dir(path, false)?;
         Ok(Dir {
             path: path.to_path_buf(),
             id,
+            follow: false,
+        })
+    }
+
+    /// Opens a log dir the operator named: a symlink as its last component is followed (the
+    /// files inside are still never followed).
+    pub fn open_log_dir(path: &Path) -> io::Result<Dir> {
+        let (_, id) = open_dir(path, true)?;
+        Ok(Dir {
+            path: path.to_path_buf(),
+            id,
+            follow: true,
         })
     }
 
     /// A descriptor of this very directory, for one operation.
     fn fd(&self) -> io::Result<OwnedFd> {
-        let (fd, id) = open_dir(&self.path)?;
+        let (fd, id) = open_dir(&self.path, self.follow)?;
         if id != self.id {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -326,7 +342,8 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
     dir.write_atomic(&name, content)
 }
 
-/// The directory and name of `path`.
+/// The directory and name of `path` (the directory may be reached through links; the name
+/// may not be one).
 pub fn split(path: &Path) -> io::Result<(Dir, String)> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -337,7 +354,7 @@ pub fn split(path: &Path) -> io::Result<(Dir, String)> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?
         .to_string_lossy()
         .into_owned();
-    Ok((Dir::open(parent)?, name))
+    Ok((Dir::open_log_dir(parent)?, name))
 }
 
 #[cfg(test)]
@@ -382,7 +399,14 @@ mod tests {
         dir.rename("link", "link2").unwrap();
         dir.remove("link2").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"precious");
-        assert!(read_to_string(&d.path().join("dirlink/target")).is_err());
+        // A root file may sit in a linked log dir; the file itself may not be a link.
+        assert_eq!(
+            read_to_string(&d.path().join("dirlink/target")).unwrap(),
+            "precious"
+        );
+        std::os::unix::fs::symlink(&target, d.path().join("l3")).unwrap();
+        let e = read_to_string(&d.path().join("dirlink/l3")).unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
         assert_eq!(read_to_string(&target).unwrap(), "precious");
     }
 }

@@ -156,3 +156,24 @@ fn checkpoint_links_are_replaced_never_written_through() {
     let text = std::fs::read_to_string(root.join("recovery-point-offset-checkpoint")).unwrap();
     assert!(text.contains("t 0 4"), "{text}");
 }
+
+#[test]
+fn a_log_dir_named_through_a_link_is_served() {
+    // The operator's own choice of path may go through a link (a log dir moved to a bigger
+    // disk); only what lies inside the log dir is never followed.
+    let mut m = stopped_with_topic();
+    let real = m.dir.path().join("bigger-disk");
+    std::fs::rename(&m.log_dirs[0], &real).unwrap();
+    symlink(&real, &m.log_dirs[0]).unwrap();
+    m.remount();
+    m.ok("printf 'd\\n' >> t/0/append");
+    assert_eq!(m.ok("cat t/0/by-offset/0"), "a\nb\nc\nd\n");
+    m.unmount();
+    assert!(real.join(".kafka_cleanshutdown").exists());
+    assert!(
+        std::fs::symlink_metadata(&m.log_dirs[0])
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
