@@ -307,3 +307,139 @@ fn failed_mkdir_on_a_full_disk_leaves_no_trace() {
     }
     assert_eq!(m.read("keep/0/by-offset/0"), "k1\n");
 }
+
+const OVERSIZED_SCRIPT: &str = r#"
+import errno, os, sys
+os.chdir(sys.argv[1])
+def err(e):
+    return "err:" + errno.errorcode.get(e.errno, str(e.errno))
+
+def write_loop(path, buf):
+    # What coreutils' full_write and most C writers do: loop on short writes, stop on error.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    out, off = [], 0
+    try:
+        while off < len(buf):
+            n = os.write(fd, buf[off:])
+            out.append(str(n))
+            off += n
+    except OSError as e:
+        out.append(err(e))
+    try:
+        os.close(fd)
+    except OSError as e:
+        out.append("close " + err(e))
+    return " ".join(out)
+
+def file_write(path, buf, mode):
+    out = []
+    f = open(path, mode)
+    try:
+        f.write(buf if "b" in mode else buf.decode())
+        out.append("ok")
+    except OSError as e:
+        out.append(err(e))
+    try:
+        f.close()
+    except OSError as e:
+        out.append("close " + err(e))
+    return " ".join(out)
+
+two = b"good1\n" + b"X" * 2000000 + b"\ngood2\n"
+three = b"good1\n" + b"X" * 3000000 + b"\ngood2\n"
+jsonl = b'{"value":"good1"}\n{"value":"' + b"X" * 2000000 + b'"}\n{"value":"good2"}\n'
+print("loop", write_loop("a/0/append", two))
+print("loop3", write_loop("b/0/append", three))
+print("binary", file_write("c/0/append", two, "ab"))
+print("text", file_write("d/0/append", two, "a"))
+print("topic", write_loop("e/append", two))
+print("jsonl", write_loop("f/0/append.jsonl", jsonl))
+# The handle goes on working after the refusal.
+fd = os.open("a/0/append", os.O_WRONLY)
+os.write(fd, b"good3\n" + b"X" * 2000000)
+try:
+    os.write(fd, b"X" * 10)
+    print("partial_overflow", "ok")
+except OSError as e:
+    print("partial_overflow", err(e))
+try:
+    os.write(fd, b"XXXX\nnot-stored\n")
+    print("line_end", "ok")
+except OSError as e:
+    print("line_end", err(e))
+print("after", os.write(fd, b"good4\n"))
+os.close(fd)
+"#;
+
+/// Item: a record larger than max.message.bytes inside one large write fails with EMSGSIZE
+/// and no part of it ever becomes a record, also when the writer retries the rest of a
+/// short write (Python's os.write loop, its file objects, coreutils cat).
+#[test]
+fn oversized_record_in_large_write() {
+    let m = TestMount::start(&[]);
+    m.ok("for t in a b c d e f g; do mkdir $t; done");
+    let out = python(&m, OVERSIZED_SCRIPT);
+    let get = |key: &str| -> String {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_string()
+    };
+    // The first request (good1 and the line's head) is taken: a short count; the rest
+    // (the line's end, then good2) is refused.
+    for key in ["loop", "loop3", "topic", "jsonl"] {
+        let v = get(key);
+        assert!(
+            v.ends_with("err:EMSGSIZE"),
+            "{key}: the writer is told EMSGSIZE: {v}\n{out}"
+        );
+    }
+    for key in ["binary", "text"] {
+        let v = get(key);
+        assert!(
+            v.starts_with("err:EMSGSIZE"),
+            "{key}: file.write raises EMSGSIZE: {v}\n{out}"
+        );
+    }
+    // The oversized line from coreutils cat, reading it from a file.
+    let big = m.dir.path().join("big");
+    let mut content = b"good1\n".to_vec();
+    content.extend(std::iter::repeat_n(b'X', 2_000_000));
+    content.extend_from_slice(b"\ngood2\n");
+    std::fs::write(&big, &content).unwrap();
+    m.fails_with(
+        &format!("cat {} >> g/0/append", big.display()),
+        "Message too long",
+    );
+    // Going on with a line already too long is refused up to the line's end.
+    assert_eq!(get("partial_overflow"), "err:EMSGSIZE");
+    assert_eq!(get("line_end"), "err:EMSGSIZE");
+    assert_eq!(get("after"), "6");
+
+    let expect = |topic: &str, want: &[&str]| {
+        let (values, _) = stored(&m.partition_dir(topic, 0));
+        let values: Vec<String> = values
+            .iter()
+            .map(|v| {
+                assert!(
+                    v.len() < 100,
+                    "{topic}: a fragment of {} bytes was stored",
+                    v.len()
+                );
+                String::from_utf8(v.clone()).unwrap()
+            })
+            .collect();
+        assert_eq!(values, want, "{topic}");
+    };
+    expect("a", &["good1", "good3", "good4"]);
+    for t in ["b", "c", "d", "e", "g"] {
+        expect(t, &["good1"]);
+    }
+    // JSON Lines: the stored record's value is good1 (decoded from its JSON line).
+    expect("f", &["good1"]);
+    assert_eq!(
+        m.ok("cat a/0/by-offset/0"),
+        "good1\ngood3\ngood4\n",
+        "what cat shows agrees"
+    );
+}

@@ -64,6 +64,33 @@ pub struct AppendHandle {
     max_record: usize,
     /// Partitions this handle appended to, for fsync.
     written: BTreeSet<u32>,
+    /// Set when a write request failed while a partial line was pending: that line's head is
+    /// gone, so what the failed request held of it (up to and including its first `\n`, or
+    /// all of it) must never become a record. A writer that loops on short writes sends those
+    /// bytes again next; such a request is refused too, with the same error, and so is one
+    /// that goes on with the line when it had not ended.
+    rejected: Option<Rejected>,
+}
+
+struct Rejected {
+    rest: Vec<u8>,
+    error: Error,
+}
+
+/// The same error again, for the retry of a refused request.
+fn same_error(e: &Error) -> Error {
+    match e {
+        Error::RecordTooLarge { size, max } => Error::RecordTooLarge {
+            size: *size,
+            max: *max,
+        },
+        Error::InvalidRecord(m) => Error::InvalidRecord(m.clone()),
+        Error::TopicDeleted(t) => Error::TopicDeleted(t.clone()),
+        Error::Io(io) => Error::Io(std::io::Error::from_raw_os_error(
+            io.raw_os_error().unwrap_or(libc::EIO),
+        )),
+        other => Error::Io(std::io::Error::other(other.to_string())),
+    }
 }
 
 impl AppendHandle {
@@ -75,12 +102,49 @@ impl AppendHandle {
             partial_owner: None,
             max_record,
             written: BTreeSet::new(),
+            rejected: None,
         }
     }
 
     /// One write request: its complete lines (with a pending partial line in front) become one
-    /// batch; what follows the last `\n` is kept for the next write.
+    /// batch; what follows the last `\n` is kept for the next write. Nothing of a failed
+    /// request is appended; when it continued a pending partial line, that line is dropped
+    /// whole: its head (held here) now, its rest when the writer sends it again.
     pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> Result<()> {
+        if let Some(r) = &self.rejected {
+            // Those bytes sent again (the retry of a short write): refused again.
+            let n = r.rest.len().min(data.len());
+            if data[..n] == r.rest[..n] {
+                return Err(same_error(&r.error));
+            }
+            // The refused line had not ended: these bytes continue it up to their first `\n`.
+            if r.rest.last() != Some(&b'\n') {
+                let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
+                let error = same_error(&r.error);
+                let e = same_error(&error);
+                self.rejected = Some(Rejected {
+                    rest: data[..end].to_vec(),
+                    error,
+                });
+                return Err(e);
+            }
+            self.rejected = None;
+        }
+        let continues_line = !self.partial.is_empty();
+        let res = self.write_request(data, owner);
+        if let Err(e) = &res
+            && continues_line
+        {
+            let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
+            self.rejected = Some(Rejected {
+                rest: data[..end].to_vec(),
+                error: same_error(e),
+            });
+        }
+        res
+    }
+
+    fn write_request(&mut self, data: &[u8], owner: Option<u64>) -> Result<()> {
         if !data.is_empty() && data.last() != Some(&b'\n') {
             self.partial_owner = owner;
         }
