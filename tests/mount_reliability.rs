@@ -443,3 +443,84 @@ fn oversized_record_in_large_write() {
         "what cat shows agrees"
     );
 }
+
+const FULL_DISK_SCRIPT: &str = r#"
+import errno, os, sys
+os.chdir(sys.argv[1])
+logs = sys.argv[2]
+payload = b"".join(b"l%06d\n" % i for i in range(131072))
+st = os.statvfs(logs)
+free = st.f_bavail * st.f_frsize
+fill = os.path.join(logs, "fill")
+with open(fill, "wb") as f:
+    f.write(b"\0" * max(0, free - 1500 * 1024))
+fd = os.open("t/0/append", os.O_WRONLY)
+counts, off = [], 0
+try:
+    while off < len(payload):
+        n = os.write(fd, payload[off:])
+        counts.append(str(n))
+        off += n
+except OSError as e:
+    counts.append("err:" + errno.errorcode.get(e.errno, str(e.errno)))
+print("taken", off)
+print("counts", " ".join(counts))
+os.remove(fill)
+while off < len(payload):
+    off += os.write(fd, payload[off:])
+os.close(fd)
+print("done", off)
+"#;
+
+/// Item (a failure half done): one write whose lines need several batches, where a later
+/// batch fails (a full disk), reports exactly the bytes of the lines appended (a short
+/// count), never a failure after appending some: a writer that retries the rest stores
+/// each line once.
+#[test]
+fn failed_batch_after_appended_ones_is_a_short_write() {
+    let m = TestMount::with(Options {
+        args: ["--segment-index-bytes", "4096"].map(String::from).to_vec(),
+        tmpfs_size: Some("6m".into()),
+        ..Options::default()
+    });
+    m.ok("mkdir t");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(FULL_DISK_SCRIPT)
+        .arg(&m.mnt)
+        .arg(&m.log_dirs[0])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        tail(&m.daemon_log(), 20)
+    );
+    let counts = text
+        .lines()
+        .find_map(|l| l.strip_prefix("counts "))
+        .unwrap()
+        .to_string();
+    assert!(
+        counts.ends_with("err:ENOSPC"),
+        "the disk filled during the write: {counts}"
+    );
+    let taken: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("taken "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        taken > 0,
+        "the first batches went in and were reported: {counts}"
+    );
+    let (values, _) = stored(&m.partition_dir("t", 0));
+    let want: Vec<Vec<u8>> = (0..131072)
+        .map(|i| format!("l{i:06}").into_bytes())
+        .collect();
+    assert_eq!(values.len(), want.len(), "each line once: {counts}");
+    assert!(values == want, "each line once, in order");
+}

@@ -698,7 +698,7 @@ impl FsState {
         let _live = of.live()?;
         let mut h = lock(&of.handle);
         match &mut *h {
-            Handle::Append(a) => a.write(data, owner.map(|o| o.0))?,
+            Handle::Append(a) => return Ok(a.write(data, owner.map(|o| o.0))? as u32),
             Handle::Text(t) => t.write(&self.mgr, data)?,
             Handle::Stream(_) | Handle::Segment(_) => return tree(Errno::EBADF, "read-only file"),
         }
