@@ -596,7 +596,12 @@ impl LogManager {
         for log in topic.partitions() {
             let dir = log.dir();
             let mut del = dir.clone().into_os_string();
-            del.push(format!(".{}-delete", std::process::id()));
+            // Unique per incarnation: a leftover of an earlier deletion never collides.
+            del.push(format!(
+                ".{}-{}-delete",
+                std::process::id(),
+                topic.incarnation()
+            ));
             let del = PathBuf::from(del);
             if let Err(e) = std::fs::rename(&dir, &del) {
                 for (dir, del) in renamed.iter().rev() {

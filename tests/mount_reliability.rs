@@ -206,7 +206,7 @@ fn partition_dirs(m: &TestMount, topic: &str) -> Vec<String> {
         .iter()
         .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("{topic}-")))
+        .filter(|n| n.starts_with(&format!("{topic}-")) && !n.ends_with("-delete"))
         .collect();
     out.sort();
     out
@@ -523,4 +523,72 @@ fn failed_batch_after_appended_ones_is_a_short_write() {
         .collect();
     assert_eq!(values.len(), want.len(), "each line once: {counts}");
     assert!(values == want, "each line once, in order");
+}
+
+/// Unmounts, when dropped, whatever is still mounted below a log dir.
+struct InnerMounts(std::path::PathBuf);
+
+impl Drop for InnerMounts {
+    fn drop(&mut self) {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let below = format!("{}/", self.0.display());
+        let mut points: Vec<&str> = info
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|p| p.starts_with(&below))
+            .collect();
+        points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for p in points {
+            mount::force_unmount(Path::new(p));
+        }
+    }
+}
+
+/// Item (failures half done), rmdir: once the topic is gone, rmdir reports success even when
+/// its files cannot all be removed now (they are removed at the next start), and a topic of
+/// the same name can be created and deleted again meanwhile.
+#[test]
+fn rmdir_that_cannot_remove_every_file_completes() {
+    let mut m = TestMount::start(&[]);
+    let _inner = InnerMounts(m.log_dirs[0].clone());
+    let busy = |m: &TestMount| {
+        // A mountpoint inside the partition dir: removing it fails with EBUSY.
+        let d = m.partition_dir("t", 0).join("busy");
+        std::fs::create_dir(&d).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&d)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    for round in 0..2 {
+        m.ok("mkdir t && echo a >> t/0/append");
+        busy(&m);
+        m.ok("rmdir t");
+        m.fails_with("ls t", "No such file or directory");
+        assert_eq!(
+            partition_dirs(&m, "t"),
+            Vec::<String>::new(),
+            "round {round}"
+        );
+    }
+    let leftovers: Vec<std::path::PathBuf> = std::fs::read_dir(&m.log_dirs[0])
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-delete"))
+        .collect();
+    assert_eq!(leftovers.len(), 2, "{leftovers:?}");
+    for l in &leftovers {
+        mount::force_unmount(&l.join("busy"));
+    }
+    m.unmount();
+    m.remount();
+    assert_eq!(m.ok("ls"), "");
+    let left: Vec<String> = std::fs::read_dir(&m.log_dirs[0])
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("-delete"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "removed at the next start");
 }
