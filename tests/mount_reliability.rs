@@ -592,3 +592,55 @@ fn rmdir_that_cannot_remove_every_file_completes() {
         .collect();
     assert_eq!(left, Vec::<String>::new(), "removed at the next start");
 }
+
+const RACE_SCRIPT: &str = r#"
+import errno, os, sys, threading, time
+os.chdir(sys.argv[1])
+res = {}
+def writer():
+    fd = os.open("t/0/append", os.O_WRONLY)
+    n = 0
+    try:
+        while True:
+            os.write(fd, b"old-%d\n" % n)
+            n += 1
+    except OSError as e:
+        res["writer"] = errno.errorcode[e.errno]
+def reader():
+    fd = os.open("t/0/by-offset/0", os.O_RDONLY)
+    try:
+        while True:
+            os.pread(fd, 65536, 0)
+            os.read(fd, 65536)
+    except OSError as e:
+        res["reader"] = errno.errorcode[e.errno]
+ts = [threading.Thread(target=f) for f in (writer, reader, writer, reader)]
+for t in ts:
+    t.start()
+time.sleep(0.5)
+os.rmdir("t")
+os.mkdir("t")
+with open("t/0/append", "w") as f:
+    f.write("new1\n")
+for t in ts:
+    t.join(30)
+    assert not t.is_alive(), "a handle of the deleted topic went on working"
+print("writer", res.get("writer"))
+print("reader", res.get("reader"))
+"#;
+
+/// Item (rmdir + mkdir with handles open), racing: writers and readers busy on the old
+/// topic while it is deleted and created again; they all fail, and the new topic holds
+/// only its own record.
+#[test]
+fn rmdir_mkdir_while_writing_and_reading() {
+    let m = TestMount::start(&["--segment-bytes", "4096"]);
+    m.ok("mkdir t && echo first >> t/0/append");
+    let out = python(&m, RACE_SCRIPT);
+    assert!(out.contains("writer ESTALE"), "{out}");
+    assert!(out.contains("reader ESTALE"), "{out}");
+    let (values, logs) = stored(&m.partition_dir("t", 0));
+    assert_eq!(values, vec![b"new1".to_vec()]);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(m.end_offset("t", 0), 1);
+}
