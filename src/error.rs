@@ -12,6 +12,8 @@ pub enum Error {
     TopicExists(String),
     #[error("unknown topic {0}")]
     UnknownTopic(String),
+    #[error("topic {0} was deleted (this file belongs to it, not to a topic created since)")]
+    TopicDeleted(String),
     #[error("unknown partition {topic}-{partition}")]
     UnknownPartition { topic: String, partition: u32 },
     #[error(

@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::{self, Offsets};
@@ -180,18 +180,64 @@ fn read_checkpoint_or_warn(path: &Path) -> Offsets {
     })
 }
 
+/// Incarnation numbers: each topic created or loaded gets the next one, so a topic deleted
+/// and created again under the same name is told apart from the old one.
+static NEXT_INCARNATION: AtomicU64 = AtomicU64::new(1);
+
 /// A topic: its partitions and its config overrides.
 pub struct Topic {
     name: String,
+    incarnation: u64,
+    /// `true` once the topic is deleted. Users of its storage hold the read side
+    /// ([`Topic::live`]); deletion takes the write side, so it waits for them and nobody
+    /// touches the storage of a deleted topic afterwards.
+    deleted: RwLock<bool>,
     partitions: RwLock<Vec<Arc<PartitionLog>>>,
     overrides: Mutex<BTreeMap<String, String>>,
     config: RwLock<Arc<LogConfig>>,
     round_robin: AtomicU32,
 }
 
+/// Proof that a topic is not deleted, held while its storage is used.
+pub type LiveTopic<'a> = RwLockReadGuard<'a, bool>;
+
 impl Topic {
+    fn new(
+        name: String,
+        partitions: Vec<Arc<PartitionLog>>,
+        overrides: BTreeMap<String, String>,
+        config: Arc<LogConfig>,
+    ) -> Topic {
+        Topic {
+            name,
+            incarnation: NEXT_INCARNATION.fetch_add(1, Ordering::Relaxed),
+            deleted: RwLock::new(false),
+            partitions: RwLock::new(partitions),
+            overrides: Mutex::new(overrides),
+            config: RwLock::new(config),
+            round_robin: AtomicU32::new(0),
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// Unique to this topic among all topics of the process, the deleted ones included.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+    pub fn is_deleted(&self) -> bool {
+        *self.deleted.read().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Fails with TopicDeleted once the topic is deleted; otherwise deletion waits until the
+    /// returned guard is dropped. Do not take it twice in one thread (deletion waiting for the
+    /// write side would block the second read).
+    pub fn live(&self) -> Result<LiveTopic<'_>> {
+        let g = self.deleted.read().unwrap_or_else(|e| e.into_inner());
+        if *g {
+            return Err(Error::TopicDeleted(self.name.clone()));
+        }
+        Ok(g)
     }
     pub fn partition_count(&self) -> u32 {
         self.partitions.read().unwrap().len() as u32
@@ -426,16 +472,7 @@ impl LogManager {
                         }
                     }
                 }
-                topics.insert(
-                    name.clone(),
-                    Arc::new(Topic {
-                        name,
-                        partitions: RwLock::new(list),
-                        overrides: Mutex::new(ov),
-                        config: RwLock::new(cfg),
-                        round_robin: AtomicU32::new(0),
-                    }),
-                );
+                topics.insert(name.clone(), Arc::new(Topic::new(name, list, ov, cfg)));
             }
         }
         mgr.write_checkpoints()?;
@@ -474,15 +511,23 @@ impl LogManager {
     }
 
     fn least_loaded_dir_with(&self, topics: &BTreeMap<String, Arc<Topic>>) -> PathBuf {
+        self.least_loaded_dir_given(topics, &[])
+    }
+
+    /// The least-loaded log dir, counting `pending` (partitions being created) too.
+    fn least_loaded_dir_given(
+        &self,
+        topics: &BTreeMap<String, Arc<Topic>>,
+        pending: &[Arc<PartitionLog>],
+    ) -> PathBuf {
         let mut counts: BTreeMap<PathBuf, usize> =
             self.dirs.iter().map(|d| (d.path.clone(), 0)).collect();
-        for t in topics.values() {
-            for p in t.partitions() {
-                if let Some(parent) = p.dir().parent()
-                    && let Some(c) = counts.get_mut(parent)
-                {
-                    *c += 1;
-                }
+        let existing = topics.values().flat_map(|t| t.partitions());
+        for p in existing.chain(pending.iter().cloned()) {
+            if let Some(parent) = p.dir().parent()
+                && let Some(c) = counts.get_mut(parent)
+            {
+                *c += 1;
             }
         }
         // Ties go to the dir listed first.
@@ -493,26 +538,57 @@ impl LogManager {
             .expect("at least one log dir")
     }
 
-    fn new_partition(
+    /// Creates partitions `from..to` of `topic`, all or none: when one fails, the directories
+    /// of those already made (and of the failed one) are removed and the error returned.
+    fn new_partitions(
         &self,
         topics: &BTreeMap<String, Arc<Topic>>,
         topic: &str,
-        p: u32,
+        from: u32,
+        to: u32,
         cfg: Arc<LogConfig>,
-    ) -> Result<Arc<PartitionLog>> {
-        let dir = self
-            .least_loaded_dir_with(topics)
-            .join(format!("{topic}-{p}"));
-        if dir.exists() {
-            return Err(Error::Corrupt(format!(
-                "partition directory {} already exists",
-                dir.display()
-            )));
+    ) -> Result<Vec<Arc<PartitionLog>>> {
+        let mut made: Vec<Arc<PartitionLog>> = Vec::new();
+        for p in from..to {
+            let dir = self
+                .least_loaded_dir_given(topics, &made)
+                .join(format!("{topic}-{p}"));
+            let res = if dir.exists() {
+                Err(Error::Corrupt(format!(
+                    "partition directory {} already exists",
+                    dir.display()
+                )))
+            } else {
+                // The directory may exist without its segment: it was ours, remove it.
+                PartitionLog::create(&dir, topic, p, cfg.clone())
+                    .inspect_err(|_| remove_partition_dir(&dir))
+            };
+            match res {
+                Ok(l) => made.push(Arc::new(l)),
+                Err(e) => {
+                    let dirs: Vec<PathBuf> = made.iter().map(|l| l.dir()).collect();
+                    // Closes their files before removing them.
+                    drop(made);
+                    for d in dirs {
+                        remove_partition_dir(&d);
+                    }
+                    return Err(e);
+                }
+            }
         }
-        Ok(Arc::new(PartitionLog::create(&dir, topic, p, cfg)?))
+        Ok(made)
+    }
+
+    /// Writes the checkpoints after a change that is already done: a failure is logged, not
+    /// returned (the change stands; the next periodic checkpoint writes them).
+    fn checkpoint_after(&self, what: &str) {
+        if let Err(e) = self.write_checkpoints() {
+            log::error!("{what}: checkpoints not written (retried at the next interval): {e}");
+        }
     }
 
     /// Creates a topic with `num.partitions` partitions, each on the least-loaded log dir.
+    /// All or nothing: when a partition cannot be created, no trace of the topic is left.
     pub fn create_topic(&self, name: &str) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
         self.writable()?;
@@ -520,66 +596,98 @@ impl LogManager {
         if self.topics.read().unwrap().contains_key(name) {
             return Err(Error::TopicExists(name.to_string()));
         }
-        let cfg = Arc::new(self.config.log.clone());
-        let topic = Arc::new(Topic {
-            name: name.to_string(),
-            partitions: RwLock::new(Vec::new()),
-            overrides: Mutex::new(BTreeMap::new()),
-            config: RwLock::new(cfg.clone()),
-            round_robin: AtomicU32::new(0),
-        });
-        {
-            let mut topics = self.topics.write().unwrap();
-            topics.insert(name.to_string(), topic.clone());
-            for p in 0..self.config.num_partitions {
-                match self.new_partition(&topics, name, p, cfg.clone()) {
-                    Ok(l) => topic.partitions.write().unwrap().push(l),
-                    Err(e) => {
-                        topics.remove(name);
-                        for l in topic.partitions() {
-                            let _ = std::fs::remove_dir_all(l.dir());
-                        }
-                        return Err(e);
-                    }
-                }
-            }
+        // Overrides left behind by a deletion that could not remove them are not this topic's.
+        if read_topic_overrides(&self.config.log_dirs).contains_key(name) {
+            self.set_overrides_locked(name, None)?;
         }
+        let cfg = Arc::new(self.config.log.clone());
+        let parts = {
+            let topics = self.topics.read().unwrap();
+            self.new_partitions(&topics, name, 0, self.config.num_partitions, cfg.clone())?
+        };
+        let topic = Arc::new(Topic::new(name.to_string(), parts, BTreeMap::new(), cfg));
+        self.topics
+            .write()
+            .unwrap()
+            .insert(name.to_string(), topic.clone());
         log::info!(
             "created topic {name} with {} partitions",
             self.config.num_partitions
         );
-        self.write_checkpoints()?;
+        self.checkpoint_after(&format!("create topic {name}"));
         Ok(topic)
     }
 
-    /// Deletes a topic and its data (Kafka style: rename to `-delete`, then remove).
+    /// Deletes a topic and its data (Kafka style: rename to `-delete`, then remove). Waits
+    /// for the users of its storage ([`Topic::live`]); afterwards every one fails.
+    /// Either every partition directory is renamed and the topic is gone, or none is and the
+    /// topic stays as it was.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.writable()?;
+        let topic = self.topic(name)?;
+        // Taken before the admin lock: a user holding `live` may wait for the admin lock.
+        let mut deleted = topic.deleted.write().unwrap_or_else(|e| e.into_inner());
         let _admin = self.admin.lock().unwrap();
-        let topic = self
-            .topics
-            .write()
-            .unwrap()
-            .remove(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if *deleted
+            || !self
+                .topics
+                .read()
+                .unwrap()
+                .get(name)
+                .is_some_and(|t| Arc::ptr_eq(t, &topic))
+        {
+            return Err(Error::UnknownTopic(name.to_string()));
+        }
+        let mut renamed: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for log in topic.partitions() {
+            let dir = log.dir();
+            let mut del = dir.clone().into_os_string();
+            // Unique per incarnation: a leftover of an earlier deletion never collides.
+            del.push(format!(
+                ".{}-{}-delete",
+                std::process::id(),
+                topic.incarnation()
+            ));
+            let del = PathBuf::from(del);
+            if let Err(e) = std::fs::rename(&dir, &del) {
+                for (dir, del) in renamed.iter().rev() {
+                    if let Err(e) = std::fs::rename(del, dir) {
+                        log::error!("cannot rename {} back: {e}", del.display());
+                    }
+                }
+                return Err(e.into());
+            }
+            renamed.push((dir, del));
+        }
+        *deleted = true;
+        self.topics.write().unwrap().remove(name);
         for log in topic.partitions() {
             for s in log.segments() {
                 s.close();
             }
-            let dir = log.dir();
-            let mut del = dir.clone().into_os_string();
-            del.push(format!(".{}-delete", std::process::id()));
-            let del = PathBuf::from(del);
-            std::fs::rename(&dir, &del)?;
-            std::fs::remove_dir_all(&del)?;
         }
-        self.set_overrides_locked(name, None)?;
+        // Done from here on: what cannot be cleaned now is cleaned at the next start.
+        for (_, del) in &renamed {
+            if let Err(e) = std::fs::remove_dir_all(del) {
+                log::warn!(
+                    "{} not removed (removed at the next start): {e}",
+                    del.display()
+                );
+            }
+        }
+        if let Err(e) = self.set_overrides_locked(name, None) {
+            log::warn!(
+                "topic {name}: config overrides not removed (ignored by a new topic of that name): {e}"
+            );
+        }
         log::info!("deleted topic {name}");
-        self.write_checkpoints()?;
+        drop(deleted);
+        self.checkpoint_after(&format!("delete topic {name}"));
         Ok(())
     }
 
-    /// Grows a topic to `n` partitions; shrinking is refused.
+    /// Grows a topic to `n` partitions; shrinking is refused. All new partitions are created
+    /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
         let _admin = self.admin.lock().unwrap();
@@ -592,17 +700,16 @@ impl LogManager {
                 requested: n,
             });
         }
-        {
+        if n == current {
+            return Ok(());
+        }
+        let made = {
             let topics = self.topics.read().unwrap();
-            for p in current..n {
-                let l = self.new_partition(&topics, topic, p, t.config())?;
-                t.partitions.write().unwrap().push(l);
-            }
-        }
-        if n > current {
-            log::info!("topic {topic}: partitions {current} -> {n}");
-            self.write_checkpoints()?;
-        }
+            self.new_partitions(&topics, topic, current, n, t.config())?
+        };
+        t.partitions.write().unwrap().extend(made);
+        log::info!("topic {topic}: partitions {current} -> {n}");
+        self.checkpoint_after(&format!("topic {topic}: partitions {current} -> {n}"));
         Ok(())
     }
 
@@ -709,7 +816,21 @@ impl LogManager {
     pub fn run_retention(&self) -> Result<usize> {
         let now = now_ms();
         let mut deleted = 0;
-        for l in self.all_partitions() {
+        let topics: Vec<Arc<Topic>> = self.topics.read().unwrap().values().cloned().collect();
+        for t in topics {
+            // A topic deleted meanwhile is skipped; deletion waits for a pass under way.
+            let Ok(_live) = t.live() else { continue };
+            deleted += self.retention_of(&t, now)?;
+        }
+        if deleted > 0 {
+            self.write_checkpoints()?;
+        }
+        Ok(deleted)
+    }
+
+    fn retention_of(&self, t: &Topic, now: i64) -> Result<usize> {
+        let mut deleted = 0;
+        for l in t.partitions() {
             let cfg = l.config();
             if cfg.retention_ms >= 0 {
                 deleted += l.delete_old_segments(|s, _| match s.largest_timestamp() {
@@ -731,9 +852,6 @@ impl LogManager {
                     })?;
                 }
             }
-        }
-        if deleted > 0 {
-            self.write_checkpoints()?;
         }
         Ok(deleted)
     }
@@ -847,6 +965,15 @@ fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, S
         }
     }
     out
+}
+
+/// Removes a partition directory this process created (a failed creation's leftovers).
+fn remove_partition_dir(dir: &Path) {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => log::error!("cannot remove {}: {e}", dir.display()),
+    }
 }
 
 /// Raises the soft open-file limit to the hard limit: a log dir holds many segment files.

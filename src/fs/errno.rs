@@ -10,6 +10,7 @@ pub fn errno(e: &Error) -> Errno {
         Error::InvalidTopicName(_) => Errno::EINVAL,
         Error::TopicExists(_) => Errno::EEXIST,
         Error::UnknownTopic(_) => Errno::ENOENT,
+        Error::TopicDeleted(_) => Errno::ESTALE,
         Error::UnknownPartition { .. } => Errno::ENOENT,
         Error::InvalidPartitionCount { .. } => Errno::EINVAL,
         Error::OffsetOutOfRange { .. } => Errno::ENOENT,

@@ -64,6 +64,35 @@ pub struct AppendHandle {
     max_record: usize,
     /// Partitions this handle appended to, for fsync.
     written: BTreeSet<u32>,
+    /// Set when a write request failed while a partial line was pending: that line's head is
+    /// gone, so what the failed request held of it (up to and including its first `\n`, or
+    /// all of it) must never become a record. A writer that loops on short writes sends those
+    /// bytes again next; such a request is refused too, with the same error, and so is one
+    /// that goes on with the line when it had not ended.
+    rejected: Option<Rejected>,
+    /// Records of the current `append_lines` already appended (when a later batch of it fails).
+    appended: usize,
+}
+
+struct Rejected {
+    rest: Vec<u8>,
+    error: Error,
+}
+
+/// The same error again, for the retry of a refused request.
+fn same_error(e: &Error) -> Error {
+    match e {
+        Error::RecordTooLarge { size, max } => Error::RecordTooLarge {
+            size: *size,
+            max: *max,
+        },
+        Error::InvalidRecord(m) => Error::InvalidRecord(m.clone()),
+        Error::TopicDeleted(t) => Error::TopicDeleted(t.clone()),
+        Error::Io(io) => Error::Io(std::io::Error::from_raw_os_error(
+            io.raw_os_error().unwrap_or(libc::EIO),
+        )),
+        other => Error::Io(std::io::Error::other(other.to_string())),
+    }
 }
 
 impl AppendHandle {
@@ -75,12 +104,53 @@ impl AppendHandle {
             partial_owner: None,
             max_record,
             written: BTreeSet::new(),
+            rejected: None,
+            appended: 0,
         }
     }
 
     /// One write request: its complete lines (with a pending partial line in front) become one
-    /// batch; what follows the last `\n` is kept for the next write.
-    pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> Result<()> {
+    /// batch; what follows the last `\n` is kept for the next write. Nothing of a failed
+    /// request is appended; when it continued a pending partial line, that line is dropped
+    /// whole: its head (held here) now, its rest when the writer sends it again.
+    /// Returns how many bytes were taken: fewer than `data` when the complete lines had to go
+    /// in several batches and a later one failed (the writer is told a short count for the
+    /// lines appended, and sends the rest again).
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> Result<usize> {
+        if let Some(r) = &self.rejected {
+            // Those bytes sent again (the retry of a short write): refused again.
+            let n = r.rest.len().min(data.len());
+            if data[..n] == r.rest[..n] {
+                return Err(same_error(&r.error));
+            }
+            // The refused line had not ended: these bytes continue it up to their first `\n`.
+            if r.rest.last() != Some(&b'\n') {
+                let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
+                let error = same_error(&r.error);
+                let e = same_error(&error);
+                self.rejected = Some(Rejected {
+                    rest: data[..end].to_vec(),
+                    error,
+                });
+                return Err(e);
+            }
+            self.rejected = None;
+        }
+        let continues_line = !self.partial.is_empty();
+        let res = self.write_request(data, owner);
+        if let Err(e) = &res
+            && continues_line
+        {
+            let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
+            self.rejected = Some(Rejected {
+                rest: data[..end].to_vec(),
+                error: same_error(e),
+            });
+        }
+        res
+    }
+
+    fn write_request(&mut self, data: &[u8], owner: Option<u64>) -> Result<usize> {
         if !data.is_empty() && data.last() != Some(&b'\n') {
             self.partial_owner = owner;
         }
@@ -94,22 +164,43 @@ impl AppendHandle {
                     max: self.max_record,
                 });
             }
-            return Ok(());
+            return Ok(data.len());
         };
         let (complete, rest) = data.split_at(last_nl + 1);
-        let result = if self.partial.is_empty() {
-            self.append_lines(complete)
+        let pending = self.partial.len();
+        let joined_buf;
+        let joined: &[u8] = if pending == 0 {
+            complete
         } else {
-            let mut joined = std::mem::take(&mut self.partial);
-            joined.extend_from_slice(complete);
-            // A failed batch takes the pending partial line with it (the write that completed
-            // it fails): the writer is told, nothing is appended.
-            self.append_lines(&joined)
+            let mut j = std::mem::take(&mut self.partial);
+            j.extend_from_slice(complete);
+            joined_buf = j;
+            &joined_buf
         };
+        // A failed batch takes the pending partial line with it (the write that completed
+        // it fails): the writer is told, nothing is appended.
+        self.appended = 0;
+        let result = self.append_lines(joined);
         self.partial.clear();
-        result?;
-        self.partial.extend_from_slice(rest);
-        Ok(())
+        match result {
+            Ok(()) => {
+                self.partial.extend_from_slice(rest);
+                Ok(data.len())
+            }
+            // Lines went in several batches and the first ones are in: report exactly their
+            // bytes written, so a failure is never reported for records that were appended.
+            Err(e) if self.appended > 0 && self.format == Format::Lines => {
+                let end = memchr::memchr_iter(b'\n', joined)
+                    .nth(self.appended - 1)
+                    .map_or(joined.len(), |i| i + 1);
+                log::warn!(
+                    "append: {} of the write's lines appended, then: {e}; a short count is returned",
+                    self.appended
+                );
+                Ok(end - pending)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Appends a pending partial line as one record.
@@ -201,25 +292,23 @@ impl AppendHandle {
             by_partition.entry(p).or_default().push(*r);
         }
         for (p, recs) in by_partition {
-            append_batch(&*topic.partition(p)?, &recs)?;
+            append_batch(&*topic.partition(p)?, &recs, &mut 0)?;
             self.written.insert(p);
         }
         Ok(())
     }
 
     fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
-        match &self.target {
-            AppendTarget::Partition(log) => {
-                append_batch(log, records)?;
-                self.written.insert(log.partition());
-            }
-            AppendTarget::Topic(topic) => {
-                let log = topic.partition(topic.next_round_robin())?;
-                append_batch(&log, records)?;
-                self.written.insert(log.partition());
-            }
+        let log = match &self.target {
+            AppendTarget::Partition(log) => log.clone(),
+            AppendTarget::Topic(topic) => topic.partition(topic.next_round_robin())?,
+        };
+        let before = self.appended;
+        let res = append_batch(&log, records, &mut self.appended);
+        if self.appended > before {
+            self.written.insert(log.partition());
         }
-        Ok(())
+        res
     }
 }
 
@@ -238,9 +327,17 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
 /// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
 /// producer batches records (each batch as large as fits); when one record cannot fit in a
 /// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
-pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<()> {
+/// `done` counts the records appended (the first ones, when a later batch fails).
+pub fn append_batch(
+    log: &PartitionLog,
+    records: &[RecordInput<'_>],
+    done: &mut usize,
+) -> Result<()> {
     let max = match log.append(records) {
-        Ok(_) => return Ok(()),
+        Ok(_) => {
+            *done += records.len();
+            return Ok(());
+        }
         Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
         Err(e) => return Err(e),
     };
@@ -254,7 +351,7 @@ pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<(
             size += sizes[end];
             end += 1;
         }
-        append_halving(log, &records[start..end])?;
+        append_halving(log, &records[start..end], done)?;
         start = end;
     }
     Ok(())
@@ -278,14 +375,18 @@ fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>
 
 /// Appends `records`, halving the batch if the log still finds it too large (a codec that
 /// grows incompressible data).
-fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> Result<()> {
+fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
     match log.append(records) {
         Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
             let (a, b) = records.split_at(records.len() / 2);
-            append_halving(log, a)?;
-            append_halving(log, b)
+            append_halving(log, a, done)?;
+            append_halving(log, b, done)
         }
-        r => r.map(|_| ()),
+        Ok(_) => {
+            *done += records.len();
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 

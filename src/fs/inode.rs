@@ -6,8 +6,39 @@ use std::sync::{Arc, Mutex};
 
 use fuser::FileType;
 
-/// Topic names are shared by every node below the topic.
-pub type TopicName = Arc<str>;
+/// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
+/// numbers) of a deleted topic are never those of a topic created since under its name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TopicName {
+    name: Arc<str>,
+    incarnation: u64,
+}
+
+impl TopicName {
+    pub fn new(name: &str, incarnation: u64) -> TopicName {
+        TopicName {
+            name: Arc::from(name),
+            incarnation,
+        }
+    }
+
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+}
+
+impl std::ops::Deref for TopicName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
 
 /// The inode number of the mount's root.
 pub const ROOT_INO: u64 = 1;
@@ -168,6 +199,20 @@ fn parse_decimal(s: &str) -> Option<i64> {
 }
 
 impl Node {
+    /// The topic this node belongs to (None for the root).
+    pub fn topic(&self) -> Option<&TopicName> {
+        match self {
+            Node::Root => None,
+            Node::Topic(t)
+            | Node::TopicFile(t, _)
+            | Node::Partition(t, _)
+            | Node::PartitionFile(t, ..)
+            | Node::PartitionDir(t, ..)
+            | Node::Lookup(t, ..)
+            | Node::Segment(t, ..) => Some(t),
+        }
+    }
+
     pub fn kind(&self) -> FileType {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
@@ -396,7 +441,7 @@ mod tests {
     #[test]
     fn inodes_are_stable_and_forgotten() {
         let t = InodeTable::new();
-        let topic: TopicName = Arc::from("orders");
+        let topic = TopicName::new("orders", 1);
         let n = Node::Partition(topic.clone(), 3);
         let a = t.lookup(&n);
         assert_eq!(t.lookup(&n), a);
@@ -408,13 +453,16 @@ mod tests {
         assert_eq!(t.len(), 1);
         let b = t.lookup(&n);
         assert_ne!(a, b);
+        // The same name in another incarnation of the topic is another inode.
+        let again = Node::Partition(TopicName::new("orders", 2), 3);
+        assert_ne!(t.lookup(&again), b);
         t.forget(ROOT_INO, 100);
         assert_eq!(t.get(ROOT_INO), Some(Node::Root));
     }
 
     #[test]
     fn modes_follow_the_spec() {
-        let t: TopicName = Arc::from("t");
+        let t = TopicName::new("t", 1);
         assert!(!Node::TopicFile(t.clone(), TopicFile::Append).readable());
         assert!(Node::TopicFile(t.clone(), TopicFile::Append).writable());
         assert!(!Node::PartitionFile(t.clone(), 0, PartitionFile::LogEndOffset).writable());

@@ -22,10 +22,12 @@ use fuser::{
 
 use crate::error::Error;
 use crate::log::PartitionLog;
-use crate::manager::{LogManager, Topic};
+use crate::manager::{LiveTopic, LogManager, Topic};
 
 use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
-use inode::{Format, InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile};
+use inode::{
+    Format, InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
+};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
@@ -106,7 +108,7 @@ fn errno_name(code: i32) -> String {
 pub struct FsState {
     mgr: Arc<LogManager>,
     inodes: InodeTable,
-    handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
+    handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
     /// `true` once shut down: callbacks then fail with ENOTCONN. Callbacks hold the read side
     /// while they use the core, so shutdown (the write side) waits for them to finish.
@@ -114,6 +116,19 @@ pub struct FsState {
     uid: u32,
     gid: u32,
     mounted_at: SystemTime,
+}
+
+/// An open file: its handle and the topic it belongs to. Every use of the handle first
+/// checks that the topic is not deleted, and holds it so while the handle works.
+struct OpenFile {
+    topic: Option<Arc<Topic>>,
+    handle: Mutex<Handle>,
+}
+
+impl OpenFile {
+    fn live(&self) -> crate::error::Result<Option<LiveTopic<'_>>> {
+        self.topic.as_deref().map(Topic::live).transpose()
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,9 +163,11 @@ impl FsState {
             return Ok(());
         }
         *closed = true;
-        let open: Vec<(u64, Arc<Mutex<Handle>>)> = lock(&self.handles).drain().collect();
-        for (fh, h) in open {
-            if let Err(e) = lock(&h).finish(&self.mgr) {
+        let open: Vec<(u64, Arc<OpenFile>)> = lock(&self.handles).drain().collect();
+        for (fh, of) in open {
+            // The pending line of a deleted topic's file has nowhere to go.
+            let Ok(_live) = of.live() else { continue };
+            if let Err(e) = lock(&of.handle).finish(&self.mgr) {
                 log::error!("shutdown: pending line of open file {fh} not appended: {e}");
             }
         }
@@ -172,15 +189,29 @@ impl FsState {
         }
     }
 
-    fn topic(&self, t: &str) -> FsResult<Arc<Topic>> {
-        Ok(self.mgr.topic(t)?)
+    /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
+    /// created again).
+    fn topic(&self, t: &TopicName) -> FsResult<Arc<Topic>> {
+        let topic = self.mgr.topic(t)?;
+        if topic.incarnation() != t.incarnation() {
+            return tree(
+                Errno::ENOENT,
+                format!("topic {t} was deleted (a new topic has its name)"),
+            );
+        }
+        Ok(topic)
     }
 
-    fn partition(&self, t: &str, p: u32) -> FsResult<Arc<PartitionLog>> {
+    /// The topic `node` belongs to (None for the root), as [`FsState::topic`].
+    fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<Topic>>> {
+        node.topic().map(|t| self.topic(t)).transpose()
+    }
+
+    fn partition(&self, t: &TopicName, p: u32) -> FsResult<Arc<PartitionLog>> {
         Ok(self.topic(t)?.partition(p)?)
     }
 
-    fn handle(&self, fh: FileHandle) -> FsResult<Arc<Mutex<Handle>>> {
+    fn handle(&self, fh: FileHandle) -> FsResult<Arc<OpenFile>> {
         match lock(&self.handles).get(&fh.0) {
             Some(h) => Ok(h.clone()),
             None => tree(Errno::EBADF, format!("unknown file handle {}", fh.0)),
@@ -195,8 +226,11 @@ impl FsState {
         let missing = || tree(Errno::ENOENT, format!("no entry {name:?} in {parent}"));
         match parent {
             Node::Root => {
-                let topic = self.topic(name)?;
-                Ok(Node::Topic(Arc::from(topic.name())))
+                let topic = self.mgr.topic(name)?;
+                Ok(Node::Topic(TopicName::new(
+                    topic.name(),
+                    topic.incarnation(),
+                )))
             }
             Node::Topic(t) => {
                 if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
@@ -358,6 +392,8 @@ impl FsState {
     pub fn lookup(&self, parent: INodeNo, name: &OsStr) -> FsResult<(Duration, FileAttr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
+        let topic = self.topic_of(&parent)?;
+        let _live = topic.as_deref().map(Topic::live).transpose()?;
         let node = self.child(&parent, name)?;
         self.entry(node)
     }
@@ -365,6 +401,8 @@ impl FsState {
     pub fn getattr(&self, ino: INodeNo) -> FsResult<(Duration, FileAttr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
+        let topic = self.topic_of(&node)?;
+        let _live = topic.as_deref().map(Topic::live).transpose()?;
         Ok((Self::ttl(&node), self.attr(ino.0, &node)?))
     }
 
@@ -400,7 +438,12 @@ impl FsState {
         match node {
             Node::Root => {
                 for t in self.mgr.topics() {
-                    out.push((Node::Topic(Arc::from(t.as_str())), t));
+                    // Deleted since the names were listed: not listed.
+                    let Ok(topic) = self.mgr.topic(&t) else {
+                        continue;
+                    };
+                    let node = Node::Topic(TopicName::new(&t, topic.incarnation()));
+                    out.push((node, t));
                 }
             }
             Node::Topic(t) => {
@@ -441,6 +484,8 @@ impl FsState {
     pub fn readdir(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
         let listing = self.gate().and_then(|_g| {
             let node = self.node(ino)?;
+            let topic = self.topic_of(&node)?;
+            let _live = topic.as_deref().map(Topic::live).transpose()?;
             let entries = self.entries(&node)?;
             Ok((node, entries))
         });
@@ -482,7 +527,10 @@ impl FsState {
             return Err(Error::InvalidTopicName(name.to_string_lossy().into_owned()).into());
         };
         let topic = self.mgr.create_topic(name)?;
-        self.entry(Node::Topic(Arc::from(topic.name())))
+        self.entry(Node::Topic(TopicName::new(
+            topic.name(),
+            topic.incarnation(),
+        )))
     }
 
     pub fn rmdir(&self, parent: INodeNo, name: &OsStr) -> FsResult<()> {
@@ -504,6 +552,9 @@ impl FsState {
     pub fn open(&self, ino: INodeNo, flags: OpenFlags) -> FsResult<(FileHandle, FopenFlags)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
+        // Held while the handle is made: the topic cannot be deleted under the open.
+        let topic = self.topic_of(&node)?;
+        let _live = topic.as_deref().map(Topic::live).transpose()?;
         let (read, write) = match flags.acc_mode() {
             OpenAccMode::O_RDONLY => (true, false),
             OpenAccMode::O_WRONLY => (false, true),
@@ -603,7 +654,11 @@ impl FsState {
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        lock(&self.handles).insert(fh, Arc::new(Mutex::new(handle)));
+        let of = OpenFile {
+            topic: topic.clone(),
+            handle: Mutex::new(handle),
+        };
+        lock(&self.handles).insert(fh, Arc::new(of));
         Ok((FileHandle(fh), fopen))
     }
 
@@ -613,11 +668,15 @@ impl FsState {
             Ok(g) => g,
             Err(e) => return fail(reply, e),
         };
-        let h = match self.handle(fh) {
+        let of = match self.handle(fh) {
             Ok(h) => h,
             Err(e) => return fail(reply, e),
         };
-        let mut h = lock(&h);
+        let _live = match of.live() {
+            Ok(l) => l,
+            Err(e) => return fail(reply, e.into()),
+        };
+        let mut h = lock(&of.handle);
         match &mut *h {
             Handle::Stream(s) => match s.read(offset, size as usize) {
                 Ok(data) => reply.data(data),
@@ -637,10 +696,11 @@ impl FsState {
 
     pub fn write(&self, fh: FileHandle, data: &[u8], owner: Option<LockOwner>) -> FsResult<u32> {
         let _g = self.gate()?;
-        let h = self.handle(fh)?;
-        let mut h = lock(&h);
+        let of = self.handle(fh)?;
+        let _live = of.live()?;
+        let mut h = lock(&of.handle);
         match &mut *h {
-            Handle::Append(a) => a.write(data, owner.map(|o| o.0))?,
+            Handle::Append(a) => return Ok(a.write(data, owner.map(|o| o.0))? as u32),
             Handle::Text(t) => t.write(&self.mgr, data)?,
             Handle::Stream(_) | Handle::Segment(_) => return tree(Errno::EBADF, "read-only file"),
         }
@@ -649,24 +709,30 @@ impl FsState {
 
     pub fn flush(&self, fh: FileHandle, owner: LockOwner) -> FsResult<()> {
         let _g = self.gate()?;
-        let h = self.handle(fh)?;
-        let mut h = lock(&h);
+        let of = self.handle(fh)?;
+        let _live = of.live()?;
+        let mut h = lock(&of.handle);
         Ok(h.flush(&self.mgr, owner.0)?)
     }
 
     pub fn release(&self, fh: FileHandle) -> FsResult<()> {
         let _g = self.gate()?;
-        let Some(h) = lock(&self.handles).remove(&fh.0) else {
+        let Some(of) = lock(&self.handles).remove(&fh.0) else {
             return Ok(());
         };
-        let mut h = lock(&h);
+        // A deleted topic's file: its pending line has nowhere to go (close reported it).
+        let Ok(_live) = of.live() else {
+            return Ok(());
+        };
+        let mut h = lock(&of.handle);
         Ok(h.finish(&self.mgr)?)
     }
 
     pub fn fsync(&self, fh: FileHandle) -> FsResult<()> {
         let _g = self.gate()?;
-        let h = self.handle(fh)?;
-        let h = lock(&h);
+        let of = self.handle(fh)?;
+        let _live = of.live()?;
+        let h = lock(&of.handle);
         match &*h {
             Handle::Append(a) => Ok(a.sync(&self.mgr)?),
             _ => Ok(()),
@@ -676,6 +742,8 @@ impl FsState {
     pub fn access(&self, ino: INodeNo, mask: AccessFlags) -> FsResult<()> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
+        let topic = self.topic_of(&node)?;
+        let _live = topic.as_deref().map(Topic::live).transpose()?;
         self.attr(ino.0, &node)?;
         let allowed = ((node.perm() >> 6) & 7) as i32;
         let wanted = mask.bits() & 7;
