@@ -56,15 +56,45 @@ fn refuse_symlink(path: &Path) -> io::Error {
     )
 }
 
-/// Maps ELOOP (what `O_NOFOLLOW` returns for a symlink) to a message naming the file.
+/// An OS error and the path it happened on. Keeps the errno: see [`os_error`].
+#[derive(Debug)]
+struct PathError {
+    path: PathBuf,
+    source: io::Error,
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for PathError {}
+
+/// The errno of an error, also of one this module wrapped with its path.
+pub fn os_error(e: &io::Error) -> Option<i32> {
+    e.raw_os_error().or_else(|| {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<PathError>())
+            .and_then(|p| p.source.raw_os_error())
+    })
+}
+
+/// Names the file in an error; ELOOP (what `O_NOFOLLOW` returns for a symlink) becomes a
+/// refusal that says so.
 fn named(path: &Path, e: io::Error) -> io::Error {
+    let is_link = || std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     match e.raw_os_error() {
         Some(libc::ELOOP) => refuse_symlink(path),
-        Some(libc::ENOTDIR) => io::Error::new(
+        // O_DIRECTORY|O_NOFOLLOW on a link to a directory reports ENOTDIR.
+        Some(libc::ENOTDIR) if is_link() => refuse_symlink(path),
+        _ => io::Error::new(
             e.kind(),
-            format!("{}: not a directory (or a symlink to one)", path.display()),
+            PathError {
+                path: path.to_path_buf(),
+                source: e,
+            },
         ),
-        _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
     }
 }
 
@@ -377,6 +407,10 @@ mod tests {
         dir.write_atomic("x", b"new").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"precious");
         assert_eq!(std::fs::read(d.path().join("x")).unwrap(), b"new");
+        // A wrapped error keeps its errno and names the file.
+        let e = dir.open_file("missing", Access::ReadOnly).unwrap_err();
+        assert_eq!(os_error(&e), Some(libc::ENOENT));
+        assert!(e.to_string().contains("missing"), "{e}");
         // A link as the directory itself is refused.
         std::os::unix::fs::symlink(d.path(), d.path().join("dirlink")).unwrap();
         assert!(

@@ -22,7 +22,9 @@ pub fn errno(e: &Error) -> Errno {
         Error::LogDirLocked(_) => Errno::EBUSY,
         Error::LogDirOffline(_) => Errno::EIO,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
-        Error::Io(io) => io.raw_os_error().map(Errno::from_i32).unwrap_or(Errno::EIO),
+        Error::Io(io) => crate::safe_fs::os_error(io)
+            .map(Errno::from_i32)
+            .unwrap_or(Errno::EIO),
     }
 }
 

@@ -89,7 +89,7 @@ fn same_error(e: &Error) -> Error {
         Error::InvalidRecord(m) => Error::InvalidRecord(m.clone()),
         Error::TopicDeleted(t) => Error::TopicDeleted(t.clone()),
         Error::Io(io) => Error::Io(std::io::Error::from_raw_os_error(
-            io.raw_os_error().unwrap_or(libc::EIO),
+            crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
         )),
         other => Error::Io(std::io::Error::other(other.to_string())),
     }
