@@ -1,6 +1,6 @@
 //! `topicfs dump-log`: Kafka's `kafka-dump-log.sh` (`kafka.tools.DumpLogSegments`), line for line.
 //!
-//! The output rules are those of kafka-notes.md section 7, checked against the tool's Scala
+//! The output rules are those of docs/format.md section 7, checked against the tool's Scala
 //! source and the Java classes it calls (`FileRecords`, `FileLogInputStream`,
 //! `DefaultRecordBatch`, `DefaultRecord`, `OffsetIndex`, `TimeIndex`, `TransactionIndex`,
 //! `ProducerStateManager.readSnapshot`). Where the Java code would throw out of `main`, the

@@ -79,7 +79,7 @@ struct MountArgs {
     kafka: KafkaArgs,
 }
 
-/// Generates the long options of SPEC section 4, each feeding one server.properties key.
+/// Generates the long options of docs/contract.md, each feeding one server.properties key.
 macro_rules! kafka_args {
     ($( $field:ident, $long:literal, [$($alias:literal),*], $key:literal, $value:literal, $help:literal; )*) => {
         #[derive(Args)]

@@ -1,8 +1,8 @@
 //! Golden tests for `topicfs::dump::run` (Kafka's DumpLogSegments output).
 //!
-//! Segment files are built without topicfs' own encoder: from the hex dump of kafka-notes.md
-//! section 1.6 (tests/fixtures/dump), with the independent `kafka-protocol` crate, or by hand.
-//! Expected lines are written from the rules of kafka-notes.md section 7; only the sizes and
+//! Segment files are built without topicfs' own encoder: from the worked example of docs/format.md
+//! (tests/fixtures/dump), with the independent `kafka-protocol` crate, or by hand.
+//! Expected lines are written from the rules of docs/format.md section 7; only the sizes and
 //! stored CRCs are read back from the independently built bytes.
 
 use std::path::{Path, PathBuf};
@@ -248,7 +248,7 @@ fn to_log_append_time(batch: &mut [u8], append_time: i64) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// the worked example of kafka-notes §1.6
+// the worked example of docs/format.md
 
 const HELLO_BATCH: &str = "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000000 size: 73 magic: 2 compresscodec: none crc: 3863061579 isvalid: true\n";
 

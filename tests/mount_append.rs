@@ -1,4 +1,4 @@
-//! Appending through the mount (SPEC section 3): lines to records, one batch per write
+//! Appending through the mount (docs/contract.md): lines to records, one batch per write
 //! request, partial lines held per open file, `>` and `>>`, round-robin topic appends,
 //! writers that never interleave inside a line, large writes, EMSGSIZE, fsync. Real mounts.
 

@@ -1,4 +1,4 @@
-//! Every row of SPEC section 3's error table, through a real mount, each with the errno it
+//! Every row of the error table of docs/contract.md, through a real mount, each with the errno it
 //! names and a log line saying why.
 
 #[path = "common/mount.rs"]

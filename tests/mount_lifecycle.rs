@@ -1,4 +1,4 @@
-//! The daemon's life (SPEC sections 1 and 5): returns once the mount is live, clear errors,
+//! The daemon's life (docs/contract.md): returns once the mount is live, clear errors,
 //! clean shutdown by `umount`, SIGTERM and SIGINT (exit 0, clean-shutdown marker, trimmed
 //! indexes, segments an independent decoder reads), remount, lock refusal, two log dirs,
 //! `--config` / `-o` precedence, the `mount.topicfs` helper, systemd readiness. Real mounts.

@@ -1,4 +1,4 @@
-//! Reading through the mount (SPEC section 3): `by-offset/N` and `by-time/T` stream the
+//! Reading through the mount (docs/contract.md): `by-offset/N` and `by-time/T` stream the
 //! records from the start record to the log end as it was at open; ENOENT for names that do
 //! not open, never cached; starts inside a batch and inside a compressed batch. Real mounts.
 

@@ -1,4 +1,4 @@
-//! The mounted tree of SPEC section 3: listings, modes, topics by mkdir/rmdir, the
+//! The mounted tree of docs/contract.md: listings, modes, topics by mkdir/rmdir, the
 //! `partitions` and `config` files, truthful attributes and statfs. Real mounts.
 
 #[path = "common/mount.rs"]

@@ -1,4 +1,4 @@
-//! Independent-oracle tests for the RecordBatch v2 codec (kafka-notes.md section 1).
+//! Independent-oracle tests for the RecordBatch v2 codec (docs/format.md, RecordBatch v2).
 //!
 //! Nothing here proves the format by our own encode-then-decode:
 //! 1. every batch `BatchBuilder` writes is decoded by the `kafka-protocol` crate, its 61-byte
@@ -233,7 +233,7 @@ fn commit_marker() -> Vec<Rec> {
 // Oracle-side helpers: fixed-offset header parse, zigzag sizes, kafka-protocol glue.
 // ---------------------------------------------------------------------------------------------
 
-/// The 61-byte v2 header, read at the offsets of kafka-notes.md 1.1 (independent of
+/// The 61-byte v2 header, read at the offsets of docs/format.md, Batch header (independent of
 /// `BatchHeader::parse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RawHeader {
@@ -273,7 +273,7 @@ fn raw_header(b: &[u8]) -> RawHeader {
     }
 }
 
-/// Attributes as kafka-notes.md 1.2 defines them.
+/// Attributes as docs/format.md (Attributes) defines them.
 fn want_attributes(codec: Compression, ts: TimestampType, spec: &Spec) -> i16 {
     let id = match codec {
         Compression::None => 0,

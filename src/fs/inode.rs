@@ -1,4 +1,4 @@
-//! The nodes of the mounted tree (SPEC section 3) and the inode table that numbers them.
+//! The nodes of the mounted tree (docs/contract.md) and the inode table that numbers them.
 //! A node names a place in the tree; whether it still exists is asked of the core each time.
 
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! The FUSE adapter: `fuser::Filesystem` over the [`LogManager`]. Each callback asks the core,
 //! replies on `Ok`, and on `Err` logs one line and replies the errno of `errno.rs`.
-//! No storage logic lives here: the tree of SPEC section 3 is only a view of the core.
+//! No storage logic lives here: the tree of docs/contract.md is only a view of the core.
 
 pub mod errno;
 pub mod handle;

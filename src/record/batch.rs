@@ -1,5 +1,5 @@
 //! BatchHeader / BatchView (zero-copy decode of one batch) and BatchBuilder (encode into a
-//! reused buffer). Byte layout: kafka-notes.md section 1.
+//! reused buffer). Byte layout: docs/format.md, RecordBatch v2.
 
 use super::compression::{compress, decompress};
 use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varint_size, varlong_size};
@@ -545,7 +545,7 @@ impl BatchBuilder {
 mod tests {
     use super::*;
 
-    /// The 73-byte example of kafka-notes.md section 1.6.
+    /// The 73-byte example of docs/format.md, the worked example.
     const HELLO: [u8; 73] = [
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
         0x00, 0x02, 0xe6, 0x41, 0xa4, 0x4b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
