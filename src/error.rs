@@ -36,6 +36,8 @@ pub enum Error {
     InvalidConfig(String),
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    #[error("invalid timestamp: {0}")]
+    InvalidTimestamp(String),
     #[error("corrupt log: {0}")]
     Corrupt(String),
     #[error(

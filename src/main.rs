@@ -118,6 +118,10 @@ kafka_args! {
         "log.index.interval.bytes: bytes appended between index entries [default: 4096]";
     message_timestamp_type, "message-timestamp-type", [], "log.message.timestamp.type", "TYPE",
         "log.message.timestamp.type: CreateTime or LogAppendTime [default: CreateTime]";
+    timestamp_before_max_ms, "message-timestamp-before-max-ms", [], "log.message.timestamp.before.max.ms", "MS",
+        "log.message.timestamp.before.max.ms: refuse CreateTime records older than now minus this [default: 9223372036854775807]";
+    timestamp_after_max_ms, "message-timestamp-after-max-ms", [], "log.message.timestamp.after.max.ms", "MS",
+        "log.message.timestamp.after.max.ms: refuse CreateTime records newer than now plus this [default: 3600000]";
     retention_ms, "retention-ms", [], "log.retention.ms", "MS",
         "log.retention.ms: delete segments older than this (-1: never)";
     retention_minutes, "retention-minutes", [], "log.retention.minutes", "MINUTES",

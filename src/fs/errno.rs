@@ -17,6 +17,7 @@ pub fn errno(e: &Error) -> Errno {
         Error::RecordTooLarge { .. } => Errno::EMSGSIZE,
         Error::InvalidConfig(_) => Errno::EINVAL,
         Error::InvalidRecord(_) => Errno::EINVAL,
+        Error::InvalidTimestamp(_) => Errno::EINVAL,
         Error::Corrupt(_) => Errno::EIO,
         Error::LogDirLocked(_) => Errno::EBUSY,
         Error::LogDirOffline(_) => Errno::EIO,
