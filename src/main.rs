@@ -260,6 +260,44 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
     Ok(cwd.join(p))
 }
 
+/// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let n = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+            out.push(n as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The source of the topicfs mount at `mountpoint`, if there is one (mounting over it would
+/// stack a second daemon on top of the first).
+fn topicfs_mounted_at(mountpoint: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let at = left.split(' ').nth(4)?;
+        let mut right = right.split(' ');
+        let fstype = right.next()?;
+        let source = right.next().unwrap_or("");
+        (fstype == "fuse.topicfs" && unescape_mountinfo(at) == mountpoint.as_os_str().as_bytes())
+            .then(|| String::from_utf8_lossy(&unescape_mountinfo(source)).into_owned())
+    })
+}
+
 /// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
 /// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
 fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
@@ -312,6 +350,12 @@ impl MountPlan {
         let mountpoint = mountpoint
             .canonicalize()
             .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
+        if let Some(source) = topicfs_mounted_at(&mountpoint) {
+            return Err(format!(
+                "{} is already a topicfs mount (of {source}); unmount it first",
+                mountpoint.display()
+            ));
+        }
 
         let items: Vec<&str> = args
             .options

@@ -188,3 +188,46 @@ fn log_message_timestamp_keys_are_broker_options() {
     m.ok("echo now > t/0/append");
     assert_eq!(m.end_offset("t", 0), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A mount over a topicfs mount
+
+/// The topicfs mounts at `mnt` in /proc/self/mountinfo.
+fn topicfs_mounts_at(mnt: &Path) -> usize {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = mnt.to_str().unwrap();
+    text.lines()
+        .filter(|l| {
+            let (left, right) = l.split_once(" - ").unwrap();
+            left.split(' ').nth(4) == Some(want) && right.starts_with("fuse.topicfs ")
+        })
+        .count()
+}
+
+#[test]
+fn a_mount_over_a_topicfs_mount_is_refused() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo first > t/0/append");
+    assert_eq!(topicfs_mounts_at(&m.mnt), 1);
+    let other = m.dir.path().join("other-logs");
+    // The same mountpoint, spelled directly and through `..`.
+    let spelled = m.mnt.join("..").join("mnt");
+    for at in [m.mnt.clone(), spelled] {
+        for fg in [false, true] {
+            let mut cmd = Command::new(BIN);
+            cmd.arg("mount").arg(&at).arg("--log-dir").arg(&other);
+            if fg {
+                cmd.arg("--foreground");
+            }
+            let out = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.contains("is already a topicfs mount"), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    assert_eq!(topicfs_mounts_at(&m.mnt), 1);
+    // The first mount still serves, and nothing was created for the refused one.
+    assert_eq!(m.read("t/0/by-offset/0"), "first\n");
+    assert!(!other.exists());
+}
