@@ -196,6 +196,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// A read-only mount (`-o ro`): nothing in the log dirs is written, renamed or deleted.
     pub read_only: bool,
+    /// Accept a log dir that is owned by another user or writable by others.
+    pub allow_untrusted_log_dir: bool,
     // Precedence helpers: Kafka lets *.ms win over *.hours whatever the order of the lines.
     roll_ms_set: bool,
     retention_ms_set: bool,
@@ -210,6 +212,7 @@ impl Default for BrokerConfig {
             checkpoint_interval_ms: 60_000,
             log: LogConfig::default(),
             read_only: false,
+            allow_untrusted_log_dir: false,
             roll_ms_set: false,
             retention_ms_set: false,
         }

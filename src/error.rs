@@ -44,6 +44,8 @@ pub enum Error {
         "Failed to acquire lock on file .lock in {0}. Another topicfs daemon or a Kafka broker is using this directory."
     )]
     LogDirLocked(PathBuf),
+    #[error("{0}")]
+    UntrustedLogDir(String),
     #[error("log directory is offline after an I/O error: {0}")]
     LogDirOffline(PathBuf),
     #[error("{0}")]

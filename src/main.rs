@@ -54,7 +54,7 @@ struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, ro; generic mount flags are ignored
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, ro; generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -70,6 +70,11 @@ struct MountArgs {
     /// Let other users use the mount (FUSE allow_other, the kernel checks the mode bits)
     #[arg(long)]
     allow_other: bool,
+
+    /// Accept a log dir owned by another user or writable by group/others (refused by
+    /// default when running as root, as sshd's StrictModes refuses such paths)
+    #[arg(long)]
+    allow_untrusted_log_dir: bool,
 
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -379,6 +384,7 @@ impl MountPlan {
         let mut pid_file = args.pid_file.clone();
         let mut log_file = args.log_file.clone();
         let mut allow_other = args.allow_other;
+        broker.allow_untrusted_log_dir = args.allow_untrusted_log_dir;
         let mut read_only = false;
         let mut threads = args.fuse_threads;
         let mut o_log_dirs: Vec<PathBuf> = Vec::new();
@@ -390,6 +396,7 @@ impl MountPlan {
             match (key, value) {
                 ("config", Some(_)) => {}
                 ("allow_other", None) => allow_other = true,
+                ("allow_untrusted_log_dir", None) => broker.allow_untrusted_log_dir = true,
                 // mount(8) applies the last of `ro` and `rw`.
                 ("ro", None) => read_only = true,
                 ("rw", None) => read_only = false,

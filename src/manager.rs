@@ -256,14 +256,12 @@ impl LogManager {
     /// (recovering it after an unclean shutdown), and starts the checkpoint and retention tasks.
     pub fn open(config: BrokerConfig) -> Result<Arc<LogManager>> {
         raise_fd_limit();
+        let mut config = config;
+        for path in config.log_dirs.iter_mut() {
+            *path = crate::logdir_trust::prepare(path, config.allow_untrusted_log_dir)?;
+        }
         let mut dirs = Vec::new();
         for path in &config.log_dirs {
-            std::fs::create_dir_all(path).map_err(|e| {
-                Error::Io(io::Error::new(
-                    e.kind(),
-                    format!("cannot create log dir {}: {e}", path.display()),
-                ))
-            })?;
             let lock = lock_dir(path)?;
             init_root_files(path)?;
             dirs.push(LogDir {

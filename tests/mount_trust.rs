@@ -231,3 +231,138 @@ fn a_mount_over_a_topicfs_mount_is_refused() {
     assert_eq!(m.read("t/0/by-offset/0"), "first\n");
     assert!(!other.exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// A log dir owned by someone else
+
+/// A root-owned 0755 temp dir (other users can reach into it) holding `sticky/` (1777, as
+/// /tmp), `group/` (0775) and a mountpoint.
+fn shared_tmp() -> tempfile::TempDir {
+    let t = tempfile::Builder::new()
+        .prefix("topicfs-trust-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, mode) in [("sticky", 0o1777), ("group", 0o775), ("mnt", 0o755)] {
+        let d = t.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    t
+}
+
+/// `topicfs mount` of `log_dir` at `t/mnt` that must be refused; returns its stderr.
+fn refused_mount(t: &Path, log_dir: &Path, extra: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .arg("mount")
+        .arg(t.join("mnt"))
+        .arg("--log-dir")
+        .arg(log_dir)
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.success() {
+        mount::force_unmount(&t.join("mnt"));
+        panic!("mounting {} should be refused", log_dir.display());
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!mount::is_mounted(&t.join("mnt")));
+    err
+}
+
+/// The names in a directory.
+fn names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_log_dir_owned_by_someone_else_is_refused() {
+    let t = shared_tmp();
+    let sticky = t.path().join("sticky");
+    // Another user creates the log dir first (as anyone can create /tmp/topicfs-logs).
+    let out = as_nobody(&sticky, "mkdir -m 0700 logs && echo planted > logs/note");
+    assert!(out.status.success(), "{out:?}");
+    let theirs = sticky.join("logs");
+    assert_eq!(std::fs::metadata(&theirs).unwrap().uid(), 65534);
+    let err = refused_mount(t.path(), &theirs, &[]);
+    assert!(err.contains("refusing log dir"), "{err}");
+    assert!(err.contains("owned by uid 65534"), "{err}");
+    assert!(err.contains("--allow-untrusted-log-dir"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Nothing was written into it: no .lock, no meta.properties, no checkpoints.
+    assert_eq!(names(&theirs), vec!["note"]);
+
+    // A symbolic link planted at the path is not followed to its target.
+    let target = t.path().join("root-owned");
+    std::fs::create_dir(&target).unwrap();
+    let out = as_nobody(&sticky, &format!("ln -s {} link", target.display()));
+    assert!(out.status.success(), "{out:?}");
+    let err = refused_mount(t.path(), &sticky.join("link"), &[]);
+    assert!(err.contains("symbolic link owned by uid 65534"), "{err}");
+    assert!(names(&target).is_empty());
+
+    // A root-owned log dir in a group-writable (not sticky) directory, and a log dir that is
+    // itself world-writable (sticky or not), are refused too.
+    let in_group = t.path().join("group/logs");
+    std::fs::create_dir(&in_group).unwrap();
+    let err = refused_mount(t.path(), &in_group, &[]);
+    assert!(err.contains("writable by its group"), "{err}");
+    assert!(names(&in_group).is_empty());
+    let open = t.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let err = refused_mount(t.path(), &open, &[]);
+    assert!(err.contains("writable by every user"), "{err}");
+
+    // The explicit option accepts it (either spelling).
+    for opt in [
+        vec!["--allow-untrusted-log-dir"],
+        vec!["-o", "allow_untrusted_log_dir"],
+    ] {
+        let mut args = vec!["--log-dir", theirs.to_str().unwrap()];
+        args.extend(opt);
+        let m = TestMount::with(mount::Options {
+            log_dirs: 0,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        });
+        m.ok("mkdir -p t && echo accepted >> t/0/append");
+        assert!(theirs.join("meta.properties").exists());
+        assert!(theirs.join("t-0").is_dir());
+    }
+}
+
+#[test]
+fn a_missing_log_dir_is_created_0700_without_following_a_link() {
+    let t = shared_tmp();
+    let sticky = t.path().join("sticky");
+    let fresh = sticky.join("topicfs-logs");
+    {
+        let m = TestMount::with(mount::Options {
+            log_dirs: 0,
+            args: vec!["--log-dir".into(), fresh.to_str().unwrap().into()],
+            ..Default::default()
+        });
+        m.ok("mkdir t && echo one >> t/0/append");
+        let md = std::fs::symlink_metadata(&fresh).unwrap();
+        assert!(md.is_dir());
+        assert_eq!(md.permissions().mode() & 0o7777, 0o700);
+        assert_eq!(md.uid(), 0);
+        // The other user cannot look inside.
+        let out = as_nobody(&sticky, "ls topicfs-logs");
+        assert!(!out.status.success());
+    }
+    // A root-owned 0700 dir under sticky /tmp-like dir mounts again.
+    let m = TestMount::with(mount::Options {
+        log_dirs: 0,
+        args: vec!["--log-dir".into(), fresh.to_str().unwrap().into()],
+        ..Default::default()
+    });
+    assert_eq!(m.read("t/0/by-offset/0"), "one\n");
+}

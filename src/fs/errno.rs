@@ -21,6 +21,7 @@ pub fn errno(e: &Error) -> Errno {
         Error::Corrupt(_) => Errno::EIO,
         Error::LogDirLocked(_) => Errno::EBUSY,
         Error::LogDirOffline(_) => Errno::EIO,
+        Error::UntrustedLogDir(_) => Errno::EACCES,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
         Error::Io(io) => io.raw_os_error().map(Errno::from_i32).unwrap_or(Errno::EIO),
     }
