@@ -366,3 +366,111 @@ fn a_missing_log_dir_is_created_0700_without_following_a_link() {
     });
     assert_eq!(m.read("t/0/by-offset/0"), "one\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// --allow-other and the log dir's permissions
+
+/// Runs `script` as uid 65534 in the mountpoint; (success, stdout, stderr).
+fn nobody_in(m: &TestMount, script: &str) -> (bool, String, String) {
+    let out = as_nobody(&m.mnt, script);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn nobody_denied(m: &TestMount, script: &str) {
+    let (ok, out, err) = nobody_in(m, script);
+    assert!(
+        !ok,
+        "`{script}` as uid 65534 should be denied; stdout: {out}"
+    );
+    assert!(
+        err.contains("Permission denied"),
+        "`{script}` as uid 65534: {err}"
+    );
+}
+
+fn nobody_ok(m: &TestMount, script: &str) -> String {
+    let (ok, out, err) = nobody_in(m, script);
+    assert!(ok, "`{script}` as uid 65534 failed: {err}");
+    out
+}
+
+const SEG: &str = "t/0/segments/00000000000000000000.log";
+
+#[test]
+fn allow_other_respects_the_log_dirs_permissions() {
+    let mut m = TestMount::start(&["--allow-other"]);
+    // The mountpoint's temp dir is root's 0700: let the other user reach the mountpoint.
+    std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.ok("mkdir t && echo secret >> t/0/append");
+    let log_dir = m.log_dirs[0].clone();
+    // A new log dir is 0700: the tree is its owner's only, and the kernel enforces it.
+    assert_eq!(
+        std::fs::metadata(&log_dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        m.ok("stat -c %a:%u:%g . t t/0/by-offset/0 t/config t/0/append"),
+        "700:0:0\n700:0:0\n400:0:0\n600:0:0\n200:0:0\n"
+    );
+    for script in [
+        "cat t/0/by-offset/0",
+        &format!("cat {SEG}"),
+        "ls .",
+        "ls t",
+        "mkdir u",
+        "echo x >> t/0/append",
+        "echo retention.ms=1 >> t/config",
+    ] {
+        nobody_denied(&m, script);
+    }
+    // The owner (root here) still reads and writes.
+    assert_eq!(m.read("t/0/by-offset/0"), "secret\n");
+
+    // A 0755 log dir: others may read, per each file's mode, and nothing else.
+    m.unmount();
+    std::fs::set_permissions(&log_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.remount();
+    assert_eq!(nobody_ok(&m, "cat t/0/by-offset/0"), "secret\n");
+    assert_eq!(nobody_ok(&m, "cat t/partitions"), "1\n");
+    assert!(nobody_ok(&m, "ls t/0/segments").contains("00000000000000000000.log"));
+    let seg = nobody_ok(&m, &format!("od -An -c {SEG} | tr -d ' \\n'"));
+    assert!(seg.contains("secret"), "{seg}");
+    for script in [
+        "mkdir u",
+        "rmdir t",
+        "echo x >> t/0/append",
+        "echo x >> t/append",
+        "echo '{\"value\":\"x\"}' >> t/0/append.jsonl",
+        "echo retention.ms=1 >> t/config",
+        "echo 3 > t/partitions",
+    ] {
+        nobody_denied(&m, script);
+    }
+    assert_eq!(m.end_offset("t", 0), 1);
+    assert!(m.read("t/config").contains("retention.ms=604800000"));
+    // A segment file made 0600 on disk is its owner's only in the tree too.
+    let on_disk = m.partition_dir("t", 0).join("00000000000000000000.log");
+    std::fs::set_permissions(&on_disk, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(m.ok(&format!("stat -c %a {SEG}")), "400\n");
+    nobody_denied(&m, &format!("cat {SEG}"));
+}
+
+#[test]
+fn allow_other_gives_the_tree_to_the_log_dirs_owner() {
+    let mut m = TestMount::start(&["--allow-other", "--allow-untrusted-log-dir"]);
+    std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.ok("mkdir t && echo first >> t/0/append");
+    m.unmount();
+    let log_dir = m.log_dirs[0].clone();
+    std::os::unix::fs::chown(&log_dir, Some(65534), Some(65534)).unwrap();
+    m.remount();
+    assert_eq!(m.ok("stat -c %a:%u:%g t"), "700:65534:65534\n");
+    // The log dir's owner may read and append; the log dir was theirs to write anyway.
+    assert_eq!(nobody_ok(&m, "cat t/0/by-offset/0"), "first\n");
+    nobody_ok(&m, "/bin/echo second >> t/0/append");
+    assert_eq!(m.read("t/0/by-offset/1"), "second\n");
+}
