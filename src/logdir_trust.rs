@@ -4,9 +4,11 @@
 //! or others, except an ancestor with the sticky bit (`/tmp`), where nobody can rename or
 //! remove what root created. `allow_untrusted_log_dir` accepts such a dir anyway.
 //!
-//! A missing log dir is created with mode 0700, then reopened with `O_NOFOLLOW` and checked to
-//! be the directory just created: a symbolic link planted at the path (say at the default
-//! `/tmp/topicfs-logs`) is refused, never followed.
+//! A missing log dir is created, then reopened with `O_NOFOLLOW` and checked to be the
+//! directory just created: a symbolic link planted at the path (say at the default
+//! `/tmp/topicfs-logs`) is refused, never followed. The default log dir, and any log dir created
+//! in a sticky (shared, world-writable) directory such as `/tmp`, is created with mode 0700;
+//! elsewhere a new log dir gets the umask's mode, as `mkdir -p` (and a Kafka broker) give it.
 
 use std::ffi::CString;
 use std::io;
@@ -108,8 +110,8 @@ pub fn prepare(dir: &Path, allow_untrusted: bool) -> Result<PathBuf> {
     Ok(canonical)
 }
 
-/// Creates a missing log dir with mode 0700 (its missing parents as `mkdir -p` would), then
-/// checks, without following a link, that the path is the directory we created.
+/// Creates a missing log dir (its missing parents as `mkdir -p` would), then checks, without
+/// following a link, that the path is the directory we created.
 fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
     let cannot = |e: io::Error| {
         Error::Io(io::Error::new(
@@ -117,10 +119,14 @@ fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
             format!("cannot create log dir {}: {e}", dir.display()),
         ))
     };
+    let mut shared = dir == Path::new(crate::config::DEFAULT_LOG_DIR);
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(cannot)?;
+        let md = std::fs::metadata(parent).map_err(cannot)?;
+        shared |= md.mode() & libc::S_ISVTX != 0;
     }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    let mode = if shared { 0o700 } else { 0o777 };
+    match std::fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {}
         // Someone else created it first: the caller looks at what is there now.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
@@ -233,9 +239,12 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn a_missing_dir_is_created_0700_and_a_world_writable_one_refused_for_root() {
+    fn a_missing_dir_in_a_sticky_dir_is_created_0700_and_a_world_writable_one_refused() {
         let t = tempfile::tempdir().unwrap();
-        let d = t.path().join("a/logs");
+        let a = t.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let d = a.join("logs");
         let got = prepare(&d, false).unwrap();
         assert_eq!(got, d.canonicalize().unwrap());
         let md = std::fs::metadata(&d).unwrap();

@@ -407,33 +407,12 @@ fn allow_other_respects_the_log_dirs_permissions() {
     std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     m.ok("mkdir t && echo secret >> t/0/append");
     let log_dir = m.log_dirs[0].clone();
-    // A new log dir is 0700: the tree is its owner's only, and the kernel enforces it.
+    // A 0755 log dir (a new one outside a sticky dir, with umask 022): others may read, per
+    // each file's mode, and nothing else.
     assert_eq!(
         std::fs::metadata(&log_dir).unwrap().permissions().mode() & 0o777,
-        0o700
+        0o755
     );
-    assert_eq!(
-        m.ok("stat -c %a:%u:%g . t t/0/by-offset/0 t/config t/0/append"),
-        "700:0:0\n700:0:0\n400:0:0\n600:0:0\n200:0:0\n"
-    );
-    for script in [
-        "cat t/0/by-offset/0",
-        &format!("cat {SEG}"),
-        "ls .",
-        "ls t",
-        "mkdir u",
-        "echo x >> t/0/append",
-        "echo retention.ms=1 >> t/config",
-    ] {
-        nobody_denied(&m, script);
-    }
-    // The owner (root here) still reads and writes.
-    assert_eq!(m.read("t/0/by-offset/0"), "secret\n");
-
-    // A 0755 log dir: others may read, per each file's mode, and nothing else.
-    m.unmount();
-    std::fs::set_permissions(&log_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    m.remount();
     assert_eq!(nobody_ok(&m, "cat t/0/by-offset/0"), "secret\n");
     assert_eq!(nobody_ok(&m, "cat t/partitions"), "1\n");
     assert!(nobody_ok(&m, "ls t/0/segments").contains("00000000000000000000.log"));
@@ -457,6 +436,29 @@ fn allow_other_respects_the_log_dirs_permissions() {
     std::fs::set_permissions(&on_disk, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(m.ok(&format!("stat -c %a {SEG}")), "400\n");
     nobody_denied(&m, &format!("cat {SEG}"));
+
+    // A 0700 log dir: the tree is its owner's only, and the kernel enforces it.
+    m.unmount();
+    std::fs::set_permissions(&log_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    m.remount();
+    assert_eq!(
+        m.ok("stat -c %a:%u:%g . t t/0/by-offset/0 t/config t/0/append"),
+        "700:0:0\n700:0:0\n400:0:0\n600:0:0\n200:0:0\n"
+    );
+    for script in [
+        "cat t/0/by-offset/0",
+        &format!("cat {SEG}"),
+        "ls .",
+        "ls t",
+        "mkdir u",
+        "echo x >> t/0/append",
+        "echo retention.ms=1 >> t/config",
+    ] {
+        nobody_denied(&m, script);
+    }
+    // The owner (root here) still reads and writes.
+    m.ok("echo more >> t/0/append");
+    assert_eq!(m.read("t/0/by-offset/0"), "secret\nmore\n");
 }
 
 #[test]
@@ -468,7 +470,7 @@ fn allow_other_gives_the_tree_to_the_log_dirs_owner() {
     let log_dir = m.log_dirs[0].clone();
     std::os::unix::fs::chown(&log_dir, Some(65534), Some(65534)).unwrap();
     m.remount();
-    assert_eq!(m.ok("stat -c %a:%u:%g t"), "700:65534:65534\n");
+    assert_eq!(m.ok("stat -c %a:%u:%g t"), "755:65534:65534\n");
     // The log dir's owner may read and append; the log dir was theirs to write anyway.
     assert_eq!(nobody_ok(&m, "cat t/0/by-offset/0"), "first\n");
     nobody_ok(&m, "/bin/echo second >> t/0/append");
