@@ -25,6 +25,10 @@ pub struct LogConfig {
     pub max_message_bytes: usize,
     /// Force an fsync every N records; `u64::MAX` never forces.
     pub flush_messages: u64,
+    /// A CreateTime record older than now minus this is refused (Kafka 3.6+, KIP-937).
+    pub message_timestamp_before_max_ms: i64,
+    /// A CreateTime record newer than now plus this is refused (1 hour from Kafka 4.0).
+    pub message_timestamp_after_max_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -40,6 +44,8 @@ impl Default for LogConfig {
             compression_type: "producer".to_string(),
             max_message_bytes: 1_048_588,
             flush_messages: u64::MAX,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: 3_600_000,
         }
     }
 }
@@ -56,6 +62,8 @@ pub const TOPIC_KEYS: &[&str] = &[
     "compression.type",
     "max.message.bytes",
     "flush.messages",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
 ];
 
 fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T> {
@@ -117,6 +125,17 @@ impl LogConfig {
                 let n: u64 = parse_num(key, v)?;
                 self.flush_messages = n.max(1);
             }
+            "message.timestamp.before.max.ms" | "message.timestamp.after.max.ms" => {
+                let n: i64 = parse_num(key, v)?;
+                if n < 0 {
+                    return Err(Error::InvalidConfig(format!("{key}: must be >= 0")));
+                }
+                if key.contains("before") {
+                    self.message_timestamp_before_max_ms = n;
+                } else {
+                    self.message_timestamp_after_max_ms = n;
+                }
+            }
             _ => {
                 return Err(Error::InvalidConfig(format!(
                     "unknown topic config key {key:?}"
@@ -145,6 +164,8 @@ impl LogConfig {
                     self.flush_messages.to_string()
                 }
             }
+            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
+            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
             _ => return None,
         })
     }
@@ -175,6 +196,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// A read-only mount (`-o ro`): nothing in the log dirs is written, renamed or deleted.
     pub read_only: bool,
+    /// Accept a log dir that is owned by another user or writable by others.
+    pub allow_untrusted_log_dir: bool,
     // Precedence helpers: Kafka lets *.ms win over *.hours whatever the order of the lines.
     roll_ms_set: bool,
     retention_ms_set: bool,
@@ -189,6 +212,7 @@ impl Default for BrokerConfig {
             checkpoint_interval_ms: 60_000,
             log: LogConfig::default(),
             read_only: false,
+            allow_untrusted_log_dir: false,
             roll_ms_set: false,
             retention_ms_set: false,
         }
@@ -215,6 +239,14 @@ pub const BROKER_KEYS: &[(&str, Option<&str>)] = &[
     ("log.flush.offset.checkpoint.interval.ms", None),
     ("message.max.bytes", Some("max.message.bytes")),
     ("compression.type", Some("compression.type")),
+    (
+        "log.message.timestamp.before.max.ms",
+        Some("message.timestamp.before.max.ms"),
+    ),
+    (
+        "log.message.timestamp.after.max.ms",
+        Some("message.timestamp.after.max.ms"),
+    ),
 ];
 
 impl BrokerConfig {

@@ -38,12 +38,16 @@ pub enum Error {
     InvalidConfig(String),
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    #[error("invalid timestamp: {0}")]
+    InvalidTimestamp(String),
     #[error("corrupt log: {0}")]
     Corrupt(String),
     #[error(
         "Failed to acquire lock on file .lock in {0}. Another topicfs daemon or a Kafka broker is using this directory."
     )]
     LogDirLocked(PathBuf),
+    #[error("{0}")]
+    UntrustedLogDir(String),
     #[error("log directory is offline after an I/O error: {0}")]
     LogDirOffline(PathBuf),
     #[error("{0}")]

@@ -10,6 +10,7 @@ pub mod error;
 pub mod fs;
 pub mod jsonl;
 pub mod log;
+pub mod logdir_trust;
 pub mod manager;
 pub mod partitioner;
 pub mod record;

@@ -54,7 +54,7 @@ struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, ro; generic mount flags are ignored
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, ro; generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -70,6 +70,11 @@ struct MountArgs {
     /// Let other users use the mount (FUSE allow_other, the kernel checks the mode bits)
     #[arg(long)]
     allow_other: bool,
+
+    /// Accept a log dir owned by another user or writable by group/others (refused by
+    /// default when running as root, as sshd's StrictModes refuses such paths)
+    #[arg(long)]
+    allow_untrusted_log_dir: bool,
 
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -118,6 +123,10 @@ kafka_args! {
         "log.index.interval.bytes: bytes appended between index entries [default: 4096]";
     message_timestamp_type, "message-timestamp-type", [], "log.message.timestamp.type", "TYPE",
         "log.message.timestamp.type: CreateTime or LogAppendTime [default: CreateTime]";
+    timestamp_before_max_ms, "message-timestamp-before-max-ms", [], "log.message.timestamp.before.max.ms", "MS",
+        "log.message.timestamp.before.max.ms: refuse CreateTime records older than now minus this [default: 9223372036854775807]";
+    timestamp_after_max_ms, "message-timestamp-after-max-ms", [], "log.message.timestamp.after.max.ms", "MS",
+        "log.message.timestamp.after.max.ms: refuse CreateTime records newer than now plus this [default: 3600000]";
     retention_ms, "retention-ms", [], "log.retention.ms", "MS",
         "log.retention.ms: delete segments older than this (-1: never)";
     retention_minutes, "retention-minutes", [], "log.retention.minutes", "MINUTES",
@@ -256,6 +265,44 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
     Ok(cwd.join(p))
 }
 
+/// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let n = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+            out.push(n as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The source of the topicfs mount at `mountpoint`, if there is one (mounting over it would
+/// stack a second daemon on top of the first).
+fn topicfs_mounted_at(mountpoint: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let at = left.split(' ').nth(4)?;
+        let mut right = right.split(' ');
+        let fstype = right.next()?;
+        let source = right.next().unwrap_or("");
+        (fstype == "fuse.topicfs" && unescape_mountinfo(at) == mountpoint.as_os_str().as_bytes())
+            .then(|| String::from_utf8_lossy(&unescape_mountinfo(source)).into_owned())
+    })
+}
+
 /// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
 /// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
 fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
@@ -308,6 +355,12 @@ impl MountPlan {
         let mountpoint = mountpoint
             .canonicalize()
             .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
+        if let Some(source) = topicfs_mounted_at(&mountpoint) {
+            return Err(format!(
+                "{} is already a topicfs mount (of {source}); unmount it first",
+                mountpoint.display()
+            ));
+        }
 
         let items: Vec<&str> = args
             .options
@@ -331,6 +384,7 @@ impl MountPlan {
         let mut pid_file = args.pid_file.clone();
         let mut log_file = args.log_file.clone();
         let mut allow_other = args.allow_other;
+        broker.allow_untrusted_log_dir = args.allow_untrusted_log_dir;
         let mut read_only = false;
         let mut threads = args.fuse_threads;
         let mut o_log_dirs: Vec<PathBuf> = Vec::new();
@@ -342,6 +396,7 @@ impl MountPlan {
             match (key, value) {
                 ("config", Some(_)) => {}
                 ("allow_other", None) => allow_other = true,
+                ("allow_untrusted_log_dir", None) => broker.allow_untrusted_log_dir = true,
                 // mount(8) applies the last of `ro` and `rw`.
                 ("ro", None) => read_only = true,
                 ("rw", None) => read_only = false,

@@ -314,16 +314,17 @@ impl LogManager {
     /// (recovering it after an unclean shutdown), and starts the checkpoint and retention tasks.
     pub fn open(config: BrokerConfig) -> Result<Arc<LogManager>> {
         raise_fd_limit();
+        let mut config = config;
+        for path in config.log_dirs.iter_mut() {
+            // A read-only mount creates nothing: its log dirs must exist.
+            *path = crate::logdir_trust::prepare(
+                path,
+                config.allow_untrusted_log_dir,
+                !config.read_only,
+            )?;
+        }
         let mut dirs = Vec::new();
         for path in &config.log_dirs {
-            if !config.read_only {
-                std::fs::create_dir_all(path).map_err(|e| {
-                    Error::Io(io::Error::new(
-                        e.kind(),
-                        format!("cannot create log dir {}: {e}", path.display()),
-                    ))
-                })?;
-            }
             let lock = lock_dir(path, config.read_only)?;
             if !config.read_only {
                 init_root_files(path)?;

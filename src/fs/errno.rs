@@ -18,9 +18,11 @@ pub fn errno(e: &Error) -> Errno {
         Error::RecordTooLarge { .. } => Errno::EMSGSIZE,
         Error::InvalidConfig(_) => Errno::EINVAL,
         Error::InvalidRecord(_) => Errno::EINVAL,
+        Error::InvalidTimestamp(_) => Errno::EINVAL,
         Error::Corrupt(_) => Errno::EIO,
         Error::LogDirLocked(_) => Errno::EBUSY,
         Error::LogDirOffline(_) => Errno::EIO,
+        Error::UntrustedLogDir(_) => Errno::EACCES,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
         Error::Io(io) => crate::safe_fs::os_error(io)
             .map(Errno::from_i32)

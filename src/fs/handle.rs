@@ -277,6 +277,8 @@ impl AppendHandle {
         };
         // Nothing is appended when one record cannot fit in a batch of its own.
         check_each_fits(&records, self.max_record)?;
+        // ... nor when one record's timestamp is refused (the write spans partitions).
+        crate::log::validator::validate_timestamps(&records, &topic.config(), now_ms())?;
         let count = topic.partition_count();
         let unkeyed = records
             .iter()

@@ -115,6 +115,9 @@ pub struct FsState {
     closed: RwLock<bool>,
     uid: u32,
     gid: u32,
+    /// The group and other permission bits every log dir grants (ANDed): the tree grants no
+    /// more than the log dirs do, and with `--allow-other` the kernel enforces it.
+    dir_mode: u16,
     mounted_at: SystemTime,
 }
 
@@ -137,8 +140,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl FsState {
     pub fn new(mgr: Arc<LogManager>) -> Arc<FsState> {
+        // The tree belongs to the owner and group of the first log dir, and grants group and
+        // others no more than every log dir does (a 0700 log dir gives a tree only its owner
+        // can enter).
         // SAFETY: getuid/getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (mut uid, mut gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let mut dir_mode = 0o077u16;
+        for (i, dir) in mgr.log_dirs().iter().enumerate() {
+            match std::fs::metadata(dir) {
+                Ok(md) => {
+                    use std::os::unix::fs::MetadataExt;
+                    if i == 0 {
+                        (uid, gid) = (md.uid(), md.gid());
+                    }
+                    dir_mode &= (md.mode() & 0o077) as u16;
+                }
+                Err(e) => {
+                    log::warn!(
+                        "log dir {}: {e}; the tree is its owner's only",
+                        dir.display()
+                    );
+                    dir_mode = 0;
+                }
+            }
+        }
         Arc::new(FsState {
             mgr,
             inodes: InodeTable::new(),
@@ -147,6 +172,7 @@ impl FsState {
             closed: RwLock::new(false),
             uid,
             gid,
+            dir_mode,
             mounted_at: SystemTime::now(),
         })
     }
@@ -311,8 +337,14 @@ impl FsState {
         }
     }
 
+    /// A node's permission bits: its own, with the group and other bits the log dirs grant.
+    fn perm(&self, node: &Node) -> u16 {
+        node.perm() & (0o700 | self.dir_mode)
+    }
+
     fn attr(&self, ino: u64, node: &Node) -> FsResult<FileAttr> {
         let mut time = self.mounted_at;
+        let mut file_mode = 0o777u16;
         let size: u64 = match node {
             Node::Root => 0,
             Node::Topic(t) => {
@@ -352,10 +384,13 @@ impl FsState {
                 };
                 let md = log.open_segment_file(&seg.name)?.metadata()?;
                 time = md.modified().unwrap_or(self.mounted_at);
+                // A segment file grants group and others no more than its own mode does.
+                file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
                 md.len()
             }
         };
         let kind = node.kind();
+        let perm = self.perm(node) & (0o700 | file_mode);
         Ok(FileAttr {
             ino: INodeNo(ino),
             size,
@@ -365,7 +400,7 @@ impl FsState {
             ctime: time,
             crtime: time,
             kind,
-            perm: node.perm(),
+            perm,
             nlink: if kind == FileType::Directory { 2 } else { 1 },
             uid: self.uid,
             gid: self.gid,
@@ -745,10 +780,12 @@ impl FsState {
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(Topic::live).transpose()?;
         self.attr(ino.0, &node)?;
-        let allowed = ((node.perm() >> 6) & 7) as i32;
+        // Only the owner reaches this (without allow_other); with allow_other the kernel
+        // checks every class itself (default_permissions) and does not ask.
+        let allowed = ((self.perm(&node) >> 6) & 7) as i32;
         let wanted = mask.bits() & 7;
         if wanted & !allowed != 0 {
-            return tree(Errno::EACCES, format!("mode {:o}", node.perm()));
+            return tree(Errno::EACCES, format!("mode {:o}", self.perm(&node)));
         }
         Ok(())
     }

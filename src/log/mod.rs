@@ -5,6 +5,7 @@ pub mod index;
 pub mod offset_index;
 pub mod segment;
 pub mod time_index;
+pub mod validator;
 
 use std::collections::BTreeMap;
 
@@ -436,6 +437,7 @@ impl PartitionLog {
             });
         }
         let cfg = self.config();
+        validator::validate_timestamps(records, &cfg, now_ms())?;
         let mut st = self.append.lock().unwrap();
         let base = self.log_end_offset();
         let now = now_ms();

@@ -123,7 +123,13 @@ impl TestMount {
         let tmpfs = opts.tmpfs_size.as_ref().map(|size| {
             std::fs::create_dir(&log_dirs[0]).unwrap();
             let out = Command::new("mount")
-                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .args([
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    &format!("size={size},mode=0700"),
+                    "tmpfs",
+                ])
                 .arg(&log_dirs[0])
                 .output()
                 .expect("run mount -t tmpfs");
