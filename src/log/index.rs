@@ -97,7 +97,18 @@ impl IndexFile {
             }
             _ => None,
         };
-        Ok(IndexFile {
+        Ok(IndexFile::memory_only(dir, name, entry_size, mmap, len))
+    }
+
+    /// An index whose entries are `mmap` (`len` bytes, whole entries) and never reach a file.
+    fn memory_only(
+        dir: &Arc<Dir>,
+        name: &str,
+        entry_size: usize,
+        mmap: Option<MmapMut>,
+        len: u64,
+    ) -> Self {
+        IndexFile {
             dir: dir.clone(),
             name: name.to_string(),
             path: dir.join(name),
@@ -108,7 +119,7 @@ impl IndexFile {
             entries: (len / entry_size as u64) as usize,
             len,
             reserved_to: len,
-        })
+        }
     }
 
     /// An index held only in memory, holding exactly `entries`.
@@ -126,18 +137,7 @@ impl IndexFile {
         } else {
             None
         };
-        Ok(IndexFile {
-            dir: dir.clone(),
-            name: name.to_string(),
-            path: dir.join(name),
-            memory_only: true,
-            file: None,
-            mmap,
-            entry_size,
-            entries: len / entry_size,
-            len: len as u64,
-            reserved_to: len as u64,
-        })
+        Ok(IndexFile::memory_only(dir, name, entry_size, mmap, len as u64))
     }
 
     fn map(&mut self) -> io::Result<()> {
