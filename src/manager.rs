@@ -690,7 +690,11 @@ impl LogManager {
     fn start_background(self: &Arc<Self>) {
         let weak: Weak<LogManager> = Arc::downgrade(self);
         let bg = self.background.clone();
-        let cp = Duration::from_millis(self.config.checkpoint_interval_ms);
+        // 0: no periodic checkpoint (flushes, admin operations and shutdown still write them).
+        let cp = match self.config.checkpoint_interval_ms {
+            0 => Duration::from_secs(100 * 365 * 86_400),
+            ms => Duration::from_millis(ms),
+        };
         let rt = Duration::from_millis(self.config.retention_check_interval_ms);
         let h = std::thread::Builder::new()
             .name("topicfs-tasks".into())
