@@ -259,6 +259,8 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
 /// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
 /// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
 fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    // Kafka's validator of the key as given (log.roll.hours: INT, at least 1).
+    cfg.clone().set(key, value).map_err(|e| e.to_string())?;
     let scaled = |ms_key: &str, unit: i64| -> Result<(String, String), String> {
         let n: i64 = value
             .trim()

@@ -562,30 +562,41 @@ impl LogManager {
     /// Sets (`Some`) or removes (`None` or empty) a topic config override, applied to every
     /// partition at once and persisted.
     pub fn set_topic_config(&self, topic: &str, key: &str, value: Option<&str>) -> Result<()> {
+        self.set_topic_configs(topic, &[(key, value)])
+    }
+
+    /// Sets or removes several overrides as one change: every key and value is validated
+    /// first (Kafka's validators), then all are persisted once and applied at once; on any
+    /// error nothing changes. A key given twice takes its last value.
+    pub fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         let _admin = self.admin.lock().unwrap();
         let t = self.topic(topic)?;
-        let key = key.trim();
-        if !TOPIC_KEYS.contains(&key) {
-            return Err(Error::InvalidConfig(format!(
-                "unknown topic config key {key:?}"
-            )));
-        }
         let mut ov = t.overrides();
-        match value.map(str::trim).filter(|v| !v.is_empty()) {
-            Some(v) => {
-                ov.insert(key.to_string(), v.to_string());
+        for (key, value) in changes {
+            let key = key.trim();
+            if !TOPIC_KEYS.contains(&key) {
+                return Err(Error::InvalidConfig(format!(
+                    "unknown topic config key {key:?}"
+                )));
             }
-            None => {
-                ov.remove(key);
+            match value.map(str::trim).filter(|v| !v.is_empty()) {
+                Some(v) => {
+                    self.config.log.clone().set_topic_key(key, v)?;
+                    ov.insert(key.to_string(), v.to_string());
+                }
+                None => {
+                    ov.remove(key);
+                }
             }
         }
         let cfg = Arc::new(self.config.log.with_overrides(&ov)?);
-        *t.overrides.lock().unwrap() = ov.clone();
+        self.set_overrides_locked(topic, Some(ov.clone()))?;
+        *t.overrides.lock().unwrap() = ov;
         *t.config.write().unwrap() = cfg.clone();
         for l in t.partitions() {
             l.set_config(cfg.clone());
         }
-        self.set_overrides_locked(topic, Some(ov))
+        Ok(())
     }
 
     fn set_overrides_locked(
