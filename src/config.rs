@@ -108,7 +108,8 @@ fn broker_error(e: Error, topic_key: &str, broker_key: &str) -> Error {
 }
 
 /// Kafka's `BrokerCompressionType` names (`ValidString.in`, case-sensitive): `none` is not one.
-pub const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+pub const COMPRESSION_TYPES: &[&str] =
+    &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 
 impl LogConfig {
     /// Sets one topic-level key (Kafka topic config name).
@@ -475,7 +476,10 @@ fn unescape(s: &[char]) -> std::result::Result<String, String> {
         i += 1;
         let decoded = match e {
             'u' => {
-                let hex: String = s.get(i..i + 4).map(|h| h.iter().collect()).unwrap_or_default();
+                let hex: String = s
+                    .get(i..i + 4)
+                    .map(|h| h.iter().collect())
+                    .unwrap_or_default();
                 let v = (hex.len() == 4)
                     .then(|| u16::from_str_radix(&hex, 16).ok())
                     .flatten()
@@ -620,7 +624,11 @@ public class Props {
             .arg(&file)
             .output()
             .expect("java is on PATH");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let esc = |s: &str| -> String {
             s.encode_utf16()
                 .map(|u| {
@@ -666,7 +674,10 @@ public class Props {
             ("message.timestamp.type", "createtime"),
         ] {
             let e = c.set_topic_key(k, v).unwrap_err().to_string();
-            assert!(e.contains(&format!("Invalid value {v} for configuration {k}")), "{e}");
+            assert!(
+                e.contains(&format!("Invalid value {v} for configuration {k}")),
+                "{e}"
+            );
         }
         assert_eq!(c, LogConfig::default(), "nothing was changed");
         c.set_topic_key("retention.ms", "-1").unwrap();
@@ -678,12 +689,21 @@ public class Props {
         assert_eq!(c.segment_bytes, 2147483647);
         assert_eq!(c.write_compression(), Compression::None);
         let mut b = BrokerConfig::default();
-        let e = b.set("log.segment.bytes", "99999999999").unwrap_err().to_string();
-        assert!(e.contains("configuration log.segment.bytes: Not a number of type INT"), "{e}");
+        let e = b
+            .set("log.segment.bytes", "99999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("configuration log.segment.bytes: Not a number of type INT"),
+            "{e}"
+        );
         assert!(b.set("num.partitions", "0").is_err());
         assert!(b.set("log.roll.hours", "0").is_err());
         assert!(b.set("log.retention.check.interval.ms", "0").is_err());
-        assert!(b.set("log.flush.offset.checkpoint.interval.ms", "-1").is_err());
+        assert!(
+            b.set("log.flush.offset.checkpoint.interval.ms", "-1")
+                .is_err()
+        );
         // KafkaConfig.logRetentionTimeMillis: a negative broker retention means -1.
         b.set("log.retention.hours", "-3").unwrap();
         assert_eq!(b.log.retention_ms, -1);

@@ -273,6 +273,7 @@ impl LogManager {
             });
         }
         let overrides = read_topic_overrides(&config.log_dirs);
+        let counts = partition_counts(&dirs)?;
         let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
         for dir in &dirs {
             let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
@@ -304,6 +305,17 @@ impl LogManager {
                     }
                 }
             }
+            parts.retain(|(t, p, path)| {
+                let n = counts.get(t).copied().unwrap_or(0);
+                if *p < n {
+                    return true;
+                }
+                log::warn!(
+                    "{}: partition {p} is outside topic {t}'s partitions 0..{n} (partition {n} is missing); left alone, not served",
+                    path.display()
+                );
+                false
+            });
             let started = Instant::now();
             if clean {
                 log::info!(
@@ -474,6 +486,19 @@ impl LogManager {
         let _admin = self.admin.lock().unwrap();
         if self.topics.read().unwrap().contains_key(name) {
             return Err(Error::TopicExists(name.to_string()));
+        }
+        let unified = |t: &str| t.replace('.', "_");
+        if let Some(existing) = self
+            .topics
+            .read()
+            .unwrap()
+            .keys()
+            .find(|t| unified(t) == unified(name))
+        {
+            return Err(Error::TopicCollision {
+                name: name.to_string(),
+                existing: existing.clone(),
+            });
         }
         let cfg = Arc::new(self.config.log.clone());
         let topic = Arc::new(Topic {
@@ -781,6 +806,32 @@ impl Drop for LogManager {
         *self.background.stop.lock().unwrap() = true;
         self.background.wake.notify_all();
     }
+}
+
+/// The partition count of each topic found in the log dirs: partitions 0..n where every one
+/// of 0..n has a directory. A directory past a gap (`t-7000` without `t-1`) is stray: the
+/// count never comes from the largest number seen, so one stray directory cannot make the
+/// mount create thousands of empty partitions.
+fn partition_counts(dirs: &[LogDir]) -> Result<BTreeMap<String, u32>> {
+    let mut present: BTreeMap<String, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir.path)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            if let Some((t, p)) = parse_partition_dir(&entry.file_name().to_string_lossy()) {
+                present.entry(t).or_default().insert(p);
+            }
+        }
+    }
+    Ok(present
+        .into_iter()
+        .map(|(t, ps)| {
+            let n = (0u32..).take_while(|p| ps.contains(p)).count() as u32;
+            (t, n)
+        })
+        .collect())
 }
 
 fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {

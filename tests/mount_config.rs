@@ -199,12 +199,19 @@ fn config_writes_are_applied_whole_or_not_at_all_with_kafkas_validators() {
             "Invalid argument",
         );
         assert_eq!(m.read("t/config"), before, "{bad}");
-        assert!(m.daemon_log().contains(&format!("Invalid value {}", bad.split_once('=').unwrap().1)));
+        assert!(
+            m.daemon_log()
+                .contains(&format!("Invalid value {}", bad.split_once('=').unwrap().1))
+        );
     }
     // The bounds themselves are valid; a good write applies all its lines at once.
     m.ok("printf 'retention.ms=-1\\nretention.bytes=-5\\nsegment.bytes=2147483647\\n' >> t/config");
     let cfg = m.read("t/config");
-    for want in ["retention.ms=-1", "retention.bytes=-5", "segment.bytes=2147483647"] {
+    for want in [
+        "retention.ms=-1",
+        "retention.bytes=-5",
+        "segment.bytes=2147483647",
+    ] {
         assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
     }
     // A write without a trailing newline is a complete line, judged at write(): a good one
@@ -223,17 +230,27 @@ os.close(fd)
 "#;
     let out = m.ok(&format!("python3 -c '{script}'"));
     assert!(out.lines().any(|l| l == "retention.ms=777"), "{out}");
-    assert!(out.contains(&format!("WRITE-FAILED {}", libc::EINVAL)), "{out}");
+    assert!(
+        out.contains(&format!("WRITE-FAILED {}", libc::EINVAL)),
+        "{out}"
+    );
     assert!(m.read("t/config").lines().any(|l| l == "retention.ms=777"));
     // Persisted as applied.
     m.unmount();
     m.remount();
     let cfg = m.read("t/config");
-    for want in ["retention.ms=777", "retention.bytes=-5", "segment.bytes=2147483647"] {
+    for want in [
+        "retention.ms=777",
+        "retention.bytes=-5",
+        "segment.bytes=2147483647",
+    ] {
         assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
     }
     // partitions: also judged at write, whole.
-    m.fails_with("/usr/bin/printf '3\\n2\\n' > t/partitions", "Invalid argument");
+    m.fails_with(
+        "/usr/bin/printf '3\\n2\\n' > t/partitions",
+        "Invalid argument",
+    );
     assert_eq!(m.read("t/partitions"), "1\n");
     m.ok("printf 2 > t/partitions");
     assert_eq!(m.read("t/partitions"), "2\n");
