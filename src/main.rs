@@ -135,7 +135,7 @@ kafka_args! {
     message_max_bytes, "message-max-bytes", [], "message.max.bytes", "BYTES",
         "message.max.bytes: the largest record batch accepted [default: 1048588]";
     compression_type, "compression-type", [], "compression.type", "CODEC",
-        "compression.type: producer, none, gzip, snappy, lz4 or zstd [default: producer]";
+        "compression.type: producer, uncompressed, gzip, snappy, lz4 or zstd [default: producer]";
 }
 
 #[derive(Args)]

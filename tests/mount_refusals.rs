@@ -209,3 +209,57 @@ os.close(fd)
         .collect();
     assert_eq!(values, vec![b"first".to_vec(), b"second".to_vec()]);
 }
+
+#[test]
+fn broker_keys_follow_kafkas_validators_and_java_properties_syntax() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let logs = dir.path().join("logs");
+    let base = [mnt.as_os_str(), "--log-dir".as_ref(), logs.as_os_str()];
+    for (args, want) in [
+        (
+            vec!["--segment-bytes", "99999999999"],
+            "Invalid value 99999999999 for configuration log.segment.bytes: Not a number of type INT",
+        ),
+        (
+            vec!["-o", "flush.messages=0"],
+            "configuration log.flush.interval.messages: Value must be at least 1",
+        ),
+        (
+            vec!["--roll-hours", "0"],
+            "configuration log.roll.hours: Value must be at least 1",
+        ),
+        (
+            vec!["--compression-type", "none"],
+            "String must be one of: uncompressed",
+        ),
+    ] {
+        let mut all: Vec<&std::ffi::OsStr> = base.to_vec();
+        all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let out = run_mount(&all, &mnt);
+        refused(&out, &mnt, want);
+    }
+    // A server.properties with continuations, escapes and blank-separated keys, as Java reads it.
+    let props = dir.path().join("server.properties");
+    std::fs::write(
+        &props,
+        "# a comment ending in a backslash does not continue \\\nnum.partitions:3\n\
+         log.segment.bytes = \\\n        5000\n\
+         log.retention.ms 1234\\\n5\n\
+         ! compression.type=gzip\n\
+         compression.type=\\u007astd\n",
+    )
+    .unwrap();
+    let m = TestMount::start(&["--config", props.to_str().unwrap()]);
+    m.ok("mkdir t");
+    assert_eq!(m.read("t/partitions"), "3\n");
+    let cfg = m.read("t/config");
+    for want in [
+        "segment.bytes=5000",
+        "retention.ms=12345",
+        "compression.type=zstd",
+    ] {
+        assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
+    }
+}
