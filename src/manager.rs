@@ -272,7 +272,18 @@ impl LogManager {
                 broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             });
         }
-        let overrides = read_topic_overrides(&config.log_dirs);
+        let mut overrides = read_topic_overrides(&config.log_dirs);
+        // A stored override the validators now refuse (an older topicfs clamped or accepted
+        // it) is dropped alone, so the topic keeps its other overrides and stays configurable.
+        for (t, ov) in overrides.iter_mut() {
+            ov.retain(|k, v| match config.log.clone().set_topic_key(k, v) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::warn!("topic {t}: ignoring stored config override {k}={v}: {e}");
+                    false
+                }
+            });
+        }
         let counts = partition_counts(&dirs)?;
         let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
         for dir in &dirs {

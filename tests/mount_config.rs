@@ -255,3 +255,31 @@ os.close(fd)
     m.ok("printf 2 > t/partitions");
     assert_eq!(m.read("t/partitions"), "2\n");
 }
+
+#[test]
+fn a_stored_override_the_validators_refuse_is_dropped_alone() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && echo segment.bytes=600 >> t/config");
+    m.unmount();
+    // An older topicfs stored values Kafka refuses (it accepted `none`, clamped nothing).
+    let file = m.log_dirs[0].join("topicfs-topic-configs");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("t compression.type=none\nt flush.messages=0\n");
+    std::fs::write(&file, text).unwrap();
+    m.remount();
+    let cfg = m.read("t/config");
+    assert!(
+        cfg.starts_with("# topic overrides\nsegment.bytes=600\n# broker defaults\n"),
+        "{cfg}"
+    );
+    assert!(
+        cfg.lines().any(|l| l == "compression.type=producer"),
+        "{cfg}"
+    );
+    let log = m.daemon_log();
+    assert!(log.contains("ignoring stored config override compression.type=none"));
+    assert!(log.contains("ignoring stored config override flush.messages=0"));
+    // The topic stays configurable.
+    m.ok("echo retention.ms=5000 >> t/config");
+    assert!(m.read("t/config").lines().any(|l| l == "retention.ms=5000"));
+}
