@@ -66,70 +66,92 @@ pub const TOPIC_KEYS: &[&str] = &[
     "message.timestamp.after.max.ms",
 ];
 
-fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T> {
-    v.trim()
-        .parse::<T>()
-        .map_err(|_| Error::InvalidConfig(format!("{key}: {v:?} is not a valid number")))
+/// Kafka's ConfigDef `INT`: a 32-bit integer, with its `atLeast(min)` validator when given.
+fn kafka_int(key: &str, v: &str, min: Option<i32>) -> Result<i32> {
+    let n = v.trim().parse::<i32>().map_err(|_| {
+        Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Not a number of type INT"
+        ))
+    })?;
+    at_least(key, n as i64, min.map(i64::from))?;
+    Ok(n)
 }
+
+/// Kafka's ConfigDef `LONG`: a 64-bit integer, with its `atLeast(min)` validator when given.
+fn kafka_long(key: &str, v: &str, min: Option<i64>) -> Result<i64> {
+    let n = v.trim().parse::<i64>().map_err(|_| {
+        Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Not a number of type LONG"
+        ))
+    })?;
+    at_least(key, n, min)?;
+    Ok(n)
+}
+
+fn at_least(key: &str, n: i64, min: Option<i64>) -> Result<()> {
+    match min {
+        Some(min) if n < min => Err(Error::InvalidConfig(format!(
+            "Invalid value {n} for configuration {key}: Value must be at least {min}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A topic key's error, told with the broker key that was set (`log.segment.bytes`).
+fn broker_error(e: Error, topic_key: &str, broker_key: &str) -> Error {
+    match e {
+        Error::InvalidConfig(m) => Error::InvalidConfig(m.replace(
+            &format!("configuration {topic_key}:"),
+            &format!("configuration {broker_key}:"),
+        )),
+        e => e,
+    }
+}
+
+/// Kafka's `BrokerCompressionType` names (`ValidString.in`, case-sensitive): `none` is not one.
+pub const COMPRESSION_TYPES: &[&str] =
+    &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 
 impl LogConfig {
     /// Sets one topic-level key (Kafka topic config name).
     pub fn set_topic_key(&mut self, key: &str, value: &str) -> Result<()> {
         let v = value.trim();
         match key {
-            "segment.bytes" => {
-                let n: u64 = parse_num(key, v)?;
-                if n < 14 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 14")));
-                }
-                self.segment_bytes = n.min(i32::MAX as u64);
+            // Kafka's LogConfig definitions: type and validator of each key (nothing is clamped).
+            "segment.bytes" => self.segment_bytes = kafka_int(key, v, Some(14))? as u64,
+            "segment.ms" => self.segment_ms = kafka_long(key, v, Some(1))?,
+            "segment.index.bytes" => self.segment_index_bytes = kafka_int(key, v, Some(4))? as u64,
+            "index.interval.bytes" => {
+                self.index_interval_bytes = kafka_int(key, v, Some(0))? as u64
             }
-            "segment.ms" => {
-                let n: i64 = parse_num(key, v)?;
-                if n < 1 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 1")));
-                }
-                self.segment_ms = n;
-            }
-            "segment.index.bytes" => {
-                let n: u64 = parse_num(key, v)?;
-                if n < 12 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 12")));
-                }
-                self.segment_index_bytes = n.min(i32::MAX as u64);
-            }
-            "index.interval.bytes" => self.index_interval_bytes = parse_num(key, v)?,
-            "retention.ms" => self.retention_ms = parse_num::<i64>(key, v)?.max(-1),
-            "retention.bytes" => self.retention_bytes = parse_num::<i64>(key, v)?.max(-1),
+            "retention.ms" => self.retention_ms = kafka_long(key, v, Some(-1))?,
+            // No validator: any negative value means no size limit.
+            "retention.bytes" => self.retention_bytes = kafka_long(key, v, None)?,
             "message.timestamp.type" => {
                 self.message_timestamp_type = TimestampType::from_name(v).ok_or_else(|| {
-                    Error::InvalidConfig(format!("{key}: {v:?} is not CreateTime or LogAppendTime"))
+                    Error::InvalidConfig(format!(
+                        "Invalid value {v} for configuration {key}: String must be one of: CreateTime, LogAppendTime"
+                    ))
                 })?
             }
             "compression.type" => {
-                if v != "producer" && Compression::from_name(v).is_none() {
+                if !COMPRESSION_TYPES.contains(&v) {
                     return Err(Error::InvalidConfig(format!(
-                        "{key}: {v:?} is not one of producer, none, gzip, snappy, lz4, zstd"
+                        "Invalid value {v} for configuration {key}: String must be one of: {}",
+                        COMPRESSION_TYPES.join(", ")
                     )));
                 }
                 self.compression_type = v.to_string();
             }
             "max.message.bytes" => {
-                let n: usize = parse_num(key, v)?;
-                if n < 1 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 1")));
-                }
-                self.max_message_bytes = n;
+                self.max_message_bytes = kafka_int(key, v, Some(0))? as usize
             }
             "flush.messages" => {
-                let n: u64 = parse_num(key, v)?;
-                self.flush_messages = n.max(1);
+                let n = kafka_long(key, v, Some(1))?;
+                self.flush_messages = if n == i64::MAX { u64::MAX } else { n as u64 };
             }
             "message.timestamp.before.max.ms" | "message.timestamp.after.max.ms" => {
-                let n: i64 = parse_num(key, v)?;
-                if n < 0 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 0")));
-                }
+                let n = kafka_long(key, v, Some(0))?;
                 if key.contains("before") {
                     self.message_timestamp_before_max_ms = n;
                 } else {
@@ -266,85 +288,239 @@ impl BrokerConfig {
                 }
                 self.log_dirs = dirs;
             }
-            "num.partitions" => {
-                let n: u32 = parse_num(key, v)?;
-                if n < 1 {
-                    return Err(Error::InvalidConfig(format!("{key}: must be >= 1")));
-                }
-                self.num_partitions = n;
-            }
+            "num.partitions" => self.num_partitions = kafka_int(key, v, Some(1))? as u32,
             "log.roll.ms" => {
-                self.log.set_topic_key("segment.ms", v)?;
+                self.log
+                    .set_topic_key("segment.ms", v)
+                    .map_err(|e| broker_error(e, "segment.ms", key))?;
                 self.roll_ms_set = true;
             }
             "log.roll.hours" => {
-                let h: i64 = parse_num(key, v)?;
+                let h = kafka_int(key, v, Some(1))? as i64;
                 if !self.roll_ms_set {
-                    self.log
-                        .set_topic_key("segment.ms", &(h * HOUR_MS).to_string())?;
+                    self.log.segment_ms = h * HOUR_MS;
                 }
             }
+            // KafkaConfig.logRetentionTimeMillis: LONG/INT without a validator, and any
+            // negative result means -1 (no time limit).
             "log.retention.ms" => {
-                self.log.set_topic_key("retention.ms", v)?;
+                self.log.retention_ms = kafka_long(key, v, None)?.max(-1);
                 self.retention_ms_set = true;
             }
             "log.retention.minutes" => {
-                let m: i64 = parse_num(key, v)?;
+                let m = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    let ms = if m < 0 { -1 } else { m * 60_000 };
-                    self.log.set_topic_key("retention.ms", &ms.to_string())?;
+                    self.log.retention_ms = (m * 60_000).max(-1);
                 }
             }
             "log.retention.hours" => {
-                let h: i64 = parse_num(key, v)?;
+                let h = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    let ms = if h < 0 { -1 } else { h * HOUR_MS };
-                    self.log.set_topic_key("retention.ms", &ms.to_string())?;
+                    self.log.retention_ms = (h * HOUR_MS).max(-1);
                 }
             }
             "log.retention.check.interval.ms" => {
-                self.retention_check_interval_ms = parse_num::<u64>(key, v)?.max(1)
+                self.retention_check_interval_ms = kafka_long(key, v, Some(1))? as u64
             }
+            // INT atLeast(0); 0 means no periodic checkpoint (Kafka schedules it only once).
             "log.flush.offset.checkpoint.interval.ms" => {
-                self.checkpoint_interval_ms = parse_num::<u64>(key, v)?.max(1)
+                self.checkpoint_interval_ms = kafka_int(key, v, Some(0))? as u64
             }
             _ => match BROKER_KEYS.iter().find(|(k, _)| *k == key) {
-                Some((_, Some(topic_key))) => self.log.set_topic_key(topic_key, v)?,
+                Some((_, Some(topic_key))) => self
+                    .log
+                    .set_topic_key(topic_key, v)
+                    .map_err(|e| broker_error(e, topic_key, key))?,
                 _ => return Err(Error::InvalidConfig(format!("unknown key {key:?}"))),
             },
         }
         Ok(())
     }
 
-    /// Reads a `server.properties`-style file: `key=value` (or `key: value`) lines, `#`/`!`
-    /// comments. Unknown keys are logged and ignored; bad values are errors.
+    /// Reads a `server.properties` file as Java's `Properties.load` does (see
+    /// [`parse_properties`]). Unknown keys are logged and ignored; bad values are errors.
     pub fn load_properties(&mut self, path: &Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             Error::InvalidConfig(format!("cannot read config file {}: {e}", path.display()))
         })?;
+        // Java reads ISO-8859-1; a UTF-8 file (non-ASCII paths) is taken as UTF-8.
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
+        };
+        let mut pairs = parse_properties(&text)
+            .map_err(|e| Error::InvalidConfig(format!("config file {}: {e}", path.display())))?;
         // Apply *.ms keys before *.hours keys regardless of order (Kafka's precedence).
-        let mut pairs = Vec::new();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            let (k, v) = match line.find(['=', ':']) {
-                Some(i) => (line[..i].trim(), line[i + 1..].trim()),
-                None => (line, ""),
-            };
-            pairs.push((k.to_string(), v.to_string()));
-        }
         pairs.sort_by_key(|(k, _)| !(k.ends_with(".ms")));
         for (k, v) in pairs {
             if BROKER_KEYS.iter().any(|(bk, _)| *bk == k) {
-                self.set(&k, &v)?;
+                self.set(&k, &v).map_err(|e| {
+                    Error::InvalidConfig(format!("config file {}: {e}", path.display()))
+                })?;
             } else {
                 log::info!("config file {}: ignoring unknown key {k}", path.display());
             }
         }
         Ok(())
     }
+}
+
+/// Parses the text of a properties file exactly as `java.util.Properties.load` does: natural
+/// lines end at `\n`, `\r` or `\r\n`; blank lines and lines whose first non-blank character
+/// is `#` or `!` are skipped (a comment line never continues); a line ending in an odd number
+/// of backslashes continues on the next one, whose leading blanks are dropped; the key ends
+/// at the first unescaped `=`, `:` or blank, then blanks and at most one `=` or `:` are
+/// skipped; `\t \n \r \f \uXXXX` are decoded and a backslash before any other character
+/// stands for that character. Blanks are space, tab and form feed. The last of a repeated key
+/// wins; the pairs come in the order their keys first appear.
+pub fn parse_properties(text: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let is_blank = |c: char| c == ' ' || c == '\t' || c == '\x0c';
+    let chars: Vec<char> = text.chars().collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        // One logical line, as Java's LineReader returns it (escapes still in place).
+        let mut line: Vec<char> = Vec::new();
+        let mut skip_blank = true;
+        let mut appended = false;
+        let mut comment = false;
+        let mut new_line = true;
+        let mut backslash = false;
+        let mut ended = false;
+        while i < chars.len() {
+            let c = chars[i];
+            i += 1;
+            if skip_blank {
+                if is_blank(c) || (!appended && (c == '\r' || c == '\n')) {
+                    continue;
+                }
+                skip_blank = false;
+                appended = false;
+            }
+            if new_line {
+                new_line = false;
+                if c == '#' || c == '!' {
+                    comment = true;
+                }
+            }
+            if comment {
+                if c == '\r' || c == '\n' {
+                    if c == '\r' && chars.get(i) == Some(&'\n') {
+                        i += 1;
+                    }
+                    comment = false;
+                    new_line = true;
+                    skip_blank = true;
+                }
+                continue;
+            }
+            if c != '\n' && c != '\r' {
+                line.push(c);
+                backslash = c == '\\' && !backslash;
+                continue;
+            }
+            if c == '\r' && chars.get(i) == Some(&'\n') {
+                i += 1;
+            }
+            if backslash {
+                // A continuation: drop the backslash, skip the next line's leading blanks.
+                line.pop();
+                backslash = false;
+                skip_blank = true;
+                appended = true;
+                continue;
+            }
+            ended = true;
+            break;
+        }
+        if !ended && backslash {
+            line.pop();
+        }
+        if line.is_empty() && !ended && i >= chars.len() && comment {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        // Split the key from the value.
+        let mut key_len = 0;
+        let mut value_start = line.len();
+        let mut has_sep = false;
+        let mut esc = false;
+        while key_len < line.len() {
+            let c = line[key_len];
+            if (c == '=' || c == ':') && !esc {
+                value_start = key_len + 1;
+                has_sep = true;
+                break;
+            } else if is_blank(c) && !esc {
+                value_start = key_len + 1;
+                break;
+            }
+            esc = c == '\\' && !esc;
+            key_len += 1;
+        }
+        while value_start < line.len() {
+            let c = line[value_start];
+            if !is_blank(c) {
+                if !has_sep && (c == '=' || c == ':') {
+                    has_sep = true;
+                } else {
+                    break;
+                }
+            }
+            value_start += 1;
+        }
+        let key = unescape(&line[..key_len])?;
+        let value = unescape(&line[value_start.min(line.len())..])?;
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some(pair) => pair.1 = value,
+            None => out.push((key, value)),
+        }
+    }
+    Ok(out)
+}
+
+/// Java's `Properties.loadConvert`: decodes `\uXXXX`, `\t`, `\n`, `\r`, `\f`; a backslash
+/// before any other character is dropped. A `\u` escape is UTF-16: surrogate pairs combine.
+fn unescape(s: &[char]) -> std::result::Result<String, String> {
+    let mut units: Vec<u16> = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        i += 1;
+        if c != '\\' || i >= s.len() {
+            let mut buf = [0u16; 2];
+            units.extend_from_slice(c.encode_utf16(&mut buf));
+            continue;
+        }
+        let e = s[i];
+        i += 1;
+        let decoded = match e {
+            'u' => {
+                let hex: String = s
+                    .get(i..i + 4)
+                    .map(|h| h.iter().collect())
+                    .unwrap_or_default();
+                let v = (hex.len() == 4)
+                    .then(|| u16::from_str_radix(&hex, 16).ok())
+                    .flatten()
+                    .filter(|_| hex.chars().all(|h| h.is_ascii_hexdigit()))
+                    .ok_or_else(|| "Malformed \\uxxxx encoding.".to_string())?;
+                i += 4;
+                units.push(v);
+                continue;
+            }
+            't' => '\t',
+            'r' => '\r',
+            'n' => '\n',
+            'f' => '\x0c',
+            other => other,
+        };
+        let mut buf = [0u16; 2];
+        units.extend_from_slice(decoded.encode_utf16(&mut buf));
+    }
+    Ok(String::from_utf16_lossy(&units))
 }
 
 #[cfg(test)]
@@ -376,5 +552,184 @@ mod tests {
         assert_eq!(c.log_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert!(c.set("log.segment.bytes", "x").is_err());
         assert!(c.log.clone().set_topic_key("nope", "1").is_err());
+    }
+
+    fn props(text: &str) -> Vec<(String, String)> {
+        parse_properties(text).unwrap()
+    }
+
+    fn pair(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn properties_are_parsed_as_java_does() {
+        // Separators: '=', ':', blanks; blanks and at most one separator after the key.
+        assert_eq!(
+            props("a=1\nb:2\nc 3\n  d \t = 4 \ne = = 5\nf\n"),
+            vec![
+                pair("a", "1"),
+                pair("b", "2"),
+                pair("c", "3"),
+                pair("d", "4 "),
+                pair("e", "= 5"),
+                pair("f", ""),
+            ]
+        );
+        // Continuations drop the continued line's leading blanks; an even number of
+        // backslashes is a literal backslash and does not continue.
+        assert_eq!(
+            props("log.dirs=/a,\\\n     /b\nx=y\\\\\nz=w\n"),
+            vec![pair("log.dirs", "/a,/b"), pair("x", "y\\"), pair("z", "w")]
+        );
+        // Comments (# and !, after blanks) never continue; a continued line may start with #.
+        assert_eq!(
+            props("# c \\\nk=v\n  ! other\nm=a\\\n#b\n"),
+            vec![pair("k", "v"), pair("m", "a#b")]
+        );
+        // Escapes, in keys and values; CR and CRLF end lines; the last repeat wins.
+        assert_eq!(
+            props("k\\=ey\\:x\\ y=\\t\\u0041\\n\\q\r\ndup=1\rdup=2"),
+            vec![pair("k=ey:x y", "\tA\nq"), pair("dup", "2")]
+        );
+        // A backslash at the end of the file is dropped; an empty continuation ends the line.
+        assert_eq!(
+            props("a=b\\\n\nc=d\\"),
+            vec![pair("a", "b"), pair("c", "d")]
+        );
+        assert!(parse_properties("a=\\u12G4\n").is_err());
+    }
+
+    #[test]
+    fn properties_match_what_java_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tricky.properties");
+        let text = "# comment \\\nnot.a.key=1\n   ! bang comment\n\
+            log.dirs = /data/a,\\\n        /data/b, \\\n\t/data/c\n\
+            key\\ with\\ spaces : value with spaces   \n\
+            k\\=q\\:r=v=w:x\n\
+            tab\\tkey\tval\\ttab\n\
+            uni=\\u00e9\\u0041\\uD83D\\uDE00\n\
+            trail=ends\\\\\n\
+            cont=a\\\n#not-a-comment\n\
+            empty\n\
+            sep2 = = x\n\
+            crlf=1\r\ncr=2\rff\x0c=3\n\
+            dup=first\ndup=last\n\
+            emptycont=x\\\n\nafter=y\n\
+            odd\\q=\\z\n\
+            eof=z\\";
+        std::fs::write(&file, text).unwrap();
+        let java = dir.path().join("Props.java");
+        std::fs::write(
+            &java,
+            r#"import java.io.*; import java.util.*;
+public class Props {
+  static String esc(String s) {
+    StringBuilder b = new StringBuilder();
+    for (char c : s.toCharArray()) {
+      if (c >= 0x20 && c < 0x7f && c != '\\') b.append(c); else b.append(String.format("\\u%04x", (int) c));
+    }
+    return b.toString();
+  }
+  public static void main(String[] a) throws Exception {
+    Properties p = new Properties();
+    try (InputStream in = new FileInputStream(a[0])) { p.load(in); }
+    for (String k : new TreeSet<>(p.stringPropertyNames())) System.out.println(esc(k) + "\t" + esc(p.getProperty(k)));
+  }
+}
+"#,
+        )
+        .unwrap();
+        let out = std::process::Command::new("java")
+            .arg(&java)
+            .arg(&file)
+            .output()
+            .expect("java is on PATH");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let esc = |s: &str| -> String {
+            s.encode_utf16()
+                .map(|u| {
+                    if (0x20..0x7f).contains(&u) && u != b'\\' as u16 {
+                        (u as u8 as char).to_string()
+                    } else {
+                        format!("\\u{u:04x}")
+                    }
+                })
+                .collect()
+        };
+        let java_pairs: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let mut ours: Vec<String> = props(text)
+            .iter()
+            .map(|(k, v)| format!("{}\t{}", esc(k), esc(v)))
+            .collect();
+        ours.sort();
+        let mut java_sorted = java_pairs.clone();
+        java_sorted.sort();
+        assert!(java_sorted.len() > 15, "{java_sorted:?}");
+        assert_eq!(ours, java_sorted);
+    }
+
+    #[test]
+    fn values_follow_kafka_validators() {
+        let mut c = LogConfig::default();
+        for (k, v) in [
+            ("retention.ms", "-2"),
+            ("flush.messages", "0"),
+            ("segment.bytes", "99999999999"),
+            ("segment.bytes", "13"),
+            ("segment.index.bytes", "3"),
+            ("index.interval.bytes", "-1"),
+            ("max.message.bytes", "-1"),
+            ("max.message.bytes", "2147483648"),
+            ("segment.ms", "0"),
+            ("compression.type", "none"),
+            ("compression.type", "GZIP"),
+            ("message.timestamp.type", "createtime"),
+        ] {
+            let e = c.set_topic_key(k, v).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("Invalid value {v} for configuration {k}")),
+                "{e}"
+            );
+        }
+        assert_eq!(c, LogConfig::default(), "nothing was changed");
+        c.set_topic_key("retention.ms", "-1").unwrap();
+        c.set_topic_key("retention.bytes", "-5").unwrap();
+        c.set_topic_key("segment.bytes", "2147483647").unwrap();
+        c.set_topic_key("max.message.bytes", "0").unwrap();
+        c.set_topic_key("compression.type", "uncompressed").unwrap();
+        assert_eq!(c.retention_bytes, -5);
+        assert_eq!(c.segment_bytes, 2147483647);
+        assert_eq!(c.write_compression(), Compression::None);
+        let mut b = BrokerConfig::default();
+        let e = b
+            .set("log.segment.bytes", "99999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("configuration log.segment.bytes: Not a number of type INT"),
+            "{e}"
+        );
+        assert!(b.set("num.partitions", "0").is_err());
+        assert!(b.set("log.roll.hours", "0").is_err());
+        assert!(b.set("log.retention.check.interval.ms", "0").is_err());
+        assert!(
+            b.set("log.flush.offset.checkpoint.interval.ms", "-1")
+                .is_err()
+        );
+        // KafkaConfig.logRetentionTimeMillis: a negative broker retention means -1.
+        b.set("log.retention.hours", "-3").unwrap();
+        assert_eq!(b.log.retention_ms, -1);
+        b.set("log.retention.ms", "-2").unwrap();
+        assert_eq!(b.log.retention_ms, -1);
     }
 }

@@ -10,6 +10,11 @@ pub enum Error {
     InvalidTopicName(String),
     #[error("topic {0} already exists")]
     TopicExists(String),
+    /// Kafka's InvalidTopicException for names equal up to '.' and '_' (Topic.hasCollision).
+    #[error(
+        "Topic '{name}' collides with existing topic: {existing} ('.' and '_' are the same in Kafka's metric names)"
+    )]
+    TopicCollision { name: String, existing: String },
     #[error("unknown topic {0}")]
     UnknownTopic(String),
     #[error("topic {0} was deleted (this file belongs to it, not to a topic created since)")]

@@ -144,7 +144,7 @@ kafka_args! {
     message_max_bytes, "message-max-bytes", [], "message.max.bytes", "BYTES",
         "message.max.bytes: the largest record batch accepted [default: 1048588]";
     compression_type, "compression-type", [], "compression.type", "CODEC",
-        "compression.type: producer, none, gzip, snappy, lz4 or zstd [default: producer]";
+        "compression.type: producer, uncompressed, gzip, snappy, lz4 or zstd [default: producer]";
 }
 
 #[derive(Args)]
@@ -303,9 +303,33 @@ fn topicfs_mounted_at(mountpoint: &Path) -> Option<String> {
     })
 }
 
+/// Device and inode of a path (following symlinks).
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Is `path` (which may not exist yet) `dir` itself or somewhere below it? Compared by device
+/// and inode along the canonical chain of `path`'s longest existing ancestor, so symlinks and
+/// bind mounts cannot hide an overlap.
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let Some(target) = file_id(dir) else {
+        return false;
+    };
+    let Some(existing) = path.ancestors().find(|a| a.exists()) else {
+        return false;
+    };
+    let Ok(canonical) = existing.canonicalize() else {
+        return false;
+    };
+    canonical.ancestors().any(|a| file_id(a) == Some(target))
+}
+
 /// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
 /// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
 fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    // Kafka's validator of the key as given (log.roll.hours: INT, at least 1).
+    cfg.clone().set(key, value).map_err(|e| e.to_string())?;
     let scaled = |ms_key: &str, unit: i64| -> Result<(String, String), String> {
         let n: i64 = value
             .trim()
@@ -443,6 +467,35 @@ impl MountPlan {
             .collect::<Result<_, _>>()?;
         let pid_file = pid_file.as_deref().map(absolute).transpose()?;
         let log_file = log_file.as_deref().map(absolute).transpose()?;
+        // The daemon must never reach its own mount: every FUSE request it made to itself
+        // would wait for a thread that is waiting for it.
+        for dir in &broker.log_dirs {
+            if is_within(dir, &mountpoint) {
+                return Err(format!(
+                    "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",
+                    dir.display(),
+                    mountpoint.display()
+                ));
+            }
+            if is_within(&mountpoint, dir) {
+                return Err(format!(
+                    "mountpoint {} is inside log dir {}: the mount would hide the log dir's files from the daemon; use a mountpoint outside the log dir",
+                    mountpoint.display(),
+                    dir.display()
+                ));
+            }
+        }
+        for (what, file) in [("pid file", &pid_file), ("log file", &log_file)] {
+            if let Some(f) = file
+                && is_within(f, &mountpoint)
+            {
+                return Err(format!(
+                    "{what} {} is inside the mountpoint {}; use a path outside it",
+                    f.display(),
+                    mountpoint.display()
+                ));
+            }
+        }
 
         let mut fuse = fuser::Config::default();
         let source = broker.log_dirs[0].to_string_lossy().into_owned();
@@ -721,10 +774,33 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
         .iter()
         .map(|d| d.display().to_string())
         .collect();
+    // The pid file is opened before anything else happens, so a bad path fails the mount;
+    // the pid is written once the mount is live.
+    let mut pid_out = match &plan.pid_file {
+        None => None,
+        Some(p) => match std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
+                return 1;
+            }
+        },
+    };
+    let remove_pid_file = || {
+        if let Some(p) = &plan.pid_file {
+            let _ = std::fs::remove_file(p);
+        }
+    };
     let mgr = match LogManager::open(plan.broker.clone()) {
         Ok(m) => m,
         Err(e) => {
             reporter.fail(&format!("cannot open log dir {}: {e}", dirs.join(",")));
+            remove_pid_file();
             return 1;
         }
     };
@@ -737,14 +813,23 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
                 if let Err(e) = state.shutdown() {
                     log::error!("shutdown: {e}");
                 }
+                remove_pid_file();
                 return 1;
             }
         };
-    if let Some(p) = &plan.pid_file
-        && let Err(e) = std::fs::write(p, format!("{}\n", std::process::id()))
+    if let (Some(p), Some(f)) = (&plan.pid_file, pid_out.as_mut())
+        && let Err(e) = f.write_all(format!("{}\n", std::process::id()).as_bytes())
     {
-        log::warn!("cannot write pid file {}: {e}", p.display());
+        // Not live yet for anyone waiting on us: unmount again and fail.
+        drop(session);
+        if let Err(e) = state.shutdown() {
+            log::error!("shutdown: {e}");
+        }
+        reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
+        remove_pid_file();
+        return 1;
     }
+    drop(pid_out);
 
     let (tx, rx) = mpsc::channel();
     let sig_tx = tx.clone();

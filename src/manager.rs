@@ -335,7 +335,19 @@ impl LogManager {
                 broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             });
         }
-        let overrides = read_topic_overrides(&config.log_dirs);
+        let mut overrides = read_topic_overrides(&config.log_dirs);
+        // A stored override the validators now refuse (an older topicfs clamped or accepted
+        // it) is dropped alone, so the topic keeps its other overrides and stays configurable.
+        for (t, ov) in overrides.iter_mut() {
+            ov.retain(|k, v| match config.log.clone().set_topic_key(k, v) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::warn!("topic {t}: ignoring stored config override {k}={v}: {e}");
+                    false
+                }
+            });
+        }
+        let counts = partition_counts(&dirs)?;
         let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
         for dir in &dirs {
             let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
@@ -380,6 +392,17 @@ impl LogManager {
                     }
                 }
             }
+            parts.retain(|(t, p, path)| {
+                let n = counts.get(t).copied().unwrap_or(0);
+                if *p < n {
+                    return true;
+                }
+                log::warn!(
+                    "{}: partition {p} is outside topic {t}'s partitions 0..{n} (partition {n} is missing); left alone, not served",
+                    path.display()
+                );
+                false
+            });
             let started = Instant::now();
             if clean {
                 log::info!(
@@ -597,6 +620,19 @@ impl LogManager {
         if self.topics.read().unwrap().contains_key(name) {
             return Err(Error::TopicExists(name.to_string()));
         }
+        let unified = |t: &str| t.replace('.', "_");
+        if let Some(existing) = self
+            .topics
+            .read()
+            .unwrap()
+            .keys()
+            .find(|t| unified(t) == unified(name))
+        {
+            return Err(Error::TopicCollision {
+                name: name.to_string(),
+                existing: existing.clone(),
+            });
+        }
         // Overrides left behind by a deletion that could not remove them are not this topic's.
         if read_topic_overrides(&self.config.log_dirs).contains_key(name) {
             self.set_overrides_locked(name, None)?;
@@ -717,31 +753,42 @@ impl LogManager {
     /// Sets (`Some`) or removes (`None` or empty) a topic config override, applied to every
     /// partition at once and persisted.
     pub fn set_topic_config(&self, topic: &str, key: &str, value: Option<&str>) -> Result<()> {
+        self.set_topic_configs(topic, &[(key, value)])
+    }
+
+    /// Sets or removes several overrides as one change: every key and value is validated
+    /// first (Kafka's validators), then all are persisted once and applied at once; on any
+    /// error nothing changes. A key given twice takes its last value.
+    pub fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         self.writable()?;
         let _admin = self.admin.lock().unwrap();
         let t = self.topic(topic)?;
-        let key = key.trim();
-        if !TOPIC_KEYS.contains(&key) {
-            return Err(Error::InvalidConfig(format!(
-                "unknown topic config key {key:?}"
-            )));
-        }
         let mut ov = t.overrides();
-        match value.map(str::trim).filter(|v| !v.is_empty()) {
-            Some(v) => {
-                ov.insert(key.to_string(), v.to_string());
+        for (key, value) in changes {
+            let key = key.trim();
+            if !TOPIC_KEYS.contains(&key) {
+                return Err(Error::InvalidConfig(format!(
+                    "unknown topic config key {key:?}"
+                )));
             }
-            None => {
-                ov.remove(key);
+            match value.map(str::trim).filter(|v| !v.is_empty()) {
+                Some(v) => {
+                    self.config.log.clone().set_topic_key(key, v)?;
+                    ov.insert(key.to_string(), v.to_string());
+                }
+                None => {
+                    ov.remove(key);
+                }
             }
         }
         let cfg = Arc::new(self.config.log.with_overrides(&ov)?);
-        *t.overrides.lock().unwrap() = ov.clone();
+        self.set_overrides_locked(topic, Some(ov.clone()))?;
+        *t.overrides.lock().unwrap() = ov;
         *t.config.write().unwrap() = cfg.clone();
         for l in t.partitions() {
             l.set_config(cfg.clone());
         }
-        self.set_overrides_locked(topic, Some(ov))
+        Ok(())
     }
 
     fn set_overrides_locked(
@@ -864,7 +911,11 @@ impl LogManager {
         }
         let weak: Weak<LogManager> = Arc::downgrade(self);
         let bg = self.background.clone();
-        let cp = Duration::from_millis(self.config.checkpoint_interval_ms);
+        // 0: no periodic checkpoint (flushes, admin operations and shutdown still write them).
+        let cp = match self.config.checkpoint_interval_ms {
+            0 => Duration::from_secs(100 * 365 * 86_400),
+            ms => Duration::from_millis(ms),
+        };
         let rt = Duration::from_millis(self.config.retention_check_interval_ms);
         let h = std::thread::Builder::new()
             .name("topicfs-tasks".into())
@@ -944,6 +995,32 @@ impl Drop for LogManager {
         *self.background.stop.lock().unwrap() = true;
         self.background.wake.notify_all();
     }
+}
+
+/// The partition count of each topic found in the log dirs: partitions 0..n where every one
+/// of 0..n has a directory. A directory past a gap (`t-7000` without `t-1`) is stray: the
+/// count never comes from the largest number seen, so one stray directory cannot make the
+/// mount create thousands of empty partitions.
+fn partition_counts(dirs: &[LogDir]) -> Result<BTreeMap<String, u32>> {
+    let mut present: BTreeMap<String, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir.path)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            if let Some((t, p)) = parse_partition_dir(&entry.file_name().to_string_lossy()) {
+                present.entry(t).or_default().insert(p);
+            }
+        }
+    }
+    Ok(present
+        .into_iter()
+        .map(|(t, ps)| {
+            let n = (0u32..).take_while(|p| ps.contains(p)).count() as u32;
+            (t, n)
+        })
+        .collect())
 }
 
 fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {

@@ -100,7 +100,10 @@ fn retention_by_time_empties_the_log_but_never_reuses_offsets() {
 fn compression_and_log_append_time_as_kafka_writes_them() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");
-    for (i, codec) in ["gzip", "snappy", "lz4", "zstd", "none"].iter().enumerate() {
+    for (i, codec) in ["gzip", "snappy", "lz4", "zstd", "uncompressed"]
+        .iter()
+        .enumerate()
+    {
         m.ok(&format!("echo compression.type={codec} >> t/config"));
         m.ok(&format!("printf '{codec}-a\\n{codec}-b\\n' >> t/0/append"));
         assert_eq!(
@@ -122,7 +125,7 @@ fn compression_and_log_append_time_as_kafka_writes_them() {
     // Every batch decodes with the independent decoder (the values, in order).
     let vals: Vec<Vec<u8>> = batches(&bytes).into_iter().flat_map(|b| b.2).collect();
     assert_eq!(vals.len(), 10);
-    assert_eq!(vals[9], b"none-b".to_vec());
+    assert_eq!(vals[9], b"uncompressed-b".to_vec());
     // LogAppendTime: the batch carries the append time; by-time honours it.
     m.ok("echo message.timestamp.type=LogAppendTime >> t/config");
     let before = topicfs::log::now_ms();
@@ -167,4 +170,116 @@ fn an_open_by_offset_stream_keeps_reading_what_retention_deletes() {
     stream.read_to_end(&mut got).unwrap();
     assert_eq!(String::from_utf8(got).unwrap(), lines);
     m.fails_with("cat t/0/by-offset/0", "No such file or directory");
+}
+
+#[test]
+fn config_writes_are_applied_whole_or_not_at_all_with_kafkas_validators() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let before = m.read("t/config");
+    // A write with one bad line changes nothing, not even its good lines.
+    m.fails_with(
+        "/usr/bin/printf 'retention.ms=12345\\nbogus.key=1\\n' >> t/config",
+        "Invalid argument",
+    );
+    assert_eq!(m.read("t/config"), before);
+    // Out-of-range values are refused as Kafka's LogConfig refuses them, never clamped.
+    for bad in [
+        "retention.ms=-2",
+        "flush.messages=0",
+        "segment.bytes=99999999999",
+        "segment.bytes=13",
+        "segment.index.bytes=3",
+        "max.message.bytes=-1",
+        "compression.type=none",
+        "message.timestamp.type=createtime",
+    ] {
+        m.fails_with(
+            &format!("/usr/bin/printf '{bad}\\nsegment.ms=5000\\n' >> t/config"),
+            "Invalid argument",
+        );
+        assert_eq!(m.read("t/config"), before, "{bad}");
+        assert!(
+            m.daemon_log()
+                .contains(&format!("Invalid value {}", bad.split_once('=').unwrap().1))
+        );
+    }
+    // The bounds themselves are valid; a good write applies all its lines at once.
+    m.ok("printf 'retention.ms=-1\\nretention.bytes=-5\\nsegment.bytes=2147483647\\n' >> t/config");
+    let cfg = m.read("t/config");
+    for want in [
+        "retention.ms=-1",
+        "retention.bytes=-5",
+        "segment.bytes=2147483647",
+    ] {
+        assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
+    }
+    // A write without a trailing newline is a complete line, judged at write(): a good one
+    // is applied while the file is still open, a bad one fails the write() itself.
+    let script = r#"
+import os
+fd = os.open("t/config", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"retention.ms=777")
+print(open("t/config").read())
+try:
+    os.write(fd, b"retention.ms=-7")
+    print("WRITE-ACCEPTED")
+except OSError as e:
+    print("WRITE-FAILED", e.errno)
+os.close(fd)
+"#;
+    let out = m.ok(&format!("python3 -c '{script}'"));
+    assert!(out.lines().any(|l| l == "retention.ms=777"), "{out}");
+    assert!(
+        out.contains(&format!("WRITE-FAILED {}", libc::EINVAL)),
+        "{out}"
+    );
+    assert!(m.read("t/config").lines().any(|l| l == "retention.ms=777"));
+    // Persisted as applied.
+    m.unmount();
+    m.remount();
+    let cfg = m.read("t/config");
+    for want in [
+        "retention.ms=777",
+        "retention.bytes=-5",
+        "segment.bytes=2147483647",
+    ] {
+        assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
+    }
+    // partitions: also judged at write, whole.
+    m.fails_with(
+        "/usr/bin/printf '3\\n2\\n' > t/partitions",
+        "Invalid argument",
+    );
+    assert_eq!(m.read("t/partitions"), "1\n");
+    m.ok("printf 2 > t/partitions");
+    assert_eq!(m.read("t/partitions"), "2\n");
+}
+
+#[test]
+fn a_stored_override_the_validators_refuse_is_dropped_alone() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && echo segment.bytes=600 >> t/config");
+    m.unmount();
+    // An older topicfs stored values Kafka refuses (it accepted `none`, clamped nothing).
+    let file = m.log_dirs[0].join("topicfs-topic-configs");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("t compression.type=none\nt flush.messages=0\n");
+    std::fs::write(&file, text).unwrap();
+    m.remount();
+    let cfg = m.read("t/config");
+    assert!(
+        cfg.starts_with("# topic overrides\nsegment.bytes=600\n# broker defaults\n"),
+        "{cfg}"
+    );
+    assert!(
+        cfg.lines().any(|l| l == "compression.type=producer"),
+        "{cfg}"
+    );
+    let log = m.daemon_log();
+    assert!(log.contains("ignoring stored config override compression.type=none"));
+    assert!(log.contains("ignoring stored config override flush.messages=0"));
+    // The topic stays configurable.
+    m.ok("echo retention.ms=5000 >> t/config");
+    assert!(m.read("t/config").lines().any(|l| l == "retention.ms=5000"));
 }

@@ -9,6 +9,7 @@ pub fn errno(e: &Error) -> Errno {
     match e {
         Error::InvalidTopicName(_) => Errno::EINVAL,
         Error::TopicExists(_) => Errno::EEXIST,
+        Error::TopicCollision { .. } => Errno::EINVAL,
         Error::UnknownTopic(_) => Errno::ENOENT,
         Error::TopicDeleted(_) => Errno::ESTALE,
         Error::UnknownPartition { .. } => Errno::ENOENT,

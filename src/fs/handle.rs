@@ -24,11 +24,10 @@ pub enum Handle {
 
 impl Handle {
     /// Completes what the writer left pending (a partial line): at release and shutdown.
-    pub fn finish(&mut self, mgr: &LogManager) -> Result<()> {
+    pub fn finish(&mut self, _mgr: &LogManager) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
-            Handle::Text(h) => h.flush_partial(mgr),
-            Handle::Stream(_) | Handle::Segment(_) => Ok(()),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) => Ok(()),
         }
     }
 
@@ -531,20 +530,15 @@ pub enum TextTarget {
     ReadOnly,
 }
 
-/// An open small text file: its content as it was at open, and the writer's pending line.
+/// An open small text file: its content as it was at open.
 pub struct TextHandle {
     content: Vec<u8>,
     target: TextTarget,
-    line: Vec<u8>,
 }
 
 impl TextHandle {
     pub fn new(content: Vec<u8>, target: TextTarget) -> TextHandle {
-        TextHandle {
-            content,
-            target,
-            line: Vec::new(),
-        }
+        TextHandle { content, target }
     }
 
     pub fn read(&self, offset: u64, size: usize) -> &[u8] {
@@ -553,52 +547,53 @@ impl TextHandle {
         &self.content[start..end]
     }
 
-    /// Applies each complete line; a trailing partial line waits for the next write or close.
+    /// One write is judged whole: its lines (the last one complete with or without `\n`) are
+    /// all validated, then applied at once; one bad line fails the write and nothing changes.
     pub fn write(&mut self, mgr: &LogManager, data: &[u8]) -> Result<()> {
-        self.line.extend_from_slice(data);
-        while let Some(i) = self.line.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.line.drain(..=i).collect();
-            if let Err(e) = self.apply(mgr, &line[..i]) {
-                self.line.clear();
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    pub fn flush_partial(&mut self, mgr: &LogManager) -> Result<()> {
-        if self.line.is_empty() {
-            return Ok(());
-        }
-        let line = std::mem::take(&mut self.line);
-        self.apply(mgr, &line)
-    }
-
-    fn apply(&self, mgr: &LogManager, line: &[u8]) -> Result<()> {
-        let line = std::str::from_utf8(line)
-            .map_err(|_| Error::InvalidConfig("the line is not UTF-8".to_string()))?
-            .trim();
+        let text = std::str::from_utf8(data)
+            .map_err(|_| Error::InvalidConfig("the write is not UTF-8".to_string()))?;
+        let lines = text
+            .split('\n')
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'));
         match &self.target {
             TextTarget::Partitions(topic) => {
-                if line.is_empty() {
-                    return Ok(());
+                let mut count = mgr.topic(topic)?.partition_count();
+                let mut any = false;
+                for line in lines {
+                    let n: u32 = line.parse().map_err(|_| {
+                        Error::InvalidConfig(format!(
+                            "{topic}/partitions: {line:?} is not a partition count"
+                        ))
+                    })?;
+                    if n < count || n == 0 {
+                        return Err(Error::InvalidPartitionCount {
+                            topic: topic.to_string(),
+                            current: count,
+                            requested: n,
+                        });
+                    }
+                    count = n;
+                    any = true;
                 }
-                let n: u32 = line.parse().map_err(|_| {
-                    Error::InvalidConfig(format!(
-                        "{topic}/partitions: {line:?} is not a partition count"
-                    ))
-                })?;
-                mgr.set_partition_count(topic, n)
+                if any {
+                    mgr.set_partition_count(topic, count)?;
+                }
+                Ok(())
             }
             TextTarget::Config(topic) => {
-                if line.is_empty() || line.starts_with('#') {
+                let mut changes = Vec::new();
+                for line in lines {
+                    let (key, value) = line.split_once('=').ok_or_else(|| {
+                        Error::InvalidConfig(format!("{topic}/config: {line:?} is not key=value"))
+                    })?;
+                    let value = value.trim();
+                    changes.push((key.trim(), (!value.is_empty()).then_some(value)));
+                }
+                if changes.is_empty() {
                     return Ok(());
                 }
-                let (key, value) = line.split_once('=').ok_or_else(|| {
-                    Error::InvalidConfig(format!("{topic}/config: {line:?} is not key=value"))
-                })?;
-                let value = value.trim();
-                mgr.set_topic_config(topic, key.trim(), (!value.is_empty()).then_some(value))
+                mgr.set_topic_configs(topic, &changes)
             }
             TextTarget::ReadOnly => Err(Error::Io(std::io::Error::from_raw_os_error(libc::EBADF))),
         }

@@ -1126,6 +1126,28 @@ impl Filesystem for TopicFs {
         }
     }
 
+    /// Preallocation means nothing here, and EOPNOTSUPP (or ENOSYS, which the kernel turns
+    /// into it) would make glibc's `posix_fallocate` fall back to writing a zero byte per
+    /// block, which an append file would take as a record: EPERM stops that fallback.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let e = FsError::Tree(
+            Errno::EPERM,
+            format!(
+                "space cannot be preallocated ({length} bytes at {offset}): files take records, not blocks"
+            ),
+        );
+        reply.error(report("fallocate", &ino.0, e));
+    }
+
     fn create(
         &self,
         _req: &Request,

@@ -137,7 +137,9 @@ impl IndexFile {
         } else {
             None
         };
-        Ok(IndexFile::memory_only(dir, name, entry_size, mmap, len as u64))
+        Ok(IndexFile::memory_only(
+            dir, name, entry_size, mmap, len as u64,
+        ))
     }
 
     fn map(&mut self) -> io::Result<()> {
