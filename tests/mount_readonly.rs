@@ -59,13 +59,9 @@ fn read_only_mount_writes_nothing() {
     assert!(logs.len() >= 3, "want several segments, got {logs:?}");
     // A torn tail on the active segment, and a missing index on an inactive one.
     let active = logs.last().unwrap().clone();
-    let active_base: i64 = active
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let base_of =
+        |p: &PathBuf| -> i64 { p.file_stem().unwrap().to_str().unwrap().parse().unwrap() };
+    let active_base = base_of(&active);
     let len = std::fs::metadata(&active).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)
@@ -74,13 +70,7 @@ fn read_only_mount_writes_nothing() {
         .set_len(len - 10)
         .unwrap();
     std::fs::remove_file(logs[1].with_extension("index")).unwrap();
-    let second_base: usize = logs[1]
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let second_base = base_of(&logs[1]) as usize;
 
     for clean in [true, false] {
         if !clean {

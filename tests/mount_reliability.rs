@@ -13,27 +13,17 @@ use mount::{Options, TestMount, tail};
 /// The values of every record in a partition directory's `.log` files, decoded with the
 /// kafka-protocol crate (offsets checked dense from 0), and the names of those files.
 fn stored(dir: &Path) -> (Vec<Vec<u8>>, Vec<String>) {
+    let records = mount::decode_partition_dir(dir);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r.offset, i as i64, "{}: offsets dense from 0", r.file);
+    }
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".log"))
         .collect();
     names.sort();
-    let mut values = Vec::new();
-    let mut next = 0i64;
-    for n in &names {
-        let mut b = bytes::Bytes::from(std::fs::read(dir.join(n)).unwrap());
-        for set in kafka_protocol::records::RecordBatchDecoder::decode_all(&mut b)
-            .unwrap_or_else(|e| panic!("{n}: {e}"))
-        {
-            for r in set.records {
-                assert_eq!(r.offset, next, "{n}: offsets dense from 0");
-                next += 1;
-                values.push(r.value.map(|v| v.to_vec()).unwrap_or_default());
-            }
-        }
-    }
-    (values, names)
+    (records.into_iter().map(|r| r.value).collect(), names)
 }
 
 /// Runs a python3 script with the mountpoint as argv[1]; returns its stdout.

@@ -11,26 +11,12 @@ use std::process::{Command, Output};
 
 use mount::{BIN, TestMount, tail};
 
-/// (offset, timestamp, value) of every record of a partition dir, decoded by kafka-protocol.
+/// (offset, timestamp, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(partition_dir: &Path) -> Vec<(i64, i64, String)> {
-    let mut names: Vec<String> = std::fs::read_dir(partition_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".log"))
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for n in names {
-        let log = std::fs::read(partition_dir.join(&n)).unwrap();
-        let mut input: &[u8] = &log;
-        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut input)
-            .unwrap_or_else(|e| panic!("kafka-protocol cannot decode {n}: {e:#}"));
-        for r in sets.iter().flat_map(|s| &s.records) {
-            let v = r.value.as_ref().map(|v| v.to_vec()).unwrap_or_default();
-            out.push((r.offset, r.timestamp, String::from_utf8(v).unwrap()));
-        }
-    }
-    out
+    mount::decode_partition_dir(partition_dir)
+        .iter()
+        .map(|r| (r.offset, r.timestamp, r.text()))
+        .collect()
 }
 
 fn now_ms() -> i64 {

@@ -36,26 +36,12 @@ fn parse_value(v: &str) -> Option<(u32, u64)> {
     Some((w.parse().ok()?, s.parse().ok()?))
 }
 
-/// Every record of a partition dir, by kafka-protocol: (offset, value).
+/// (offset, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(dir: &Path) -> Vec<(i64, String)> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".log"))
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for n in names {
-        let bytes = std::fs::read(dir.join(&n)).unwrap();
-        let mut input: &[u8] = &bytes;
-        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut input)
-            .unwrap_or_else(|e| panic!("kafka-protocol cannot decode {n}: {e:#}"));
-        for r in sets.iter().flat_map(|s| &s.records) {
-            let v = r.value.as_ref().map(|v| v.to_vec()).unwrap_or_default();
-            out.push((r.offset, String::from_utf8(v).unwrap()));
-        }
-    }
-    out
+    mount::decode_partition_dir(dir)
+        .iter()
+        .map(|r| (r.offset, r.text()))
+        .collect()
 }
 
 #[test]

@@ -422,3 +422,46 @@ pub fn batches(log: &[u8]) -> Vec<(i64, usize, Vec<Vec<u8>>)> {
     }
     out
 }
+
+/// One record of a partition directory, as the kafka-protocol crate (an independent decoder)
+/// reads it.
+pub struct Decoded {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub value: Vec<u8>,
+    /// The `.log` file it is in.
+    pub file: String,
+}
+
+impl Decoded {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.value.clone()).expect("utf-8 value")
+    }
+}
+
+/// Every record of every `.log` in a partition directory, in file order, decoded by
+/// kafka-protocol (a file it cannot decode fails the test).
+pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    let mut out = Vec::new();
+    for n in names {
+        let bytes = std::fs::read(dir.join(&n)).unwrap();
+        let mut input: &[u8] = &bytes;
+        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut input)
+            .unwrap_or_else(|e| panic!("kafka-protocol cannot decode {n}: {e:#}"));
+        for r in sets.iter().flat_map(|s| &s.records) {
+            out.push(Decoded {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                value: r.value.as_ref().map(|v| v.to_vec()).unwrap_or_default(),
+                file: n.clone(),
+            });
+        }
+    }
+    out
+}
