@@ -350,8 +350,17 @@ impl BrokerConfig {
         };
         let mut pairs = parse_properties(&text)
             .map_err(|e| Error::InvalidConfig(format!("config file {}: {e}", path.display())))?;
-        // Apply *.ms keys before *.hours keys regardless of order (Kafka's precedence).
-        pairs.sort_by_key(|(k, _)| !(k.ends_with(".ms")));
+        // Kafka's precedence whatever the order of the lines: *.ms over *.minutes over
+        // *.hours. The preferred key is applied last.
+        pairs.sort_by_key(|(k, _)| {
+            if k.ends_with(".hours") {
+                0
+            } else if k.ends_with(".minutes") {
+                1
+            } else {
+                2
+            }
+        });
         for (k, v) in pairs {
             if BROKER_KEYS.iter().any(|(bk, _)| *bk == k) {
                 self.set(&k, &v).map_err(|e| {
@@ -548,6 +557,19 @@ mod tests {
         let mut c = BrokerConfig::default();
         c.load_properties(&p).unwrap();
         assert_eq!(c.log.segment_ms, 5000);
+        let q = dir.path().join("retention.properties");
+        std::fs::write(&q, "log.retention.minutes=3\nlog.retention.hours=2\n").unwrap();
+        let mut c2 = BrokerConfig::default();
+        c2.load_properties(&q).unwrap();
+        assert_eq!(c2.log.retention_ms, 180_000, "minutes win over hours");
+        std::fs::write(
+            &q,
+            "log.retention.ms=7\nlog.retention.minutes=3\nlog.retention.hours=2\n",
+        )
+        .unwrap();
+        let mut c3 = BrokerConfig::default();
+        c3.load_properties(&q).unwrap();
+        assert_eq!(c3.log.retention_ms, 7, "ms wins over minutes and hours");
         assert_eq!(c.log.segment_bytes, 4096);
         assert_eq!(c.log_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert!(c.set("log.segment.bytes", "x").is_err());

@@ -347,6 +347,23 @@ fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), Str
     cfg.set(&key, &value).map_err(|e| e.to_string())
 }
 
+/// `pairs` ordered so that the key Kafka prefers is applied last: `*.hours` first, then
+/// `*.minutes`, then everything else (`*.ms`), each group in its given order.
+fn by_kafka_precedence<'a>(
+    mut pairs: Vec<(&'static str, &'a str)>,
+) -> Vec<(&'static str, &'a str)> {
+    pairs.sort_by_key(|(k, _)| {
+        if k.ends_with(".hours") {
+            0
+        } else if k.ends_with(".minutes") {
+            1
+        } else {
+            2
+        }
+    });
+    pairs
+}
+
 /// The server.properties key for a `-o` key: a broker key as it is, or a topic key
 /// (`segment.bytes`) mapped to the broker key that sets it (`log.segment.bytes`).
 fn broker_key(key: &str) -> Option<&'static str> {
@@ -412,6 +429,7 @@ impl MountPlan {
         let mut read_only = false;
         let mut threads = args.fuse_threads;
         let mut o_log_dirs: Vec<PathBuf> = Vec::new();
+        let mut o_keys: Vec<(&'static str, &str)> = Vec::new();
         for item in &items {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -444,7 +462,7 @@ impl MountPlan {
                 }
                 (k, _) if k.starts_with("x-") || k == "comment" => {}
                 (k, Some(v)) => match broker_key(k) {
-                    Some(bk) => set_cli_key(&mut broker, bk, v)?,
+                    Some(bk) => o_keys.push((bk, v)),
                     None => return Err(format!("unknown option {k}={v}")),
                 },
                 (k, None) => return Err(format!("unknown option {k}")),
@@ -454,8 +472,12 @@ impl MountPlan {
             broker.log_dirs = o_log_dirs;
         }
 
-        for (key, value) in args.kafka.pairs() {
-            set_cli_key(&mut broker, key, value)?;
+        // Within `-o`, then within the long options (which win over `-o`), Kafka's precedence:
+        // a `*.ms` key wins over `*.minutes`, which wins over `*.hours`, whatever their order.
+        for pairs in [o_keys, args.kafka.pairs()] {
+            for (key, value) in by_kafka_precedence(pairs) {
+                set_cli_key(&mut broker, key, value)?;
+            }
         }
         if !args.log_dirs.is_empty() {
             broker.log_dirs = args.log_dirs.clone();

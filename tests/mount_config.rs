@@ -283,3 +283,41 @@ fn a_stored_override_the_validators_refuse_is_dropped_alone() {
     m.ok("echo retention.ms=5000 >> t/config");
     assert!(m.read("t/config").lines().any(|l| l == "retention.ms=5000"));
 }
+
+#[test]
+fn ms_keys_win_over_hours_and_minutes_on_the_command_line_as_in_kafka() {
+    // Kafka: log.retention.ms > log.retention.minutes > log.retention.hours, and
+    // log.roll.ms > log.roll.hours, whatever order they are given in.
+    let mut m = TestMount::start(&[
+        "--retention-ms",
+        "5000",
+        "--retention-hours",
+        "2",
+        "--retention-minutes",
+        "3",
+        "--roll-ms",
+        "7000",
+        "--roll-hours",
+        "1",
+    ]);
+    m.ok("mkdir t");
+    let cfg = m.read("t/config");
+    assert!(cfg.contains("retention.ms=5000\n"), "{cfg}");
+    assert!(cfg.contains("segment.ms=7000\n"), "{cfg}");
+    m.unmount();
+    m.set_args(&[
+        "-o",
+        "log.retention.ms=6000,log.retention.hours=2,log.retention.minutes=3",
+    ]);
+    m.remount();
+    let cfg = m.read("t/config");
+    assert!(cfg.contains("retention.ms=6000\n"), "{cfg}");
+    m.unmount();
+    m.set_args(&["-o", "log.retention.hours=2,log.retention.minutes=3"]);
+    m.remount();
+    let cfg = m.read("t/config");
+    assert!(
+        cfg.contains("retention.ms=180000\n"),
+        "minutes win over hours: {cfg}"
+    );
+}
