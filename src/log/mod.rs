@@ -17,8 +17,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{
-    BatchBuilder, BatchHeader, BatchOptions, BatchView, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
-    Record, RecordInput,
+    BatchBuilder, BatchHeader, BatchOptions, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record,
+    RecordInput,
 };
 use crate::safe_fs::{Access, Dir, Kind};
 pub use segment::LogSegment;
@@ -618,10 +618,6 @@ impl PartitionLog {
         Ok(self.dirfd.open_file(name, Access::ReadOnly)?)
     }
 
-    pub fn read_only(&self) -> bool {
-        self.read_only
-    }
-
     /// The live `.log`, `.index` and `.timeindex` files.
     pub fn segment_files(&self) -> Vec<SegmentFile> {
         let mut out = Vec::new();
@@ -704,8 +700,8 @@ impl PartitionLog {
                 if h.max_timestamp >= ts && h.last_offset() >= from {
                     buf.resize(h.size(), 0);
                     seg.read_at(&mut buf, p)?;
-                    let view = BatchView::new(&buf)
-                        .and_then(|v| v.ensure_valid().map(|_| v))
+                    let view = seg
+                        .check_batch(&buf, None)
                         .map_err(|e| segment::corrupt(seg.log_path(), p, e))?;
                     for r in view
                         .records(&mut scratch)
@@ -894,6 +890,11 @@ impl LogReader {
         Ok(0)
     }
 
+    /// The error for bytes at `pos` of the current segment that are not a valid batch.
+    fn corrupt_here(&self, pos: u64, what: impl std::fmt::Display) -> Error {
+        segment::corrupt(self.segments[self.seg].log_path(), pos, what).into()
+    }
+
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
     /// batches are skipped). Returns Ok(false) at the end.
     pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {
@@ -910,17 +911,13 @@ impl LogReader {
             if self.seg >= self.segments.len() {
                 return Ok(false);
             }
-            let seg = self.segments[self.seg].clone();
-            let limit = seg.size();
+            let limit = self.segments[self.seg].size();
             if self.pos >= limit {
                 self.next_segment();
                 continue;
             }
-            let bad = |pos: u64, what: String| -> Error {
-                segment::corrupt(seg.log_path(), pos, what).into()
-            };
             if self.pos + PREFIX_SIZE as u64 > limit {
-                return Err(bad(
+                return Err(self.corrupt_here(
                     self.pos,
                     format!("a partial batch header before the end ({limit} bytes)"),
                 ));
@@ -929,16 +926,16 @@ impl LogReader {
             let size_field = i32::from_be_bytes(self.buf[at + 8..at + 12].try_into().unwrap());
             let base = i64::from_be_bytes(self.buf[at..at + 8].try_into().unwrap());
             if base >= self.end {
-                seg.release_file();
+                self.segments[self.seg].release_file();
                 self.seg = self.segments.len();
                 return Ok(false);
             }
             if size_field < MIN_SIZE_FIELD {
-                return Err(bad(self.pos, format!("invalid batch size {size_field}")));
+                return Err(self.corrupt_here(self.pos, format!("invalid batch size {size_field}")));
             }
             let size = size_field as usize + LOG_OVERHEAD;
             if self.pos + size as u64 > limit {
-                return Err(bad(
+                return Err(self.corrupt_here(
                     self.pos,
                     format!(
                         "a batch of {size} bytes runs past the end of the segment ({limit} bytes)"
@@ -946,28 +943,14 @@ impl LogReader {
                 ));
             }
             let at = self.fill(size, limit)?;
-            let bytes = &self.buf[at..at + size];
-            // Every batch served is verified: whole, CRC-32C, offsets inside the segment and
-            // after the previous batch's.
-            let view = BatchView::new(bytes)
-                .and_then(|v| v.ensure_valid().map(|_| v))
-                .map_err(|e| bad(self.pos, e.to_string()))?;
-            let h = view.header;
-            if h.base_offset < seg.base_offset
-                || h.last_offset_delta < 0
-                || self.last_served.is_some_and(|l| h.base_offset <= l)
+            // Every batch served is verified by the segment's one validity rule.
+            let view = match self.segments[self.seg]
+                .check_batch(&self.buf[at..at + size], self.last_served)
             {
-                return Err(bad(
-                    self.pos,
-                    format!(
-                        "batch offsets {}..{} are out of sequence (segment base {}, previous batch ended at {:?})",
-                        h.base_offset,
-                        h.last_offset(),
-                        seg.base_offset,
-                        self.last_served
-                    ),
-                ));
-            }
+                Ok(v) => v,
+                Err(e) => return Err(self.corrupt_here(self.pos, e)),
+            };
+            let h = view.header;
             self.last_served = Some(h.last_offset());
             let pos = self.pos;
             self.pos += size as u64;
@@ -975,11 +958,12 @@ impl LogReader {
                 continue;
             }
             let (start, end) = (self.start, self.end);
-            let records = view
-                .records(&mut self.scratch)
-                .map_err(|e| bad(pos, e.to_string()))?;
+            let path = self.segments[self.seg].log_path();
+            let bad =
+                |e: crate::record::BatchError| -> Error { segment::corrupt(path, pos, e).into() };
+            let records = view.records(&mut self.scratch).map_err(bad)?;
             for r in records {
-                let r = r.map_err(|e| bad(pos, e.to_string()))?;
+                let r = r.map_err(bad)?;
                 if r.offset >= start && r.offset < end {
                     f(&view.header, &r);
                 }

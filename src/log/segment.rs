@@ -287,10 +287,6 @@ impl LogSegment {
         Ok(f)
     }
 
-    pub fn read_only(&self) -> bool {
-        self.read_only
-    }
-
     /// Marks this segment as the one appended to (its handles stay open).
     pub fn set_active(&self, active: bool) {
         self.active.store(active, Ordering::Release);
@@ -340,6 +336,44 @@ impl LogSegment {
             return Ok(None);
         }
         Ok(BatchHeader::parse(&h).ok())
+    }
+
+    /// The one rule of what a valid batch is, wherever bytes are read back (recovery, the
+    /// clean-mount tail check, every read): whole, magic 2, CRC-32C, offsets inside this
+    /// segment (within a 4-byte relative offset) and after `prev_last`, the previous batch's
+    /// last offset.
+    pub fn check_batch<'a>(
+        &self,
+        bytes: &'a [u8],
+        prev_last: Option<i64>,
+    ) -> Result<BatchView<'a>, String> {
+        let view = BatchView::new(bytes)
+            .and_then(|v| v.ensure_valid().map(|_| v))
+            .map_err(|e| e.to_string())?;
+        let h = view.header;
+        if h.base_offset < self.base_offset
+            || h.last_offset_delta < 0
+            || h.last_offset() - self.base_offset > i32::MAX as i64
+            || prev_last.is_some_and(|l| h.base_offset <= l)
+        {
+            return Err(format!(
+                "batch offsets {}..{} are out of sequence (segment base offset {}, previous batch ended at {:?})",
+                h.base_offset,
+                h.last_offset(),
+                self.base_offset,
+                prev_last
+            ));
+        }
+        Ok(view)
+    }
+
+    /// Whether the index entry (`offset`, `pos`) points at the batch it names: the batch at
+    /// `pos` ends at `offset` (Kafka indexes a batch by its last offset).
+    fn entry_points_at_batch(&self, offset: i64, pos: u32, limit: u64) -> io::Result<bool> {
+        Ok(matches!(
+            self.header_at(pos as u64, limit)?,
+            Some(h) if h.last_offset() == offset
+        ))
     }
 
     /// The header of the batch at `pos` for a reader: None exactly at `limit`; anything else
@@ -398,23 +432,36 @@ impl LogSegment {
             return self.find_batch(target, 0);
         }
         let (entry_offset, start) = self.offset_index.lookup(target)?;
-        if start > 0 {
-            let limit = self.size();
-            let ok = matches!(
-                self.header_at(start as u64, limit)?,
-                Some(h) if h.last_offset() == entry_offset
-            );
-            if !ok {
+        if start == 0 {
+            return self.find_batch(target, 0);
+        }
+        // The batch at the entry's position is read once: checked against the entry, then
+        // either it holds the target or the scan goes on after it.
+        let limit = self.size();
+        match self.header_at(start as u64, limit)? {
+            Some(h) if h.last_offset() == entry_offset => {
+                if h.last_offset() >= target {
+                    return Ok((
+                        Some(BatchPos {
+                            position: start as u64,
+                            header: h,
+                        }),
+                        0,
+                    ));
+                }
+                let (found, skipped) = self.find_batch(target, start as u64 + h.size() as u64)?;
+                Ok((found, skipped + h.size() as u64))
+            }
+            _ => {
                 log::warn!(
                     "{}: entry (offset {entry_offset}, position {start}) of {} does not point at a batch; not using the index",
                     self.log_path.display(),
                     self.offset_index.path().display()
                 );
                 self.index_untrusted.store(true, Ordering::Release);
-                return self.find_batch(target, 0);
+                self.find_batch(target, 0)
             }
         }
-        self.find_batch(target, start as u64)
     }
 
     fn ensure_max_timestamp(&self, st: &mut AppendState) -> io::Result<()> {
@@ -608,38 +655,16 @@ impl LogSegment {
             let Some(bytes) = window.get(self, valid, size, file_len)? else {
                 break;
             };
-            let view = match BatchView::new(bytes) {
-                Ok(v) => v,
+            let h = match self.check_batch(bytes, next_offset.map(|n| n - 1)) {
+                Ok(view) => view.header,
                 Err(e) => {
                     log::warn!(
-                        "{}: invalid batch at byte {valid}: {e}",
+                        "Found invalid messages in log segment {} at byte offset {valid}: {e}",
                         self.log_path.display()
                     );
                     break;
                 }
             };
-            if let Err(e) = view.ensure_valid() {
-                log::warn!(
-                    "Found invalid messages in log segment {} at byte offset {valid}: {e}",
-                    self.log_path.display()
-                );
-                break;
-            }
-            let h = view.header;
-            let rel = h.last_offset() - self.base_offset;
-            if h.base_offset < self.base_offset
-                || h.last_offset_delta < 0
-                || rel > i32::MAX as i64
-                || next_offset.is_some_and(|n| h.base_offset < n)
-            {
-                log::warn!(
-                    "{}: batch at byte {valid} has offsets {}..{} out of sequence",
-                    self.log_path.display(),
-                    h.base_offset,
-                    h.last_offset()
-                );
-                break;
-            }
             if st.rolling_base_timestamp.is_none() {
                 st.rolling_base_timestamp = Some(h.max_timestamp);
             }
@@ -690,14 +715,11 @@ impl LogSegment {
     pub fn tail_problem(&self) -> io::Result<Option<String>> {
         let file_len = self.file()?.metadata()?.len();
         let mut pos = match self.offset_index.last_entry()? {
-            Some((off, p)) => match self.header_at(p as u64, file_len)? {
-                Some(h) if h.last_offset() == off => p as u64,
-                _ => 0,
-            },
-            None => 0,
+            Some((off, p)) if self.entry_points_at_batch(off, p, file_len)? => p as u64,
+            _ => 0,
         };
         let mut buf = Vec::new();
-        let mut next: Option<i64> = None;
+        let mut prev_last: Option<i64> = None;
         while pos < file_len {
             let Some(h) = self.header_at(pos, file_len)? else {
                 return Ok(Some(format!(
@@ -709,16 +731,10 @@ impl LogSegment {
             if self.read_at(&mut buf, pos)? < buf.len() {
                 return Ok(Some(format!("short read at byte {pos}")));
             }
-            let valid = BatchView::new(&buf).and_then(|v| v.ensure_valid());
-            if let Err(e) = valid {
+            if let Err(e) = self.check_batch(&buf, prev_last) {
                 return Ok(Some(format!("invalid batch at byte {pos}: {e}")));
             }
-            if h.base_offset < self.base_offset || next.is_some_and(|n| h.base_offset < n) {
-                return Ok(Some(format!(
-                    "batch at byte {pos} has offsets out of sequence"
-                )));
-            }
-            next = Some(h.next_offset());
+            prev_last = Some(h.last_offset());
             pos += h.size() as u64;
         }
         Ok(None)
