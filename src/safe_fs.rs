@@ -106,6 +106,15 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// One entry of a directory listing.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub name: String,
+    pub kind: Kind,
+    /// The length of a regular file (0 for anything else).
+    pub len: u64,
+}
+
 /// Whether the entry is a regular file, a directory, a symlink or something else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -322,8 +331,9 @@ impl Dir {
         }
     }
 
-    /// The entries of this directory (names only), read through the open descriptor.
-    pub fn entries(&self) -> io::Result<Vec<(String, Kind)>> {
+    /// The entries of this directory, read through one descriptor of it: each name, what it
+    /// is (a link is not followed), and a regular file's length.
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
         let dir = self.fd()?;
         let proc = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
         let mut out = Vec::new();
@@ -340,7 +350,13 @@ impl Dir {
             } else {
                 Kind::Other
             };
-            out.push((name, kind));
+            // fstatat on the listing's own descriptor, without following a link.
+            let len = if kind == Kind::File {
+                e.metadata()?.len()
+            } else {
+                0
+            };
+            out.push(Entry { name, kind, len });
         }
         Ok(out)
     }

@@ -20,7 +20,7 @@ use crate::record::{
     BatchBuilder, BatchHeader, BatchOptions, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record,
     RecordInput,
 };
-use crate::safe_fs::{Access, Dir, Kind};
+use crate::safe_fs::{Access, Dir, Entry, Kind};
 pub use segment::LogSegment;
 use segment::{AppendMeta, BatchPos};
 
@@ -148,7 +148,10 @@ impl PartitionLog {
         let mut logs: BTreeMap<i64, u64> = BTreeMap::new();
         let mut indexes: Vec<(i64, String)> = Vec::new();
         let mut swaps: Vec<String> = Vec::new();
-        for (name, kind) in dirfd.entries()? {
+        // The files present, from the one listing (check_indexes asks it, not the disk).
+        let mut present: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for entry in dirfd.entries()? {
+            let (name, kind) = (entry.name, entry.kind);
             let is_segment_file = parse_segment_name(&name).is_some()
                 || name.ends_with(".deleted")
                 || name.ends_with(".cleaned")
@@ -180,10 +183,12 @@ impl PartitionLog {
             }
             match parse_segment_name(&name) {
                 Some((base, "log")) => {
-                    let len = dirfd.open_file(&name, Access::ReadOnly)?.metadata()?.len();
-                    logs.insert(base, len);
+                    logs.insert(base, entry.len);
                 }
-                Some((base, "index" | "timeindex" | "txnindex")) => indexes.push((base, name)),
+                Some((base, "index" | "timeindex" | "txnindex")) => {
+                    present.insert(name.clone());
+                    indexes.push((base, name));
+                }
                 _ => {}
             }
         }
@@ -198,6 +203,7 @@ impl PartitionLog {
             // A compaction/split result that was ready to be swapped in: complete the swap.
             log::info!("{topic}-{partition}: completing swap of {target}");
             dirfd.rename(&swap, &target)?;
+            present.insert(target.clone());
             if let Some((base, "log")) = parse_segment_name(&target) {
                 let len = dirfd
                     .open_file(&target, Access::ReadOnly)?
@@ -240,7 +246,7 @@ impl PartitionLog {
             recovery_point: AtomicI64::new(params.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
         };
-        log.check_indexes(params.had_clean_shutdown)?;
+        log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {
             log.recover_from(params.recovery_point)?;
         }
@@ -299,12 +305,17 @@ impl PartitionLog {
 
     /// Detects missing or corrupt index files. After a clean shutdown, each segment's indexes
     /// are checked as they load; a missing `.index` forces that segment's recovery.
-    fn check_indexes(&self, clean: bool) -> Result<()> {
+    /// `present` holds the names of the files the directory listing found.
+    fn check_indexes(
+        &self,
+        clean: bool,
+        present: &std::collections::HashSet<String>,
+    ) -> Result<()> {
         let segs: Vec<Arc<LogSegment>> = self.segments.read().unwrap().values().cloned().collect();
         let cfg = self.config();
         for seg in segs {
-            let missing = self.dirfd.kind(seg.offset_index.name())?.is_none()
-                || self.dirfd.kind(seg.time_index.name())?.is_none();
+            let missing = !present.contains(seg.offset_index.name())
+                || !present.contains(seg.time_index.name());
             if missing {
                 if clean {
                     log::warn!(
@@ -529,7 +540,7 @@ impl PartitionLog {
     /// so the producer state at `offset` is the state of the latest snapshot.
     fn carry_producer_snapshot(&self, offset: i64) -> Result<()> {
         let mut latest: Option<(i64, String)> = None;
-        for (name, kind) in self.dirfd.entries()? {
+        for Entry { name, kind, .. } in self.dirfd.entries()? {
             if let Some((off, "snapshot")) = parse_segment_name(&name)
                 && kind == Kind::File
                 && off <= offset
