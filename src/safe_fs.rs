@@ -350,9 +350,14 @@ impl Dir {
             } else {
                 Kind::Other
             };
-            // fstatat on the listing's own descriptor, without following a link.
+            // fstatat on the listing's own descriptor, without following a link. A file
+            // removed since the directory was read (retention at work) is no entry.
             let len = if kind == Kind::File {
-                e.metadata()?.len()
+                match e.metadata() {
+                    Ok(md) => md.len(),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(named(&self.path.join(&name), e)),
+                }
             } else {
                 0
             };
