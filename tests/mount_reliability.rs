@@ -17,13 +17,10 @@ fn stored(dir: &Path) -> (Vec<Vec<u8>>, Vec<String>) {
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.offset, i as i64, "{}: offsets dense from 0", r.file);
     }
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".log"))
-        .collect();
-    names.sort();
-    (records.into_iter().map(|r| r.value).collect(), names)
+    (
+        records.into_iter().map(|r| r.value).collect(),
+        mount::log_files(dir),
+    )
 }
 
 /// Runs a python3 script with the mountpoint as argv[1]; returns its stdout.

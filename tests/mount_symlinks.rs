@@ -78,21 +78,14 @@ fn a_new_log_dir_with_a_planted_segment_link_is_refused() {
     let planted = m.dir.path().join("planted");
     std::fs::create_dir(&planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-        ])
-        .arg(format!(
+    let out = mount::as_nobody(
+        m.dir.path(),
+        &format!(
             "mkdir {0}/t-0 && ln -s {1} {0}/t-0/00000000000000000000.log",
             planted.display(),
             target.display()
-        ))
-        .output()
-        .unwrap();
+        ),
+    );
     assert!(
         out.status.success(),
         "{}",

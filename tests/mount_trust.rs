@@ -7,9 +7,9 @@ mod mount;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use mount::{BIN, TestMount, tail};
+use mount::{BIN, TestMount, as_nobody, tail};
 
 /// (offset, timestamp, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(partition_dir: &Path) -> Vec<(i64, i64, String)> {
@@ -24,22 +24,6 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-/// `sh -c script` as uid/gid 65534 with no supplementary groups, in `cwd`.
-fn as_nobody(cwd: &Path, script: &str) -> Output {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-        ])
-        .arg(script)
-        .current_dir(cwd)
-        .output()
-        .expect("run setpriv")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -439,17 +439,22 @@ impl Decoded {
     }
 }
 
-/// Every record of every `.log` in a partition directory, in file order, decoded by
-/// kafka-protocol (a file it cannot decode fails the test).
-pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
+/// The `.log` files of a partition directory, in offset order.
+pub fn log_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".log"))
         .collect();
     names.sort();
+    names
+}
+
+/// Every record of every `.log` in a partition directory, in file order, decoded by
+/// kafka-protocol (a file it cannot decode fails the test).
+pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
     let mut out = Vec::new();
-    for n in names {
+    for n in log_files(dir) {
         let bytes = std::fs::read(dir.join(&n)).unwrap();
         let mut input: &[u8] = &bytes;
         let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut input)
@@ -464,4 +469,20 @@ pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
         }
     }
     out
+}
+
+/// `sh -c script` as another local user (uid/gid 65534, no supplementary groups), in `cwd`.
+pub fn as_nobody(cwd: &Path, script: &str) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(script)
+        .current_dir(cwd)
+        .output()
+        .expect("run setpriv")
 }
