@@ -405,3 +405,28 @@ fn a_foreground_mount_tells_systemd_it_is_ready() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_partition_costs_one_descriptor() {
+    // The active segment's indexes are written through their mappings and the partition
+    // directory is reopened per operation: only the active .log stays open.
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", m.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = fds();
+    m.ok("echo 101 > t/partitions && printf 'x\\n' >> t/100/append");
+    let after = fds();
+    assert!(
+        after - before <= 100 + 5,
+        "100 new partitions took {} descriptors",
+        after - before
+    );
+    assert!(
+        after - before >= 100,
+        "the active .log files should stay open"
+    );
+}

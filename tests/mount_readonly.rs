@@ -138,3 +138,18 @@ fn ro_then_rw_is_a_read_write_mount() {
     assert_eq!(m.ok("cat t/0/by-offset/0"), "hello\n");
     m.unmount();
 }
+
+#[test]
+fn a_read_only_mount_of_a_missing_log_dir_fails_and_creates_nothing() {
+    let mut m = TestMount::start(&[]);
+    m.unmount();
+    let missing = m.dir.path().join("never-created");
+    let mut cmd = m.mount_command();
+    cmd.arg("--log-dir").arg(&missing).args(["-o", "ro"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        !out.status.success(),
+        "a read-only mount of a missing dir succeeded"
+    );
+    assert!(!missing.exists(), "a read-only mount created its log dir");
+}
