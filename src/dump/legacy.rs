@@ -150,6 +150,8 @@ fn kafka_lz4_decompress(input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     }
 }
 
+/// [`super::records::for_each_record`] for a legacy (magic 0 / 1) message set: the record
+/// itself, or the inner records of a compressed wrapper.
 pub(super) fn legacy_for_each_record(
     fb: &FileBatch,
     full: &[u8],
@@ -182,6 +184,32 @@ pub(super) fn legacy_for_each_record(
         )));
     }
     let wrapped = outer.value()?.unwrap_or_default();
+    decompress_wrapped(codec, wrapped, scratch)?;
+    let wrapper_ts = (outer.timestamp(), outer.attributes() & 0x08 != 0);
+    let inner = inner_records(scratch, wrapper_ts)?;
+    let Some(&(last_inner, _)) = inner.last() else {
+        return Err(invalid_record(
+            "Found invalid compressed record set with no inner records",
+        ));
+    };
+    let base = inner_base_offset(magic, fb.offset, last_inner)?;
+    for (off, rec) in inner {
+        let offset = match base {
+            Some(b) => b.wrapping_add(off),
+            None => off,
+        };
+        let inner_codec = rec.attributes() & 0x07;
+        if inner_codec != 0 {
+            codec_name(inner_codec)?;
+            return Err(invalid_record("Inner messages must not be compressed"));
+        }
+        f(&rec.to_rec(offset))?;
+    }
+    Ok(())
+}
+
+/// Decompresses a wrapper's value (codec 1 gzip, 2 snappy, 3 Kafka's LZ4) into `scratch`.
+fn decompress_wrapped(codec: u8, wrapped: &[u8], scratch: &mut Vec<u8>) -> Res<()> {
     let decompressed = match codec {
         1 => {
             if let Some(e) = gzip_header_error(wrapped) {
@@ -198,10 +226,12 @@ pub(super) fn legacy_for_each_record(
             "java.io.IOException: failed to decompress the wrapped message set",
         ));
     }
-    let wrapper_ts = (outer.timestamp(), outer.attributes() & 0x08 != 0);
-    // DataLogInputStream over the decompressed bytes.
-    let mut inner: Vec<(i64, LegacyRecord)> = Vec::new();
-    let data: &[u8] = scratch;
+    Ok(())
+}
+
+/// `DataLogInputStream` over the decompressed bytes: each inner record with its offset.
+fn inner_records(data: &[u8], wrapper_ts: (i64, bool)) -> Res<Vec<(i64, LegacyRecord<'_>)>> {
+    let mut inner = Vec::new();
     let mut pos = 0usize;
     while data.len() - pos >= 12 {
         let off = be_i64(data, pos);
@@ -222,36 +252,21 @@ pub(super) fn legacy_for_each_record(
         inner.push((off, LegacyRecord { buf, wrapper }));
         pos += 12 + size as usize;
     }
-    let Some(&(last_inner, _)) = inner.last() else {
-        return Err(invalid_record(
-            "Found invalid compressed record set with no inner records",
-        ));
-    };
-    let base = if magic == 1 {
-        let wrapper_offset = fb.offset;
-        if wrapper_offset == 0 {
-            Some(0)
-        } else if wrapper_offset < last_inner {
-            return Err(invalid_record(format_args!(
-                "Found invalid wrapper offset in compressed v1 message set, wrapper offset '{wrapper_offset}' is less than the last inner message offset '{last_inner}' and it is not zero."
-            )));
-        } else {
-            Some(wrapper_offset - last_inner)
-        }
-    } else {
-        None
-    };
-    for (off, rec) in inner {
-        let offset = match base {
-            Some(b) => b.wrapping_add(off),
-            None => off,
-        };
-        let inner_codec = rec.attributes() & 0x07;
-        if inner_codec != 0 {
-            codec_name(inner_codec)?;
-            return Err(invalid_record("Inner messages must not be compressed"));
-        }
-        f(&rec.to_rec(offset))?;
+    Ok(inner)
+}
+
+/// The base that inner offsets are relative to in a v1 wrapper (`None`: absolute, magic 0).
+fn inner_base_offset(magic: i8, wrapper_offset: i64, last_inner: i64) -> Res<Option<i64>> {
+    if magic != 1 {
+        return Ok(None);
     }
-    Ok(())
+    if wrapper_offset == 0 {
+        Ok(Some(0))
+    } else if wrapper_offset < last_inner {
+        Err(invalid_record(format_args!(
+            "Found invalid wrapper offset in compressed v1 message set, wrapper offset '{wrapper_offset}' is less than the last inner message offset '{last_inner}' and it is not zero."
+        )))
+    } else {
+        Ok(Some(wrapper_offset - last_inner))
+    }
 }

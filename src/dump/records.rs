@@ -300,67 +300,12 @@ pub(super) fn for_each_record(
     let codec = Compression::from_id((be_i16(full, 21) & 0x07) as u8)
         .map_err(|_| codec_name((be_i16(full, 21) & 0x07) as u8).unwrap_err())?;
 
-    // Fast path: the record module's decoder. It accepts exactly the batches Kafka decodes
-    // without error (and decodes them identically); anything else goes to the Kafka-faithful
-    // reader below, which also reproduces Kafka's failure.
-    let offsets_fit = c.base_offset.checked_add(i32::MIN as i64).is_some()
-        && c.base_offset.checked_add(i32::MAX as i64).is_some();
-    if fb.magic == 2
-        && count > 0
-        && offsets_fit
-        && let Ok(view) = BatchView::new(full)
-    {
-        let decoded: Option<Vec<Rec>> = match view.records(scratch) {
-            Ok(iter) => {
-                let mut v = Vec::with_capacity((count as usize).min(4096));
-                let mut ok = true;
-                for r in iter {
-                    match r {
-                        Ok(r) => {
-                            let delta = r.offset.wrapping_sub(c.base_offset) as i32;
-                            v.push(Rec {
-                                offset: r.offset,
-                                timestamp: r.timestamp,
-                                key_size: r.key.map_or(-1, |k| k.len() as i32),
-                                value_size: r.value.map_or(-1, |k| k.len() as i32),
-                                key: r.key,
-                                value: r.value,
-                                sequence: if c.base_sequence >= 0 {
-                                    increment_sequence(c.base_sequence, delta)
-                                } else {
-                                    -1
-                                },
-                                header_keys: r.headers().into_iter().map(|(k, _)| k).collect(),
-                                legacy: None,
-                                meta_err: None,
-                                data_err: None,
-                            });
-                        }
-                        Err(_) => {
-                            ok = false;
-                            break;
-                        }
-                    }
-                }
-                (ok && v.len() == count as usize).then_some(v)
-            }
-            Err(_) => None,
-        };
-        if let Some(recs) = decoded {
-            for r in &recs {
-                f(r)?;
-            }
-            return Ok(());
-        }
+    if let Some(result) = fast_path(fb, full, count, &c, scratch, f) {
+        return result;
     }
 
     if codec == Compression::None {
-        if count < 0 {
-            return Err(invalid_record(format_args!(
-                "Found invalid record count {count} in magic v{} batch",
-                fb.magic
-            )));
-        }
+        check_count(fb, count)?;
         let (recs, failure) = v2_uncompressed(full, count, &c);
         for r in &recs {
             f(r)?;
@@ -371,35 +316,103 @@ pub(super) fn for_each_record(
         };
     }
 
-    // Compressed: `iterator()` decompresses and reads every record before returning any.
-    let data = &full[HEADER_SIZE..];
-    if codec == Compression::Gzip
-        && let Some(e) = gzip_header_error(data)
-    {
-        return Err(e);
+    let recs = v2_compressed(fb, full, count, codec, &c, scratch)?;
+    for r in &recs {
+        f(r)?;
     }
+    Ok(())
+}
+
+/// Fast path: the record module's decoder. It accepts exactly the batches Kafka decodes
+/// without error (and decodes them identically), and then calls `f` for each record. `None`
+/// for anything else, which goes to the Kafka-faithful reader, which also reproduces Kafka's
+/// failure.
+fn fast_path(
+    fb: &FileBatch,
+    full: &[u8],
+    count: i32,
+    c: &V2Ctx,
+    scratch: &mut Vec<u8>,
+    f: &mut dyn FnMut(&Rec) -> Res<()>,
+) -> Option<Res<()>> {
+    let offsets_fit = c.base_offset.checked_add(i32::MIN as i64).is_some()
+        && c.base_offset.checked_add(i32::MAX as i64).is_some();
+    if !(fb.magic == 2 && count > 0 && offsets_fit) {
+        return None;
+    }
+    let view = BatchView::new(full).ok()?;
+    let iter = view.records(scratch).ok()?;
+    let mut recs = Vec::with_capacity((count as usize).min(4096));
+    for r in iter {
+        let r = r.ok()?;
+        let delta = r.offset.wrapping_sub(c.base_offset) as i32;
+        recs.push(Rec {
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key_size: r.key.map_or(-1, |k| k.len() as i32),
+            value_size: r.value.map_or(-1, |k| k.len() as i32),
+            key: r.key,
+            value: r.value,
+            sequence: if c.base_sequence >= 0 {
+                increment_sequence(c.base_sequence, delta)
+            } else {
+                -1
+            },
+            header_keys: r.headers().into_iter().map(|(k, _)| k).collect(),
+            legacy: None,
+            meta_err: None,
+            data_err: None,
+        });
+    }
+    if recs.len() != count as usize {
+        return None;
+    }
+    for r in &recs {
+        if let Err(e) = f(r) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(()))
+}
+
+/// What `iterator()` throws for a negative record count.
+fn check_count(fb: &FileBatch, count: i32) -> Res<()> {
     if count < 0 {
         return Err(invalid_record(format_args!(
             "Found invalid record count {count} in magic v{} batch",
             fb.magic
         )));
     }
-    let decompressed_ok = decompress(codec, data, scratch).is_ok();
-    let recs = match v2_stream(scratch, count, &c) {
-        Ok(recs) if decompressed_ok => recs,
-        Ok(_) => {
-            return Err(exc(
-                KAFKA,
-                "Error checking for remaining bytes after reading batch",
-            ));
-        }
-        Err(e) if decompressed_ok => return Err(e),
-        Err(_) => return Err(exc(KAFKA, "Failed to decompress record stream")),
-    };
-    for r in &recs {
-        f(r)?;
-    }
     Ok(())
+}
+
+/// Records of a compressed v2 batch: `iterator()` decompresses (into `scratch`) and reads
+/// every record before returning any.
+fn v2_compressed<'a>(
+    fb: &FileBatch,
+    full: &[u8],
+    count: i32,
+    codec: Compression,
+    c: &V2Ctx,
+    scratch: &'a mut Vec<u8>,
+) -> Res<Vec<Rec<'a>>> {
+    let data = &full[HEADER_SIZE..];
+    if codec == Compression::Gzip
+        && let Some(e) = gzip_header_error(data)
+    {
+        return Err(e);
+    }
+    check_count(fb, count)?;
+    let decompressed_ok = decompress(codec, data, scratch).is_ok();
+    match v2_stream(scratch, count, c) {
+        Ok(recs) if decompressed_ok => Ok(recs),
+        Ok(_) => Err(exc(
+            KAFKA,
+            "Error checking for remaining bytes after reading batch",
+        )),
+        Err(e) if decompressed_ok => Err(e),
+        Err(_) => Err(exc(KAFKA, "Failed to decompress record stream")),
+    }
 }
 
 // --- control records ---
