@@ -4,10 +4,10 @@
 //! present exactly once and in order, and appends continue with fresh offsets. At the end the
 //! whole log validates with an independent decoder.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::{force_unmount, is_mounted};
+use common::decode::decode_dir_records;
+use common::mount::{self, force_unmount, is_mounted};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -284,25 +284,13 @@ fn sigkill_mid_append_loses_no_acknowledged_record() {
     assert!(logs.join(".kafka_cleanshutdown").exists());
     for p in 0..PARTITIONS {
         let dir = logs.join(format!("crash-{p}"));
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|x| x.extension().is_some_and(|e| e == "log"))
-            .collect();
-        files.sort();
         let mut values = Vec::new();
-        let mut next_offset = 0;
-        for f in files {
-            let mut buf = bytes::Bytes::from(std::fs::read(&f).unwrap());
-            for set in kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
-            {
-                for r in set.records {
-                    assert_eq!(r.offset, next_offset, "offsets are dense and never reused");
-                    next_offset += 1;
-                    values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
-                }
-            }
+        for (next_offset, r) in decode_dir_records(&dir).into_iter().enumerate() {
+            assert_eq!(
+                r.offset, next_offset as i64,
+                "offsets are dense and never reused"
+            );
+            values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
         }
         assert_eq!(values, expected[p as usize]);
     }

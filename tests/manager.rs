@@ -1,7 +1,10 @@
 //! LogManager: log dir layout, lock, placement, checkpoints, clean and unclean restarts.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::drain::read_all;
 use topicfs::config::BrokerConfig;
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
@@ -32,13 +35,10 @@ fn put(mgr: &LogManager, topic: &str, p: u32, v: &str) -> i64 {
 
 fn values(mgr: &LogManager, topic: &str, p: u32) -> Vec<String> {
     let log = mgr.topic(topic).unwrap().partition(p).unwrap();
-    let mut r = log.read_from_offset(log.log_start_offset()).unwrap();
-    let mut out = Vec::new();
-    while r
-        .next_batch(&mut |rec| out.push(String::from_utf8(rec.value.unwrap().to_vec()).unwrap()))
-        .unwrap()
-    {}
-    out
+    read_all(&log, log.log_start_offset())
+        .into_iter()
+        .map(|(_, _, v)| String::from_utf8(v).unwrap())
+        .collect()
 }
 
 #[test]

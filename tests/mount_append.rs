@@ -2,12 +2,12 @@
 //! request, partial lines held per open file, `>` and `>>`, round-robin topic appends,
 //! writers that never interleave inside a line, large writes, EMSGSIZE, fsync. Real mounts.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::io::Write;
 
-use mount::{TestMount, batches};
+use common::decode::batches;
+use common::mount::TestMount;
 
 /// The batches of partition `p`'s first segment, read through `segments/`.
 fn segment_batches(m: &TestMount, topic: &str, p: u32) -> Vec<(i64, usize, Vec<Vec<u8>>)> {

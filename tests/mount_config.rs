@@ -1,10 +1,10 @@
 //! Topic configuration through `<topic>/config`, retention, compression and timestamp types,
 //! through a real mount.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::{TestMount, batches, wait_until};
+use common::decode::batches;
+use common::mount::{TestMount, wait_until};
 
 fn segment_logs(m: &TestMount, t: &str) -> Vec<String> {
     m.ok(&format!("ls {t}/0/segments"))

@@ -1,10 +1,10 @@
 //! Every row of the error table of docs/contract.md, through a real mount, each with the errno it
 //! names and a log line saying why.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::{Options, TestMount, batches};
+use common::decode::{batches, decode_log};
+use common::mount::{Options, TestMount};
 
 #[test]
 fn invalid_topic_names_are_einval() {
@@ -135,10 +135,10 @@ fn a_full_disk_is_enospc_and_leaves_no_partial_batch() {
         .lines()
         .filter(|n| n.ends_with(".log"))
     {
-        let mut b =
-            bytes::Bytes::from(std::fs::read(m.path(&format!("t/0/segments/{name}"))).unwrap());
-        kafka_protocol::records::RecordBatchDecoder::decode_all(&mut b)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        decode_log(
+            &std::fs::read(m.path(&format!("t/0/segments/{name}"))).unwrap(),
+            name,
+        );
     }
     // Once the filesystem has room again, appends continue at the next offset.
     let st = std::process::Command::new("mount")

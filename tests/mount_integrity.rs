@@ -2,8 +2,7 @@
 //! tail found at a clean mount, and corrupt bytes in a log that was shut down cleanly.
 //! Real mounts; the stored bytes are checked with kafka-protocol, an independent decoder.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,11 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mount::TestMount;
+use common::decode::decode_partition_dir;
+use common::mount::TestMount;
 
 /// (offset, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(dir: &Path) -> Vec<(i64, String)> {
-    mount::decode_partition_dir(dir)
+    decode_partition_dir(dir)
         .iter()
         .map(|r| (r.offset, r.text()))
         .collect()

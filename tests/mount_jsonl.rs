@@ -1,10 +1,9 @@
 //! JSON Lines through the mount: `append.jsonl` (key, value, headers, timestamp; keyed
 //! records to Kafka's murmur2 partition) and `by-offset/<N>.jsonl` / `by-time/<T>.jsonl`.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::TestMount;
+use common::mount::TestMount;
 use serde_json::{Value, json};
 
 fn json_lines(s: &str) -> Vec<Value> {

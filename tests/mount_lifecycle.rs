@@ -3,13 +3,13 @@
 //! indexes, segments an independent decoder reads), remount, lock refusal, two log dirs,
 //! `--config` / `-o` precedence, the `mount.topicfs` helper, systemd readiness. Real mounts.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use mount::{BIN, Options, TestMount, is_mounted};
+use common::decode::decode_log;
+use common::mount::{self, BIN, Options, TestMount, is_mounted};
 
 fn write_lines(m: &TestMount, topic: &str, p: u32, lines: &[String]) {
     let f = m.dir.path().join("input");
@@ -39,10 +39,7 @@ fn assert_cleanly_shut_down(log_dir: &Path, partition_dir: &Path, expected: &[St
     for n in names.iter().filter(|n| n.ends_with(".log")) {
         let base: i64 = n.trim_end_matches(".log").parse().unwrap();
         let log = std::fs::read(partition_dir.join(n)).unwrap();
-        let mut input: &[u8] = &log;
-        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut input)
-            .unwrap_or_else(|e| panic!("kafka-protocol cannot decode {n}: {e:#}"));
-        for r in sets.iter().flat_map(|s| &s.records) {
+        for r in decode_log(&log, n) {
             assert_eq!(r.offset, next_offset, "{n}");
             next_offset += 1;
             values.push(format!(

@@ -2,14 +2,14 @@
 //! pid file, stray partition directories, colliding topic names, preallocation of an append
 //! file.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use mount::{BIN, TestMount, batches, force_unmount, is_mounted};
+use common::decode::batches;
+use common::mount::{BIN, TestMount, force_unmount, is_mounted};
 
 /// Runs `topicfs mount` and returns its output; panics (after unmounting) if it hangs.
 fn run_mount(args: &[&std::ffi::OsStr], mnt: &Path) -> Output {

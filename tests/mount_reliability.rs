@@ -2,24 +2,24 @@
 //! files of the old one are open, a record too large inside one large write, and operations
 //! that fail half way leaving no trace.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use mount::{Options, TestMount, tail};
+use common::decode::{decode_partition_dir, log_files};
+use common::mount::{self, Options, TestMount, tail};
 
 /// The values of every record in a partition directory's `.log` files, decoded with the
 /// kafka-protocol crate (offsets checked dense from 0), and the names of those files.
 fn stored(dir: &Path) -> (Vec<Vec<u8>>, Vec<String>) {
-    let records = mount::decode_partition_dir(dir);
+    let records = decode_partition_dir(dir);
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.offset, i as i64, "{}: offsets dense from 0", r.file);
     }
     (
         records.into_iter().map(|r| r.value).collect(),
-        mount::log_files(dir),
+        log_files(dir),
     )
 }
 

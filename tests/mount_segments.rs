@@ -1,10 +1,10 @@
 //! `segments/`: the partition's real .log/.index/.timeindex files, read-only and byte for
 //! byte, rolling at a small `--segment-bytes`. Real mounts.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::{TestMount, batches};
+use common::decode::batches;
+use common::mount::{self, TestMount};
 
 #[test]
 fn segments_roll_and_read_byte_for_byte() {

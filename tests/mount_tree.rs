@@ -1,10 +1,9 @@
 //! The mounted tree of docs/contract.md: listings, modes, topics by mkdir/rmdir, the
 //! `partitions` and `config` files, truthful attributes and statfs. Real mounts.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
-use mount::TestMount;
+use common::mount::TestMount;
 
 fn lines(s: &str) -> Vec<&str> {
     s.lines().collect()

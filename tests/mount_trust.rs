@@ -2,18 +2,18 @@
 //! permissions `--allow-other` shows to other users, a mount stacked on a topicfs mount, and
 //! the record timestamps Kafka refuses. Another local user is uid/gid 65534 (setpriv).
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use mount::{BIN, TestMount, as_nobody, tail};
+use common::decode::decode_partition_dir;
+use common::mount::{self, BIN, TestMount, as_nobody, tail};
 
 /// (offset, timestamp, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(partition_dir: &Path) -> Vec<(i64, i64, String)> {
-    mount::decode_partition_dir(partition_dir)
+    decode_partition_dir(partition_dir)
         .iter()
         .map(|r| (r.offset, r.timestamp, r.text()))
         .collect()

@@ -5,8 +5,7 @@
 //! (checked with kafka-protocol), every stream was gap-free, `log-start-offset` never moved
 //! back, and the log dir holds no stray file.
 
-#[path = "common/mount.rs"]
-mod mount;
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -16,7 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mount::TestMount;
+use common::decode::decode_partition_dir;
+use common::mount::TestMount;
 
 const WRITERS: u32 = 3;
 
@@ -38,7 +38,7 @@ fn parse_value(v: &str) -> Option<(u32, u64)> {
 
 /// (offset, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(dir: &Path) -> Vec<(i64, String)> {
-    mount::decode_partition_dir(dir)
+    decode_partition_dir(dir)
         .iter()
         .map(|r| (r.offset, r.text()))
         .collect()

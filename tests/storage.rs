@@ -1,9 +1,13 @@
 //! Storage core tests: append, roll, indexes, lookups, recovery, checked against a plain
 //! in-memory model and against an independent decoder (the `kafka-protocol` crate).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use common::decode::decode_dir_records;
+use common::drain::read_all;
 use proptest::prelude::*;
 use topicfs::config::LogConfig;
 use topicfs::log::{LoadParams, PartitionLog};
@@ -31,36 +35,12 @@ fn append_values(log: &PartitionLog, values: &[Vec<u8>], ts: &[i64]) {
     log.append(&recs).unwrap();
 }
 
-fn read_all(log: &PartitionLog, from: i64) -> Vec<(i64, i64, Vec<u8>)> {
-    let mut r = log.read_from_offset(from).unwrap();
-    let mut out = Vec::new();
-    while r
-        .next_batch(&mut |rec| out.push((rec.offset, rec.timestamp, rec.value.unwrap().to_vec())))
-        .unwrap()
-    {}
-    out
-}
-
 /// Decodes every `.log` file of `dir` with kafka-protocol; returns (offset, timestamp, value).
 fn independent_decode(dir: &Path) -> Vec<(i64, i64, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let mut buf = bytes::Bytes::from(std::fs::read(&f).unwrap());
-        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        for s in sets {
-            for r in s.records {
-                out.push((r.offset, r.timestamp, r.value.unwrap().to_vec()));
-            }
-        }
-    }
-    out
+    decode_dir_records(dir)
+        .into_iter()
+        .map(|r| (r.offset, r.timestamp, r.value.unwrap().to_vec()))
+        .collect()
 }
 
 fn reopen(dir: &Path, c: Arc<LogConfig>, clean: bool, rp: i64) -> PartitionLog {

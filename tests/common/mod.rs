@@ -1,0 +1,13 @@
+//! Helpers shared by the integration tests (`mod common;` in a test file):
+//! - [`mount`]: real mounts (`TestMount`) and the processes and files around them;
+//! - [`decode`]: segment files decoded into records (kafka-protocol, an independent decoder);
+//! - [`drain`]: a partition's reader drained into records.
+
+#![allow(dead_code)]
+
+pub mod drain;
+pub mod mount;
+
+/// Declared by mount.rs (see there), so that tests including mount.rs alone still compile.
+#[allow(unused_imports)]
+pub use mount::decode;
