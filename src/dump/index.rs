@@ -98,6 +98,62 @@ impl IndexFile {
         }
     }
 
+    /// `OffsetIndex.sanityCheck()` of a non-empty index (`abs`: its absolute path).
+    fn offset_sanity_check(&mut self, abs: &str) -> Res<()> {
+        let last = self.offset_entry(self.entries() - 1)?.0;
+        if last < self.base {
+            return Err(exc(
+                CORRUPT_INDEX,
+                format_args!(
+                    "Corrupt index found, index file {abs} has non-zero size but the last offset is {last} which is less than the base offset {}",
+                    self.base
+                ),
+            ));
+        }
+        self.check_whole_entries("Index", abs)
+    }
+
+    /// `TimeIndex.sanityCheck()` (`abs`: its absolute path).
+    fn time_sanity_check(&mut self, abs: &str) -> Res<()> {
+        let entries = self.entries();
+        if entries != 0 {
+            let (last_ts, last_offset) = self.time_entry(entries - 1)?;
+            let first_ts = self.time_entry(0)?.0;
+            if last_ts < first_ts {
+                return Err(exc(
+                    CORRUPT_INDEX,
+                    format_args!(
+                        "Corrupt time index found, time index file ({abs}) has non-zero size but the last timestamp is {last_ts} which is less than the first timestamp {first_ts}"
+                    ),
+                ));
+            }
+            if last_offset < self.base {
+                return Err(exc(
+                    CORRUPT_INDEX,
+                    format_args!(
+                        "Corrupt time index found, time index file ({abs}) has non-zero size but the last offset is {last_offset} which is less than the first offset {}",
+                        self.base
+                    ),
+                ));
+            }
+        }
+        self.check_whole_entries("Time index", abs)
+    }
+
+    /// The size part of both sanity checks (`what`: "Index" or "Time index").
+    fn check_whole_entries(&self, what: &str, abs: &str) -> Res<()> {
+        if !self.len.is_multiple_of(self.entry_size as u64) {
+            return Err(exc(
+                CORRUPT_INDEX,
+                format_args!(
+                    "{what} file {abs} is corrupt, found {} bytes which is neither positive nor a multiple of {}",
+                    self.len, self.entry_size
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn binary_search(&mut self, target: i64, begin: i32, end: i32) -> Res<i32> {
         let (mut lo, mut hi) = (begin, end);
         while lo < hi {
@@ -130,24 +186,7 @@ impl Dumper<'_> {
             return Ok(());
         }
         if self.opts.index_sanity_check {
-            let last = index.offset_entry(entries - 1)?.0;
-            if last < start_offset {
-                return Err(exc(
-                    CORRUPT_INDEX,
-                    format_args!(
-                        "Corrupt index found, index file {abs} has non-zero size but the last offset is {last} which is less than the base offset {start_offset}"
-                    ),
-                ));
-            }
-            if index.len % 8 != 0 {
-                return Err(exc(
-                    CORRUPT_INDEX,
-                    format_args!(
-                        "Index file {abs} is corrupt, found {} bytes which is neither positive nor a multiple of 8",
-                        index.len
-                    ),
-                ));
-            }
+            index.offset_sanity_check(&abs)?;
             self.out
                 .println(format_args!("{file} passed sanity check."));
             return Ok(());
@@ -189,37 +228,8 @@ impl Dumper<'_> {
         let index_path = java_child(&parent, &format!("{}.index", first_dot_part(name)));
         let mut index = IndexFile::open(&index_path, start_offset, 8)?;
         let mut time_index = IndexFile::open(file, start_offset, 12)?;
-        let entries = time_index.entries();
         if self.opts.index_sanity_check {
-            if entries != 0 {
-                let (last_ts, last_offset) = time_index.time_entry(entries - 1)?;
-                let first_ts = time_index.time_entry(0)?.0;
-                if last_ts < first_ts {
-                    return Err(exc(
-                        CORRUPT_INDEX,
-                        format_args!(
-                            "Corrupt time index found, time index file ({abs}) has non-zero size but the last timestamp is {last_ts} which is less than the first timestamp {first_ts}"
-                        ),
-                    ));
-                }
-                if last_offset < start_offset {
-                    return Err(exc(
-                        CORRUPT_INDEX,
-                        format_args!(
-                            "Corrupt time index found, time index file ({abs}) has non-zero size but the last offset is {last_offset} which is less than the first offset {start_offset}"
-                        ),
-                    ));
-                }
-            }
-            if time_index.len % 12 != 0 {
-                return Err(exc(
-                    CORRUPT_INDEX,
-                    format_args!(
-                        "Time index file {abs} is corrupt, found {} bytes which is neither positive nor a multiple of 12",
-                        time_index.len
-                    ),
-                ));
-            }
+            time_index.time_sanity_check(&abs)?;
             self.out
                 .println(format_args!("{file} passed sanity check."));
             return Ok(());
