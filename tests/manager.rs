@@ -5,6 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::drain::read_all;
+use common::mount::file_names;
 use topicfs::config::BrokerConfig;
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
@@ -286,15 +287,9 @@ fn an_open_reader_keeps_reading_segments_retention_deleted() {
     assert!(mgr.run_retention().unwrap() > 3);
     assert_eq!(log.log_start_offset(), 60);
     let logs = |ext: &str| {
-        std::fs::read_dir(d.path().join("r-0"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(ext)
-            })
+        file_names(&d.path().join("r-0"))
+            .iter()
+            .filter(|n| n.ends_with(ext))
             .count()
     };
     assert_eq!(logs(".log"), 1, "only the new active segment is live");

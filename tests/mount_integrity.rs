@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::decode::decode_partition_dir;
-use common::mount::TestMount;
+use common::mount::{TestMount, file_names};
 
 /// (offset, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(dir: &Path) -> Vec<(i64, String)> {
@@ -138,9 +138,8 @@ fn retention_racing_open_streams_loses_nothing() {
     // Nothing recreated a deleted segment: every .log left is a live one, holding records
     // from the log start on, contiguous, with no empty file below the active segment.
     let dir = m.partition_dir("t", 0);
-    let leftovers: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let leftovers: Vec<String> = file_names(&dir)
+        .into_iter()
         .filter(|n| n.ends_with(".deleted"))
         .collect();
     assert!(leftovers.is_empty(), "leftover files: {leftovers:?}");

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::decode::decode_log;
-use common::mount::{self, BIN, Options, TestMount, is_mounted};
+use common::mount::{self, BIN, Options, TestMount, file_names, is_mounted};
 
 fn write_lines(m: &TestMount, topic: &str, p: u32, lines: &[String]) {
     let f = m.dir.path().join("input");
@@ -29,11 +29,7 @@ fn assert_cleanly_shut_down(log_dir: &Path, partition_dir: &Path, expected: &[St
         "no .kafka_cleanshutdown in {}",
         log_dir.display()
     );
-    let mut names: Vec<String> = std::fs::read_dir(partition_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(partition_dir);
     let mut values = Vec::new();
     let mut next_offset = 0i64;
     for n in names.iter().filter(|n| n.ends_with(".log")) {
@@ -225,18 +221,7 @@ fn two_log_dirs_share_the_partitions() {
         ..Options::default()
     });
     m.ok("mkdir t");
-    let count = |d: &Path| {
-        std::fs::read_dir(d)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("t-")
-            })
-            .count()
-    };
+    let count = |d: &Path| file_names(d).iter().filter(|n| n.starts_with("t-")).count();
     assert_eq!(count(&m.log_dirs[0]), 2);
     assert_eq!(count(&m.log_dirs[1]), 2);
     for p in 0..4 {

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::decode::batches;
-use common::mount::{BIN, TestMount, force_unmount, is_mounted};
+use common::mount::{BIN, TestMount, file_names, force_unmount, is_mounted};
 
 /// Runs `topicfs mount` and returns its output; panics (after unmounting) if it hangs.
 fn run_mount(args: &[&std::ffi::OsStr], mnt: &Path) -> Output {
@@ -127,9 +127,8 @@ fn a_stray_partition_dir_is_reported_and_left_alone() {
     // Topic t keeps its 2 partitions; z (no partition 0) is not a topic.
     assert_eq!(m.read("t/partitions"), "2\n");
     assert_eq!(m.ok("ls"), "t\n");
-    let dirs: Vec<String> = std::fs::read_dir(log)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let dirs: Vec<String> = file_names(log)
+        .into_iter()
         .filter(|n| n.starts_with("z-") || n.starts_with("t-"))
         .collect();
     let mut dirs = dirs;

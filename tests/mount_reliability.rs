@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::decode::{decode_partition_dir, log_files};
-use common::mount::{self, Options, TestMount, tail};
+use common::mount::{self, Options, TestMount, file_names, tail};
 
 /// The values of every record in a partition directory's `.log` files, decoded with the
 /// kafka-protocol crate (offsets checked dense from 0), and the names of those files.
@@ -156,9 +156,8 @@ fn rmdir_mkdir_with_open_handles() {
         let (values, logs) = stored(&m.partition_dir("t", 0));
         assert_eq!(values, vec![b"new1".to_vec()]);
         assert_eq!(logs, vec!["00000000000000000000.log".to_string()]);
-        let parts: Vec<String> = std::fs::read_dir(&m.log_dirs[0])
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        let parts: Vec<String> = file_names(&m.log_dirs[0])
+            .into_iter()
             .filter(|n| n.starts_with("t-"))
             .collect();
         assert_eq!(parts, vec!["t-0".to_string()]);
@@ -572,9 +571,8 @@ fn rmdir_that_cannot_remove_every_file_completes() {
     m.unmount();
     m.remount();
     assert_eq!(m.ok("ls"), "");
-    let left: Vec<String> = std::fs::read_dir(&m.log_dirs[0])
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let left: Vec<String> = file_names(&m.log_dirs[0])
+        .into_iter()
         .filter(|n| n.ends_with("-delete"))
         .collect();
     assert_eq!(left, Vec::<String>::new(), "removed at the next start");

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::decode::decode_partition_dir;
-use common::mount::{self, BIN, TestMount, as_nobody, tail};
+use common::mount::{self, BIN, TestMount, as_nobody, file_names, tail};
 
 /// (offset, timestamp, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(partition_dir: &Path) -> Vec<(i64, i64, String)> {
@@ -241,16 +241,6 @@ fn refused_mount(t: &Path, log_dir: &Path, extra: &[&str]) -> String {
     err
 }
 
-/// The names in a directory.
-fn names(d: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(d)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn a_log_dir_owned_by_someone_else_is_refused() {
     let t = shared_tmp();
@@ -266,7 +256,7 @@ fn a_log_dir_owned_by_someone_else_is_refused() {
     assert!(err.contains("--allow-untrusted-log-dir"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     // Nothing was written into it: no .lock, no meta.properties, no checkpoints.
-    assert_eq!(names(&theirs), vec!["note"]);
+    assert_eq!(file_names(&theirs), vec!["note"]);
 
     // A symbolic link planted at the path is not followed to its target.
     let target = t.path().join("root-owned");
@@ -275,7 +265,7 @@ fn a_log_dir_owned_by_someone_else_is_refused() {
     assert!(out.status.success(), "{out:?}");
     let err = refused_mount(t.path(), &sticky.join("link"), &[]);
     assert!(err.contains("symbolic link owned by uid 65534"), "{err}");
-    assert!(names(&target).is_empty());
+    assert!(file_names(&target).is_empty());
 
     // A root-owned log dir in a group-writable (not sticky) directory, and a log dir that is
     // itself world-writable (sticky or not), are refused too.
@@ -283,7 +273,7 @@ fn a_log_dir_owned_by_someone_else_is_refused() {
     std::fs::create_dir(&in_group).unwrap();
     let err = refused_mount(t.path(), &in_group, &[]);
     assert!(err.contains("writable by its group"), "{err}");
-    assert!(names(&in_group).is_empty());
+    assert!(file_names(&in_group).is_empty());
     let open = t.path().join("open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();

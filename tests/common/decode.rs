@@ -63,13 +63,10 @@ impl Decoded {
 
 /// The `.log` files of a partition directory, in offset order.
 pub fn log_files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    super::file_names(dir)
+        .into_iter()
         .filter(|n| n.ends_with(".log"))
-        .collect();
-    names.sort();
-    names
+        .collect()
 }
 
 /// Every record of every `.log` in a partition directory, in file order, decoded by

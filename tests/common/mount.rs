@@ -402,6 +402,16 @@ pub fn tail(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The names in a directory, sorted.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The decoding helpers live in decode.rs; declared here (not only in mod.rs) so that a test
 /// that includes this file alone (`#[path = "common/mount.rs"] mod mount;`) still finds
 /// `mount::batches` and the others.
