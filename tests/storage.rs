@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::decode::decode_dir_records;
+use common::decode::{decode_dir_records, offset_index_entries, time_index_entries};
 use common::drain::read_all;
 use proptest::prelude::*;
 use topicfs::config::LogConfig;
@@ -121,15 +121,7 @@ fn indexes_follow_kafkas_rule_and_are_trimmed_at_roll() {
     assert_eq!(size, 1000);
     log.close().unwrap();
     let idx = std::fs::read(d.path().join("00000000000000000000.index")).unwrap();
-    let entries: Vec<(i32, i32)> = idx
-        .chunks(8)
-        .map(|e| {
-            (
-                i32::from_be_bytes(e[0..4].try_into().unwrap()),
-                i32::from_be_bytes(e[4..8].try_into().unwrap()),
-            )
-        })
-        .collect();
+    let entries: Vec<(i32, i32)> = offset_index_entries(&idx);
     // Kafka: entry when bytes since the last entry > 4096, before counting the append.
     assert_eq!(
         entries,
@@ -142,15 +134,7 @@ fn indexes_follow_kafkas_rule_and_are_trimmed_at_roll() {
         ]
     );
     let ti = std::fs::read(d.path().join("00000000000000000000.timeindex")).unwrap();
-    let tentries: Vec<(i64, i32)> = ti
-        .chunks(12)
-        .map(|e| {
-            (
-                i64::from_be_bytes(e[0..8].try_into().unwrap()),
-                i32::from_be_bytes(e[8..12].try_into().unwrap()),
-            )
-        })
-        .collect();
+    let tentries: Vec<(i64, i32)> = time_index_entries(&ti);
     // The last entry is the segment's final max timestamp, written at close.
     assert_eq!(
         tentries,

@@ -1,5 +1,6 @@
 //! Segment files decoded into records: by the kafka-protocol crate (an independent decoder,
-//! for checking what topicfs stored) and, for batch-level counts, by topicfs' own `BatchView`.
+//! for checking what topicfs stored) and, for batch-level counts, by topicfs' own `BatchView`;
+//! index files into their entries.
 
 use std::path::Path;
 
@@ -85,4 +86,29 @@ pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
         }
     }
     out
+}
+
+/// The entries of an `.index` file: (offset relative to the segment's base, position).
+pub fn offset_index_entries(index: &[u8]) -> Vec<(i32, i32)> {
+    index
+        .chunks(8)
+        .map(|e| (be_i32(&e[0..4]), be_i32(&e[4..8])))
+        .collect()
+}
+
+/// The entries of a `.timeindex` file: (timestamp, offset relative to the segment's base).
+pub fn time_index_entries(index: &[u8]) -> Vec<(i64, i32)> {
+    index
+        .chunks(12)
+        .map(|e| {
+            (
+                i64::from_be_bytes(e[0..8].try_into().unwrap()),
+                be_i32(&e[8..12]),
+            )
+        })
+        .collect()
+}
+
+fn be_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes(b.try_into().unwrap())
 }
