@@ -16,7 +16,15 @@
 //!
 //! Reference version: the Scala `DumpLogSegments` of the released Kafka line (same text from
 //! 3.x to 4.0). Kafka trunk has since ported the tool to Java with a few visible differences;
-//! each spot is marked `JAVA PORT:` below.
+//! each spot is marked `JAVA PORT:` where it matters.
+//!
+//! Where things are: this file has the options, [`run`] and the `Dumper` (the `.log` /
+//! `.checkpoint` dump and the record lines); `exception` the Java exceptions; `java` Java and
+//! Scala behaviour (paths, number parsing, sequences, hash map order); `print_stream` the output
+//! streams; `pos_reader` positional reads through a window; `file_records` `FileRecords` and
+//! batch headers; `records` v2 records and control records; `legacy` magic 0/1 message sets;
+//! `kraft` the KRaft control records; `index` the `.index`, `.timeindex` and `.txnindex`
+//! dumps; `snapshot` producer-state snapshots and snapshot names.
 
 use std::fmt;
 use std::io::Write;
