@@ -294,3 +294,71 @@ fn bytes_on_disk_decode_with_kafkas_schema() {
         }
     }
 }
+
+/// Copies a fixture log dir into a temp dir (the manager writes checkpoints into its dir).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// A log dir a real Kafka 4.1.1 broker wrote (`tests/fixtures/broker_offsets/README.md`):
+/// `offsets.topic.num.partitions=3`, offsets set with `kafka-consumer-groups --reset-offsets
+/// --execute` and removed with `--delete-offsets`.
+#[test]
+fn a_broker_written_log_dir_loads_the_broker_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broker_offsets/logs");
+    copy_dir(&fixture, tmp.path());
+    let mgr = open(tmp.path(), 50);
+    let g = GroupOffsets::open(mgr.clone()).unwrap();
+    assert_eq!(g.load_stats().partitions, 3);
+    assert_eq!(g.load_stats().undecodable, 0);
+    assert_eq!(
+        g.committed("g1", "orders"),
+        BTreeMap::from([(0, 3), (1, 1)])
+    );
+    assert_eq!(g.committed("my-group", "orders"), BTreeMap::from([(1, 2)]));
+    assert!(
+        g.committed("gone", "orders").is_empty(),
+        "deleted by the broker's tombstone"
+    );
+    assert_eq!(g.groups_of("orders"), vec!["g1", "my-group"]);
+    let v = &g.committed_values("g1", "orders")[&0];
+    assert_eq!(v.metadata, "");
+    assert_eq!(v.leader_epoch, -1);
+    // 4.1.1 writes version 4 values (the admin client's commit carries no topic id).
+    assert_eq!(v.topic_id, None);
+    let home = tmp
+        .path()
+        .join(format!("{OFFSETS_TOPIC}-{}", partition_for("g1", 3)));
+    let raw = decoded_records(&home);
+    assert!(!raw.is_empty());
+    for (_, k, v) in &raw {
+        assert_eq!(&k[..2], &[0, 1]);
+        if let Some(v) = v {
+            assert_eq!(&v[..2], &[0, 4]);
+        }
+    }
+    // topicfs commits go into the broker's partitions (3, not 50).
+    g.commit("g1", &[("orders", 0, 4)]).unwrap();
+    let t = mgr.topic(OFFSETS_TOPIC).unwrap();
+    assert_eq!(t.partition_count(), 3);
+    drop(g);
+    close(mgr);
+    let mgr = open(tmp.path(), 50);
+    let g = GroupOffsets::open(mgr.clone()).unwrap();
+    assert_eq!(
+        g.committed("g1", "orders"),
+        BTreeMap::from([(0, 4), (1, 1)])
+    );
+    drop(g);
+    close(mgr);
+}
