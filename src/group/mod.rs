@@ -14,3 +14,20 @@ pub mod coordinator;
 pub use assignor::range_assign;
 pub use codec::{OffsetCommitKey, OffsetCommitValue, partition_for};
 pub use coordinator::{GroupOffsets, LoadStats, OFFSETS_TOPIC, OffsetsStorage};
+
+#[cfg(test)]
+mod tests {
+    use crate::config::BrokerConfig;
+
+    #[test]
+    fn offsets_topic_num_partitions_key() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.offsets_topic_num_partitions, 50);
+        c.set("offsets.topic.num.partitions", "3").unwrap();
+        assert_eq!(c.offsets_topic_num_partitions, 3);
+        // Kafka's INT atLeast(1).
+        assert!(c.set("offsets.topic.num.partitions", "0").is_err());
+        assert!(c.set("offsets.topic.num.partitions", "x").is_err());
+        assert_eq!(c.offsets_topic_num_partitions, 3);
+    }
+}
