@@ -212,6 +212,9 @@ impl LogConfig {
 pub struct BrokerConfig {
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: u32,
+    /// `offsets.topic.num.partitions`: partitions of `__consumer_offsets` when topicfs
+    /// creates it (an existing one keeps the count it has).
+    pub offsets_topic_num_partitions: u32,
     pub retention_check_interval_ms: u64,
     /// How often recovery points are checkpointed (`log.flush.offset.checkpoint.interval.ms`).
     pub checkpoint_interval_ms: u64,
@@ -230,6 +233,7 @@ impl Default for BrokerConfig {
         BrokerConfig {
             log_dirs: vec![PathBuf::from(DEFAULT_LOG_DIR)],
             num_partitions: 1,
+            offsets_topic_num_partitions: 50,
             retention_check_interval_ms: 300_000,
             checkpoint_interval_ms: 60_000,
             log: LogConfig::default(),
@@ -246,6 +250,7 @@ pub const BROKER_KEYS: &[(&str, Option<&str>)] = &[
     ("log.dirs", None),
     ("log.dir", None),
     ("num.partitions", None),
+    ("offsets.topic.num.partitions", None),
     ("log.segment.bytes", Some("segment.bytes")),
     ("log.roll.ms", Some("segment.ms")),
     ("log.roll.hours", None),
@@ -289,6 +294,9 @@ impl BrokerConfig {
                 self.log_dirs = dirs;
             }
             "num.partitions" => self.num_partitions = kafka_int(key, v, Some(1))? as u32,
+            "offsets.topic.num.partitions" => {
+                self.offsets_topic_num_partitions = kafka_int(key, v, Some(1))? as u32
+            }
             "log.roll.ms" => {
                 self.log
                     .set_topic_key("segment.ms", v)

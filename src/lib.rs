@@ -8,6 +8,7 @@ pub mod config;
 pub mod dump;
 pub mod error;
 pub mod fs;
+pub mod group;
 pub mod jsonl;
 pub mod log;
 pub mod logdir_trust;

@@ -614,7 +614,19 @@ impl LogManager {
     /// Creates a topic with `num.partitions` partitions, each on the least-loaded log dir.
     /// All or nothing: when a partition cannot be created, no trace of the topic is left.
     pub fn create_topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.create_topic_with_partitions(name, self.config.num_partitions)
+    }
+
+    /// Like [`LogManager::create_topic`], with `partitions` partitions (at least 1).
+    pub fn create_topic_with_partitions(&self, name: &str, partitions: u32) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
+        if partitions == 0 {
+            return Err(Error::InvalidPartitionCount {
+                topic: name.to_string(),
+                current: 0,
+                requested: 0,
+            });
+        }
         self.writable()?;
         let _admin = self.admin.lock().unwrap();
         if self.topics.read().unwrap().contains_key(name) {
@@ -640,17 +652,14 @@ impl LogManager {
         let cfg = Arc::new(self.config.log.clone());
         let parts = {
             let topics = self.topics.read().unwrap();
-            self.new_partitions(&topics, name, 0, self.config.num_partitions, cfg.clone())?
+            self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
         };
         let topic = Arc::new(Topic::new(name.to_string(), parts, BTreeMap::new(), cfg));
         self.topics
             .write()
             .unwrap()
             .insert(name.to_string(), topic.clone());
-        log::info!(
-            "created topic {name} with {} partitions",
-            self.config.num_partitions
-        );
+        log::info!("created topic {name} with {partitions} partitions");
         self.checkpoint_after(&format!("create topic {name}"));
         Ok(topic)
     }
@@ -868,6 +877,10 @@ impl LogManager {
         for t in topics {
             // A topic deleted meanwhile is skipped; deletion waits for a pass under way.
             let Ok(_live) = t.live() else { continue };
+            // Kafka's `__consumer_offsets` is compacted, never deleted by time or size.
+            if t.name() == crate::group::OFFSETS_TOPIC {
+                continue;
+            }
             deleted += self.retention_of(&t, now)?;
         }
         if deleted > 0 {
