@@ -271,6 +271,40 @@ pub const BROKER_KEYS: &[(&str, Option<&str>)] = &[
     ),
 ];
 
+/// The time keys Kafka also takes in a coarser unit: (key, the `*.ms` key it stands for, its
+/// unit in milliseconds). Kafka prefers `*.ms` over `*.minutes` over `*.hours`.
+pub const COARSE_TIME_KEYS: &[(&str, &str, i64)] = &[
+    ("log.roll.hours", "log.roll.ms", HOUR_MS),
+    ("log.retention.minutes", "log.retention.ms", 60_000),
+    ("log.retention.hours", "log.retention.ms", HOUR_MS),
+];
+
+/// `n` of a [`COARSE_TIME_KEYS`] key in milliseconds; a negative count is -1 (no limit).
+pub fn coarse_time_ms(key: &str, n: i64) -> i64 {
+    let unit = COARSE_TIME_KEYS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map_or(1, |(_, _, unit)| *unit);
+    if n < 0 { -1 } else { n.saturating_mul(unit) }
+}
+
+/// `pairs` ordered so that the key Kafka prefers is applied last, whatever their given order:
+/// `*.hours` first, then `*.minutes`, then everything else (`*.ms`), each group in its given
+/// order. The one precedence rule of server.properties, `-o` and the long options.
+pub fn by_kafka_precedence<K: AsRef<str>, V>(mut pairs: Vec<(K, V)>) -> Vec<(K, V)> {
+    pairs.sort_by_key(|(k, _)| {
+        let k = k.as_ref();
+        if k.ends_with(".hours") {
+            0
+        } else if k.ends_with(".minutes") {
+            1
+        } else {
+            2
+        }
+    });
+    pairs
+}
+
 impl BrokerConfig {
     /// Sets one broker key. Unknown keys are an error here; `load_properties` logs and skips them.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
@@ -298,7 +332,7 @@ impl BrokerConfig {
             "log.roll.hours" => {
                 let h = kafka_int(key, v, Some(1))? as i64;
                 if !self.roll_ms_set {
-                    self.log.segment_ms = h * HOUR_MS;
+                    self.log.segment_ms = coarse_time_ms(key, h);
                 }
             }
             // KafkaConfig.logRetentionTimeMillis: LONG/INT without a validator, and any
@@ -310,13 +344,13 @@ impl BrokerConfig {
             "log.retention.minutes" => {
                 let m = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    self.log.retention_ms = (m * 60_000).max(-1);
+                    self.log.retention_ms = coarse_time_ms(key, m);
                 }
             }
             "log.retention.hours" => {
                 let h = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    self.log.retention_ms = (h * HOUR_MS).max(-1);
+                    self.log.retention_ms = coarse_time_ms(key, h);
                 }
             }
             "log.retention.check.interval.ms" => {
@@ -348,19 +382,9 @@ impl BrokerConfig {
             Ok(t) => t,
             Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
         };
-        let mut pairs = parse_properties(&text)
+        let pairs = parse_properties(&text)
             .map_err(|e| Error::InvalidConfig(format!("config file {}: {e}", path.display())))?;
-        // Kafka's precedence whatever the order of the lines: *.ms over *.minutes over
-        // *.hours. The preferred key is applied last.
-        pairs.sort_by_key(|(k, _)| {
-            if k.ends_with(".hours") {
-                0
-            } else if k.ends_with(".minutes") {
-                1
-            } else {
-                2
-            }
-        });
+        let pairs = by_kafka_precedence(pairs);
         for (k, v) in pairs {
             if BROKER_KEYS.iter().any(|(bk, _)| *bk == k) {
                 self.set(&k, &v).map_err(|e| {

@@ -1,0 +1,445 @@
+//! `topicfs mount`'s options: the command line, `-o` as mount(8) passes it, and the
+//! [`MountPlan`] they resolve to before the daemon forks (so errors reach the terminal).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::config::{
+    BROKER_KEYS, BrokerConfig, COARSE_TIME_KEYS, by_kafka_precedence, coarse_time_ms,
+};
+
+#[derive(Args)]
+pub struct MountArgs {
+    /// Where the topics appear
+    mountpoint: PathBuf,
+
+    /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
+    #[arg(long = "log-dir", value_name = "DIR")]
+    log_dirs: Vec<PathBuf>,
+
+    /// A Kafka server.properties file; command-line options win over it
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Stay in the foreground, logging to stderr, instead of daemonizing
+    #[arg(long, short = 'f')]
+    pub(crate) foreground: bool,
+
+    /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
+    /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, ro; generic mount flags are ignored
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+
+    /// Write the daemon's pid to FILE (removed at shutdown)
+    #[arg(long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+
+    /// Append the log to FILE (without it a daemon's log is discarded; --foreground logs
+    /// to stderr)
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+
+    /// Let other users use the mount (FUSE allow_other, the kernel checks the mode bits)
+    #[arg(long)]
+    allow_other: bool,
+
+    /// Accept a log dir owned by another user or writable by group/others (refused by
+    /// default when running as root, as sshd's StrictModes refuses such paths)
+    #[arg(long)]
+    allow_untrusted_log_dir: bool,
+
+    /// Threads serving FUSE requests
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    fuse_threads: usize,
+
+    #[command(flatten)]
+    kafka: KafkaArgs,
+}
+
+/// Generates the long options of docs/contract.md, each feeding one server.properties key.
+macro_rules! kafka_args {
+    ($( $field:ident, $long:literal, [$($alias:literal),*], $key:literal, $value:literal, $help:literal; )*) => {
+        #[derive(Args)]
+        #[command(next_help_heading = "Kafka options (server.properties keys; they win over --config)")]
+        struct KafkaArgs {
+            $(
+                #[doc = $help]
+                #[arg(long = $long, value_name = $value $(, alias = $alias)*)]
+                $field: Option<String>,
+            )*
+        }
+
+        impl KafkaArgs {
+            /// (server.properties key, value) for each option given.
+            fn pairs(&self) -> Vec<(&'static str, &str)> {
+                let mut out = Vec::new();
+                $( if let Some(v) = &self.$field { out.push(($key, v.as_str())); } )*
+                out
+            }
+        }
+    };
+}
+
+kafka_args! {
+    num_partitions, "num-partitions", [], "num.partitions", "N",
+        "num.partitions: partitions of a new topic [default: 1]";
+    segment_bytes, "segment-bytes", [], "log.segment.bytes", "BYTES",
+        "log.segment.bytes: roll a segment before it passes this size [default: 1073741824]";
+    roll_ms, "roll-ms", [], "log.roll.ms", "MS",
+        "log.roll.ms: roll a segment older than this";
+    roll_hours, "roll-hours", [], "log.roll.hours", "HOURS",
+        "log.roll.hours: roll a segment older than this [default: 168]";
+    segment_index_bytes, "segment-index-bytes", ["index-size-max-bytes"], "log.index.size.max.bytes", "BYTES",
+        "log.index.size.max.bytes: preallocated size of each index [default: 10485760]";
+    index_interval_bytes, "index-interval-bytes", [], "log.index.interval.bytes", "BYTES",
+        "log.index.interval.bytes: bytes appended between index entries [default: 4096]";
+    message_timestamp_type, "message-timestamp-type", [], "log.message.timestamp.type", "TYPE",
+        "log.message.timestamp.type: CreateTime or LogAppendTime [default: CreateTime]";
+    timestamp_before_max_ms, "message-timestamp-before-max-ms", [], "log.message.timestamp.before.max.ms", "MS",
+        "log.message.timestamp.before.max.ms: refuse CreateTime records older than now minus this [default: 9223372036854775807]";
+    timestamp_after_max_ms, "message-timestamp-after-max-ms", [], "log.message.timestamp.after.max.ms", "MS",
+        "log.message.timestamp.after.max.ms: refuse CreateTime records newer than now plus this [default: 3600000]";
+    retention_ms, "retention-ms", [], "log.retention.ms", "MS",
+        "log.retention.ms: delete segments older than this (-1: never)";
+    retention_minutes, "retention-minutes", [], "log.retention.minutes", "MINUTES",
+        "log.retention.minutes: delete segments older than this";
+    retention_hours, "retention-hours", [], "log.retention.hours", "HOURS",
+        "log.retention.hours: delete segments older than this [default: 168]";
+    retention_bytes, "retention-bytes", [], "log.retention.bytes", "BYTES",
+        "log.retention.bytes: delete old segments past this partition size [default: -1]";
+    retention_check_interval_ms, "retention-check-interval-ms", [], "log.retention.check.interval.ms", "MS",
+        "log.retention.check.interval.ms: how often retention runs [default: 300000]";
+    flush_messages, "flush-messages", ["flush-interval-messages"], "log.flush.interval.messages", "N",
+        "log.flush.interval.messages: fsync every N records [default: never forced]";
+    checkpoint_interval_ms, "flush-offset-checkpoint-interval-ms", ["checkpoint-interval-ms"], "log.flush.offset.checkpoint.interval.ms", "MS",
+        "log.flush.offset.checkpoint.interval.ms: how often recovery points are written [default: 60000]";
+    message_max_bytes, "message-max-bytes", [], "message.max.bytes", "BYTES",
+        "message.max.bytes: the largest record batch accepted [default: 1048588]";
+    compression_type, "compression-type", [], "compression.type", "CODEC",
+        "compression.type: producer, uncompressed, gzip, snappy, lz4 or zstd [default: producer]";
+}
+
+/// Everything the daemon needs, resolved before it forks (so errors reach the terminal).
+pub struct MountPlan {
+    pub mountpoint: PathBuf,
+    pub broker: BrokerConfig,
+    pub fuse: fuser::Config,
+    pub pid_file: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+}
+
+/// Mount options mount(8) passes that mean nothing to topicfs.
+const IGNORED_MOUNT_FLAGS: &[&str] = &[
+    "rw",
+    "defaults",
+    "auto",
+    "noauto",
+    "user",
+    "users",
+    "nouser",
+    "owner",
+    "group",
+    "_netdev",
+    "nofail",
+    "exec",
+    "noexec",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nodiratime",
+    "diratime",
+    "sync",
+    "async",
+    "dirsync",
+    "lazytime",
+    "nolazytime",
+    "silent",
+    "loud",
+    "foreground",
+    "fg",
+    "bg",
+];
+
+fn absolute(p: &Path) -> Result<PathBuf, String> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    Ok(cwd.join(p))
+}
+
+/// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let n = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+            out.push(n as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The source of the topicfs mount at `mountpoint`, if there is one (mounting over it would
+/// stack a second daemon on top of the first).
+fn topicfs_mounted_at(mountpoint: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let at = left.split(' ').nth(4)?;
+        let mut right = right.split(' ');
+        let fstype = right.next()?;
+        let source = right.next().unwrap_or("");
+        (fstype == "fuse.topicfs" && unescape_mountinfo(at) == mountpoint.as_os_str().as_bytes())
+            .then(|| String::from_utf8_lossy(&unescape_mountinfo(source)).into_owned())
+    })
+}
+
+/// Device and inode of a path (following symlinks).
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Is `path` (which may not exist yet) `dir` itself or somewhere below it? Compared by device
+/// and inode along the canonical chain of `path`'s longest existing ancestor, so symlinks and
+/// bind mounts cannot hide an overlap.
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let Some(target) = file_id(dir) else {
+        return false;
+    };
+    let Some(existing) = path.ancestors().find(|a| a.exists()) else {
+        return false;
+    };
+    let Ok(canonical) = existing.canonicalize() else {
+        return false;
+    };
+    canonical.ancestors().any(|a| file_id(a) == Some(target))
+}
+
+/// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
+/// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
+fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    // Kafka's validator of the key as given (log.roll.hours: INT, at least 1).
+    cfg.clone().set(key, value).map_err(|e| e.to_string())?;
+    match COARSE_TIME_KEYS.iter().find(|(k, _, _)| *k == key) {
+        Some((_, ms_key, _)) => {
+            let n: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("{key}: {value:?} is not a valid number"))?;
+            let ms = coarse_time_ms(key, n).to_string();
+            cfg.set(ms_key, &ms).map_err(|e| e.to_string())
+        }
+        None => cfg.set(key, value).map_err(|e| e.to_string()),
+    }
+}
+
+/// The server.properties key for a `-o` key: a broker key as it is, or a topic key
+/// (`segment.bytes`) mapped to the broker key that sets it (`log.segment.bytes`).
+fn broker_key(key: &str) -> Option<&'static str> {
+    BROKER_KEYS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .or_else(|| BROKER_KEYS.iter().find(|(_, t)| *t == Some(key)))
+        .map(|(k, _)| *k)
+}
+
+impl MountPlan {
+    pub fn from_args(args: &MountArgs) -> Result<MountPlan, String> {
+        let mountpoint = absolute(&args.mountpoint)?;
+        match std::fs::metadata(&mountpoint) {
+            Ok(md) if md.is_dir() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "mountpoint {} is not a directory",
+                    mountpoint.display()
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(format!(
+                    "mountpoint {} does not exist",
+                    mountpoint.display()
+                ));
+            }
+            Err(e) => return Err(format!("mountpoint {}: {e}", mountpoint.display())),
+        }
+        let mountpoint = mountpoint
+            .canonicalize()
+            .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
+        if let Some(source) = topicfs_mounted_at(&mountpoint) {
+            return Err(format!(
+                "{} is already a topicfs mount (of {source}); unmount it first",
+                mountpoint.display()
+            ));
+        }
+
+        let items: Vec<&str> = args
+            .options
+            .iter()
+            .flat_map(|o| o.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+
+        let mut broker = BrokerConfig::default();
+        let mut config_file = args.config.clone();
+        for item in &items {
+            if let Some(f) = item.strip_prefix("config=") {
+                config_file.get_or_insert_with(|| PathBuf::from(f));
+            }
+        }
+        if let Some(f) = &config_file {
+            broker.load_properties(f).map_err(|e| e.to_string())?;
+        }
+
+        let mut pid_file = args.pid_file.clone();
+        let mut log_file = args.log_file.clone();
+        let mut allow_other = args.allow_other;
+        broker.allow_untrusted_log_dir = args.allow_untrusted_log_dir;
+        let mut read_only = false;
+        let mut threads = args.fuse_threads;
+        let mut o_log_dirs: Vec<PathBuf> = Vec::new();
+        let mut o_keys: Vec<(&'static str, &str)> = Vec::new();
+        for item in &items {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v.trim())),
+                None => (*item, None),
+            };
+            match (key, value) {
+                ("config", Some(_)) => {}
+                ("allow_other", None) => allow_other = true,
+                ("allow_untrusted_log_dir", None) => broker.allow_untrusted_log_dir = true,
+                // mount(8) applies the last of `ro` and `rw`.
+                ("ro", None) => read_only = true,
+                ("rw", None) => read_only = false,
+                ("pid_file", Some(v)) => {
+                    pid_file.get_or_insert_with(|| PathBuf::from(v));
+                }
+                ("log_file", Some(v)) => {
+                    log_file.get_or_insert_with(|| PathBuf::from(v));
+                }
+                ("fuse_threads", Some(v)) => {
+                    threads = v
+                        .parse()
+                        .map_err(|_| format!("fuse_threads: {v:?} is not a number"))?
+                }
+                // Commas separate options, so several dirs are separated by ':' here.
+                ("log.dirs" | "log.dir", Some(v)) => {
+                    o_log_dirs.extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from))
+                }
+                (k, None) if IGNORED_MOUNT_FLAGS.contains(&k) || k.starts_with("x-") => {
+                    log::debug!("ignoring mount option {k}");
+                }
+                (k, _) if k.starts_with("x-") || k == "comment" => {}
+                (k, Some(v)) => match broker_key(k) {
+                    Some(bk) => o_keys.push((bk, v)),
+                    None => return Err(format!("unknown option {k}={v}")),
+                },
+                (k, None) => return Err(format!("unknown option {k}")),
+            }
+        }
+        if !o_log_dirs.is_empty() {
+            broker.log_dirs = o_log_dirs;
+        }
+
+        // Within `-o`, then within the long options (which win over `-o`), Kafka's precedence:
+        // a `*.ms` key wins over `*.minutes`, which wins over `*.hours`, whatever their order.
+        for pairs in [o_keys, args.kafka.pairs()] {
+            for (key, value) in by_kafka_precedence(pairs) {
+                set_cli_key(&mut broker, key, value)?;
+            }
+        }
+        if !args.log_dirs.is_empty() {
+            broker.log_dirs = args.log_dirs.clone();
+        }
+        broker.log_dirs = broker
+            .log_dirs
+            .iter()
+            .map(|d| absolute(d))
+            .collect::<Result<_, _>>()?;
+        let pid_file = pid_file.as_deref().map(absolute).transpose()?;
+        let log_file = log_file.as_deref().map(absolute).transpose()?;
+        // The daemon must never reach its own mount: every FUSE request it made to itself
+        // would wait for a thread that is waiting for it.
+        for dir in &broker.log_dirs {
+            if is_within(dir, &mountpoint) {
+                return Err(format!(
+                    "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",
+                    dir.display(),
+                    mountpoint.display()
+                ));
+            }
+            if is_within(&mountpoint, dir) {
+                return Err(format!(
+                    "mountpoint {} is inside log dir {}: the mount would hide the log dir's files from the daemon; use a mountpoint outside the log dir",
+                    mountpoint.display(),
+                    dir.display()
+                ));
+            }
+        }
+        for (what, file) in [("pid file", &pid_file), ("log file", &log_file)] {
+            if let Some(f) = file
+                && is_within(f, &mountpoint)
+            {
+                return Err(format!(
+                    "{what} {} is inside the mountpoint {}; use a path outside it",
+                    f.display(),
+                    mountpoint.display()
+                ));
+            }
+        }
+
+        let mut fuse = fuser::Config::default();
+        let source = broker.log_dirs[0].to_string_lossy().into_owned();
+        let source = if source.contains([',', ' ', '\t', '\n']) {
+            "topicfs".to_string()
+        } else {
+            source
+        };
+        fuse.mount_options = vec![
+            fuser::MountOption::FSName(source),
+            fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
+        ];
+        broker.read_only = read_only;
+        if read_only {
+            fuse.mount_options.push(fuser::MountOption::RO);
+        }
+        if allow_other {
+            fuse.acl = fuser::SessionACL::All;
+            fuse.mount_options
+                .push(fuser::MountOption::DefaultPermissions);
+        }
+        fuse.n_threads = Some(threads.max(1));
+        fuse.clone_fd = true;
+
+        Ok(MountPlan {
+            mountpoint,
+            broker,
+            fuse,
+            pid_file,
+            log_file,
+        })
+    }
+}
