@@ -443,3 +443,190 @@ impl MountPlan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: MountArgs,
+    }
+
+    /// A mountpoint and a log dir beside it (not inside), both fresh.
+    struct Dirs {
+        _tmp: tempfile::TempDir,
+        mnt: PathBuf,
+        logs: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let mnt = tmp.path().join("mnt");
+        let logs = tmp.path().join("logs");
+        std::fs::create_dir(&mnt).unwrap();
+        Dirs {
+            mnt,
+            logs,
+            _tmp: tmp,
+        }
+    }
+
+    /// The plan of `topicfs mount MNT --log-dir LOGS <extra...>`.
+    fn plan(d: &Dirs, extra: &[&str]) -> Result<MountPlan, String> {
+        let mut argv: Vec<String> = vec!["topicfs".into(), d.mnt.display().to_string()];
+        argv.push(format!("--log-dir={}", d.logs.display()));
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args)
+    }
+
+    fn has_ro(p: &MountPlan) -> bool {
+        p.fuse
+            .mount_options
+            .iter()
+            .any(|o| matches!(o, fuser::MountOption::RO))
+    }
+
+    #[test]
+    fn o_sets_broker_and_topic_keys() {
+        let d = dirs();
+        let p = plan(
+            &d,
+            &[
+                "-o",
+                "segment.bytes=4096,log.roll.hours=2",
+                "-o",
+                "num.partitions=3",
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.broker.log.segment_bytes, 4096);
+        assert_eq!(p.broker.log.segment_ms, 2 * 3_600_000);
+        assert_eq!(p.broker.num_partitions, 3);
+        assert!(!p.broker.read_only);
+        assert!(!has_ro(&p));
+    }
+
+    #[test]
+    fn o_time_keys_follow_kafka_precedence_whatever_their_order() {
+        let d = dirs();
+        for (opts, want) in [
+            ("log.retention.hours=2,log.retention.minutes=3", 180_000),
+            ("log.retention.minutes=3,log.retention.hours=2", 180_000),
+            (
+                "log.retention.ms=7,log.retention.minutes=3,log.retention.hours=2",
+                7,
+            ),
+            (
+                "log.retention.hours=2,log.retention.minutes=3,retention.ms=7",
+                7,
+            ),
+            ("log.retention.hours=2", 7_200_000),
+            ("log.retention.hours=-1", -1),
+        ] {
+            let p = plan(&d, &["-o", opts]).unwrap();
+            assert_eq!(p.broker.log.retention_ms, want, "{opts}");
+        }
+        let p = plan(&d, &["-o", "log.roll.ms=5000,log.roll.hours=1"]).unwrap();
+        assert_eq!(p.broker.log.segment_ms, 5000);
+    }
+
+    #[test]
+    fn long_options_win_over_o_and_the_config_file() {
+        let d = dirs();
+        let props = d._tmp.path().join("server.properties");
+        std::fs::write(&props, "log.retention.ms=5\nlog.segment.bytes=1000\n").unwrap();
+        let cfg = format!("config={}", props.display());
+        let p = plan(&d, &["-o", &cfg]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 5);
+        assert_eq!(p.broker.log.segment_bytes, 1000);
+        // An hours key on the command line beats a ms key of the file.
+        let p = plan(&d, &["-o", &cfg, "--retention-hours", "1"]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 3_600_000);
+        let p = plan(&d, &["-o", &cfg, "-o", "retention.minutes=2"]);
+        assert!(p.is_err(), "retention.minutes is no topic key");
+        let p = plan(&d, &["-o", &cfg, "-o", "log.retention.minutes=2"]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 120_000);
+        let p = plan(&d, &["-o", "segment.bytes=2000", "--segment-bytes", "3000"]).unwrap();
+        assert_eq!(p.broker.log.segment_bytes, 3000);
+    }
+
+    #[test]
+    fn the_last_of_ro_and_rw_applies() {
+        let d = dirs();
+        for (opts, ro) in [
+            ("ro", true),
+            ("ro,rw", false),
+            ("rw,ro", true),
+            ("rw", false),
+        ] {
+            let p = plan(&d, &["-o", opts]).unwrap();
+            assert_eq!(p.broker.read_only, ro, "{opts}");
+            assert_eq!(has_ro(&p), ro, "{opts}");
+        }
+    }
+
+    #[test]
+    fn o_files_flags_and_unknown_options() {
+        let d = dirs();
+        let p = plan(
+            &d,
+            &[
+                "-o",
+                "noatime,_netdev,x-systemd.automount,comment=x,allow_other,pid_file=p",
+            ],
+        )
+        .unwrap();
+        assert!(matches!(p.fuse.acl, fuser::SessionACL::All));
+        let pid = p.pid_file.unwrap();
+        assert!(pid.is_absolute() && pid.ends_with("p"), "{}", pid.display());
+        let e = plan(&d, &["-o", "bogus=1"]).err().unwrap();
+        assert!(e.contains("unknown option bogus=1"), "{e}");
+        let e = plan(&d, &["-o", "bogus"]).err().unwrap();
+        assert!(e.contains("unknown option bogus"), "{e}");
+        let e = plan(&d, &["-o", "log.roll.hours=0"]).err().unwrap();
+        assert!(e.contains("log.roll.hours"), "{e}");
+        let e = plan(&d, &["-o", "fuse_threads=x"]).err().unwrap();
+        assert!(e.contains("fuse_threads"), "{e}");
+    }
+
+    #[test]
+    fn log_dirs_in_o_are_colon_separated_and_the_long_option_wins() {
+        let d = dirs();
+        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string()];
+        argv.extend(["-o".into(), "log.dirs=/a:/b".into()]);
+        let p = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args).unwrap();
+        assert_eq!(
+            p.broker.log_dirs,
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let p = plan(&d, &["-o", "log.dirs=/a:/b"]).unwrap();
+        assert_eq!(p.broker.log_dirs, [d.logs.clone()]);
+    }
+
+    #[test]
+    fn a_log_dir_inside_the_mountpoint_is_refused() {
+        let d = dirs();
+        let inside = format!("--log-dir={}", d.mnt.join("x").display());
+        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string(), inside];
+        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
+            .err()
+            .unwrap();
+        assert!(e.contains("inside it"), "{e}");
+        argv.truncate(1);
+        argv.push(d._tmp.path().join("missing").display().to_string());
+        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
+            .err()
+            .unwrap();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape_mountinfo(r"/a\040b\011c"), b"/a b\tc");
+        assert_eq!(unescape_mountinfo(r"/a\04"), br"/a\04");
+        assert_eq!(unescape_mountinfo(r"\\"), br"\\");
+    }
+}
