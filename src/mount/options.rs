@@ -266,89 +266,65 @@ fn broker_key(key: &str) -> Option<&'static str> {
         .map(|(k, _)| *k)
 }
 
-impl MountPlan {
-    pub fn from_args(args: &MountArgs) -> Result<MountPlan, String> {
-        let mountpoint = absolute(&args.mountpoint)?;
-        match std::fs::metadata(&mountpoint) {
-            Ok(md) if md.is_dir() => {}
-            Ok(_) => {
-                return Err(format!(
-                    "mountpoint {} is not a directory",
-                    mountpoint.display()
-                ));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(format!(
-                    "mountpoint {} does not exist",
-                    mountpoint.display()
-                ));
-            }
-            Err(e) => return Err(format!("mountpoint {}: {e}", mountpoint.display())),
-        }
-        let mountpoint = mountpoint
-            .canonicalize()
-            .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
-        if let Some(source) = topicfs_mounted_at(&mountpoint) {
-            return Err(format!(
-                "{} is already a topicfs mount (of {source}); unmount it first",
-                mountpoint.display()
-            ));
-        }
+/// What `-o` and the long options say besides config keys.
+struct MountFlags {
+    config_file: Option<PathBuf>,
+    pid_file: Option<PathBuf>,
+    log_file: Option<PathBuf>,
+    allow_other: bool,
+    allow_untrusted_log_dir: bool,
+    read_only: bool,
+    threads: usize,
+    /// `-o log.dirs=...` (the long `--log-dir` wins over it).
+    o_log_dirs: Vec<PathBuf>,
+}
 
-        let items: Vec<&str> = args
-            .options
-            .iter()
-            .flat_map(|o| o.split(','))
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-
-        let mut broker = BrokerConfig::default();
-        let mut config_file = args.config.clone();
-        for item in &items {
-            if let Some(f) = item.strip_prefix("config=") {
-                config_file.get_or_insert_with(|| PathBuf::from(f));
-            }
+impl MountFlags {
+    fn from_args(args: &MountArgs) -> MountFlags {
+        MountFlags {
+            config_file: args.config.clone(),
+            pid_file: args.pid_file.clone(),
+            log_file: args.log_file.clone(),
+            allow_other: args.allow_other,
+            allow_untrusted_log_dir: args.allow_untrusted_log_dir,
+            read_only: false,
+            threads: args.fuse_threads,
+            o_log_dirs: Vec::new(),
         }
-        if let Some(f) = &config_file {
-            broker.load_properties(f).map_err(|e| e.to_string())?;
-        }
+    }
 
-        let mut pid_file = args.pid_file.clone();
-        let mut log_file = args.log_file.clone();
-        let mut allow_other = args.allow_other;
-        broker.allow_untrusted_log_dir = args.allow_untrusted_log_dir;
-        let mut read_only = false;
-        let mut threads = args.fuse_threads;
-        let mut o_log_dirs: Vec<PathBuf> = Vec::new();
-        let mut o_keys: Vec<(&'static str, &str)> = Vec::new();
-        for item in &items {
+    /// Applies the `-o` items; returns their config keys as (server.properties key, value),
+    /// in their given order. A path given as a long option wins over its `-o` item.
+    fn apply_o<'a>(&mut self, items: &[&'a str]) -> Result<Vec<(&'static str, &'a str)>, String> {
+        let mut o_keys = Vec::new();
+        for item in items {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (*item, None),
             };
             match (key, value) {
+                // Read before anything else (see `MountPlan::from_args`).
                 ("config", Some(_)) => {}
-                ("allow_other", None) => allow_other = true,
-                ("allow_untrusted_log_dir", None) => broker.allow_untrusted_log_dir = true,
+                ("allow_other", None) => self.allow_other = true,
+                ("allow_untrusted_log_dir", None) => self.allow_untrusted_log_dir = true,
                 // mount(8) applies the last of `ro` and `rw`.
-                ("ro", None) => read_only = true,
-                ("rw", None) => read_only = false,
+                ("ro", None) => self.read_only = true,
+                ("rw", None) => self.read_only = false,
                 ("pid_file", Some(v)) => {
-                    pid_file.get_or_insert_with(|| PathBuf::from(v));
+                    self.pid_file.get_or_insert_with(|| PathBuf::from(v));
                 }
                 ("log_file", Some(v)) => {
-                    log_file.get_or_insert_with(|| PathBuf::from(v));
+                    self.log_file.get_or_insert_with(|| PathBuf::from(v));
                 }
                 ("fuse_threads", Some(v)) => {
-                    threads = v
+                    self.threads = v
                         .parse()
                         .map_err(|_| format!("fuse_threads: {v:?} is not a number"))?
                 }
                 // Commas separate options, so several dirs are separated by ':' here.
-                ("log.dirs" | "log.dir", Some(v)) => {
-                    o_log_dirs.extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from))
-                }
+                ("log.dirs" | "log.dir", Some(v)) => self
+                    .o_log_dirs
+                    .extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from)),
                 (k, None) if IGNORED_MOUNT_FLAGS.contains(&k) || k.starts_with("x-") => {
                     log::debug!("ignoring mount option {k}");
                 }
@@ -360,10 +336,133 @@ impl MountPlan {
                 (k, None) => return Err(format!("unknown option {k}")),
             }
         }
-        if !o_log_dirs.is_empty() {
-            broker.log_dirs = o_log_dirs;
-        }
+        Ok(o_keys)
+    }
+}
 
+/// The mountpoint as an absolute canonical path, if it is a directory that is not already a
+/// topicfs mount.
+fn checked_mountpoint(p: &Path) -> Result<PathBuf, String> {
+    let mountpoint = absolute(p)?;
+    match std::fs::metadata(&mountpoint) {
+        Ok(md) if md.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "mountpoint {} is not a directory",
+                mountpoint.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "mountpoint {} does not exist",
+                mountpoint.display()
+            ));
+        }
+        Err(e) => return Err(format!("mountpoint {}: {e}", mountpoint.display())),
+    }
+    let mountpoint = mountpoint
+        .canonicalize()
+        .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
+    if let Some(source) = topicfs_mounted_at(&mountpoint) {
+        return Err(format!(
+            "{} is already a topicfs mount (of {source}); unmount it first",
+            mountpoint.display()
+        ));
+    }
+    Ok(mountpoint)
+}
+
+/// The daemon must never reach its own mount: every FUSE request it made to itself would wait
+/// for a thread that is waiting for it. Nor may the mount hide a log dir from the daemon.
+fn check_overlaps(
+    mountpoint: &Path,
+    log_dirs: &[PathBuf],
+    files: [(&str, &Option<PathBuf>); 2],
+) -> Result<(), String> {
+    for dir in log_dirs {
+        if is_within(dir, mountpoint) {
+            return Err(format!(
+                "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",
+                dir.display(),
+                mountpoint.display()
+            ));
+        }
+        if is_within(mountpoint, dir) {
+            return Err(format!(
+                "mountpoint {} is inside log dir {}: the mount would hide the log dir's files from the daemon; use a mountpoint outside the log dir",
+                mountpoint.display(),
+                dir.display()
+            ));
+        }
+    }
+    for (what, file) in files {
+        if let Some(f) = file
+            && is_within(f, mountpoint)
+        {
+            return Err(format!(
+                "{what} {} is inside the mountpoint {}; use a path outside it",
+                f.display(),
+                mountpoint.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The FUSE session's configuration: source and subtype as mount(8) shows them, ro,
+/// allow_other (with the kernel checking the mode bits), threads.
+fn fuse_config(first_log_dir: &Path, flags: &MountFlags) -> fuser::Config {
+    let mut fuse = fuser::Config::default();
+    let source = first_log_dir.to_string_lossy().into_owned();
+    let source = if source.contains([',', ' ', '\t', '\n']) {
+        "topicfs".to_string()
+    } else {
+        source
+    };
+    fuse.mount_options = vec![
+        fuser::MountOption::FSName(source),
+        fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
+    ];
+    if flags.read_only {
+        fuse.mount_options.push(fuser::MountOption::RO);
+    }
+    if flags.allow_other {
+        fuse.acl = fuser::SessionACL::All;
+        fuse.mount_options
+            .push(fuser::MountOption::DefaultPermissions);
+    }
+    fuse.n_threads = Some(flags.threads.max(1));
+    fuse.clone_fd = true;
+    fuse
+}
+
+impl MountPlan {
+    /// Resolves the command line: the config file first, then `-o`, then the long options
+    /// (each later source wins), and checks the paths against each other.
+    pub fn from_args(args: &MountArgs) -> Result<MountPlan, String> {
+        let mountpoint = checked_mountpoint(&args.mountpoint)?;
+        let items: Vec<&str> = args
+            .options
+            .iter()
+            .flat_map(|o| o.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let mut flags = MountFlags::from_args(args);
+        for item in &items {
+            if let Some(f) = item.strip_prefix("config=") {
+                flags.config_file.get_or_insert_with(|| PathBuf::from(f));
+            }
+        }
+        let mut broker = BrokerConfig::default();
+        if let Some(f) = &flags.config_file {
+            broker.load_properties(f).map_err(|e| e.to_string())?;
+        }
+        let o_keys = flags.apply_o(&items)?;
+        broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
+        if !flags.o_log_dirs.is_empty() {
+            broker.log_dirs = flags.o_log_dirs.clone();
+        }
         // Within `-o`, then within the long options (which win over `-o`), Kafka's precedence:
         // a `*.ms` key wins over `*.minutes`, which wins over `*.hours`, whatever their order.
         for pairs in [o_keys, args.kafka.pairs()] {
@@ -379,61 +478,15 @@ impl MountPlan {
             .iter()
             .map(|d| absolute(d))
             .collect::<Result<_, _>>()?;
-        let pid_file = pid_file.as_deref().map(absolute).transpose()?;
-        let log_file = log_file.as_deref().map(absolute).transpose()?;
-        // The daemon must never reach its own mount: every FUSE request it made to itself
-        // would wait for a thread that is waiting for it.
-        for dir in &broker.log_dirs {
-            if is_within(dir, &mountpoint) {
-                return Err(format!(
-                    "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",
-                    dir.display(),
-                    mountpoint.display()
-                ));
-            }
-            if is_within(&mountpoint, dir) {
-                return Err(format!(
-                    "mountpoint {} is inside log dir {}: the mount would hide the log dir's files from the daemon; use a mountpoint outside the log dir",
-                    mountpoint.display(),
-                    dir.display()
-                ));
-            }
-        }
-        for (what, file) in [("pid file", &pid_file), ("log file", &log_file)] {
-            if let Some(f) = file
-                && is_within(f, &mountpoint)
-            {
-                return Err(format!(
-                    "{what} {} is inside the mountpoint {}; use a path outside it",
-                    f.display(),
-                    mountpoint.display()
-                ));
-            }
-        }
-
-        let mut fuse = fuser::Config::default();
-        let source = broker.log_dirs[0].to_string_lossy().into_owned();
-        let source = if source.contains([',', ' ', '\t', '\n']) {
-            "topicfs".to_string()
-        } else {
-            source
-        };
-        fuse.mount_options = vec![
-            fuser::MountOption::FSName(source),
-            fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
-        ];
-        broker.read_only = read_only;
-        if read_only {
-            fuse.mount_options.push(fuser::MountOption::RO);
-        }
-        if allow_other {
-            fuse.acl = fuser::SessionACL::All;
-            fuse.mount_options
-                .push(fuser::MountOption::DefaultPermissions);
-        }
-        fuse.n_threads = Some(threads.max(1));
-        fuse.clone_fd = true;
-
+        let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
+        let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
+        check_overlaps(
+            &mountpoint,
+            &broker.log_dirs,
+            [("pid file", &pid_file), ("log file", &log_file)],
+        )?;
+        let fuse = fuse_config(&broker.log_dirs[0], &flags);
+        broker.read_only = flags.read_only;
         Ok(MountPlan {
             mountpoint,
             broker,
@@ -603,7 +656,7 @@ mod tests {
             [PathBuf::from("/a"), PathBuf::from("/b")]
         );
         let p = plan(&d, &["-o", "log.dirs=/a:/b"]).unwrap();
-        assert_eq!(p.broker.log_dirs, [d.logs.clone()]);
+        assert_eq!(p.broker.log_dirs, vec![d.logs.clone()]);
     }
 
     #[test]
