@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::config::{
-    BROKER_KEYS, BrokerConfig, COARSE_TIME_KEYS, by_kafka_precedence, coarse_time_ms,
+    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms, option_def,
 };
 
 #[derive(Args)]
@@ -59,15 +59,22 @@ pub struct MountArgs {
     kafka: KafkaArgs,
 }
 
-/// Generates the long options of docs/contract.md, each feeding one server.properties key.
+/// The Kafka long options: one field per key of [`CONFIG_KEYS`] that has an option (but
+/// `--log-dir`, which repeats and so is a field of its own). The fields stay derive fields so
+/// clap parses them as before; their name, alias, value name and help come from the table,
+/// and a unit test checks that every option of the table is here and nothing else.
 macro_rules! kafka_args {
-    ($( $field:ident, $long:literal, [$($alias:literal),*], $key:literal, $value:literal, $help:literal; )*) => {
+    ($( $field:ident, $key:literal; )*) => {
         #[derive(Args)]
         #[command(next_help_heading = "Kafka options (server.properties keys; they win over --config)")]
         struct KafkaArgs {
             $(
-                #[doc = $help]
-                #[arg(long = $long, value_name = $value $(, alias = $alias)*)]
+                #[arg(
+                    long = option_def($key).option,
+                    alias = option_def($key).alias,
+                    value_name = option_def($key).unit,
+                    help = option_def($key).cli_help(),
+                )]
                 $field: Option<String>,
             )*
         }
@@ -84,42 +91,24 @@ macro_rules! kafka_args {
 }
 
 kafka_args! {
-    num_partitions, "num-partitions", [], "num.partitions", "N",
-        "num.partitions: partitions of a new topic [default: 1]";
-    segment_bytes, "segment-bytes", [], "log.segment.bytes", "BYTES",
-        "log.segment.bytes: roll a segment before it passes this size [default: 1073741824]";
-    roll_ms, "roll-ms", [], "log.roll.ms", "MS",
-        "log.roll.ms: roll a segment older than this";
-    roll_hours, "roll-hours", [], "log.roll.hours", "HOURS",
-        "log.roll.hours: roll a segment older than this [default: 168]";
-    segment_index_bytes, "segment-index-bytes", ["index-size-max-bytes"], "log.index.size.max.bytes", "BYTES",
-        "log.index.size.max.bytes: preallocated size of each index [default: 10485760]";
-    index_interval_bytes, "index-interval-bytes", [], "log.index.interval.bytes", "BYTES",
-        "log.index.interval.bytes: bytes appended between index entries [default: 4096]";
-    message_timestamp_type, "message-timestamp-type", [], "log.message.timestamp.type", "TYPE",
-        "log.message.timestamp.type: CreateTime or LogAppendTime [default: CreateTime]";
-    timestamp_before_max_ms, "message-timestamp-before-max-ms", [], "log.message.timestamp.before.max.ms", "MS",
-        "log.message.timestamp.before.max.ms: refuse CreateTime records older than now minus this [default: 9223372036854775807]";
-    timestamp_after_max_ms, "message-timestamp-after-max-ms", [], "log.message.timestamp.after.max.ms", "MS",
-        "log.message.timestamp.after.max.ms: refuse CreateTime records newer than now plus this [default: 3600000]";
-    retention_ms, "retention-ms", [], "log.retention.ms", "MS",
-        "log.retention.ms: delete segments older than this (-1: never)";
-    retention_minutes, "retention-minutes", [], "log.retention.minutes", "MINUTES",
-        "log.retention.minutes: delete segments older than this";
-    retention_hours, "retention-hours", [], "log.retention.hours", "HOURS",
-        "log.retention.hours: delete segments older than this [default: 168]";
-    retention_bytes, "retention-bytes", [], "log.retention.bytes", "BYTES",
-        "log.retention.bytes: delete old segments past this partition size [default: -1]";
-    retention_check_interval_ms, "retention-check-interval-ms", [], "log.retention.check.interval.ms", "MS",
-        "log.retention.check.interval.ms: how often retention runs [default: 300000]";
-    flush_messages, "flush-messages", ["flush-interval-messages"], "log.flush.interval.messages", "N",
-        "log.flush.interval.messages: fsync every N records [default: never forced]";
-    checkpoint_interval_ms, "flush-offset-checkpoint-interval-ms", ["checkpoint-interval-ms"], "log.flush.offset.checkpoint.interval.ms", "MS",
-        "log.flush.offset.checkpoint.interval.ms: how often recovery points are written [default: 60000]";
-    message_max_bytes, "message-max-bytes", [], "message.max.bytes", "BYTES",
-        "message.max.bytes: the largest record batch accepted [default: 1048588]";
-    compression_type, "compression-type", [], "compression.type", "CODEC",
-        "compression.type: producer, uncompressed, gzip, snappy, lz4 or zstd [default: producer]";
+    num_partitions, "num.partitions";
+    segment_bytes, "log.segment.bytes";
+    roll_ms, "log.roll.ms";
+    roll_hours, "log.roll.hours";
+    segment_index_bytes, "log.index.size.max.bytes";
+    index_interval_bytes, "log.index.interval.bytes";
+    message_timestamp_type, "log.message.timestamp.type";
+    timestamp_before_max_ms, "log.message.timestamp.before.max.ms";
+    timestamp_after_max_ms, "log.message.timestamp.after.max.ms";
+    retention_ms, "log.retention.ms";
+    retention_minutes, "log.retention.minutes";
+    retention_hours, "log.retention.hours";
+    retention_bytes, "log.retention.bytes";
+    retention_check_interval_ms, "log.retention.check.interval.ms";
+    flush_messages, "log.flush.interval.messages";
+    checkpoint_interval_ms, "log.flush.offset.checkpoint.interval.ms";
+    message_max_bytes, "message.max.bytes";
+    compression_type, "compression.type";
 }
 
 /// Everything the daemon needs, resolved before it forks (so errors reach the terminal).
@@ -259,11 +248,11 @@ fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), Str
 /// The server.properties key for a `-o` key: a broker key as it is, or a topic key
 /// (`segment.bytes`) mapped to the broker key that sets it (`log.segment.bytes`).
 fn broker_key(key: &str) -> Option<&'static str> {
-    BROKER_KEYS
+    CONFIG_KEYS
         .iter()
-        .find(|(k, _)| *k == key)
-        .or_else(|| BROKER_KEYS.iter().find(|(_, t)| *t == Some(key)))
-        .map(|(k, _)| *k)
+        .find(|k| k.broker == key)
+        .or_else(|| CONFIG_KEYS.iter().find(|k| k.topic == Some(key)))
+        .map(|k| k.broker)
 }
 
 /// What `-o` and the long options say besides config keys.
@@ -674,6 +663,35 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn the_kafka_options_are_the_key_table() {
+        use clap::CommandFactory;
+        let cmd = Cmd::command();
+        let mut longs: Vec<&str> = cmd
+            .get_arguments()
+            .filter(|a| a.get_help_heading().is_some_and(|h| h.starts_with("Kafka")))
+            .filter_map(|a| a.get_long())
+            .collect();
+        let mut want: Vec<&str> = CONFIG_KEYS
+            .iter()
+            .filter_map(|k| k.option)
+            .filter(|o| *o != "log-dir")
+            .collect();
+        longs.sort();
+        want.sort();
+        assert_eq!(longs, want);
+        assert!(cmd.get_arguments().any(|a| a.get_long() == Some("log-dir")));
+        // Each option sets its own key.
+        let d = dirs();
+        let p = plan(
+            &d,
+            &["--message-max-bytes", "77", "--index-size-max-bytes", "400"],
+        )
+        .unwrap();
+        assert_eq!(p.broker.log.max_message_bytes, 77);
+        assert_eq!(p.broker.log.segment_index_bytes, 400);
     }
 
     #[test]
