@@ -315,6 +315,38 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
     }
     drop(pid_out);
 
+    let rx = spawn_event_threads(signals, session);
+    log::info!(
+        "serving log dir {} at {}",
+        dirs.join(","),
+        plan.mountpoint.display()
+    );
+    reporter.ready();
+
+    wait_for_the_end(&rx, &plan.mountpoint);
+
+    let code = match state.shutdown() {
+        Ok(()) => {
+            log::info!("clean shutdown");
+            0
+        }
+        Err(e) => {
+            log::error!("shutdown failed: {e}");
+            1
+        }
+    };
+    if let Some(p) = &plan.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    code
+}
+
+/// Starts the thread that receives the shutdown signals and the one that runs the FUSE
+/// session; both report to the returned channel.
+fn spawn_event_threads(
+    signals: libc::sigset_t,
+    session: fuser::Session<TopicFs>,
+) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel();
     let sig_tx = tx.clone();
     std::thread::Builder::new()
@@ -337,22 +369,16 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
             let _ = tx.send(Event::SessionEnded(session.run()));
         })
         .expect("spawn the session thread");
+    rx
+}
 
-    log::info!(
-        "serving log dir {} at {}",
-        dirs.join(","),
-        plan.mountpoint.display()
-    );
-    reporter.ready();
-
+/// Waits for a shutdown signal (then unmounts, and waits a bounded time for the session to
+/// end) or for the session to end (an `umount`, or a failure: then unmounts).
+fn wait_for_the_end(rx: &mpsc::Receiver<Event>, mountpoint: &Path) {
     match rx.recv() {
         Ok(Event::Signal(sig)) => {
-            log::info!(
-                "{}: unmounting {}",
-                signal_name(sig),
-                plan.mountpoint.display()
-            );
-            match unmount(&plan.mountpoint) {
+            log::info!("{}: unmounting {}", signal_name(sig), mountpoint.display());
+            match unmount(mountpoint) {
                 Ok(Unmounted::Clean) => {
                     // The kernel ends the session; wait for it (bounded: a copy of the mount
                     // in another mount namespace would keep it alive).
@@ -364,36 +390,21 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
                     }
                 }
                 Ok(Unmounted::Lazily | Unmounted::AlreadyGone) => {}
-                Err(e) => log::error!("cannot unmount {}: {e}", plan.mountpoint.display()),
+                Err(e) => log::error!("cannot unmount {}: {e}", mountpoint.display()),
             }
         }
         Ok(Event::SessionEnded(Ok(()))) => {
-            log::info!("{} was unmounted", plan.mountpoint.display());
+            log::info!("{} was unmounted", mountpoint.display());
         }
         Ok(Event::SessionEnded(Err(e))) => {
             // The session failed while mounted: do not leave a dead mount behind.
             log::error!("FUSE session ended: {e}");
-            if let Err(e) = unmount(&plan.mountpoint) {
-                log::error!("cannot unmount {}: {e}", plan.mountpoint.display());
+            if let Err(e) = unmount(mountpoint) {
+                log::error!("cannot unmount {}: {e}", mountpoint.display());
             }
         }
         Err(_) => {}
     }
-
-    let code = match state.shutdown() {
-        Ok(()) => {
-            log::info!("clean shutdown");
-            0
-        }
-        Err(e) => {
-            log::error!("shutdown failed: {e}");
-            1
-        }
-    };
-    if let Some(p) = &plan.pid_file {
-        let _ = std::fs::remove_file(p);
-    }
-    code
 }
 
 /// Raises the soft open-file limit to the hard limit: a log dir holds many segment files, and
