@@ -245,36 +245,342 @@ impl Default for BrokerConfig {
     }
 }
 
-/// `server.properties` keys that topicfs honours, with the topic key each one sets.
-pub const BROKER_KEYS: &[(&str, Option<&str>)] = &[
-    ("log.dirs", None),
-    ("log.dir", None),
-    ("num.partitions", None),
-    ("offsets.topic.num.partitions", None),
-    ("log.segment.bytes", Some("segment.bytes")),
-    ("log.roll.ms", Some("segment.ms")),
-    ("log.roll.hours", None),
-    ("log.index.size.max.bytes", Some("segment.index.bytes")),
-    ("log.index.interval.bytes", Some("index.interval.bytes")),
-    ("log.message.timestamp.type", Some("message.timestamp.type")),
-    ("log.retention.ms", Some("retention.ms")),
-    ("log.retention.minutes", None),
-    ("log.retention.hours", None),
-    ("log.retention.bytes", Some("retention.bytes")),
-    ("log.retention.check.interval.ms", None),
-    ("log.flush.interval.messages", Some("flush.messages")),
-    ("log.flush.offset.checkpoint.interval.ms", None),
-    ("message.max.bytes", Some("max.message.bytes")),
-    ("compression.type", Some("compression.type")),
-    (
+/// Kafka's ConfigDef type of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    Int,
+    Long,
+    String,
+    List,
+}
+
+/// One configuration key, as Kafka's `ConfigDef` defines it. [`CONFIG_KEYS`] is the one list
+/// the long options (their name, value name and help), `server.properties`, `-o`, the
+/// `<topic>/config` keys and the README's table come from. Each key's validator (Kafka's
+/// type and `atLeast`) is applied by [`BrokerConfig::set`] and [`LogConfig::set_topic_key`].
+#[derive(Debug)]
+pub struct ConfigKey {
+    /// The `server.properties` key.
+    pub broker: &'static str,
+    /// The topic-level key it sets (`<topic>/config`, also accepted by `-o`).
+    pub topic: Option<&'static str>,
+    /// The long option of `topicfs mount` (without `--`), and an alias of it.
+    pub option: Option<&'static str>,
+    pub alias: Option<&'static str>,
+    pub kind: KeyType,
+    /// The unit of the value, as the option's value name shows it.
+    pub unit: &'static str,
+    /// The default, as documented (`None`: unset).
+    pub default: Option<&'static str>,
+    pub help: &'static str,
+}
+
+const fn key(
+    broker: &'static str,
+    topic: Option<&'static str>,
+    option: Option<&'static str>,
+    kind: KeyType,
+    unit: &'static str,
+    default: Option<&'static str>,
+    help: &'static str,
+) -> ConfigKey {
+    ConfigKey {
+        broker,
+        topic,
+        option,
+        alias: None,
+        kind,
+        unit,
+        default,
+        help,
+    }
+}
+
+const fn aliased(k: ConfigKey, alias: &'static str) -> ConfigKey {
+    ConfigKey {
+        alias: Some(alias),
+        ..k
+    }
+}
+
+use KeyType::{Int, List, Long, String as Str};
+
+/// Every key topicfs honours, in the order of the README's table and `--help`.
+pub const CONFIG_KEYS: &[ConfigKey] = &[
+    key(
+        "log.dirs",
+        None,
+        Some("log-dir"),
+        List,
+        "DIR",
+        Some("/tmp/topicfs-logs"),
+        "the log dirs (repeat the option; ',' in server.properties, ':' in -o)",
+    ),
+    key(
+        "log.dir",
+        None,
+        None,
+        List,
+        "DIR",
+        None,
+        "the log dir, when log.dirs is not given",
+    ),
+    key(
+        "num.partitions",
+        None,
+        Some("num-partitions"),
+        Int,
+        "N",
+        Some("1"),
+        "partitions of a new topic",
+    ),
+    key(
+        "offsets.topic.num.partitions",
+        None,
+        None,
+        Int,
+        "N",
+        Some("50"),
+        "partitions of `__consumer_offsets` when topicfs creates it",
+    ),
+    key(
+        "log.segment.bytes",
+        Some("segment.bytes"),
+        Some("segment-bytes"),
+        Int,
+        "BYTES",
+        Some("1073741824"),
+        "roll a segment before it passes this size",
+    ),
+    key(
+        "log.roll.ms",
+        Some("segment.ms"),
+        Some("roll-ms"),
+        Long,
+        "MS",
+        None,
+        "roll a segment older than this",
+    ),
+    key(
+        "log.roll.hours",
+        None,
+        Some("roll-hours"),
+        Int,
+        "HOURS",
+        Some("168"),
+        "roll a segment older than this",
+    ),
+    aliased(
+        key(
+            "log.index.size.max.bytes",
+            Some("segment.index.bytes"),
+            Some("segment-index-bytes"),
+            Int,
+            "BYTES",
+            Some("10485760"),
+            "preallocated size of each index",
+        ),
+        "index-size-max-bytes",
+    ),
+    key(
+        "log.index.interval.bytes",
+        Some("index.interval.bytes"),
+        Some("index-interval-bytes"),
+        Int,
+        "BYTES",
+        Some("4096"),
+        "bytes appended between index entries",
+    ),
+    key(
+        "log.message.timestamp.type",
+        Some("message.timestamp.type"),
+        Some("message-timestamp-type"),
+        Str,
+        "TYPE",
+        Some("CreateTime"),
+        "CreateTime or LogAppendTime",
+    ),
+    key(
         "log.message.timestamp.before.max.ms",
         Some("message.timestamp.before.max.ms"),
+        Some("message-timestamp-before-max-ms"),
+        Long,
+        "MS",
+        Some("9223372036854775807"),
+        "refuse CreateTime records older than now minus this",
     ),
-    (
+    key(
         "log.message.timestamp.after.max.ms",
         Some("message.timestamp.after.max.ms"),
+        Some("message-timestamp-after-max-ms"),
+        Long,
+        "MS",
+        Some("3600000"),
+        "refuse CreateTime records newer than now plus this",
+    ),
+    key(
+        "log.retention.ms",
+        Some("retention.ms"),
+        Some("retention-ms"),
+        Long,
+        "MS",
+        None,
+        "delete segments older than this (-1: never)",
+    ),
+    key(
+        "log.retention.minutes",
+        None,
+        Some("retention-minutes"),
+        Int,
+        "MINUTES",
+        None,
+        "delete segments older than this",
+    ),
+    key(
+        "log.retention.hours",
+        None,
+        Some("retention-hours"),
+        Int,
+        "HOURS",
+        Some("168"),
+        "delete segments older than this",
+    ),
+    key(
+        "log.retention.bytes",
+        Some("retention.bytes"),
+        Some("retention-bytes"),
+        Long,
+        "BYTES",
+        Some("-1"),
+        "delete old segments past this partition size",
+    ),
+    key(
+        "log.retention.check.interval.ms",
+        None,
+        Some("retention-check-interval-ms"),
+        Long,
+        "MS",
+        Some("300000"),
+        "how often retention runs",
+    ),
+    aliased(
+        key(
+            "log.flush.interval.messages",
+            Some("flush.messages"),
+            Some("flush-messages"),
+            Long,
+            "N",
+            Some("never forced"),
+            "fsync every N records",
+        ),
+        "flush-interval-messages",
+    ),
+    aliased(
+        key(
+            "log.flush.offset.checkpoint.interval.ms",
+            None,
+            Some("flush-offset-checkpoint-interval-ms"),
+            Int,
+            "MS",
+            Some("60000"),
+            "how often recovery points are written",
+        ),
+        "checkpoint-interval-ms",
+    ),
+    key(
+        "message.max.bytes",
+        Some("max.message.bytes"),
+        Some("message-max-bytes"),
+        Int,
+        "BYTES",
+        Some("1048588"),
+        "the largest record batch accepted",
+    ),
+    key(
+        "compression.type",
+        Some("compression.type"),
+        Some("compression-type"),
+        Str,
+        "CODEC",
+        Some("producer"),
+        "producer, uncompressed, gzip, snappy, lz4 or zstd",
     ),
 ];
+
+/// The header of the README's table of options ([`ConfigKey::readme_row`] gives its rows).
+pub const README_TABLE_HEADER: &str =
+    "| server.properties key | option | topic key | default | meaning |\n|---|---|---|---|---|\n";
+
+/// The definition of a broker key.
+pub fn broker_key_def(broker: &str) -> Option<&'static ConfigKey> {
+    CONFIG_KEYS.iter().find(|k| k.broker == broker)
+}
+
+/// The definition of the key a long option (`segment-bytes`) sets. Panics on a name that is
+/// not in [`CONFIG_KEYS`]: the long options are generated from it.
+pub fn option_def(broker: &str) -> &'static ConfigKey {
+    broker_key_def(broker).unwrap_or_else(|| panic!("{broker} is not in CONFIG_KEYS"))
+}
+
+impl ConfigKey {
+    /// The `--help` text of its long option.
+    pub fn cli_help(&self) -> std::string::String {
+        let default = self
+            .default
+            .map(|d| format!(" [default: {d}]"))
+            .unwrap_or_default();
+        format!("{}: {}{default}", self.broker, self.help)
+    }
+
+    /// Its row of the README's table of options.
+    pub fn readme_row(&self) -> std::string::String {
+        let option = match (self.option, self.broker) {
+            (Some(o), "log.dirs") => format!("`--{o} {}` (repeat)", self.unit),
+            (Some(o), _) => format!("`--{o}`"),
+            (None, _) => "-".to_string(),
+        };
+        let topic = self.topic.map_or("-".to_string(), |t| format!("`{t}`"));
+        let default = self.default.unwrap_or("unset");
+        format!(
+            "| {} | {option} | {topic} | {default} | {} |",
+            self.broker, self.help
+        )
+    }
+}
+
+/// The time keys Kafka also takes in a coarser unit: (key, the `*.ms` key it stands for, its
+/// unit in milliseconds). Kafka prefers `*.ms` over `*.minutes` over `*.hours`.
+pub const COARSE_TIME_KEYS: &[(&str, &str, i64)] = &[
+    ("log.roll.hours", "log.roll.ms", HOUR_MS),
+    ("log.retention.minutes", "log.retention.ms", 60_000),
+    ("log.retention.hours", "log.retention.ms", HOUR_MS),
+];
+
+/// `n` of a [`COARSE_TIME_KEYS`] key in milliseconds; a negative count is -1 (no limit).
+pub fn coarse_time_ms(key: &str, n: i64) -> i64 {
+    let unit = COARSE_TIME_KEYS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map_or(1, |(_, _, unit)| *unit);
+    if n < 0 { -1 } else { n.saturating_mul(unit) }
+}
+
+/// `pairs` ordered so that the key Kafka prefers is applied last, whatever their given order:
+/// `*.hours` first, then `*.minutes`, then everything else (`*.ms`), each group in its given
+/// order. The one precedence rule of server.properties, `-o` and the long options.
+pub fn by_kafka_precedence<K: AsRef<str>, V>(mut pairs: Vec<(K, V)>) -> Vec<(K, V)> {
+    pairs.sort_by_key(|(k, _)| {
+        let k = k.as_ref();
+        if k.ends_with(".hours") {
+            0
+        } else if k.ends_with(".minutes") {
+            1
+        } else {
+            2
+        }
+    });
+    pairs
+}
 
 impl BrokerConfig {
     /// Sets one broker key. Unknown keys are an error here; `load_properties` logs and skips them.
@@ -306,7 +612,7 @@ impl BrokerConfig {
             "log.roll.hours" => {
                 let h = kafka_int(key, v, Some(1))? as i64;
                 if !self.roll_ms_set {
-                    self.log.segment_ms = h * HOUR_MS;
+                    self.log.segment_ms = coarse_time_ms(key, h);
                 }
             }
             // KafkaConfig.logRetentionTimeMillis: LONG/INT without a validator, and any
@@ -318,13 +624,13 @@ impl BrokerConfig {
             "log.retention.minutes" => {
                 let m = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    self.log.retention_ms = (m * 60_000).max(-1);
+                    self.log.retention_ms = coarse_time_ms(key, m);
                 }
             }
             "log.retention.hours" => {
                 let h = kafka_int(key, v, None)? as i64;
                 if !self.retention_ms_set {
-                    self.log.retention_ms = (h * HOUR_MS).max(-1);
+                    self.log.retention_ms = coarse_time_ms(key, h);
                 }
             }
             "log.retention.check.interval.ms" => {
@@ -334,8 +640,8 @@ impl BrokerConfig {
             "log.flush.offset.checkpoint.interval.ms" => {
                 self.checkpoint_interval_ms = kafka_int(key, v, Some(0))? as u64
             }
-            _ => match BROKER_KEYS.iter().find(|(k, _)| *k == key) {
-                Some((_, Some(topic_key))) => self
+            _ => match broker_key_def(key).and_then(|k| k.topic) {
+                Some(topic_key) => self
                     .log
                     .set_topic_key(topic_key, v)
                     .map_err(|e| broker_error(e, topic_key, key))?,
@@ -356,21 +662,11 @@ impl BrokerConfig {
             Ok(t) => t,
             Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
         };
-        let mut pairs = parse_properties(&text)
+        let pairs = parse_properties(&text)
             .map_err(|e| Error::InvalidConfig(format!("config file {}: {e}", path.display())))?;
-        // Kafka's precedence whatever the order of the lines: *.ms over *.minutes over
-        // *.hours. The preferred key is applied last.
-        pairs.sort_by_key(|(k, _)| {
-            if k.ends_with(".hours") {
-                0
-            } else if k.ends_with(".minutes") {
-                1
-            } else {
-                2
-            }
-        });
+        let pairs = by_kafka_precedence(pairs);
         for (k, v) in pairs {
-            if BROKER_KEYS.iter().any(|(bk, _)| *bk == k) {
+            if broker_key_def(&k).is_some() {
                 self.set(&k, &v).map_err(|e| {
                     Error::InvalidConfig(format!("config file {}: {e}", path.display()))
                 })?;
@@ -543,6 +839,69 @@ fn unescape(s: &[char]) -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The README's table of options: the lines from its header to the first blank line.
+    fn readme_table() -> Vec<std::string::String> {
+        let readme = include_str!("../README.md");
+        let start = readme
+            .find(README_TABLE_HEADER)
+            .expect("README.md has the table of options");
+        readme[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_table_is_the_key_table() {
+        let want: Vec<_> = CONFIG_KEYS.iter().map(ConfigKey::readme_row).collect();
+        assert_eq!(
+            readme_table(),
+            want,
+            "README.md's table of options must be these rows:\n{}",
+            want.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_key_table_matches_the_topic_keys_and_defaults() {
+        let topic: Vec<&str> = CONFIG_KEYS.iter().filter_map(|k| k.topic).collect();
+        let mut sorted_topic = topic.clone();
+        let mut sorted_known = TOPIC_KEYS.to_vec();
+        sorted_topic.sort();
+        sorted_known.sort();
+        assert_eq!(
+            sorted_topic, sorted_known,
+            "every topic key is in the table once"
+        );
+        let log = LogConfig::default();
+        let broker = BrokerConfig::default();
+        for k in CONFIG_KEYS {
+            assert!(
+                CONFIG_KEYS.iter().filter(|o| o.broker == k.broker).count() == 1,
+                "{} twice",
+                k.broker
+            );
+            // A documented numeric default is the value a fresh config has.
+            if let (Some(d), Ok(_)) = (k.default, k.default.unwrap_or("").parse::<i64>()) {
+                let mut c = broker.clone();
+                c.set(k.broker, d).unwrap();
+                assert_eq!(c, broker, "{} default {d}", k.broker);
+            }
+            if let (Some(t), Some(d)) = (k.topic, k.default)
+                && d != "never forced"
+            {
+                assert_eq!(log.get_topic_key(t).as_deref(), Some(d), "{t}");
+            }
+            // Its validator knows the key, and rejects a value of the wrong type.
+            if matches!(k.kind, KeyType::Int | KeyType::Long) {
+                let e = broker.clone().set(k.broker, "x").unwrap_err().to_string();
+                assert!(e.contains(k.broker), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn defaults_match_kafka() {

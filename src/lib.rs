@@ -13,6 +13,7 @@ pub mod jsonl;
 pub mod log;
 pub mod logdir_trust;
 pub mod manager;
+pub mod mount;
 pub mod partitioner;
 pub mod record;
 pub mod safe_fs;

@@ -313,7 +313,6 @@ impl LogManager {
     /// Locks every log dir, creates the root files of new ones, loads every partition
     /// (recovering it after an unclean shutdown), and starts the checkpoint and retention tasks.
     pub fn open(config: BrokerConfig) -> Result<Arc<LogManager>> {
-        raise_fd_limit();
         let mut config = config;
         for path in config.log_dirs.iter_mut() {
             // A read-only mount creates nothing: its log dirs must exist.
@@ -1064,18 +1063,6 @@ fn remove_partition_dir(dir: &Path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => log::error!("cannot remove {}: {e}", dir.display()),
-    }
-}
-
-/// Raises the soft open-file limit to the hard limit: a log dir holds many segment files.
-fn raise_fd_limit() {
-    // SAFETY: plain getrlimit/setrlimit on our own process.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
-            rl.rlim_cur = rl.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
-        }
     }
 }
 

@@ -1,0 +1,421 @@
+//! The mount daemon: fork and detach, report the mount live (pipe or sd_notify), serve until
+//! unmounted or signalled, unmount, pid file, and the open-file limit a log dir needs.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::options::{MountArgs, MountPlan};
+use crate::fs::{FsState, TopicFs};
+use crate::manager::LogManager;
+
+/// How the serving process tells its starter that the mount is live, or why it is not.
+enum Reporter {
+    /// `--foreground`: errors go to stderr; systemd's `Type=notify` hears READY=1.
+    Foreground,
+    /// The write end of the pipe the waiting parent reads.
+    Pipe(File),
+}
+
+impl Reporter {
+    fn ready(self) {
+        match self {
+            Reporter::Foreground => sd_notify_ready(),
+            Reporter::Pipe(mut f) => {
+                let _ = f.write_all(b"OK\n");
+            }
+        }
+    }
+
+    fn fail(self, msg: &str) {
+        log::error!("{msg}");
+        match self {
+            Reporter::Foreground => eprintln!("topicfs: {msg}"),
+            Reporter::Pipe(mut f) => {
+                let _ = f.write_all(format!("ERR {msg}\n").as_bytes());
+            }
+        }
+    }
+}
+
+/// Tells systemd (Type=notify) the mount is live, when run under it.
+fn sd_notify_ready() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let bytes = path.as_bytes();
+    let addr = match bytes.first() {
+        Some(b'@') => SocketAddr::from_abstract_name(&bytes[1..]),
+        _ => SocketAddr::from_pathname(&path),
+    };
+    let sent = addr.and_then(|a| UnixDatagram::unbound()?.send_to_addr(b"READY=1", &a));
+    if let Err(e) = sent {
+        log::warn!("cannot notify systemd: {e}");
+    }
+}
+
+/// Forks the daemon (fork, setsid, fork: no controlling terminal, not a session leader).
+/// Called before any thread exists. The original process waits on a pipe until the daemon
+/// reports the mount live (exit 0) or an error (message on stderr, exit 1), and never returns.
+fn daemonize(log_file: Option<&Path>) -> Result<Reporter, String> {
+    let mut fds = [0i32; 2];
+    // SAFETY: plain POSIX calls on fds we own; the process is single-threaded here.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        if pid > 0 {
+            libc::close(fds[1]);
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            let mut msg = String::new();
+            let _ = File::from_raw_fd(fds[0]).read_to_string(&mut msg);
+            parent_exit(&msg);
+        }
+        libc::close(fds[0]);
+        let mut pipe = File::from_raw_fd(fds[1]);
+        libc::setsid();
+        let pid = libc::fork();
+        if pid < 0 {
+            let _ = writeln!(pipe, "ERR fork: {}", std::io::Error::last_os_error());
+            libc::_exit(1);
+        }
+        if pid > 0 {
+            libc::_exit(0);
+        }
+        if let Err(e) = redirect_stdio(log_file) {
+            let _ = writeln!(pipe, "ERR {e}");
+            libc::_exit(1);
+        }
+        libc::chdir(c"/".as_ptr());
+        Ok(Reporter::Pipe(pipe))
+    }
+}
+
+fn parent_exit(msg: &str) -> ! {
+    let msg = msg.trim_end();
+    if msg == "OK" {
+        std::process::exit(0);
+    }
+    match msg.strip_prefix("ERR ") {
+        Some(err) => eprintln!("topicfs: {err}"),
+        None => {
+            eprintln!("topicfs: the daemon exited before the mount was live (see its --log-file)")
+        }
+    }
+    std::process::exit(1);
+}
+
+/// The daemon's stdin is /dev/null; stdout and stderr go to the log file or /dev/null.
+fn redirect_stdio(log_file: Option<&Path>) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("/dev/null: {e}"))?;
+    let out = match log_file {
+        Some(p) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| format!("cannot open log file {}: {e}", p.display()))?,
+        None => null.try_clone().map_err(|e| e.to_string())?,
+    };
+    // SAFETY: dup2 onto the standard descriptors.
+    unsafe {
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(out.as_raw_fd(), 1);
+        libc::dup2(out.as_raw_fd(), 2);
+    }
+    Ok(())
+}
+
+/// `--foreground --log-file FILE`: the log goes to FILE instead of stderr.
+fn log_to_file(path: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
+    // SAFETY: dup2 onto stderr.
+    unsafe { libc::dup2(f.as_raw_fd(), 2) };
+    Ok(())
+}
+
+enum Event {
+    Signal(i32),
+    SessionEnded(std::io::Result<()>),
+}
+
+/// Blocks the shutdown signals in this thread (and so in every thread spawned after it);
+/// a dedicated thread receives them with sigwait.
+fn block_shutdown_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+enum Unmounted {
+    Clean,
+    Lazily,
+    AlreadyGone,
+}
+
+/// umount(2); while files are open it fails with EBUSY, then the mount is detached lazily.
+fn unmount(mountpoint: &Path) -> std::io::Result<Unmounted> {
+    let c = CString::new(mountpoint.as_os_str().as_bytes())?;
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+        return Ok(Unmounted::Clean);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EBUSY) => {
+            log::warn!(
+                "{} is busy (files are open): detaching it lazily",
+                mountpoint.display()
+            );
+            // SAFETY: as above.
+            if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+                Ok(Unmounted::Lazily)
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        }
+        Some(libc::EINVAL) => Ok(Unmounted::AlreadyGone),
+        _ => Err(err),
+    }
+}
+
+/// `topicfs mount`: resolves the plan, daemonizes (unless `--foreground`) and serves; the
+/// process exit code.
+pub fn run(args: MountArgs) -> i32 {
+    let plan = match MountPlan::from_args(&args) {
+        Ok(p) => p,
+        Err(msg) => {
+            eprintln!("topicfs: {msg}");
+            return 1;
+        }
+    };
+    let reporter = if args.foreground {
+        if let Some(f) = &plan.log_file
+            && let Err(e) = log_to_file(f)
+        {
+            eprintln!("topicfs: {e}");
+            return 1;
+        }
+        Reporter::Foreground
+    } else {
+        match daemonize(plan.log_file.as_deref()) {
+            Ok(r) => r,
+            Err(msg) => {
+                eprintln!("topicfs: {msg}");
+                return 1;
+            }
+        }
+    };
+    serve(plan, reporter)
+}
+
+/// Opens the logs, mounts, reports, serves until unmounted or signalled, shuts down cleanly.
+fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
+    // Before any thread exists (the log manager starts some).
+    let signals = block_shutdown_signals();
+    raise_fd_limit();
+
+    let dirs: Vec<String> = plan
+        .broker
+        .log_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    // The pid file is opened before anything else happens, so a bad path fails the mount;
+    // the pid is written once the mount is live.
+    let mut pid_out = match &plan.pid_file {
+        None => None,
+        Some(p) => match std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
+                return 1;
+            }
+        },
+    };
+    let remove_pid_file = || {
+        if let Some(p) = &plan.pid_file {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    let mgr = match LogManager::open(plan.broker.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            reporter.fail(&format!("cannot open log dir {}: {e}", dirs.join(",")));
+            remove_pid_file();
+            return 1;
+        }
+    };
+    let state = FsState::new(mgr);
+    let session =
+        match fuser::Session::new(TopicFs::new(state.clone()), &plan.mountpoint, &plan.fuse) {
+            Ok(s) => s,
+            Err(e) => {
+                reporter.fail(&format!("cannot mount {}: {e}", plan.mountpoint.display()));
+                if let Err(e) = state.shutdown() {
+                    log::error!("shutdown: {e}");
+                }
+                remove_pid_file();
+                return 1;
+            }
+        };
+    if let (Some(p), Some(f)) = (&plan.pid_file, pid_out.as_mut())
+        && let Err(e) = f.write_all(format!("{}\n", std::process::id()).as_bytes())
+    {
+        // Not live yet for anyone waiting on us: unmount again and fail.
+        drop(session);
+        if let Err(e) = state.shutdown() {
+            log::error!("shutdown: {e}");
+        }
+        reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
+        remove_pid_file();
+        return 1;
+    }
+    drop(pid_out);
+
+    let rx = spawn_event_threads(signals, session);
+    log::info!(
+        "serving log dir {} at {}",
+        dirs.join(","),
+        plan.mountpoint.display()
+    );
+    reporter.ready();
+
+    wait_for_the_end(&rx, &plan.mountpoint);
+
+    let code = match state.shutdown() {
+        Ok(()) => {
+            log::info!("clean shutdown");
+            0
+        }
+        Err(e) => {
+            log::error!("shutdown failed: {e}");
+            1
+        }
+    };
+    if let Some(p) = &plan.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    code
+}
+
+/// Starts the thread that receives the shutdown signals and the one that runs the FUSE
+/// session; both report to the returned channel.
+fn spawn_event_threads(
+    signals: libc::sigset_t,
+    session: fuser::Session<TopicFs>,
+) -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel();
+    let sig_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            loop {
+                let mut sig = 0;
+                // SAFETY: waits for one of the blocked signals.
+                if unsafe { libc::sigwait(&signals, &mut sig) } == 0
+                    && sig_tx.send(Event::Signal(sig)).is_err()
+                {
+                    break;
+                }
+            }
+        })
+        .expect("spawn the signal thread");
+    std::thread::Builder::new()
+        .name("fuse-session".into())
+        .spawn(move || {
+            let _ = tx.send(Event::SessionEnded(session.run()));
+        })
+        .expect("spawn the session thread");
+    rx
+}
+
+/// Waits for a shutdown signal (then unmounts, and waits a bounded time for the session to
+/// end) or for the session to end (an `umount`, or a failure: then unmounts).
+fn wait_for_the_end(rx: &mpsc::Receiver<Event>, mountpoint: &Path) {
+    match rx.recv() {
+        Ok(Event::Signal(sig)) => {
+            log::info!("{}: unmounting {}", signal_name(sig), mountpoint.display());
+            match unmount(mountpoint) {
+                Ok(Unmounted::Clean) => {
+                    // The kernel ends the session; wait for it (bounded: a copy of the mount
+                    // in another mount namespace would keep it alive).
+                    loop {
+                        match rx.recv_timeout(Duration::from_secs(10)) {
+                            Ok(Event::SessionEnded(_)) | Err(_) => break,
+                            Ok(Event::Signal(_)) => {}
+                        }
+                    }
+                }
+                Ok(Unmounted::Lazily | Unmounted::AlreadyGone) => {}
+                Err(e) => log::error!("cannot unmount {}: {e}", mountpoint.display()),
+            }
+        }
+        Ok(Event::SessionEnded(Ok(()))) => {
+            log::info!("{} was unmounted", mountpoint.display());
+        }
+        Ok(Event::SessionEnded(Err(e))) => {
+            // The session failed while mounted: do not leave a dead mount behind.
+            log::error!("FUSE session ended: {e}");
+            if let Err(e) = unmount(mountpoint) {
+                log::error!("cannot unmount {}: {e}", mountpoint.display());
+            }
+        }
+        Err(_) => {}
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit: a log dir holds many segment files, and
+/// each partition keeps its segments' files open.
+pub fn raise_fd_limit() {
+    // SAFETY: plain getrlimit/setrlimit on our own process.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! `topicfs mount`: [`options`] turns the command line and `-o` into a [`MountPlan`];
+//! [`daemon`] forks, mounts, serves and shuts down. The storage core below never touches
+//! process-wide state (limits, signals, stdio); only this module does.
+
+pub mod daemon;
+pub mod options;
+
+pub use daemon::run;
+pub use options::{MountArgs, MountPlan};

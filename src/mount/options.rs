@@ -1,0 +1,703 @@
+//! `topicfs mount`'s options: the command line, `-o` as mount(8) passes it, and the
+//! [`MountPlan`] they resolve to before the daemon forks (so errors reach the terminal).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::config::{
+    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms, option_def,
+};
+
+#[derive(Args)]
+pub struct MountArgs {
+    /// Where the topics appear
+    mountpoint: PathBuf,
+
+    /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
+    #[arg(long = "log-dir", value_name = "DIR")]
+    log_dirs: Vec<PathBuf>,
+
+    /// A Kafka server.properties file; command-line options win over it
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Stay in the foreground, logging to stderr, instead of daemonizing
+    #[arg(long, short = 'f')]
+    pub(crate) foreground: bool,
+
+    /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
+    /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, ro; generic mount flags are ignored
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+
+    /// Write the daemon's pid to FILE (removed at shutdown)
+    #[arg(long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+
+    /// Append the log to FILE (without it a daemon's log is discarded; --foreground logs
+    /// to stderr)
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+
+    /// Let other users use the mount (FUSE allow_other, the kernel checks the mode bits)
+    #[arg(long)]
+    allow_other: bool,
+
+    /// Accept a log dir owned by another user or writable by group/others (refused by
+    /// default when running as root, as sshd's StrictModes refuses such paths)
+    #[arg(long)]
+    allow_untrusted_log_dir: bool,
+
+    /// Threads serving FUSE requests
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    fuse_threads: usize,
+
+    #[command(flatten)]
+    kafka: KafkaArgs,
+}
+
+/// The Kafka long options: one field per key of [`CONFIG_KEYS`] that has an option (but
+/// `--log-dir`, which repeats and so is a field of its own). The fields stay derive fields so
+/// clap parses them as before; their name, alias, value name and help come from the table,
+/// and a unit test checks that every option of the table is here and nothing else.
+macro_rules! kafka_args {
+    ($( $field:ident, $key:literal; )*) => {
+        #[derive(Args)]
+        #[command(next_help_heading = "Kafka options (server.properties keys; they win over --config)")]
+        struct KafkaArgs {
+            $(
+                #[arg(
+                    long = option_def($key).option,
+                    alias = option_def($key).alias,
+                    value_name = option_def($key).unit,
+                    help = option_def($key).cli_help(),
+                )]
+                $field: Option<String>,
+            )*
+        }
+
+        impl KafkaArgs {
+            /// (server.properties key, value) for each option given.
+            fn pairs(&self) -> Vec<(&'static str, &str)> {
+                let mut out = Vec::new();
+                $( if let Some(v) = &self.$field { out.push(($key, v.as_str())); } )*
+                out
+            }
+        }
+    };
+}
+
+kafka_args! {
+    num_partitions, "num.partitions";
+    segment_bytes, "log.segment.bytes";
+    roll_ms, "log.roll.ms";
+    roll_hours, "log.roll.hours";
+    segment_index_bytes, "log.index.size.max.bytes";
+    index_interval_bytes, "log.index.interval.bytes";
+    message_timestamp_type, "log.message.timestamp.type";
+    timestamp_before_max_ms, "log.message.timestamp.before.max.ms";
+    timestamp_after_max_ms, "log.message.timestamp.after.max.ms";
+    retention_ms, "log.retention.ms";
+    retention_minutes, "log.retention.minutes";
+    retention_hours, "log.retention.hours";
+    retention_bytes, "log.retention.bytes";
+    retention_check_interval_ms, "log.retention.check.interval.ms";
+    flush_messages, "log.flush.interval.messages";
+    checkpoint_interval_ms, "log.flush.offset.checkpoint.interval.ms";
+    message_max_bytes, "message.max.bytes";
+    compression_type, "compression.type";
+}
+
+/// Everything the daemon needs, resolved before it forks (so errors reach the terminal).
+pub struct MountPlan {
+    pub mountpoint: PathBuf,
+    pub broker: BrokerConfig,
+    pub fuse: fuser::Config,
+    pub pid_file: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+}
+
+/// Mount options mount(8) passes that mean nothing to topicfs.
+const IGNORED_MOUNT_FLAGS: &[&str] = &[
+    "rw",
+    "defaults",
+    "auto",
+    "noauto",
+    "user",
+    "users",
+    "nouser",
+    "owner",
+    "group",
+    "_netdev",
+    "nofail",
+    "exec",
+    "noexec",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nodiratime",
+    "diratime",
+    "sync",
+    "async",
+    "dirsync",
+    "lazytime",
+    "nolazytime",
+    "silent",
+    "loud",
+    "foreground",
+    "fg",
+    "bg",
+];
+
+fn absolute(p: &Path) -> Result<PathBuf, String> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    Ok(cwd.join(p))
+}
+
+/// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let n = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+            out.push(n as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The source of the topicfs mount at `mountpoint`, if there is one (mounting over it would
+/// stack a second daemon on top of the first).
+fn topicfs_mounted_at(mountpoint: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let at = left.split(' ').nth(4)?;
+        let mut right = right.split(' ');
+        let fstype = right.next()?;
+        let source = right.next().unwrap_or("");
+        (fstype == "fuse.topicfs" && unescape_mountinfo(at) == mountpoint.as_os_str().as_bytes())
+            .then(|| String::from_utf8_lossy(&unescape_mountinfo(source)).into_owned())
+    })
+}
+
+/// Device and inode of a path (following symlinks).
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Is `path` (which may not exist yet) `dir` itself or somewhere below it? Compared by device
+/// and inode along the canonical chain of `path`'s longest existing ancestor, so symlinks and
+/// bind mounts cannot hide an overlap.
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let Some(target) = file_id(dir) else {
+        return false;
+    };
+    let Some(existing) = path.ancestors().find(|a| a.exists()) else {
+        return false;
+    };
+    let Ok(canonical) = existing.canonicalize() else {
+        return false;
+    };
+    canonical.ancestors().any(|a| file_id(a) == Some(target))
+}
+
+/// Sets one key given on the command line or in `-o`. Hours and minutes are turned into
+/// milliseconds so they win over a `*.ms` key of the config file (the command line wins).
+fn set_cli_key(cfg: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    // Kafka's validator of the key as given (log.roll.hours: INT, at least 1).
+    cfg.clone().set(key, value).map_err(|e| e.to_string())?;
+    match COARSE_TIME_KEYS.iter().find(|(k, _, _)| *k == key) {
+        Some((_, ms_key, _)) => {
+            let n: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("{key}: {value:?} is not a valid number"))?;
+            let ms = coarse_time_ms(key, n).to_string();
+            cfg.set(ms_key, &ms).map_err(|e| e.to_string())
+        }
+        None => cfg.set(key, value).map_err(|e| e.to_string()),
+    }
+}
+
+/// The server.properties key for a `-o` key: a broker key as it is, or a topic key
+/// (`segment.bytes`) mapped to the broker key that sets it (`log.segment.bytes`).
+fn broker_key(key: &str) -> Option<&'static str> {
+    CONFIG_KEYS
+        .iter()
+        .find(|k| k.broker == key)
+        .or_else(|| CONFIG_KEYS.iter().find(|k| k.topic == Some(key)))
+        .map(|k| k.broker)
+}
+
+/// What `-o` and the long options say besides config keys.
+struct MountFlags {
+    config_file: Option<PathBuf>,
+    pid_file: Option<PathBuf>,
+    log_file: Option<PathBuf>,
+    allow_other: bool,
+    allow_untrusted_log_dir: bool,
+    read_only: bool,
+    threads: usize,
+    /// `-o log.dirs=...` (the long `--log-dir` wins over it).
+    o_log_dirs: Vec<PathBuf>,
+}
+
+impl MountFlags {
+    fn from_args(args: &MountArgs) -> MountFlags {
+        MountFlags {
+            config_file: args.config.clone(),
+            pid_file: args.pid_file.clone(),
+            log_file: args.log_file.clone(),
+            allow_other: args.allow_other,
+            allow_untrusted_log_dir: args.allow_untrusted_log_dir,
+            read_only: false,
+            threads: args.fuse_threads,
+            o_log_dirs: Vec::new(),
+        }
+    }
+
+    /// Applies the `-o` items; returns their config keys as (server.properties key, value),
+    /// in their given order. A path given as a long option wins over its `-o` item.
+    fn apply_o<'a>(&mut self, items: &[&'a str]) -> Result<Vec<(&'static str, &'a str)>, String> {
+        let mut o_keys = Vec::new();
+        for item in items {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v.trim())),
+                None => (*item, None),
+            };
+            match (key, value) {
+                // Read before anything else (see `MountPlan::from_args`).
+                ("config", Some(_)) => {}
+                ("allow_other", None) => self.allow_other = true,
+                ("allow_untrusted_log_dir", None) => self.allow_untrusted_log_dir = true,
+                // mount(8) applies the last of `ro` and `rw`.
+                ("ro", None) => self.read_only = true,
+                ("rw", None) => self.read_only = false,
+                ("pid_file", Some(v)) => {
+                    self.pid_file.get_or_insert_with(|| PathBuf::from(v));
+                }
+                ("log_file", Some(v)) => {
+                    self.log_file.get_or_insert_with(|| PathBuf::from(v));
+                }
+                ("fuse_threads", Some(v)) => {
+                    self.threads = v
+                        .parse()
+                        .map_err(|_| format!("fuse_threads: {v:?} is not a number"))?
+                }
+                // Commas separate options, so several dirs are separated by ':' here.
+                ("log.dirs" | "log.dir", Some(v)) => self
+                    .o_log_dirs
+                    .extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from)),
+                (k, None) if IGNORED_MOUNT_FLAGS.contains(&k) || k.starts_with("x-") => {
+                    log::debug!("ignoring mount option {k}");
+                }
+                (k, _) if k.starts_with("x-") || k == "comment" => {}
+                (k, Some(v)) => match broker_key(k) {
+                    Some(bk) => o_keys.push((bk, v)),
+                    None => return Err(format!("unknown option {k}={v}")),
+                },
+                (k, None) => return Err(format!("unknown option {k}")),
+            }
+        }
+        Ok(o_keys)
+    }
+}
+
+/// The mountpoint as an absolute canonical path, if it is a directory that is not already a
+/// topicfs mount.
+fn checked_mountpoint(p: &Path) -> Result<PathBuf, String> {
+    let mountpoint = absolute(p)?;
+    match std::fs::metadata(&mountpoint) {
+        Ok(md) if md.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "mountpoint {} is not a directory",
+                mountpoint.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "mountpoint {} does not exist",
+                mountpoint.display()
+            ));
+        }
+        Err(e) => return Err(format!("mountpoint {}: {e}", mountpoint.display())),
+    }
+    let mountpoint = mountpoint
+        .canonicalize()
+        .map_err(|e| format!("mountpoint {}: {e}", mountpoint.display()))?;
+    if let Some(source) = topicfs_mounted_at(&mountpoint) {
+        return Err(format!(
+            "{} is already a topicfs mount (of {source}); unmount it first",
+            mountpoint.display()
+        ));
+    }
+    Ok(mountpoint)
+}
+
+/// The daemon must never reach its own mount: every FUSE request it made to itself would wait
+/// for a thread that is waiting for it. Nor may the mount hide a log dir from the daemon.
+fn check_overlaps(
+    mountpoint: &Path,
+    log_dirs: &[PathBuf],
+    files: [(&str, &Option<PathBuf>); 2],
+) -> Result<(), String> {
+    for dir in log_dirs {
+        if is_within(dir, mountpoint) {
+            return Err(format!(
+                "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",
+                dir.display(),
+                mountpoint.display()
+            ));
+        }
+        if is_within(mountpoint, dir) {
+            return Err(format!(
+                "mountpoint {} is inside log dir {}: the mount would hide the log dir's files from the daemon; use a mountpoint outside the log dir",
+                mountpoint.display(),
+                dir.display()
+            ));
+        }
+    }
+    for (what, file) in files {
+        if let Some(f) = file
+            && is_within(f, mountpoint)
+        {
+            return Err(format!(
+                "{what} {} is inside the mountpoint {}; use a path outside it",
+                f.display(),
+                mountpoint.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The FUSE session's configuration: source and subtype as mount(8) shows them, ro,
+/// allow_other (with the kernel checking the mode bits), threads.
+fn fuse_config(first_log_dir: &Path, flags: &MountFlags) -> fuser::Config {
+    let mut fuse = fuser::Config::default();
+    let source = first_log_dir.to_string_lossy().into_owned();
+    let source = if source.contains([',', ' ', '\t', '\n']) {
+        "topicfs".to_string()
+    } else {
+        source
+    };
+    fuse.mount_options = vec![
+        fuser::MountOption::FSName(source),
+        fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
+    ];
+    if flags.read_only {
+        fuse.mount_options.push(fuser::MountOption::RO);
+    }
+    if flags.allow_other {
+        fuse.acl = fuser::SessionACL::All;
+        fuse.mount_options
+            .push(fuser::MountOption::DefaultPermissions);
+    }
+    fuse.n_threads = Some(flags.threads.max(1));
+    fuse.clone_fd = true;
+    fuse
+}
+
+impl MountPlan {
+    /// Resolves the command line: the config file first, then `-o`, then the long options
+    /// (each later source wins), and checks the paths against each other.
+    pub fn from_args(args: &MountArgs) -> Result<MountPlan, String> {
+        let mountpoint = checked_mountpoint(&args.mountpoint)?;
+        let items: Vec<&str> = args
+            .options
+            .iter()
+            .flat_map(|o| o.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let mut flags = MountFlags::from_args(args);
+        for item in &items {
+            if let Some(f) = item.strip_prefix("config=") {
+                flags.config_file.get_or_insert_with(|| PathBuf::from(f));
+            }
+        }
+        let mut broker = BrokerConfig::default();
+        if let Some(f) = &flags.config_file {
+            broker.load_properties(f).map_err(|e| e.to_string())?;
+        }
+        let o_keys = flags.apply_o(&items)?;
+        broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
+        if !flags.o_log_dirs.is_empty() {
+            broker.log_dirs = flags.o_log_dirs.clone();
+        }
+        // Within `-o`, then within the long options (which win over `-o`), Kafka's precedence:
+        // a `*.ms` key wins over `*.minutes`, which wins over `*.hours`, whatever their order.
+        for pairs in [o_keys, args.kafka.pairs()] {
+            for (key, value) in by_kafka_precedence(pairs) {
+                set_cli_key(&mut broker, key, value)?;
+            }
+        }
+        if !args.log_dirs.is_empty() {
+            broker.log_dirs = args.log_dirs.clone();
+        }
+        broker.log_dirs = broker
+            .log_dirs
+            .iter()
+            .map(|d| absolute(d))
+            .collect::<Result<_, _>>()?;
+        let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
+        let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
+        check_overlaps(
+            &mountpoint,
+            &broker.log_dirs,
+            [("pid file", &pid_file), ("log file", &log_file)],
+        )?;
+        let fuse = fuse_config(&broker.log_dirs[0], &flags);
+        broker.read_only = flags.read_only;
+        Ok(MountPlan {
+            mountpoint,
+            broker,
+            fuse,
+            pid_file,
+            log_file,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: MountArgs,
+    }
+
+    /// A mountpoint and a log dir beside it (not inside), both fresh.
+    struct Dirs {
+        _tmp: tempfile::TempDir,
+        mnt: PathBuf,
+        logs: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let mnt = tmp.path().join("mnt");
+        let logs = tmp.path().join("logs");
+        std::fs::create_dir(&mnt).unwrap();
+        Dirs {
+            mnt,
+            logs,
+            _tmp: tmp,
+        }
+    }
+
+    /// The plan of `topicfs mount MNT --log-dir LOGS <extra...>`.
+    fn plan(d: &Dirs, extra: &[&str]) -> Result<MountPlan, String> {
+        let mut argv: Vec<String> = vec!["topicfs".into(), d.mnt.display().to_string()];
+        argv.push(format!("--log-dir={}", d.logs.display()));
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args)
+    }
+
+    fn has_ro(p: &MountPlan) -> bool {
+        p.fuse
+            .mount_options
+            .iter()
+            .any(|o| matches!(o, fuser::MountOption::RO))
+    }
+
+    #[test]
+    fn o_sets_broker_and_topic_keys() {
+        let d = dirs();
+        let p = plan(
+            &d,
+            &[
+                "-o",
+                "segment.bytes=4096,log.roll.hours=2",
+                "-o",
+                "num.partitions=3",
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.broker.log.segment_bytes, 4096);
+        assert_eq!(p.broker.log.segment_ms, 2 * 3_600_000);
+        assert_eq!(p.broker.num_partitions, 3);
+        assert!(!p.broker.read_only);
+        assert!(!has_ro(&p));
+    }
+
+    #[test]
+    fn o_time_keys_follow_kafka_precedence_whatever_their_order() {
+        let d = dirs();
+        for (opts, want) in [
+            ("log.retention.hours=2,log.retention.minutes=3", 180_000),
+            ("log.retention.minutes=3,log.retention.hours=2", 180_000),
+            (
+                "log.retention.ms=7,log.retention.minutes=3,log.retention.hours=2",
+                7,
+            ),
+            (
+                "log.retention.hours=2,log.retention.minutes=3,retention.ms=7",
+                7,
+            ),
+            ("log.retention.hours=2", 7_200_000),
+            ("log.retention.hours=-1", -1),
+        ] {
+            let p = plan(&d, &["-o", opts]).unwrap();
+            assert_eq!(p.broker.log.retention_ms, want, "{opts}");
+        }
+        let p = plan(&d, &["-o", "log.roll.ms=5000,log.roll.hours=1"]).unwrap();
+        assert_eq!(p.broker.log.segment_ms, 5000);
+    }
+
+    #[test]
+    fn long_options_win_over_o_and_the_config_file() {
+        let d = dirs();
+        let props = d._tmp.path().join("server.properties");
+        std::fs::write(&props, "log.retention.ms=5\nlog.segment.bytes=1000\n").unwrap();
+        let cfg = format!("config={}", props.display());
+        let p = plan(&d, &["-o", &cfg]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 5);
+        assert_eq!(p.broker.log.segment_bytes, 1000);
+        // An hours key on the command line beats a ms key of the file.
+        let p = plan(&d, &["-o", &cfg, "--retention-hours", "1"]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 3_600_000);
+        let p = plan(&d, &["-o", &cfg, "-o", "retention.minutes=2"]);
+        assert!(p.is_err(), "retention.minutes is no topic key");
+        let p = plan(&d, &["-o", &cfg, "-o", "log.retention.minutes=2"]).unwrap();
+        assert_eq!(p.broker.log.retention_ms, 120_000);
+        let p = plan(&d, &["-o", "segment.bytes=2000", "--segment-bytes", "3000"]).unwrap();
+        assert_eq!(p.broker.log.segment_bytes, 3000);
+    }
+
+    #[test]
+    fn the_last_of_ro_and_rw_applies() {
+        let d = dirs();
+        for (opts, ro) in [
+            ("ro", true),
+            ("ro,rw", false),
+            ("rw,ro", true),
+            ("rw", false),
+        ] {
+            let p = plan(&d, &["-o", opts]).unwrap();
+            assert_eq!(p.broker.read_only, ro, "{opts}");
+            assert_eq!(has_ro(&p), ro, "{opts}");
+        }
+    }
+
+    #[test]
+    fn o_files_flags_and_unknown_options() {
+        let d = dirs();
+        let p = plan(
+            &d,
+            &[
+                "-o",
+                "noatime,_netdev,x-systemd.automount,comment=x,allow_other,pid_file=p",
+            ],
+        )
+        .unwrap();
+        assert!(matches!(p.fuse.acl, fuser::SessionACL::All));
+        let pid = p.pid_file.unwrap();
+        assert!(pid.is_absolute() && pid.ends_with("p"), "{}", pid.display());
+        let e = plan(&d, &["-o", "bogus=1"]).err().unwrap();
+        assert!(e.contains("unknown option bogus=1"), "{e}");
+        let e = plan(&d, &["-o", "bogus"]).err().unwrap();
+        assert!(e.contains("unknown option bogus"), "{e}");
+        let e = plan(&d, &["-o", "log.roll.hours=0"]).err().unwrap();
+        assert!(e.contains("log.roll.hours"), "{e}");
+        let e = plan(&d, &["-o", "fuse_threads=x"]).err().unwrap();
+        assert!(e.contains("fuse_threads"), "{e}");
+    }
+
+    #[test]
+    fn log_dirs_in_o_are_colon_separated_and_the_long_option_wins() {
+        let d = dirs();
+        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string()];
+        argv.extend(["-o".into(), "log.dirs=/a:/b".into()]);
+        let p = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args).unwrap();
+        assert_eq!(
+            p.broker.log_dirs,
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let p = plan(&d, &["-o", "log.dirs=/a:/b"]).unwrap();
+        assert_eq!(p.broker.log_dirs, vec![d.logs.clone()]);
+    }
+
+    #[test]
+    fn a_log_dir_inside_the_mountpoint_is_refused() {
+        let d = dirs();
+        let inside = format!("--log-dir={}", d.mnt.join("x").display());
+        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string(), inside];
+        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
+            .err()
+            .unwrap();
+        assert!(e.contains("inside it"), "{e}");
+        argv.truncate(1);
+        argv.push(d._tmp.path().join("missing").display().to_string());
+        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
+            .err()
+            .unwrap();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn the_kafka_options_are_the_key_table() {
+        use clap::CommandFactory;
+        let cmd = Cmd::command();
+        let mut longs: Vec<&str> = cmd
+            .get_arguments()
+            .filter(|a| a.get_help_heading().is_some_and(|h| h.starts_with("Kafka")))
+            .filter_map(|a| a.get_long())
+            .collect();
+        let mut want: Vec<&str> = CONFIG_KEYS
+            .iter()
+            .filter_map(|k| k.option)
+            .filter(|o| *o != "log-dir")
+            .collect();
+        longs.sort();
+        want.sort();
+        assert_eq!(longs, want);
+        assert!(cmd.get_arguments().any(|a| a.get_long() == Some("log-dir")));
+        // Each option sets its own key.
+        let d = dirs();
+        let p = plan(
+            &d,
+            &["--message-max-bytes", "77", "--index-size-max-bytes", "400"],
+        )
+        .unwrap();
+        assert_eq!(p.broker.log.max_message_bytes, 77);
+        assert_eq!(p.broker.log.segment_index_bytes, 400);
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape_mountinfo(r"/a\040b\011c"), b"/a b\tc");
+        assert_eq!(unescape_mountinfo(r"/a\04"), br"/a\04");
+        assert_eq!(unescape_mountinfo(r"\\"), br"\\");
+    }
+}
