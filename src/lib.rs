@@ -18,5 +18,6 @@ pub mod partitioner;
 pub mod read_window;
 pub mod record;
 pub mod safe_fs;
+pub mod sync;
 
 pub use error::{Error, Result};

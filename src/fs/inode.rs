@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::MutexExt;
 use fuser::FileType;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
@@ -343,7 +344,7 @@ impl InodeTable {
     }
 
     pub fn get(&self, ino: u64) -> Option<Node> {
-        let t = self.inner.lock().unwrap();
+        let t = self.inner.guard();
         t.by_ino.get(&ino).map(|e| e.node.clone())
     }
 
@@ -358,7 +359,7 @@ impl InodeTable {
     }
 
     fn intern(&self, node: &Node, count: u64) -> u64 {
-        let mut t = self.inner.lock().unwrap();
+        let mut t = self.inner.guard();
         if let Some(&ino) = t.by_node.get(node) {
             t.by_ino.get_mut(&ino).unwrap().lookups += count;
             return ino;
@@ -381,7 +382,7 @@ impl InodeTable {
         if ino == ROOT_INO {
             return;
         }
-        let mut t = self.inner.lock().unwrap();
+        let mut t = self.inner.guard();
         let remove = match t.by_ino.get_mut(&ino) {
             Some(e) => {
                 e.lookups = e.lookups.saturating_sub(n);
@@ -397,7 +398,7 @@ impl InodeTable {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner.lock().unwrap().by_ino.len()
+        self.inner.guard().by_ino.len()
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::log::PartitionLog;
 use crate::manager::{LiveTopic, LogManager, Topic};
 
+use crate::sync::{MutexExt, RwLockExt};
 use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
 use inode::{
     Format, InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
@@ -134,10 +135,6 @@ impl OpenFile {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FsState {
     pub fn new(mgr: Arc<LogManager>) -> Arc<FsState> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
@@ -184,16 +181,16 @@ impl FsState {
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
-        let mut closed = self.closed.write().unwrap_or_else(|e| e.into_inner());
+        let mut closed = self.closed.write_guard();
         if *closed {
             return Ok(());
         }
         *closed = true;
-        let open: Vec<(u64, Arc<OpenFile>)> = lock(&self.handles).drain().collect();
+        let open: Vec<(u64, Arc<OpenFile>)> = self.handles.guard().drain().collect();
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
-            if let Err(e) = lock(&of.handle).finish(&self.mgr) {
+            if let Err(e) = of.handle.guard().finish(&self.mgr) {
                 log::error!("shutdown: pending line of open file {fh} not appended: {e}");
             }
         }
@@ -201,7 +198,7 @@ impl FsState {
     }
 
     fn gate(&self) -> FsResult<RwLockReadGuard<'_, bool>> {
-        let g = self.closed.read().unwrap_or_else(|e| e.into_inner());
+        let g = self.closed.read_guard();
         if *g {
             return tree(Errno::ENOTCONN, "the filesystem is shutting down");
         }
@@ -238,7 +235,7 @@ impl FsState {
     }
 
     fn handle(&self, fh: FileHandle) -> FsResult<Arc<OpenFile>> {
-        match lock(&self.handles).get(&fh.0) {
+        match self.handles.guard().get(&fh.0) {
             Some(h) => Ok(h.clone()),
             None => tree(Errno::EBADF, format!("unknown file handle {}", fh.0)),
         }
@@ -693,7 +690,7 @@ impl FsState {
             topic: topic.clone(),
             handle: Mutex::new(handle),
         };
-        lock(&self.handles).insert(fh, Arc::new(of));
+        self.handles.guard().insert(fh, Arc::new(of));
         Ok((FileHandle(fh), fopen))
     }
 
@@ -711,7 +708,7 @@ impl FsState {
             Ok(l) => l,
             Err(e) => return fail(reply, e.into()),
         };
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
         match &mut *h {
             Handle::Stream(s) => match s.read(offset, size as usize) {
                 Ok(data) => reply.data(data),
@@ -733,7 +730,7 @@ impl FsState {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner.map(|o| o.0))? as u32),
             Handle::Text(t) => t.write(&self.mgr, data)?,
@@ -746,20 +743,20 @@ impl FsState {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
         Ok(h.flush(&self.mgr, owner.0)?)
     }
 
     pub fn release(&self, fh: FileHandle) -> FsResult<()> {
         let _g = self.gate()?;
-        let Some(of) = lock(&self.handles).remove(&fh.0) else {
+        let Some(of) = self.handles.guard().remove(&fh.0) else {
             return Ok(());
         };
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
         let Ok(_live) = of.live() else {
             return Ok(());
         };
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
         Ok(h.finish(&self.mgr)?)
     }
 
@@ -767,7 +764,7 @@ impl FsState {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let h = lock(&of.handle);
+        let h = of.handle.guard();
         match &*h {
             Handle::Append(a) => Ok(a.sync(&self.mgr)?),
             _ => Ok(()),
