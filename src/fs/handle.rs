@@ -11,8 +11,8 @@ use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
 use crate::jsonl;
 use crate::log::{LogReader, PartitionLog, now_ms};
 use crate::manager::{LogManager, Topic};
-use crate::partitioner::partition_for_key;
-use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+use crate::produce;
+use crate::record::RecordInput;
 
 /// One open file.
 pub enum Handle {
@@ -270,46 +270,26 @@ impl AppendHandle {
             .zip(&headers)
             .map(|(r, h)| r.as_input(h, ts))
             .collect();
-        let topic = match &self.target {
-            AppendTarget::Partition(_) => return self.append(&records),
-            AppendTarget::Topic(topic) => topic.clone(),
-        };
-        // Nothing is appended when one record cannot fit in a batch of its own.
-        check_each_fits(&records, self.max_record)?;
-        // ... nor when one record's timestamp is refused (the write spans partitions).
-        crate::log::validator::validate_timestamps(&records, &topic.config(), now_ms())?;
-        let count = topic.partition_count();
-        let unkeyed = records
-            .iter()
-            .any(|r| r.key.is_none())
-            .then(|| topic.next_round_robin());
-        let mut by_partition: std::collections::BTreeMap<u32, Vec<RecordInput<'_>>> =
-            Default::default();
-        for r in &records {
-            let p = match r.key {
-                Some(k) => partition_for_key(k, count),
-                None => unkeyed.unwrap_or(0),
-            };
-            by_partition.entry(p).or_default().push(*r);
-        }
-        for (p, recs) in by_partition {
-            append_batch(&*topic.partition(p)?, &recs, &mut 0)?;
-            self.written.insert(p);
-        }
-        Ok(())
+        self.append(&records)
     }
 
     fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
-        let log = match &self.target {
-            AppendTarget::Partition(log) => log.clone(),
-            AppendTarget::Topic(topic) => topic.partition(topic.next_round_robin())?,
-        };
-        let before = self.appended;
-        let res = append_batch(&log, records, &mut self.appended);
-        if self.appended > before {
-            self.written.insert(log.partition());
+        match &self.target {
+            AppendTarget::Partition(log) => {
+                let before = self.appended;
+                let res = produce::append_batch(log, records, &mut self.appended);
+                if self.appended > before {
+                    self.written.insert(log.partition());
+                }
+                res
+            }
+            AppendTarget::Topic(topic) => topic.append_routed(
+                records,
+                self.max_record,
+                &mut self.appended,
+                &mut self.written,
+            ),
         }
-        res
     }
 }
 
@@ -322,72 +302,6 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
         value: Some(line),
         headers: &[],
         timestamp,
-    }
-}
-
-/// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
-/// producer batches records (each batch as large as fits); when one record cannot fit in a
-/// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
-/// `done` counts the records appended (the first ones, when a later batch fails).
-pub fn append_batch(
-    log: &PartitionLog,
-    records: &[RecordInput<'_>],
-    done: &mut usize,
-) -> Result<()> {
-    let max = match log.append(records) {
-        Ok(_) => {
-            *done += records.len();
-            return Ok(());
-        }
-        Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
-        Err(e) => return Err(e),
-    };
-    // Every record must fit alone before any is appended.
-    let sizes = check_each_fits(records, max)?;
-    let mut start = 0;
-    while start < records.len() {
-        let mut end = start;
-        let mut size = HEADER_SIZE;
-        while end < records.len() && (end == start || size + sizes[end] <= max) {
-            size += sizes[end];
-            end += 1;
-        }
-        append_halving(log, &records[start..end], done)?;
-        start = end;
-    }
-    Ok(())
-}
-
-/// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
-fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
-    let mut sizes = Vec::with_capacity(records.len());
-    let mut scratch = Vec::new();
-    for r in records {
-        scratch.clear();
-        encode_record(&mut scratch, i32::MAX, 0, r);
-        let alone = HEADER_SIZE + scratch.len();
-        if alone > max {
-            return Err(Error::RecordTooLarge { size: alone, max });
-        }
-        sizes.push(scratch.len());
-    }
-    Ok(sizes)
-}
-
-/// Appends `records`, halving the batch if the log still finds it too large (a codec that
-/// grows incompressible data).
-fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
-    match log.append(records) {
-        Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
-            let (a, b) = records.split_at(records.len() / 2);
-            append_halving(log, a, done)?;
-            append_halving(log, b, done)
-        }
-        Ok(_) => {
-            *done += records.len();
-            Ok(())
-        }
-        Err(e) => Err(e),
     }
 }
 
