@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::types::Kind;
 use crate::sync::MutexExt;
-use fuser::FileType;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
 /// numbers) of a deleted topic are never those of a topic created since under its name.
@@ -214,15 +214,15 @@ impl Node {
         }
     }
 
-    pub fn kind(&self) -> FileType {
+    pub fn kind(&self) -> Kind {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                FileType::Directory
+                Kind::Directory
             }
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => FileType::RegularFile,
+            | Node::Segment(..) => Kind::File,
         }
     }
 
