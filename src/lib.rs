@@ -18,6 +18,7 @@ pub mod produce;
 pub mod read_window;
 pub mod record;
 pub mod safe_fs;
+pub mod storage;
 pub mod sync;
 
 pub use error::{Error, Result};

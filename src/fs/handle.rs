@@ -9,10 +9,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
 use crate::jsonl;
-use crate::log::{LogReader, PartitionLog, now_ms};
-use crate::manager::{LogManager, Topic};
-use crate::produce;
+use crate::log::now_ms;
 use crate::record::RecordInput;
+use crate::storage::{PartitionStore, RecordStream, Storage, TopicStore};
 
 /// One open file.
 pub enum Handle {
@@ -24,7 +23,7 @@ pub enum Handle {
 
 impl Handle {
     /// Completes what the writer left pending (a partial line): at release and shutdown.
-    pub fn finish(&mut self, _mgr: &LogManager) -> Result<()> {
+    pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
             Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) => Ok(()),
@@ -34,7 +33,7 @@ impl Handle {
     /// close(2) of one descriptor of the open file, by the process whose descriptor table is
     /// `owner`. A partial line is appended when its writer closes; a process that only
     /// inherited the descriptor (a child exiting) leaves it pending.
-    pub fn flush(&mut self, mgr: &LogManager, owner: u64) -> Result<()> {
+    pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
             Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
             _ => self.finish(mgr),
@@ -44,10 +43,10 @@ impl Handle {
 
 /// Where an append file's batches go.
 pub enum AppendTarget {
-    /// `<topic>/<p>/append`.
-    Partition(Arc<PartitionLog>),
+    /// `<topic>/<p>/append`: the topic's name and the partition.
+    Partition(String, Arc<dyn PartitionStore>),
     /// `<topic>/append`: each write's batch to the next partition in round-robin order.
-    Topic(Arc<Topic>),
+    Topic(Arc<dyn TopicStore>),
 }
 
 /// An open `append` or `append.jsonl` file: complete lines become records, a trailing
@@ -213,12 +212,12 @@ impl AppendHandle {
     }
 
     /// fsync: makes everything this handle appended durable.
-    pub fn sync(&self, mgr: &LogManager) -> Result<()> {
+    pub fn sync(&self, mgr: &dyn Storage) -> Result<()> {
         match &self.target {
-            AppendTarget::Partition(log) => mgr.flush(log),
+            AppendTarget::Partition(topic, log) => mgr.sync_partition(topic, log.partition()),
             AppendTarget::Topic(topic) => {
                 for &p in &self.written {
-                    mgr.flush(&*topic.partition(p)?)?;
+                    mgr.sync_partition(topic.name(), p)?;
                 }
                 Ok(())
             }
@@ -275,15 +274,15 @@ impl AppendHandle {
 
     fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
         match &self.target {
-            AppendTarget::Partition(log) => {
+            AppendTarget::Partition(_, log) => {
                 let before = self.appended;
-                let res = produce::append_batch(log, records, &mut self.appended);
+                let res = log.append(records, &mut self.appended);
                 if self.appended > before {
                     self.written.insert(log.partition());
                 }
                 res
             }
-            AppendTarget::Topic(topic) => topic.append_routed(
+            AppendTarget::Topic(topic) => topic.append(
                 records,
                 self.max_record,
                 &mut self.appended,
@@ -309,9 +308,9 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
 /// end as it was at open, each value followed by `\n` (or one JSON object per line),
 /// produced as the reader asks for them.
 pub struct StreamHandle {
-    log: Arc<PartitionLog>,
+    log: Arc<dyn PartitionStore>,
     name: LookupName,
-    reader: LogReader,
+    reader: Box<dyn RecordStream>,
     /// The log end fixed at open: reopening after a backward seek stops here too.
     end: i64,
     out: Vec<u8>,
@@ -326,7 +325,7 @@ pub struct StreamHandle {
 }
 
 /// Opens the reader a lookup name asks for (ENOENT-class errors when it does not open).
-pub fn open_reader(log: &PartitionLog, name: &LookupName) -> Result<LogReader> {
+pub fn open_reader(log: &dyn PartitionStore, name: &LookupName) -> Result<Box<dyn RecordStream>> {
     match name.by {
         LookupBy::Offset => log.read_from_offset(name.start),
         LookupBy::Time => log.read_from_time(name.start),
@@ -334,8 +333,8 @@ pub fn open_reader(log: &PartitionLog, name: &LookupName) -> Result<LogReader> {
 }
 
 impl StreamHandle {
-    pub fn open(log: Arc<PartitionLog>, name: LookupName) -> Result<StreamHandle> {
-        let reader = open_reader(&log, &name)?;
+    pub fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<StreamHandle> {
+        let reader = open_reader(&*log, &name)?;
         Ok(StreamHandle {
             end: reader.end_offset(),
             log,
@@ -424,7 +423,7 @@ impl StreamHandle {
 
     /// A backward seek: reopen at the start (bounded by the end fixed at the first open).
     fn restart(&mut self) -> Result<()> {
-        self.reader = open_reader(&self.log, &self.name)?;
+        self.reader = open_reader(&*self.log, &self.name)?;
         self.out.clear();
         self.out_pos = 0;
         self.pos = 0;
@@ -463,7 +462,7 @@ impl TextHandle {
 
     /// One write is judged whole: its lines (the last one complete with or without `\n`) are
     /// all validated, then applied at once; one bad line fails the write and nothing changes.
-    pub fn write(&mut self, mgr: &LogManager, data: &[u8]) -> Result<()> {
+    pub fn write(&mut self, mgr: &dyn Storage, data: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidConfig("the write is not UTF-8".to_string()))?;
         let lines = text

@@ -17,8 +17,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::log::PartitionLog;
-use crate::manager::{LiveTopic, LogManager, Topic};
+use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
@@ -105,7 +104,7 @@ fn errno_name(code: i32) -> String {
 
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
-    mgr: Arc<LogManager>,
+    mgr: Arc<dyn Storage>,
     inodes: InodeTable,
     handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
@@ -123,18 +122,18 @@ pub struct FsState {
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
 /// checks that the topic is not deleted, and holds it so while the handle works.
 struct OpenFile {
-    topic: Option<Arc<Topic>>,
+    topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
 }
 
 impl OpenFile {
-    fn live(&self) -> crate::error::Result<Option<LiveTopic<'_>>> {
-        self.topic.as_deref().map(Topic::live).transpose()
+    fn live(&self) -> crate::error::Result<Option<Live<'_>>> {
+        self.topic.as_deref().map(|t| t.live()).transpose()
     }
 }
 
 impl FsState {
-    pub fn new(mgr: Arc<LogManager>) -> Arc<FsState> {
+    pub fn new(mgr: Arc<dyn Storage>) -> Arc<FsState> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -172,10 +171,6 @@ impl FsState {
         })
     }
 
-    pub fn manager(&self) -> &Arc<LogManager> {
-        &self.mgr
-    }
-
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
@@ -188,7 +183,7 @@ impl FsState {
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
-            if let Err(e) = of.handle.guard().finish(&self.mgr) {
+            if let Err(e) = of.handle.guard().finish(&*self.mgr) {
                 log::error!("shutdown: pending line of open file {fh} not appended: {e}");
             }
         }
@@ -212,7 +207,7 @@ impl FsState {
 
     /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
     /// created again).
-    fn topic(&self, t: &TopicName) -> FsResult<Arc<Topic>> {
+    fn topic(&self, t: &TopicName) -> FsResult<Arc<dyn TopicStore>> {
         let topic = self.mgr.topic(t)?;
         if topic.incarnation() != t.incarnation() {
             return tree(
@@ -224,12 +219,20 @@ impl FsState {
     }
 
     /// The topic `node` belongs to (None for the root), as [`FsState::topic`].
-    fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<Topic>>> {
+    fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<dyn TopicStore>>> {
         node.topic().map(|t| self.topic(t)).transpose()
     }
 
-    fn partition(&self, t: &TopicName, p: u32) -> FsResult<Arc<PartitionLog>> {
+    fn partition(&self, t: &TopicName, p: u32) -> FsResult<Arc<dyn PartitionStore>> {
         Ok(self.topic(t)?.partition(p)?)
+    }
+
+    /// The files of `segments/`; a storage without segment files has no `segments/`.
+    fn segments_of(&self, log: &dyn PartitionStore) -> FsResult<Vec<SegmentFile>> {
+        match log.segment_files() {
+            Some(files) => Ok(files),
+            None => tree(libc::ENOENT, "this storage has no segment files"),
+        }
     }
 
     fn handle(&self, fh: u64) -> FsResult<Arc<OpenFile>> {
@@ -267,11 +270,15 @@ impl FsState {
                 }
             }
             Node::Partition(t, p) => {
-                self.partition(t, *p)?;
+                let log = self.partition(t, *p)?;
                 if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
                     return Ok(Node::PartitionFile(t.clone(), *p, f));
                 }
-                if let Some(d) = PartitionDir::ALL.into_iter().find(|d| d.name() == name) {
+                if let Some(d) = PartitionDir::ALL
+                    .into_iter()
+                    .filter(|d| *d != PartitionDir::Segments || log.has_segment_files())
+                    .find(|d| d.name() == name)
+                {
                     return Ok(Node::PartitionDir(t.clone(), *p, d));
                 }
                 missing()
@@ -311,7 +318,7 @@ impl FsState {
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
                 let log = self.partition(t, *p)?;
-                if log.segment_files().iter().any(|s| s.name == name) {
+                if self.segments_of(&*log)?.iter().any(|s| s.name == name) {
                     Ok(Node::Segment(t.clone(), *p, Arc::from(name)))
                 } else {
                     missing()
@@ -374,7 +381,11 @@ impl FsState {
             }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
+                let Some(seg) = self
+                    .segments_of(&*log)?
+                    .into_iter()
+                    .find(|s| *s.name == **name)
+                else {
                     return tree(libc::ENOENT, format!("{node} no longer exists"));
                 };
                 let md = log.open_segment_file(&seg.name)?.metadata()?;
@@ -410,7 +421,7 @@ impl FsState {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         let node = self.child(&parent, name)?;
         self.entry(node)
     }
@@ -420,7 +431,7 @@ impl FsState {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         Ok((Self::ttl(&node), self.attr(ino, &node)?))
     }
 
@@ -474,11 +485,15 @@ impl FsState {
                 }
             }
             Node::Partition(t, p) => {
-                self.partition(t, *p)?;
+                let log = self.partition(t, *p)?;
                 for f in PartitionFile::ALL {
                     out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
                 }
-                for d in PartitionDir::ALL {
+                let has_segments = log.has_segment_files();
+                for d in PartitionDir::ALL
+                    .into_iter()
+                    .filter(|d| *d != PartitionDir::Segments || has_segments)
+                {
                     out.push((Node::PartitionDir(t.clone(), *p, d), d.name().to_string()));
                 }
             }
@@ -487,7 +502,7 @@ impl FsState {
                 self.partition(t, *p)?;
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
-                for s in self.partition(t, *p)?.segment_files() {
+                for s in self.segments_of(&*self.partition(t, *p)?)? {
                     out.push((
                         Node::Segment(t.clone(), *p, Arc::from(s.name.as_str())),
                         s.name,
@@ -504,7 +519,7 @@ impl FsState {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         let entries = self.entries(&node)?;
         let parent_ino = self.inodes.peek(&node.parent());
         let dots = [(ino, "."), (parent_ino, "..")]
@@ -567,7 +582,7 @@ impl FsState {
         let node = self.node(ino)?;
         // Held while the handle is made: the topic cannot be deleted under the open.
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         let Access { read, write } = access;
         if (read && !node.readable()) || (write && !node.writable()) {
             return tree(
@@ -582,7 +597,7 @@ impl FsState {
         let (handle, direct_io) = match &node {
             Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = topic.config().max_message_bytes;
+                let max = topic.max_message_bytes();
                 let format = if *f == TopicFile::Append {
                     Format::Lines
                 } else {
@@ -593,13 +608,14 @@ impl FsState {
             }
             Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = topic.config().max_message_bytes;
+                let max = topic.max_message_bytes();
                 let format = if *f == PartitionFile::Append {
                     Format::Lines
                 } else {
                     Format::Jsonl
                 };
-                let target = AppendTarget::Partition(topic.partition(*p)?);
+                let target =
+                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
                 (Handle::Append(AppendHandle::new(target, format, max)), true)
             }
             Node::TopicFile(t, TopicFile::Partitions) => {
@@ -640,7 +656,11 @@ impl FsState {
             }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
+                let Some(seg) = self
+                    .segments_of(&*log)?
+                    .into_iter()
+                    .find(|s| *s.name == **name)
+                else {
                     return tree(libc::ENOENT, format!("{node} no longer exists"));
                 };
                 // Through the page cache (mmap works); a new open always sees fresh pages.
@@ -701,7 +721,7 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
-            Handle::Text(t) => t.write(&self.mgr, data)?,
+            Handle::Text(t) => t.write(&*self.mgr, data)?,
             Handle::Stream(_) | Handle::Segment(_) => return tree(libc::EBADF, "read-only file"),
         }
         Ok(data.len() as u32)
@@ -712,7 +732,7 @@ impl FsState {
         let of = self.handle(fh)?;
         let _live = of.live()?;
         let mut h = of.handle.guard();
-        Ok(h.flush(&self.mgr, owner)?)
+        Ok(h.flush(&*self.mgr, owner)?)
     }
 
     pub fn release(&self, fh: u64) -> FsResult<()> {
@@ -725,7 +745,7 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        Ok(h.finish(&self.mgr)?)
+        Ok(h.finish(&*self.mgr)?)
     }
 
     pub fn fsync(&self, fh: u64) -> FsResult<()> {
@@ -734,7 +754,7 @@ impl FsState {
         let _live = of.live()?;
         let h = of.handle.guard();
         match &*h {
-            Handle::Append(a) => Ok(a.sync(&self.mgr)?),
+            Handle::Append(a) => Ok(a.sync(&*self.mgr)?),
             _ => Ok(()),
         }
     }
@@ -744,7 +764,7 @@ impl FsState {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         self.attr(ino, &node)?;
         // Only the owner reaches this (without allow_other); with allow_other the kernel
         // checks every class itself (default_permissions) and does not ask.
