@@ -644,3 +644,5 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_memory;

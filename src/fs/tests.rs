@@ -9,12 +9,12 @@ use super::{FsState, report};
 use crate::config::BrokerConfig;
 use crate::manager::LogManager;
 
-const ROOT: u64 = 1;
-const RO: Access = Access {
+pub(super) const ROOT: u64 = 1;
+pub(super) const RO: Access = Access {
     read: true,
     write: false,
 };
-const WO: Access = Access {
+pub(super) const WO: Access = Access {
     read: false,
     write: true,
 };
@@ -51,7 +51,7 @@ fn read(fs: &FsState, fh: u64, offset: u64, size: u32) -> Answer {
     answer.expect("the core answered the read")
 }
 
-fn read_all(fs: &FsState, fh: u64) -> Vec<u8> {
+pub(super) fn read_all(fs: &FsState, fh: u64) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
         match read(fs, fh, out.len() as u64, 4096) {
@@ -63,7 +63,7 @@ fn read_all(fs: &FsState, fh: u64) -> Vec<u8> {
 }
 
 /// The inode of `path` (components under the root).
-fn walk(fs: &FsState, path: &str) -> u64 {
+pub(super) fn walk(fs: &FsState, path: &str) -> u64 {
     path.split('/').fold(ROOT, |ino, name| {
         fs.lookup(ino, OsStr::new(name))
             .unwrap_or_else(|e| panic!("lookup {name}: {e}"))
@@ -72,7 +72,7 @@ fn walk(fs: &FsState, path: &str) -> u64 {
     })
 }
 
-fn errno_of<T: std::fmt::Debug>(r: super::FsResult<T>) -> i32 {
+pub(super) fn errno_of<T: std::fmt::Debug>(r: super::FsResult<T>) -> i32 {
     report("test", &"", r.expect_err("an error"))
 }
 
