@@ -34,6 +34,7 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "append.jsonl",
             "by-offset",
             "by-time",
+            "follow",
             "log-end-offset",
             "log-start-offset",
             "segments"

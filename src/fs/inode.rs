@@ -82,6 +82,7 @@ pub enum PartitionFile {
 pub enum PartitionDir {
     ByOffset,
     ByTime,
+    Follow,
     Segments,
 }
 
@@ -90,6 +91,24 @@ pub enum PartitionDir {
 pub enum LookupBy {
     Offset,
     Time,
+    /// `follow/<N>`: from an offset ([`EARLIEST`], [`LATEST`] or a decimal), never ending.
+    Follow,
+}
+
+/// `follow/earliest`: the log start (Kafka's ListOffsets uses -2 for it).
+pub const EARLIEST: i64 = -2;
+/// `follow/latest`: the log end at open (-1 in ListOffsets).
+pub const LATEST: i64 = -1;
+
+impl LookupBy {
+    /// The directory of the lookup files.
+    pub fn dir(self) -> PartitionDir {
+        match self {
+            LookupBy::Offset => PartitionDir::ByOffset,
+            LookupBy::Time => PartitionDir::ByTime,
+            LookupBy::Follow => PartitionDir::Follow,
+        }
+    }
 }
 
 /// How records are written to an append file or shown by a lookup file.
@@ -156,9 +175,10 @@ impl PartitionFile {
 }
 
 impl PartitionDir {
-    pub const ALL: [PartitionDir; 3] = [
+    pub const ALL: [PartitionDir; 4] = [
         PartitionDir::ByOffset,
         PartitionDir::ByTime,
+        PartitionDir::Follow,
         PartitionDir::Segments,
     ];
 
@@ -166,6 +186,7 @@ impl PartitionDir {
         match self {
             PartitionDir::ByOffset => "by-offset",
             PartitionDir::ByTime => "by-time",
+            PartitionDir::Follow => "follow",
             PartitionDir::Segments => "segments",
         }
     }
@@ -177,19 +198,32 @@ pub fn parse_partition(name: &str) -> Option<u32> {
     (p.to_string() == name).then_some(p)
 }
 
-/// Parses the name of a file under `by-offset/` or `by-time/`: a non-negative decimal that
-/// fits in an i64, optionally followed by `.jsonl`. Anything else (signs, spaces, hex,
-/// overflow) is not a lookup name.
+/// Parses the name of a file under `by-offset/`, `by-time/` or `follow/`: a non-negative
+/// decimal that fits in an i64 (under `follow/` also `earliest` or `latest`), optionally
+/// followed by `.jsonl`. Anything else (signs, spaces, hex, overflow) is not a lookup name.
 pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
     let (digits, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
         Some(d) => (d, Format::Jsonl),
         None => (name, Format::Lines),
     };
-    Some(LookupName {
-        by,
-        start: parse_decimal(digits)?,
-        format,
-    })
+    let start = match (by, digits) {
+        (LookupBy::Follow, "earliest") => EARLIEST,
+        (LookupBy::Follow, "latest") => LATEST,
+        _ => parse_decimal(digits)?,
+    };
+    Some(LookupName { by, start, format })
+}
+
+impl std::fmt::Display for LookupName {
+    /// The file name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.by, self.start) {
+            (LookupBy::Follow, EARLIEST) => f.write_str("earliest")?,
+            (LookupBy::Follow, LATEST) => f.write_str("latest")?,
+            (_, n) => write!(f, "{n}")?,
+        }
+        f.write_str(self.format.suffix())
+    }
 }
 
 fn parse_decimal(s: &str) -> Option<i64> {
@@ -265,14 +299,7 @@ impl Node {
             Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
                 Node::Partition(t.clone(), *p)
             }
-            Node::Lookup(t, p, l) => Node::PartitionDir(
-                t.clone(),
-                *p,
-                match l.by {
-                    LookupBy::Offset => PartitionDir::ByOffset,
-                    LookupBy::Time => PartitionDir::ByTime,
-                },
-            ),
+            Node::Lookup(t, p, l) => Node::PartitionDir(t.clone(), *p, l.by.dir()),
             Node::Segment(t, p, _) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
         }
     }
@@ -288,13 +315,7 @@ impl std::fmt::Display for Node {
             Node::Partition(t, p) => write!(f, "{t}/{p}"),
             Node::PartitionFile(t, p, file) => write!(f, "{t}/{p}/{}", file.name()),
             Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
-            Node::Lookup(t, p, l) => {
-                let dir = match l.by {
-                    LookupBy::Offset => PartitionDir::ByOffset,
-                    LookupBy::Time => PartitionDir::ByTime,
-                };
-                write!(f, "{t}/{p}/{}/{}{}", dir.name(), l.start, l.format.suffix())
-            }
+            Node::Lookup(t, p, l) => write!(f, "{t}/{p}/{}/{l}", l.by.dir().name()),
             Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
         }
     }

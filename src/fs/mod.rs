@@ -4,9 +4,11 @@
 //! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
 
 pub mod errno;
+mod follow;
 pub mod fuse;
 pub mod handle;
 pub mod inode;
+pub mod stream;
 mod tree;
 pub mod types;
 
@@ -22,8 +24,9 @@ use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
-use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
+use handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
 use inode::{Format, InodeTable, Node, PartitionFile, TopicFile, TopicName};
+use stream::StreamHandle;
 use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
@@ -116,6 +119,11 @@ pub struct FsState {
     /// more than the log dirs do, and with `--allow-other` the kernel enforces it.
     dir_mode: u16,
     mounted_at: SystemTime,
+    /// Reads waiting for records (`follow`).
+    parking: follow::Parking,
+    /// The open stream files of each inode, with the process (tgid) that opened each: their
+    /// `fstat` shows that stream's length (see [`FsState::getattr`]).
+    streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
 }
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
@@ -123,6 +131,9 @@ pub struct FsState {
 struct OpenFile {
     topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
+    ino: u64,
+    /// Bumped by each `poll`: only the latest poll's wake-up stays registered.
+    poll_generation: Arc<AtomicU64>,
 }
 
 impl OpenFile {
@@ -157,7 +168,7 @@ impl FsState {
                 }
             }
         }
-        Arc::new(FsState {
+        let state = Arc::new(FsState {
             mgr,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
@@ -167,7 +178,11 @@ impl FsState {
             gid,
             dir_mode,
             mounted_at: SystemTime::now(),
-        })
+            parking: follow::Parking::new(),
+            streams: Mutex::new(HashMap::new()),
+        });
+        follow::start(&state);
+        state
     }
 
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
@@ -178,6 +193,10 @@ impl FsState {
             return Ok(());
         }
         *closed = true;
+        // Waiting readers see the end of their files.
+        for p in self.parking.take_all() {
+            p.reply.data(&[]);
+        }
         let open: Vec<(u64, Arc<OpenFile>)> = self.handles.guard().drain().collect();
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
@@ -259,12 +278,48 @@ impl FsState {
     }
 
     /// `stat` of a path, or `fstat` of an open file (`fh`).
-    pub fn getattr(&self, ino: u64, _fh: Option<u64>) -> FsResult<(Duration, Attr)> {
+    /// `stat` of a path, or of an open file (`fh`, as `lseek(SEEK_END)` asks). `pid` is the
+    /// asking thread: a process that has a stream file open (by-offset, by-time, follow) sees
+    /// in `fstat` that stream's length so far, as a reader of a growing log file does (GNU
+    /// `tail -f` reads when it grows); everyone else sees the path's size.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        Ok((Self::ttl(&node), self.attr(ino, &node)?))
+        let mut attr = self.attr(ino, &node)?;
+        if let Some(size) = self.stream_length(ino, fh, pid)? {
+            attr.size = size;
+        }
+        Ok((Self::ttl(&node), attr))
+    }
+
+    /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).
+    fn stream_length(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<Option<u64>> {
+        let fh = match fh {
+            Some(fh) => Some(fh),
+            None => {
+                let opens = self.streams.guard().get(&ino).cloned();
+                match opens {
+                    None => None,
+                    Some(opens) => {
+                        let tgid = follow::tgid_of(pid);
+                        opens
+                            .iter()
+                            .find(|(_, g)| Some(*g) == tgid)
+                            .map(|(fh, _)| *fh)
+                    }
+                }
+            }
+        };
+        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
+            return Ok(None);
+        };
+        let mut h = of.handle.guard();
+        match &mut *h {
+            Handle::Stream(s) => Ok(Some(s.length()?)),
+            _ => Ok(None),
+        }
     }
 
     pub fn setattr(
@@ -356,7 +411,8 @@ impl FsState {
         Ok(())
     }
 
-    pub fn open(&self, ino: u64, access: Access) -> FsResult<Opened> {
+    /// Opens `ino` for the process of thread `pid`.
+    pub fn open(&self, ino: u64, access: Access, pid: u32) -> FsResult<Opened> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         // Held while the handle is made: the topic cannot be deleted under the open.
@@ -450,17 +506,29 @@ impl FsState {
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        if matches!(handle, Handle::Stream(_))
+            && let Some(tgid) = follow::tgid_of(pid)
+        {
+            self.streams
+                .guard()
+                .entry(ino)
+                .or_default()
+                .push((fh, tgid));
+        }
         let of = OpenFile {
             topic: topic.clone(),
             handle: Mutex::new(handle),
+            ino,
+            poll_generation: Arc::new(AtomicU64::new(0)),
         };
         self.handles.guard().insert(fh, Arc::new(of));
         Ok(Opened { fh, direct_io })
     }
 
     /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
-    /// the handle's buffer: no copy).
-    pub fn read(&self, fh: u64, offset: u64, size: u32, reply: Box<dyn ReadReply>) {
+    /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
+    /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
+    pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
         let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
         let _g = match self.gate() {
             Ok(g) => g,
@@ -470,19 +538,31 @@ impl FsState {
             Ok(of) => of,
             Err(e) => return fail(reply, e),
         };
-        let _live = match of.live() {
+        let live = of.live();
+        let mut h = of.handle.guard();
+        let follow = matches!(&*h, Handle::Stream(s) if s.is_follow());
+        let _live = match live {
             Ok(l) => l,
+            // A follow file ends when its topic is deleted.
+            Err(_) if follow => return reply.data(&[]),
             Err(e) => return fail(reply, e.into()),
         };
-        let mut h = of.handle.guard();
-        let size = size as usize;
         match &mut *h {
-            Handle::Stream(s) => match s.read(offset, size) {
-                Ok(data) => reply.data(data),
+            Handle::Stream(s) => match s.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    let Some(at) = s.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    let log = s.log().clone();
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    log.wait_for(at, waker);
+                }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Text(t) => reply.data(t.read(offset, size)),
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
+            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => reply.data(&data),
                 Err(e) => fail(reply, e.into()),
             },
@@ -491,6 +571,41 @@ impl FsState {
                 FsError::Tree(libc::EBADF, "append files are write-only".into()),
             ),
         }
+    }
+
+    /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is
+    /// called once it would not (a record arrived, the topic went).
+    pub fn poll(&self, fh: u64, notify: Box<dyn FnOnce() + Send>) -> FsResult<bool> {
+        let _g = self.gate()?;
+        let of = self.handle(fh)?;
+        let Ok(_live) = of.live() else {
+            return Ok(true);
+        };
+        let h = of.handle.guard();
+        let Handle::Stream(s) = &*h else {
+            return Ok(true);
+        };
+        if s.readable_now() {
+            return Ok(true);
+        }
+        let Some(at) = s.waits_at() else {
+            return Ok(true);
+        };
+        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let waker = Arc::new(follow::PollWaker {
+            notify: Mutex::new(Some(notify)),
+            generation,
+            current: of.poll_generation.clone(),
+        });
+        let log = s.log().clone();
+        drop(h);
+        log.wait_for(at, waker);
+        Ok(false)
+    }
+
+    /// How many reads wait for records.
+    pub fn waiting_reads(&self) -> usize {
+        self.parking.len()
     }
 
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
@@ -519,6 +634,18 @@ impl FsState {
         let Some(of) = self.handles.guard().remove(&fh) else {
             return Ok(());
         };
+        for p in self.parking.take_of(fh) {
+            p.reply.data(&[]);
+        }
+        {
+            let mut streams = self.streams.guard();
+            if let Some(v) = streams.get_mut(&of.ino) {
+                v.retain(|(f, _)| *f != fh);
+                if v.is_empty() {
+                    streams.remove(&of.ino);
+                }
+            }
+        }
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
         let Ok(_live) = of.live() else {
             return Ok(());

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::FsState;
-use super::tests::{RO, ROOT, WO, errno_of, read_all, walk};
+use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+use crate::storage::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker};
 
 #[derive(Default)]
 struct Memory {
@@ -145,6 +145,11 @@ impl PartitionStore for MemPartition {
         *done += records.len();
         Ok(())
     }
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
+        if self.log_end_offset() > offset {
+            w.wake();
+        }
+    }
     fn has_segment_files(&self) -> bool {
         false
     }
@@ -160,6 +165,9 @@ impl PartitionStore for MemPartition {
 }
 
 impl RecordStream for MemStream {
+    fn start_offset(&self) -> i64 {
+        self.next as i64
+    }
     fn end_offset(&self) -> i64 {
         self.end
     }
@@ -200,14 +208,16 @@ impl RecordStream for MemStream {
 #[test]
 fn the_tree_works_over_another_storage() {
     let fs = FsState::new(Arc::new(Memory::default()));
-    let w = fs.open(walk(&fs, "mem/0/append"), WO).unwrap();
+    let w = fs.open(walk(&fs, "mem/0/append"), WO, me()).unwrap();
     fs.write(w.fh, b"x\ny\n", None).unwrap();
-    let t = fs.open(walk(&fs, "mem/append"), WO).unwrap();
+    let t = fs.open(walk(&fs, "mem/append"), WO, me()).unwrap();
     fs.write(t.fh, b"z\n", None).unwrap();
     fs.fsync(t.fh).unwrap();
-    let r = fs.open(walk(&fs, "mem/0/by-offset/1"), RO).unwrap();
+    let r = fs.open(walk(&fs, "mem/0/by-offset/1"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, r.fh), b"y\nz\n");
-    let leo = fs.open(walk(&fs, "mem/0/log-end-offset"), RO).unwrap();
+    let leo = fs
+        .open(walk(&fs, "mem/0/log-end-offset"), RO, me())
+        .unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"3\n");
     // No segment files: no segments/ directory.
     let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0).unwrap())

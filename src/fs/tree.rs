@@ -52,24 +52,23 @@ impl FsState {
                 }
                 missing()
             }
-            Node::PartitionDir(t, p, dir @ (PartitionDir::ByOffset | PartitionDir::ByTime)) => {
-                let by = if *dir == PartitionDir::ByOffset {
-                    LookupBy::Offset
-                } else {
-                    LookupBy::Time
+            Node::PartitionDir(
+                t,
+                p,
+                dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
+            ) => {
+                let by = match dir {
+                    PartitionDir::ByOffset => LookupBy::Offset,
+                    PartitionDir::ByTime => LookupBy::Time,
+                    _ => LookupBy::Follow,
                 };
                 let Some(lookup) = inode::parse_lookup(by, name) else {
-                    return tree(
-                        libc::ENOENT,
-                        format!(
-                            "{name:?} is not a decimal {}",
-                            if by == LookupBy::Offset {
-                                "offset"
-                            } else {
-                                "timestamp"
-                            }
-                        ),
-                    );
+                    let what = match by {
+                        LookupBy::Offset => "a decimal offset",
+                        LookupBy::Time => "a decimal timestamp",
+                        LookupBy::Follow => "a decimal offset, earliest or latest",
+                    };
+                    return tree(libc::ENOENT, format!("{name:?} is not {what}"));
                 };
                 // The name exists only if it would open: a range check for an offset, the
                 // time lookup for a timestamp (open positions the reader itself).
@@ -78,6 +77,10 @@ impl FsState {
                     LookupBy::Offset => {
                         log.check_offset(lookup.start)?;
                     }
+                    LookupBy::Follow if lookup.start >= 0 => {
+                        log.check_offset(lookup.start)?;
+                    }
+                    LookupBy::Follow => {}
                     LookupBy::Time => {
                         log.offset_for_time(lookup.start)?
                             .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
@@ -215,7 +218,11 @@ impl FsState {
                 }
             }
             // Any valid name opens; none is listed.
-            Node::PartitionDir(t, p, PartitionDir::ByOffset | PartitionDir::ByTime) => {
+            Node::PartitionDir(
+                t,
+                p,
+                PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow,
+            ) => {
                 self.partition(t, *p)?;
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {

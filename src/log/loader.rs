@@ -146,6 +146,7 @@ impl PartitionLog {
             log_start_offset: AtomicI64::new(0),
             recovery_point: AtomicI64::new(params.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
+            waiters: Default::default(),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

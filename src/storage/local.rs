@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+use super::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker};
 use crate::error::Result;
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
@@ -102,6 +102,9 @@ impl PartitionStore for PartitionLog {
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
         produce::append_batch(self, records, done)
     }
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
+        PartitionLog::wait_for(self, offset, w)
+    }
     fn has_segment_files(&self) -> bool {
         true
     }
@@ -114,6 +117,9 @@ impl PartitionStore for PartitionLog {
 }
 
 impl RecordStream for LogReader {
+    fn start_offset(&self) -> i64 {
+        LogReader::start_offset(self)
+    }
     fn end_offset(&self) -> i64 {
         LogReader::end_offset(self)
     }

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::record::{BatchHeader, Record, RecordInput};
 
 pub use crate::log::SegmentFile;
+pub use crate::log::waiters::Waker;
 
 /// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
 pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
@@ -87,6 +88,9 @@ pub trait PartitionStore: Send + Sync {
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Wakes `w` once the log end passes `offset` (at once if it already has), or when the
+    /// partition goes away (topic deleted, shutdown).
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);
     /// Whether the partition has segment files to show (`segments/`).
     fn has_segment_files(&self) -> bool;
     /// The partition's segment files (`segments/`), or None when it has none to show.
@@ -97,6 +101,8 @@ pub trait PartitionStore: Send + Sync {
 
 /// Records from a start offset to an end fixed when the stream was opened.
 pub trait RecordStream: Send {
+    /// The offset the stream starts at (the first record is at or after it).
+    fn start_offset(&self) -> i64;
     fn end_offset(&self) -> i64;
     /// Calls `f` for each data record of the next batch (control batches skipped).
     /// Ok(false) at the end.
