@@ -22,6 +22,11 @@ pub enum Handle {
 }
 
 impl Handle {
+    /// Whether a partial line waits to be appended.
+    pub fn has_pending_line(&self) -> bool {
+        matches!(self, Handle::Append(h) if !h.partial.is_empty())
+    }
+
     /// Completes what the writer left pending (a partial line): at release and shutdown.
     pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
         match self {

@@ -121,6 +121,8 @@ pub struct FsState {
     mounted_at: SystemTime,
     /// Reads waiting for records (`follow`).
     parking: follow::Parking,
+    /// Set when shutdown begins: follow files end (EOF) from then on.
+    ending: std::sync::atomic::AtomicBool,
     /// The open stream files of each inode, with the process (tgid) that opened each: their
     /// `fstat` shows that stream's length (see [`FsState::getattr`]).
     streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
@@ -179,6 +181,7 @@ impl FsState {
             dir_mode,
             mounted_at: SystemTime::now(),
             parking: follow::Parking::new(),
+            ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
         });
         follow::start(&state);
@@ -188,12 +191,30 @@ impl FsState {
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
+        // Follow readers see the end of their files, and get to close them cleanly while
+        // the session still runs (bounded: a reader may keep its file open).
+        if !self.ending.swap(true, Ordering::AcqRel) {
+            let ended: Vec<u64> = self
+                .parking
+                .take_all()
+                .into_iter()
+                .map(|p| {
+                    p.reply.data(&[]);
+                    p.fh
+                })
+                .collect();
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            while std::time::Instant::now() < until
+                && ended.iter().any(|fh| self.handles.guard().contains_key(fh))
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let mut closed = self.closed.write_guard();
         if *closed {
             return Ok(());
         }
         *closed = true;
-        // Waiting readers see the end of their files.
         for p in self.parking.take_all() {
             p.reply.data(&[]);
         }
@@ -547,6 +568,9 @@ impl FsState {
             Err(_) if follow => return reply.data(&[]),
             Err(e) => return fail(reply, e.into()),
         };
+        if follow && self.ending.load(Ordering::Acquire) {
+            return reply.data(&[]);
+        }
         match &mut *h {
             Handle::Stream(s) => match s.read(offset, size as usize) {
                 Ok(data) if !(data.is_empty() && follow) => reply.data(data),
@@ -621,16 +645,27 @@ impl FsState {
         Ok(data.len() as u32)
     }
 
+    /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
+    /// pending line: after shutdown (which appended every pending line) or after its topic
+    /// was deleted, a reader's close succeeds.
     pub fn flush(&self, fh: u64, owner: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let of = self.handle(fh)?;
-        let _live = of.live()?;
+        let live = of.live();
         let mut h = of.handle.guard();
+        if !h.has_pending_line() {
+            return Ok(());
+        }
+        let _live = live?;
         Ok(h.flush(&*self.mgr, owner)?)
     }
 
     pub fn release(&self, fh: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let Some(of) = self.handles.guard().remove(&fh) else {
             return Ok(());
         };

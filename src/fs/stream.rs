@@ -95,7 +95,6 @@ impl StreamHandle {
         !self.is_follow()
             || self.buffered() > 0
             || self.pending.is_some()
-            || !self.eof
             || self.log.log_end_offset() > self.next
     }
 
@@ -218,17 +217,26 @@ impl StreamHandle {
     }
 
     /// The stream's length so far, as `fstat` of the open file shows it to its reader (GNU
-    /// `tail -f` reads when it grows): the bytes from the start up to the stream's end, or
-    /// up to the log end once the stream grows. Counted once per record.
+    /// `tail -f` reads when it grows): the bytes from the start up to the stream's end; once
+    /// the reader has read all of those, up to the log end, and the stream then goes on to
+    /// what it was shown. Each record is counted once.
     pub fn length(&mut self) -> Result<u64> {
-        let limit = if self.grows() {
-            self.log.log_end_offset()
-        } else {
-            self.end
-        };
+        let (counted_to, at_end) = self.count_to(self.end)?;
+        if counted_to <= self.end && !self.grows() && self.pos < at_end {
+            return Ok(at_end);
+        }
+        let (_, now) = self.count_to(self.log.log_end_offset())?;
+        if now > at_end {
+            self.eof_served = true;
+        }
+        Ok(now)
+    }
+
+    /// Extends the count of the stream's bytes to `limit`; returns (offset, bytes) counted.
+    fn count_to(&mut self, limit: i64) -> Result<(i64, u64)> {
         let (from, mut bytes) = self.counted;
         if limit <= from {
-            return Ok(bytes);
+            return Ok(self.counted);
         }
         let from = from.max(self.log.log_start_offset());
         let mut reader = self.log.read_from_offset(from)?;
@@ -248,6 +256,6 @@ impl StreamHandle {
             }
         }
         self.counted = (limit.max(counted_to), bytes);
-        Ok(bytes)
+        Ok(self.counted)
     }
 }
