@@ -17,6 +17,8 @@ use crate::storage::{PartitionStore, Storage, TopicStore};
 pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
+    Group(super::group::GroupHandle),
+    GroupOffsets(super::group::OffsetsHandle),
     Text(TextHandle),
     Segment(File),
 }
@@ -31,7 +33,10 @@ impl Handle {
     pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) => Ok(()),
+            Handle::Group(g) => g.commit(),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) | Handle::GroupOffsets(_) => {
+                Ok(())
+            }
         }
     }
 

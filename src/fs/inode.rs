@@ -57,7 +57,59 @@ pub enum Node {
     Lookup(TopicName, u32, LookupName),
     /// `segments/<name>`.
     Segment(TopicName, u32, Arc<str>),
+    /// `<topic>/groups/`.
+    Groups(TopicName),
+    /// `<topic>/groups/<G>/`.
+    Group(TopicName, Arc<str>),
+    /// A file of `<topic>/groups/<G>/`.
+    GroupFile(TopicName, Arc<str>, GroupFile),
 }
+
+/// Files of `<topic>/groups/<G>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupFile {
+    Records,
+    RecordsJsonl,
+    Follow,
+    FollowJsonl,
+    Offsets,
+}
+
+impl GroupFile {
+    pub const ALL: [GroupFile; 5] = [
+        GroupFile::Records,
+        GroupFile::RecordsJsonl,
+        GroupFile::Follow,
+        GroupFile::FollowJsonl,
+        GroupFile::Offsets,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupFile::Records => "records",
+            GroupFile::RecordsJsonl => "records.jsonl",
+            GroupFile::Follow => "follow",
+            GroupFile::FollowJsonl => "follow.jsonl",
+            GroupFile::Offsets => "offsets",
+        }
+    }
+
+    /// The record files' format (None for `offsets`).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            GroupFile::Records | GroupFile::Follow => Some(Format::Lines),
+            GroupFile::RecordsJsonl | GroupFile::FollowJsonl => Some(Format::Jsonl),
+            GroupFile::Offsets => None,
+        }
+    }
+
+    pub fn follows(self) -> bool {
+        matches!(self, GroupFile::Follow | GroupFile::FollowJsonl)
+    }
+}
+
+/// The name of the directory of groups under a topic.
+pub const GROUPS_DIR: &str = "groups";
 
 /// Files directly under `<topic>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -244,19 +296,26 @@ impl Node {
             | Node::PartitionFile(t, ..)
             | Node::PartitionDir(t, ..)
             | Node::Lookup(t, ..)
-            | Node::Segment(t, ..) => Some(t),
+            | Node::Segment(t, ..)
+            | Node::Groups(t)
+            | Node::Group(t, _)
+            | Node::GroupFile(t, ..) => Some(t),
         }
     }
 
     pub fn kind(&self) -> Kind {
         match self {
-            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                Kind::Directory
-            }
+            Node::Root
+            | Node::Topic(_)
+            | Node::Partition(..)
+            | Node::PartitionDir(..)
+            | Node::Groups(_)
+            | Node::Group(..) => Kind::Directory,
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => Kind::File,
+            | Node::Segment(..)
+            | Node::GroupFile(..) => Kind::File,
         }
     }
 
@@ -264,7 +323,9 @@ impl Node {
     pub fn perm(&self) -> u16 {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
-            Node::PartitionDir(..) => 0o555,
+            Node::PartitionDir(..) | Node::Groups(_) | Node::Group(..) => 0o555,
+            Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
+            Node::GroupFile(..) => 0o444,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
             Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
             | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
@@ -272,6 +333,15 @@ impl Node {
             }
             Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
         }
+    }
+
+    /// The append files (`append`, `append.jsonl`, at topic and partition level).
+    pub fn is_append(&self) -> bool {
+        matches!(
+            self,
+            Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
+                | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+        )
     }
 
     pub fn readable(&self) -> bool {
@@ -288,6 +358,7 @@ impl Node {
             self,
             Node::TopicFile(..)
                 | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+                | Node::GroupFile(_, _, GroupFile::Offsets)
         )
     }
 
@@ -301,6 +372,9 @@ impl Node {
             }
             Node::Lookup(t, p, l) => Node::PartitionDir(t.clone(), *p, l.by.dir()),
             Node::Segment(t, p, _) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
+            Node::Groups(t) => Node::Topic(t.clone()),
+            Node::Group(t, _) => Node::Groups(t.clone()),
+            Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
         }
     }
 }
@@ -317,6 +391,9 @@ impl std::fmt::Display for Node {
             Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
             Node::Lookup(t, p, l) => write!(f, "{t}/{p}/{}/{l}", l.by.dir().name()),
             Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
+            Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
+            Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
+            Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),
         }
     }
 }

@@ -6,8 +6,10 @@
 pub mod errno;
 mod follow;
 pub mod fuse;
+pub mod group;
 pub mod handle;
 pub mod inode;
+mod members;
 pub mod stream;
 mod tree;
 pub mod types;
@@ -20,12 +22,12 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
+use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
 use handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
-use inode::{Format, InodeTable, Node, PartitionFile, TopicFile, TopicName};
+use inode::{Format, GroupFile, InodeTable, Node, PartitionFile, TopicFile, TopicName};
 use stream::StreamHandle;
 use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
 
@@ -121,6 +123,10 @@ pub struct FsState {
     mounted_at: SystemTime,
     /// Reads waiting for records (`follow`).
     parking: follow::Parking,
+    /// Consumer groups' committed offsets.
+    groups: Arc<dyn GroupStore>,
+    /// The open record files of each group (topic, incarnation, group): (fh, follow).
+    members: Mutex<HashMap<members::GroupKey, Vec<(u64, bool)>>>,
     /// Set when shutdown begins: follow files end (EOF) from then on.
     ending: std::sync::atomic::AtomicBool,
     /// The open stream files of each inode, with the process (tgid) that opened each: their
@@ -145,7 +151,8 @@ impl OpenFile {
 }
 
 impl FsState {
-    pub fn new(mgr: Arc<dyn Storage>) -> Arc<FsState> {
+    /// The fs core over `mgr`; loads the consumer groups' committed offsets.
+    pub fn new(mgr: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -170,6 +177,7 @@ impl FsState {
                 }
             }
         }
+        let groups = mgr.clone().open_groups()?;
         let state = Arc::new(FsState {
             mgr,
             inodes: InodeTable::new(),
@@ -181,11 +189,13 @@ impl FsState {
             dir_mode,
             mounted_at: SystemTime::now(),
             parking: follow::Parking::new(),
+            groups,
+            members: Mutex::new(HashMap::new()),
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
         });
         follow::start(&state);
-        state
+        Ok(state)
     }
 
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
@@ -450,7 +460,25 @@ impl FsState {
                 ),
             );
         }
+        if write && node.is_append() && node.topic().is_some_and(|t| self.mgr.is_internal(t)) {
+            return tree(
+                libc::EPERM,
+                format!("{node}: an internal topic is written by topicfs only"),
+            );
+        }
         let (handle, direct_io) = match &node {
+            Node::GroupFile(t, g, GroupFile::Offsets) => {
+                let topic = self.topic(t)?;
+                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
+                (Handle::GroupOffsets(h), true)
+            }
+            Node::GroupFile(t, g, f) => {
+                let topic = self.topic(t)?;
+                let format = f.format().expect("a record file");
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
+                return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
+            }
             Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
                 let max = topic.max_message_bytes();
@@ -522,11 +550,30 @@ impl FsState {
                 // Through the page cache (mmap works); a new open always sees fresh pages.
                 (Handle::Segment(log.open_segment_file(&seg.name)?), false)
             }
-            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
+            Node::Root
+            | Node::Topic(_)
+            | Node::Partition(..)
+            | Node::PartitionDir(..)
+            | Node::Groups(_)
+            | Node::Group(..) => {
                 return tree(libc::EISDIR, format!("{node} is a directory"));
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
+        opened.direct_io = direct_io;
+        Ok(opened)
+    }
+
+    /// Registers an open file under `fh`.
+    fn opened(
+        &self,
+        ino: u64,
+        fh: u64,
+        topic: Option<Arc<dyn TopicStore>>,
+        handle: Handle,
+        pid: u32,
+    ) -> FsResult<Opened> {
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {
@@ -537,13 +584,16 @@ impl FsState {
                 .push((fh, tgid));
         }
         let of = OpenFile {
-            topic: topic.clone(),
+            topic,
             handle: Mutex::new(handle),
             ino,
             poll_generation: Arc::new(AtomicU64::new(0)),
         };
         self.handles.guard().insert(fh, Arc::new(of));
-        Ok(Opened { fh, direct_io })
+        Ok(Opened {
+            fh,
+            direct_io: true,
+        })
     }
 
     /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
@@ -561,7 +611,11 @@ impl FsState {
         };
         let live = of.live();
         let mut h = of.handle.guard();
-        let follow = matches!(&*h, Handle::Stream(s) if s.is_follow());
+        let follow = match &*h {
+            Handle::Stream(s) => s.is_follow(),
+            Handle::Group(g) => g.is_follow(),
+            _ => false,
+        };
         let _live = match live {
             Ok(l) => l,
             // A follow file ends when its topic is deleted.
@@ -585,6 +639,25 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
+            Handle::Group(g) => match g.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    // What was delivered is committed before the reader waits.
+                    if let Err(e) = g.commit() {
+                        log::error!("read of open file {fh}: commit before waiting: {e}");
+                    }
+                    let Some(waits) = g.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    for (log, at) in waits {
+                        log.wait_for(at, waker.clone());
+                    }
+                }
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => reply.data(&data),
@@ -606,13 +679,14 @@ impl FsState {
             return Ok(true);
         };
         let h = of.handle.guard();
-        let Handle::Stream(s) = &*h else {
-            return Ok(true);
+        let waits = match &*h {
+            Handle::Stream(s) if !s.readable_now() => {
+                s.waits_at().map(|at| vec![(s.log().clone(), at)])
+            }
+            Handle::Group(g) if !g.readable_now() => g.waits_at(),
+            _ => None,
         };
-        if s.readable_now() {
-            return Ok(true);
-        }
-        let Some(at) = s.waits_at() else {
+        let Some(waits) = waits else {
             return Ok(true);
         };
         let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
@@ -621,9 +695,10 @@ impl FsState {
             generation,
             current: of.poll_generation.clone(),
         });
-        let log = s.log().clone();
         drop(h);
-        log.wait_for(at, waker);
+        for (log, at) in waits {
+            log.wait_for(at, waker.clone());
+        }
         Ok(false)
     }
 
@@ -640,7 +715,20 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.mgr, data)?,
-            Handle::Stream(_) | Handle::Segment(_) => return tree(libc::EBADF, "read-only file"),
+            Handle::GroupOffsets(o) => {
+                let topic = of.topic.as_ref().expect("a topic's file");
+                let t = TopicName::new(topic.name(), topic.incarnation());
+                if self.group_busy(&t, o.group()) {
+                    return tree(
+                        libc::EBUSY,
+                        format!("group {} of {t} has a reader: offsets not moved", o.group()),
+                    );
+                }
+                o.write(&*self.groups, data)?
+            }
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
+                return tree(libc::EBADF, "read-only file");
+            }
         }
         Ok(data.len() as u32)
     }
@@ -682,11 +770,23 @@ impl FsState {
             }
         }
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
-        let Ok(_live) = of.live() else {
+        let Ok(live) = of.live() else {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        Ok(h.finish(&*self.mgr)?)
+        // A group reader commits, then the others take over its partitions.
+        let res = h.finish(&*self.mgr);
+        let group = match &*h {
+            Handle::Group(g) => Some(g.group().to_string()),
+            _ => None,
+        };
+        drop(h);
+        drop(live);
+        if let (Some(g), Some(topic)) = (group, &of.topic) {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.leave_group(topic, &t, &g, fh);
+        }
+        Ok(res?)
     }
 
     pub fn fsync(&self, fh: u64) -> FsResult<()> {

@@ -28,7 +28,7 @@ fn state(dir: &std::path::Path, partitions: u32) -> Arc<FsState> {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = partitions;
-    FsState::new(LogManager::open(c).unwrap())
+    FsState::new(LogManager::open(c).unwrap()).unwrap()
 }
 
 /// What a read answered.
@@ -105,14 +105,15 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
             "config",
             "append",
             "append.jsonl",
+            "groups",
             "0",
             "1"
         ]
     );
     // readdir continues from the offset it was given.
-    let rest = fs.readdir(topic, 6).unwrap();
+    let rest = fs.readdir(topic, 7).unwrap();
     assert_eq!(rest.len(), 2);
-    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 7));
+    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 8));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("a b"))), libc::EINVAL);
     assert_eq!(errno_of(fs.mkdir(topic, OsStr::new("x"))), libc::EPERM);

@@ -10,7 +10,9 @@ use super::FsState;
 use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker};
+use crate::storage::{
+    GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
+};
 
 #[derive(Default)]
 struct Memory {
@@ -59,6 +61,52 @@ impl Storage for Memory {
     }
     fn shutdown(&self) -> Result<()> {
         Ok(())
+    }
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
+        Ok(Arc::new(MemGroups::default()))
+    }
+    fn is_internal(&self, _topic: &str) -> bool {
+        false
+    }
+}
+
+/// Commits kept in memory: (group, topic, partition) -> offset.
+#[derive(Default)]
+struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
+
+impl GroupStore for MemGroups {
+    fn groups_of(&self, topic: &str) -> Vec<String> {
+        let m = self.0.lock().unwrap();
+        let mut g: Vec<String> = m
+            .keys()
+            .filter(|k| k.1 == topic)
+            .map(|k| k.0.clone())
+            .collect();
+        g.dedup();
+        g
+    }
+    fn committed(&self, group: &str, topic: &str) -> std::collections::BTreeMap<u32, i64> {
+        let m = self.0.lock().unwrap();
+        m.iter()
+            .filter(|(k, _)| k.0 == group && k.1 == topic)
+            .map(|(k, v)| (k.2, *v))
+            .collect()
+    }
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let mut m = self.0.lock().unwrap();
+        for (t, p, o) in offsets {
+            m.insert((group.to_string(), t.to_string(), *p), *o);
+        }
+        Ok(())
+    }
+    fn reset(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &std::collections::BTreeMap<u32, i64>,
+    ) -> Result<()> {
+        let list: Vec<(&str, u32, i64)> = offsets.iter().map(|(p, o)| (topic, *p, *o)).collect();
+        self.commit(group, &list)
     }
 }
 
@@ -207,7 +255,7 @@ impl RecordStream for MemStream {
 
 #[test]
 fn the_tree_works_over_another_storage() {
-    let fs = FsState::new(Arc::new(Memory::default()));
+    let fs = FsState::new(Arc::new(Memory::default())).unwrap();
     let w = fs.open(walk(&fs, "mem/0/append"), WO, me()).unwrap();
     fs.write(w.fh, b"x\ny\n", None).unwrap();
     let t = fs.open(walk(&fs, "mem/append"), WO, me()).unwrap();

@@ -5,7 +5,9 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::inode::{self, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName};
+use super::inode::{
+    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
+};
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::error::Error;
@@ -29,6 +31,10 @@ impl FsState {
                 if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
                     self.topic(t)?;
                     return Ok(Node::TopicFile(t.clone(), f));
+                }
+                if name == GROUPS_DIR {
+                    self.topic(t)?;
+                    return Ok(Node::Groups(t.clone()));
                 }
                 match inode::parse_partition(name) {
                     Some(p) => {
@@ -96,10 +102,26 @@ impl FsState {
                     missing()
                 }
             }
+            Node::Groups(t) => {
+                self.topic(t)?;
+                // Any valid group name can be entered (Kafka's rules, as for topics).
+                if crate::manager::validate_topic_name(name).is_err() {
+                    return tree(libc::ENOENT, format!("{name:?} is not a valid group name"));
+                }
+                Ok(Node::Group(t.clone(), Arc::from(name)))
+            }
+            Node::Group(t, g) => {
+                self.topic(t)?;
+                match GroupFile::ALL.into_iter().find(|f| f.name() == name) {
+                    Some(f) => Ok(Node::GroupFile(t.clone(), g.clone(), f)),
+                    None => missing(),
+                }
+            }
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::Segment(..)
+            | Node::GroupFile(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -151,6 +173,10 @@ impl FsState {
                 self.partition(t, *p)?;
                 0
             }
+            Node::Groups(t) | Node::Group(t, _) | Node::GroupFile(t, ..) => {
+                self.topic(t)?;
+                0
+            }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
                 let Some(seg) = self
@@ -200,8 +226,24 @@ impl FsState {
                 for f in TopicFile::ALL {
                     out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
                 }
+                out.push((Node::Groups(t.clone()), GROUPS_DIR.to_string()));
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
+                }
+            }
+            Node::Groups(t) => {
+                self.topic(t)?;
+                for g in self.groups.groups_of(t) {
+                    out.push((Node::Group(t.clone(), Arc::from(g.as_str())), g));
+                }
+            }
+            Node::Group(t, g) => {
+                self.topic(t)?;
+                for f in GroupFile::ALL {
+                    out.push((
+                        Node::GroupFile(t.clone(), g.clone(), f),
+                        f.name().to_string(),
+                    ));
                 }
             }
             Node::Partition(t, p) => {

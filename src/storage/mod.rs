@@ -5,6 +5,7 @@
 
 mod local;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard};
@@ -46,6 +47,22 @@ pub trait Storage: Send + Sync {
     fn log_dirs(&self) -> Vec<PathBuf>;
     /// Clean shutdown.
     fn shutdown(&self) -> Result<()>;
+    /// The consumer groups' committed offsets (loaded once, at mount).
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>>;
+    /// Whether `topic` is internal (`__consumer_offsets`): shown, but not appended to.
+    fn is_internal(&self, topic: &str) -> bool;
+}
+
+/// Committed offsets of consumer groups: (group, topic, partition) -> the next offset to read.
+pub trait GroupStore: Send + Sync {
+    /// The groups with committed offsets on `topic`.
+    fn groups_of(&self, topic: &str) -> Vec<String>;
+    /// `group`'s committed offsets on `topic`, by partition.
+    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64>;
+    /// Commits (topic, partition, next offset) for `group`; stored once it returns Ok.
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()>;
+    /// Sets `group`'s committed offsets on `topic` to exactly `offsets`.
+    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()>;
 }
 
 pub trait TopicStore: Send + Sync {
