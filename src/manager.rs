@@ -422,7 +422,7 @@ impl LogManager {
                 let cfg = Arc::new(
                     config
                         .log
-                        .with_overrides(overrides.get(&t).unwrap_or(&BTreeMap::new()))
+                        .for_topic(&t, overrides.get(&t).unwrap_or(&BTreeMap::new()))
                         .unwrap_or_else(|e| {
                             log::warn!("topic {t}: ignoring invalid stored config override: {e}");
                             config.log.clone()
@@ -648,7 +648,7 @@ impl LogManager {
         if read_topic_overrides(&self.config.log_dirs).contains_key(name) {
             self.set_overrides_locked(name, None)?;
         }
-        let cfg = Arc::new(self.config.log.clone());
+        let cfg = Arc::new(self.config.log.for_topic(name, &BTreeMap::new())?);
         let parts = {
             let topics = self.topics.read().unwrap();
             self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
@@ -789,7 +789,7 @@ impl LogManager {
                 }
             }
         }
-        let cfg = Arc::new(self.config.log.with_overrides(&ov)?);
+        let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
         self.set_overrides_locked(topic, Some(ov.clone()))?;
         *t.overrides.lock().unwrap() = ov;
         *t.config.write().unwrap() = cfg.clone();

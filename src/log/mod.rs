@@ -449,6 +449,7 @@ impl PartitionLog {
         }
         let cfg = self.config();
         validator::validate_timestamps(records, &cfg, now_ms())?;
+        validator::validate_keys(records, &cfg, &self.topic, self.partition)?;
         let mut st = self.append.lock().unwrap();
         let base = self.log_end_offset();
         let now = now_ms();
