@@ -59,4 +59,11 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+/// A batch that fails its checks is a corrupt log.
+impl From<crate::record::BatchError> for Error {
+    fn from(e: crate::record::BatchError) -> Error {
+        Error::Corrupt(e.to_string())
+    }
+}
+
 pub type Result<T> = std::result::Result<T, Error>;

@@ -15,6 +15,7 @@ pub mod logdir_trust;
 pub mod manager;
 pub mod mount;
 pub mod partitioner;
+pub mod read_window;
 pub mod record;
 pub mod safe_fs;
 

@@ -5,16 +5,17 @@ use std::fs::File;
 use super::exception::{
     CORRUPT_RECORD, ILLEGAL_ARGUMENT, KAFKA, Res, exc, index_oob, nio_open_exc, read_exc,
 };
-use super::pos_reader::{PosReader, WINDOW};
-use crate::record::{BatchHeader, BatchView, Compression, HEADER_SIZE};
+use crate::read_window::FileWindow;
+use crate::record::{BatchHeader, BatchView, Compression, HEADER_SIZE, LOG_OVERHEAD};
 
-const LOG_OVERHEAD: i32 = 12;
+/// How much of a file one read brings in.
+const WINDOW: usize = 1 << 20;
 const HEADER_SIZE_UP_TO_MAGIC: i32 = 17;
 pub(super) const RECORD_OVERHEAD_V0: i32 = 14;
 
 /// `FileRecords.open(file, false)`: the root view of a segment file.
 pub(super) struct LogRecords {
-    r: PosReader,
+    r: FileWindow,
     /// `File.toString()` of the file, as Kafka's messages print it.
     file: String,
     size: i32,
@@ -40,7 +41,7 @@ pub(super) struct FileBatch {
 
 impl FileBatch {
     pub(super) fn size_in_bytes(&self) -> i32 {
-        LOG_OVERHEAD + self.size
+        LOG_OVERHEAD as i32 + self.size
     }
 }
 
@@ -154,7 +155,7 @@ impl LogRecords {
             ));
         }
         Ok(LogRecords {
-            r: PosReader::new(f, len),
+            r: FileWindow::new(f, len, WINDOW),
             file: path.to_string(),
             size: len as i32,
         })

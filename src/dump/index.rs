@@ -11,19 +11,21 @@ use super::exception::{
 };
 use super::file_records::{LogRecords, be_i16, be_i32, be_i64};
 use super::java::{first_dot_part, java_absolute, java_child, java_parent, parse_java_long};
-use super::pos_reader::PosReader;
+use crate::read_window::FileWindow;
+
+const WINDOW: usize = 1 << 20;
 use super::records::{Rec, for_each_record};
 
-struct IndexFile {
-    r: PosReader,
+struct IndexReader {
+    r: FileWindow,
     len: u64,
     entry_size: usize,
     base: i64,
 }
 
-impl IndexFile {
+impl IndexReader {
     /// `new OffsetIndex/TimeIndex(file, baseOffset, -1, false)`.
-    pub(super) fn open(path: &str, base: i64, entry_size: usize) -> Res<IndexFile> {
+    pub(super) fn open(path: &str, base: i64, entry_size: usize) -> Res<IndexReader> {
         let f = match File::open(path) {
             Ok(f) => f,
             // Kafka creates the missing file, then refuses the max size of -1 (we do not
@@ -38,8 +40,8 @@ impl IndexFile {
             return Err(raf_open_exc(path, &io::Error::other("Is a directory")));
         }
         let len = meta.len();
-        Ok(IndexFile {
-            r: PosReader::new(f, len),
+        Ok(IndexReader {
+            r: FileWindow::new(f, len, WINDOW),
             len,
             entry_size,
             base,
@@ -179,7 +181,7 @@ impl Dumper<'_> {
         let abs = java_absolute(&self.cwd, file);
         let log_path = java_child(&java_parent(&abs), &format!("{}.log", first_dot_part(name)));
         let mut log = LogRecords::open(&log_path)?;
-        let mut index = IndexFile::open(file, start_offset, 8)?;
+        let mut index = IndexReader::open(file, start_offset, 8)?;
         let entries = index.entries();
         if entries == 0 {
             self.out.println(format_args!("{file} is empty."));
@@ -226,8 +228,8 @@ impl Dumper<'_> {
         let log_path = java_child(&parent, &format!("{}.log", first_dot_part(name)));
         let mut log = LogRecords::open(&log_path)?;
         let index_path = java_child(&parent, &format!("{}.index", first_dot_part(name)));
-        let mut index = IndexFile::open(&index_path, start_offset, 8)?;
-        let mut time_index = IndexFile::open(file, start_offset, 12)?;
+        let mut index = IndexReader::open(&index_path, start_offset, 8)?;
+        let mut time_index = IndexReader::open(file, start_offset, 12)?;
         if self.opts.index_sanity_check {
             time_index.time_sanity_check(&abs)?;
             self.out
@@ -254,8 +256,8 @@ impl Dumper<'_> {
     fn time_index_entries(
         &mut self,
         log: &mut LogRecords,
-        index: &mut IndexFile,
-        time_index: &mut IndexFile,
+        index: &mut IndexReader,
+        time_index: &mut IndexReader,
         start_offset: i64,
         abs: &str,
         full: &mut Vec<u8>,

@@ -21,7 +21,7 @@
 //! Where things are: this file has the options, [`run`] and the `Dumper` (the `.log` /
 //! `.checkpoint` dump and the record lines); `exception` the Java exceptions; `java` Java and
 //! Scala behaviour (paths, number parsing, sequences, hash map order); `print_stream` the output
-//! streams; `pos_reader` positional reads through a window; `file_records` `FileRecords` and
+//! streams; `file_records` `FileRecords` and
 //! batch headers; `records` v2 records and control records; `legacy` magic 0/1 message sets;
 //! `kraft` the KRaft control records; `index` the `.index`, `.timeindex` and `.txnindex`
 //! dumps; `snapshot` producer-state snapshots and snapshot names.
@@ -35,7 +35,6 @@ mod index;
 mod java;
 mod kraft;
 mod legacy;
-mod pos_reader;
 mod print_stream;
 mod records;
 mod snapshot;

@@ -2,7 +2,9 @@
 //! indexed lookups by offset and by time, load and recovery. Knows nothing about FUSE.
 
 pub mod index;
+mod loader;
 pub mod offset_index;
+mod reader;
 pub mod segment;
 pub mod time_index;
 pub mod validator;
@@ -16,13 +18,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::record::{
-    BatchBuilder, BatchHeader, BatchOptions, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record,
-    RecordInput,
-};
+use crate::record::{BatchBuilder, BatchOptions, RecordInput};
 use crate::safe_fs::{Access, Dir, Entry, Kind};
+pub use reader::LogReader;
+use segment::AppendMeta;
 pub use segment::LogSegment;
-use segment::{AppendMeta, BatchPos};
 
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -45,7 +45,7 @@ pub struct SegmentFile {
     pub path: PathBuf,
 }
 
-struct AppendState {
+struct LogAppendState {
     builder: BatchBuilder,
     unflushed_messages: u64,
     leader_epoch: i32,
@@ -71,29 +71,12 @@ pub struct PartitionLog {
     read_only: bool,
     config: RwLock<Arc<LogConfig>>,
     segments: RwLock<BTreeMap<i64, Arc<LogSegment>>>,
-    append: Mutex<AppendState>,
+    append: Mutex<LogAppendState>,
     log_end_offset: AtomicI64,
     log_start_offset: AtomicI64,
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
-}
-
-/// The largest epoch in a partition's `leader-epoch-checkpoint` (Kafka's `epoch startOffset`
-/// checkpoint), if the file exists and parses.
-fn read_latest_leader_epoch(dir: &Dir) -> Option<i32> {
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut dir
-            .open_file("leader-epoch-checkpoint", Access::ReadOnly)
-            .ok()?,
-        &mut text,
-    )
-    .ok()?;
-    text.lines()
-        .skip(2)
-        .filter_map(|l| l.split_whitespace().next()?.parse::<i32>().ok())
-        .max()
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -129,266 +112,6 @@ impl PartitionLog {
                 read_only: false,
             },
         )
-    }
-
-    /// Opens an existing partition directory as Kafka's `LogLoader` does: removes leftover
-    /// temporary files, loads segments (lazily), recovers from the recovery point after an
-    /// unclean shutdown, and preallocates the active segment's indexes.
-    pub fn load(
-        dir: &Path,
-        topic: &str,
-        partition: u32,
-        config: Arc<LogConfig>,
-        params: LoadParams,
-    ) -> Result<PartitionLog> {
-        // A symlink as the partition directory, or as any file in it, is refused: the daemon
-        // never follows a link out of its log dir.
-        let dirfd = Arc::new(Dir::open(dir)?);
-        let ro = params.read_only;
-        let mut logs: BTreeMap<i64, u64> = BTreeMap::new();
-        let mut indexes: Vec<(i64, String)> = Vec::new();
-        let mut swaps: Vec<String> = Vec::new();
-        // The files present, from the one listing (check_indexes asks it, not the disk).
-        let mut present: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for entry in dirfd.entries()? {
-            let (name, kind) = (entry.name, entry.kind);
-            let is_segment_file = parse_segment_name(&name).is_some()
-                || name.ends_with(".deleted")
-                || name.ends_with(".cleaned")
-                || name.ends_with(".swap");
-            if is_segment_file && kind != Kind::File {
-                return Err(Error::Io(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!(
-                        "{} is a {}, not a regular file: refusing to load {topic}-{partition}",
-                        dirfd.join(&name).display(),
-                        if kind == Kind::Symlink {
-                            "symlink"
-                        } else {
-                            "non-regular file"
-                        }
-                    ),
-                )));
-            }
-            if name.ends_with(".deleted") || name.ends_with(".cleaned") {
-                if !ro {
-                    log::info!("{topic}-{partition}: removing leftover {name}");
-                    dirfd.remove(&name)?;
-                }
-                continue;
-            }
-            if name.ends_with(".swap") {
-                swaps.push(name);
-                continue;
-            }
-            match parse_segment_name(&name) {
-                Some((base, "log")) => {
-                    logs.insert(base, entry.len);
-                }
-                Some((base, "index" | "timeindex" | "txnindex")) => {
-                    present.insert(name.clone());
-                    indexes.push((base, name));
-                }
-                _ => {}
-            }
-        }
-        for swap in swaps {
-            let target = swap.trim_end_matches(".swap").to_string();
-            if ro {
-                log::warn!(
-                    "{topic}-{partition}: leaving {swap} as it is (read-only mount); serving {target}"
-                );
-                continue;
-            }
-            // A compaction/split result that was ready to be swapped in: complete the swap.
-            log::info!("{topic}-{partition}: completing swap of {target}");
-            dirfd.rename(&swap, &target)?;
-            present.insert(target.clone());
-            if let Some((base, "log")) = parse_segment_name(&target) {
-                let len = dirfd
-                    .open_file(&target, Access::ReadOnly)?
-                    .metadata()?
-                    .len();
-                logs.insert(base, len);
-            }
-        }
-        for (base, name) in indexes {
-            if !logs.contains_key(&base) && !ro {
-                log::warn!(
-                    "{topic}-{partition}: found an orphaned index file {}, deleting it",
-                    dirfd.join(&name).display()
-                );
-                dirfd.remove(&name)?;
-            }
-        }
-        let mut segments: BTreeMap<i64, Arc<LogSegment>> = BTreeMap::new();
-        for (&base, &size) in &logs {
-            segments.insert(
-                base,
-                Arc::new(LogSegment::open(&dirfd, base, &config, size, ro)),
-            );
-        }
-        let log = PartitionLog {
-            topic: topic.to_string(),
-            partition,
-            dir: dir.to_path_buf(),
-            dirfd: dirfd.clone(),
-            read_only: ro,
-            config: RwLock::new(config.clone()),
-            segments: RwLock::new(segments),
-            append: Mutex::new(AppendState {
-                builder: BatchBuilder::new(),
-                unflushed_messages: 0,
-                leader_epoch: 0,
-            }),
-            log_end_offset: AtomicI64::new(0),
-            log_start_offset: AtomicI64::new(0),
-            recovery_point: AtomicI64::new(params.recovery_point),
-            last_lookup_scan: AtomicU64::new(0),
-        };
-        log.check_indexes(params.had_clean_shutdown, &present)?;
-        if !params.had_clean_shutdown {
-            log.recover_from(params.recovery_point)?;
-        }
-        let mut segs = log.segments.write().unwrap();
-        if segs.is_empty() {
-            let base = params.log_start_offset.max(0);
-            let seg = if ro {
-                // Nothing to serve and nothing may be created: an empty segment in memory.
-                LogSegment::open(&dirfd, base, &config, 0, true)
-            } else {
-                LogSegment::create(&dirfd, base, &config)?
-            };
-            segs.insert(base, Arc::new(seg));
-        }
-        let active = segs.values().next_back().unwrap().clone();
-        let first_base = *segs.keys().next().unwrap();
-        drop(segs);
-        active.set_active(true);
-        if params.had_clean_shutdown && active.size() > 0 {
-            // The clean-shutdown marker vouches for what was closed cleanly, not for bytes
-            // changed since: check the active segment's tail before anything is appended
-            // after it.
-            if let Some(problem) = active.tail_problem()? {
-                log::warn!(
-                    "{topic}-{partition}: the active segment {} fails its tail check after a clean shutdown ({problem}); recovering it",
-                    active.log_path().display()
-                );
-                log.recover_segment(&active, &config)?;
-            }
-        }
-        active.ensure_indexes()?;
-        if !ro {
-            active.offset_index.open_active()?;
-            active.time_index.open_active()?;
-        }
-        active.set_bytes_since_last_index_entry()?;
-        let (next, epoch) = active.read_next_offset()?;
-        let leo = next.unwrap_or(active.base_offset);
-        log.log_end_offset.store(leo, Ordering::Release);
-        log.log_start_offset.store(
-            params.log_start_offset.max(first_base).min(leo),
-            Ordering::Release,
-        );
-        let rp = if params.had_clean_shutdown {
-            leo
-        } else {
-            params.recovery_point.min(leo)
-        };
-        log.recovery_point.store(rp, Ordering::Release);
-        // New batches carry the latest leader epoch the partition has seen (a broker's
-        // leader-epoch-checkpoint, or the last batch), so a broker can take the dir back.
-        let checkpointed = read_latest_leader_epoch(&dirfd).unwrap_or(0);
-        log.append.lock().unwrap().leader_epoch = epoch.unwrap_or(0).max(checkpointed).max(0);
-        Ok(log)
-    }
-
-    /// Detects missing or corrupt index files. After a clean shutdown, each segment's indexes
-    /// are checked as they load; a missing `.index` forces that segment's recovery.
-    /// `present` holds the names of the files the directory listing found.
-    fn check_indexes(
-        &self,
-        clean: bool,
-        present: &std::collections::HashSet<String>,
-    ) -> Result<()> {
-        let segs: Vec<Arc<LogSegment>> = self.segments.read().unwrap().values().cloned().collect();
-        let cfg = self.config();
-        for seg in segs {
-            let missing = !present.contains(seg.offset_index.name())
-                || !present.contains(seg.time_index.name());
-            if missing {
-                if clean {
-                    log::warn!(
-                        "{}-{}: index files of segment {} are missing, rebuilding them",
-                        self.topic,
-                        self.partition,
-                        seg.base_offset
-                    );
-                }
-                self.recover_segment(&seg, &cfg)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn recover_segment(&self, seg: &LogSegment, cfg: &LogConfig) -> Result<u64> {
-        let (truncated, _) = seg.recover(cfg)?;
-        seg.seal()?;
-        seg.release_file();
-        if truncated > 0 && self.read_only {
-            log::warn!(
-                "{}-{}: segment {} ({}) has {truncated} invalid bytes at its end; serving up to the last valid batch (read-only mount: nothing truncated)",
-                self.topic,
-                self.partition,
-                seg.base_offset,
-                seg.log_path().display()
-            );
-        } else if truncated > 0 {
-            log::warn!(
-                "{}-{}: truncated {truncated} invalid bytes at the end of segment {} ({})",
-                self.topic,
-                self.partition,
-                seg.base_offset,
-                seg.log_path().display()
-            );
-        }
-        Ok(truncated)
-    }
-
-    /// Recovers every segment from the one holding `recovery_point`; a segment that lost bytes
-    /// ends the log: later segments are deleted.
-    fn recover_from(&self, recovery_point: i64) -> Result<()> {
-        let segs = self.snapshot_from(recovery_point);
-        let cfg = self.config();
-        let total = segs.len();
-        for (i, seg) in segs.iter().enumerate() {
-            log::info!(
-                "{}-{}: recovering unflushed segment {} ({}/{total})",
-                self.topic,
-                self.partition,
-                seg.base_offset,
-                i + 1
-            );
-            let truncated = self.recover_segment(seg, &cfg)?;
-            if truncated > 0 {
-                let mut map = self.segments.write().unwrap();
-                for later in &segs[i + 1..] {
-                    log::warn!(
-                        "{}-{}: deleting segment {} after the truncation point",
-                        self.topic,
-                        self.partition,
-                        later.base_offset
-                    );
-                    map.remove(&later.base_offset);
-                    if !self.read_only {
-                        later.delete_files()?;
-                    }
-                }
-                break;
-            }
-        }
-        // An empty segment other than the first one carries no data: keep only if it is last.
-        Ok(())
     }
 
     pub fn topic(&self) -> &str {
@@ -715,11 +438,8 @@ impl PartitionLog {
                     let view = seg
                         .check_batch(&buf, None)
                         .map_err(|e| segment::corrupt(seg.log_path(), p, e))?;
-                    for r in view
-                        .records(&mut scratch)
-                        .map_err(|e| Error::Corrupt(e.to_string()))?
-                    {
-                        let r = r.map_err(|e| Error::Corrupt(e.to_string()))?;
+                    for r in view.records(&mut scratch)? {
+                        let r = r?;
                         if r.timestamp >= ts && r.offset >= from {
                             return Ok(Some(r.offset));
                         }
@@ -792,195 +512,5 @@ impl PartitionLog {
             s.delete_files()?;
         }
         Ok(deletable.len())
-    }
-}
-
-/// Streams the records of one partition from a start offset to the end offset fixed at open.
-/// Holds its own snapshot of the segments, so appends and retention never disturb it.
-pub struct LogReader {
-    segments: Vec<Arc<LogSegment>>,
-    seg: usize,
-    pos: u64,
-    start: i64,
-    end: i64,
-    buf: Vec<u8>,
-    buf_pos: u64,
-    buf_len: usize,
-    scratch: Vec<u8>,
-    chunk: usize,
-    /// The last offset of the last batch read: the next one must start after it.
-    last_served: Option<i64>,
-}
-
-impl Drop for LogReader {
-    /// A reader closed mid-segment (a lookup that read one line) closes that segment's `.log`
-    /// if it is inactive, so lookups across thousands of segments do not pile up descriptors.
-    fn drop(&mut self) {
-        if let Some(s) = self.segments.get(self.seg) {
-            s.release_file();
-        }
-    }
-}
-
-/// Reads start small (a lookup needs one batch) and double up to this size while streaming.
-const READ_CHUNK: usize = 256 * 1024;
-const FIRST_READ_CHUNK: usize = 16 * 1024;
-
-impl LogReader {
-    fn new(segments: Vec<Arc<LogSegment>>, start: i64, end: i64) -> LogReader {
-        LogReader {
-            segments,
-            seg: 0,
-            pos: 0,
-            start,
-            end,
-            buf: Vec::new(),
-            buf_pos: 0,
-            buf_len: 0,
-            scratch: Vec::new(),
-            chunk: FIRST_READ_CHUNK,
-            last_served: None,
-        }
-    }
-
-    pub fn end_offset(&self) -> i64 {
-        self.end
-    }
-    pub fn start_offset(&self) -> i64 {
-        self.start
-    }
-
-    fn position_at(&mut self, offset: i64, scan: &AtomicU64) -> Result<()> {
-        while self.seg < self.segments.len() {
-            let s = &self.segments[self.seg];
-            let (found, scanned): (Option<BatchPos>, u64) = s.translate_offset(offset)?;
-            scan.store(scanned, Ordering::Relaxed);
-            if let Some(bp) = found {
-                self.pos = bp.position;
-                return Ok(());
-            }
-            self.next_segment();
-        }
-        Ok(())
-    }
-
-    /// Moves to the start of the next segment, closing the one left behind if it is inactive.
-    fn next_segment(&mut self) {
-        if let Some(s) = self.segments.get(self.seg) {
-            s.release_file();
-        }
-        self.seg += 1;
-        self.pos = 0;
-        self.buf_len = 0;
-    }
-
-    /// Makes bytes [pos, pos+n) of the current segment available in `buf` (the caller checked
-    /// they lie below the segment's size). A file shorter than that size is an error.
-    fn fill(&mut self, n: usize, limit: u64) -> Result<usize> {
-        let have_from = self.buf_pos;
-        let have_to = self.buf_pos + self.buf_len as u64;
-        if self.pos >= have_from && self.pos + n as u64 <= have_to {
-            return Ok((self.pos - have_from) as usize);
-        }
-        let want = n.max(self.chunk).min((limit - self.pos) as usize).max(n);
-        self.chunk = (self.chunk * 2).min(READ_CHUNK);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
-        }
-        let seg = &self.segments[self.seg];
-        let got = seg.read_at(&mut self.buf[..want], self.pos)?;
-        self.buf_pos = self.pos;
-        self.buf_len = got;
-        if got < n {
-            return Err(segment::corrupt(
-                seg.log_path(),
-                self.pos + got as u64,
-                format!("the file ends before the {limit} bytes the segment holds"),
-            )
-            .into());
-        }
-        Ok(0)
-    }
-
-    /// The error for bytes at `pos` of the current segment that are not a valid batch.
-    fn corrupt_here(&self, pos: u64, what: impl std::fmt::Display) -> Error {
-        segment::corrupt(self.segments[self.seg].log_path(), pos, what).into()
-    }
-
-    /// Decodes the next batch and calls `f` for each data record in [start, end) (control
-    /// batches are skipped). Returns Ok(false) at the end.
-    pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {
-        self.next_batch_meta(&mut |_, r| f(r))
-    }
-
-    /// Like [`LogReader::next_batch`], also passing each record's batch header (timestamp
-    /// type, producer fields...).
-    pub fn next_batch_meta(
-        &mut self,
-        f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
-    ) -> Result<bool> {
-        loop {
-            if self.seg >= self.segments.len() {
-                return Ok(false);
-            }
-            let limit = self.segments[self.seg].size();
-            if self.pos >= limit {
-                self.next_segment();
-                continue;
-            }
-            if self.pos + PREFIX_SIZE as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!("a partial batch header before the end ({limit} bytes)"),
-                ));
-            }
-            let at = self.fill(PREFIX_SIZE, limit)?;
-            let size_field = i32::from_be_bytes(self.buf[at + 8..at + 12].try_into().unwrap());
-            let base = i64::from_be_bytes(self.buf[at..at + 8].try_into().unwrap());
-            if base >= self.end {
-                self.segments[self.seg].release_file();
-                self.seg = self.segments.len();
-                return Ok(false);
-            }
-            if size_field < MIN_SIZE_FIELD {
-                return Err(self.corrupt_here(self.pos, format!("invalid batch size {size_field}")));
-            }
-            let size = size_field as usize + LOG_OVERHEAD;
-            if self.pos + size as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!(
-                        "a batch of {size} bytes runs past the end of the segment ({limit} bytes)"
-                    ),
-                ));
-            }
-            let at = self.fill(size, limit)?;
-            // Every batch served is verified by the segment's one validity rule.
-            let view = match self.segments[self.seg]
-                .check_batch(&self.buf[at..at + size], self.last_served)
-            {
-                Ok(v) => v,
-                Err(e) => return Err(self.corrupt_here(self.pos, e)),
-            };
-            let h = view.header;
-            self.last_served = Some(h.last_offset());
-            let pos = self.pos;
-            self.pos += size as u64;
-            if h.last_offset() < self.start || h.is_control() {
-                continue;
-            }
-            let (start, end) = (self.start, self.end);
-            let path = self.segments[self.seg].log_path();
-            let bad =
-                |e: crate::record::BatchError| -> Error { segment::corrupt(path, pos, e).into() };
-            let records = view.records(&mut self.scratch).map_err(bad)?;
-            for r in records {
-                let r = r.map_err(bad)?;
-                if r.offset >= start && r.offset < end {
-                    f(&view.header, &r);
-                }
-            }
-            return Ok(true);
-        }
     }
 }

@@ -58,10 +58,16 @@ impl OffsetIndex {
         self.idx.with(|i| i.is_full())
     }
 
-    pub fn append(&self, offset: i64, position: u32) -> io::Result<()> {
+    /// The bytes of one entry: offset relative to `base_offset`, then the byte position.
+    pub fn encode_entry(base_offset: i64, offset: i64, position: u32) -> [u8; ENTRY_SIZE] {
         let mut e = [0u8; ENTRY_SIZE];
-        e[0..4].copy_from_slice(&((offset - self.base_offset) as i32).to_be_bytes());
+        e[0..4].copy_from_slice(&((offset - base_offset) as i32).to_be_bytes());
         e[4..8].copy_from_slice(&position.to_be_bytes());
+        e
+    }
+
+    pub fn append(&self, offset: i64, position: u32) -> io::Result<()> {
+        let e = Self::encode_entry(self.base_offset, offset, position);
         self.idx.with_mut(|i| i.append(&e))
     }
 

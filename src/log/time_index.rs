@@ -59,6 +59,14 @@ impl TimeIndex {
         self.idx.with(|i| i.entries() + 1 >= i.max_entries())
     }
 
+    /// The bytes of one entry: the timestamp, then the offset relative to `base_offset`.
+    pub fn encode_entry(base_offset: i64, timestamp: i64, offset: i64) -> [u8; ENTRY_SIZE] {
+        let mut e = [0u8; ENTRY_SIZE];
+        e[0..8].copy_from_slice(&timestamp.to_be_bytes());
+        e[8..12].copy_from_slice(&((offset - base_offset) as i32).to_be_bytes());
+        e
+    }
+
     /// Appends (timestamp, offset) only if the timestamp is larger than the last entry's.
     pub fn maybe_append(
         &self,
@@ -76,10 +84,7 @@ impl TimeIndex {
             if timestamp < 0 || idx.is_full() {
                 return Ok(());
             }
-            let mut e = [0u8; ENTRY_SIZE];
-            e[0..8].copy_from_slice(&timestamp.to_be_bytes());
-            e[8..12].copy_from_slice(&((offset - self.base_offset) as i32).to_be_bytes());
-            idx.append(&e)
+            idx.append(&Self::encode_entry(self.base_offset, timestamp, offset))
         })
     }
 
