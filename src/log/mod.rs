@@ -1,6 +1,7 @@
 //! PartitionLog: one partition's log — segments keyed by base offset, append, roll, the
 //! indexed lookups by offset and by time, load and recovery. Knows nothing about FUSE.
 
+pub mod cleaner;
 pub mod index;
 mod loader;
 pub mod offset_index;
@@ -77,6 +78,9 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
+    /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
+    /// two never work on the same segments at once.
+    structure: Mutex<()>,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -469,6 +473,7 @@ impl PartitionLog {
         if self.read_only {
             return Ok(0);
         }
+        let _structure = self.structure.lock().unwrap();
         let segs = self.segments();
         let mut deletable = Vec::new();
         for (i, s) in segs.iter().enumerate() {
