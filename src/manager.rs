@@ -16,6 +16,9 @@ use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
 use crate::log::{LoadParams, PartitionLog, now_ms};
 
+mod cleaner;
+pub use cleaner::CleanedLog;
+
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
@@ -307,6 +310,7 @@ pub struct LogManager {
     shut_down: AtomicBool,
     background: Arc<Background>,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    cleaner: cleaner::CleanerState,
 }
 
 impl LogManager {
@@ -467,6 +471,7 @@ impl LogManager {
                 wake: Condvar::new(),
             }),
             threads: Mutex::new(Vec::new()),
+            cleaner: cleaner::CleanerState::load(&config.log_dirs),
         });
         {
             let mut topics = mgr.topics.write().unwrap();
@@ -876,8 +881,8 @@ impl LogManager {
         for t in topics {
             // A topic deleted meanwhile is skipped; deletion waits for a pass under way.
             let Ok(_live) = t.live() else { continue };
-            // Kafka's `__consumer_offsets` is compacted, never deleted by time or size.
-            if t.name() == crate::group::OFFSETS_TOPIC {
+            // Compacted topics (`__consumer_offsets` among them) are the cleaner thread's.
+            if t.config().cleanup_policy.compact {
                 continue;
             }
             deleted += self.retention_of(&t, now)?;
@@ -962,6 +967,7 @@ impl LogManager {
             })
             .expect("spawn background thread");
         self.threads.lock().unwrap().push(h);
+        self.start_cleaner();
     }
 
     /// Clean shutdown: seals and syncs every partition, writes the checkpoints and Kafka's
@@ -970,6 +976,7 @@ impl LogManager {
         if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        self.cleaner.stop.store(true, Ordering::Release);
         *self.background.stop.lock().unwrap() = true;
         self.background.wake.notify_all();
         for h in self.threads.lock().unwrap().drain(..) {
@@ -1004,6 +1011,7 @@ impl LogManager {
 
 impl Drop for LogManager {
     fn drop(&mut self) {
+        self.cleaner.stop.store(true, Ordering::Release);
         *self.background.stop.lock().unwrap() = true;
         self.background.wake.notify_all();
     }
