@@ -253,7 +253,11 @@ fn request(c: &mut Criterion) {
         let path = |generation: u32| dir.path().join(format!("{name}-{generation}"));
         let open = |p: &Path| {
             let log = Arc::new(new_log(p));
-            let h = AppendHandle::new(AppendTarget::Partition(log.clone()), Format::Lines, 1 << 20);
+            let h = AppendHandle::new(
+                AppendTarget::Partition("bench".into(), log.clone()),
+                Format::Lines,
+                1 << 20,
+            );
             (log, h)
         };
         let (mut log, mut handle) = open(&path(generation));

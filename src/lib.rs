@@ -14,9 +14,11 @@ pub mod log;
 pub mod logdir_trust;
 pub mod manager;
 pub mod mount;
-pub mod partitioner;
+pub mod produce;
 pub mod read_window;
 pub mod record;
 pub mod safe_fs;
+pub mod storage;
+pub mod sync;
 
 pub use error::{Error, Result};

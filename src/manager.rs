@@ -15,6 +15,7 @@ use crate::checkpoint::{self, Offsets};
 use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
 use crate::log::{LoadParams, PartitionLog, now_ms};
+use crate::sync::{MutexExt, RwLockExt};
 
 mod cleaner;
 pub use cleaner::CleanedLog;
@@ -230,25 +231,24 @@ impl Topic {
         self.incarnation
     }
     pub fn is_deleted(&self) -> bool {
-        *self.deleted.read().unwrap_or_else(|e| e.into_inner())
+        *self.deleted.read_guard()
     }
     /// Fails with TopicDeleted once the topic is deleted; otherwise deletion waits until the
     /// returned guard is dropped. Do not take it twice in one thread (deletion waiting for the
     /// write side would block the second read).
     pub fn live(&self) -> Result<LiveTopic<'_>> {
-        let g = self.deleted.read().unwrap_or_else(|e| e.into_inner());
+        let g = self.deleted.read_guard();
         if *g {
             return Err(Error::TopicDeleted(self.name.clone()));
         }
         Ok(g)
     }
     pub fn partition_count(&self) -> u32 {
-        self.partitions.read().unwrap().len() as u32
+        self.partitions.read_guard().len() as u32
     }
     pub fn partition(&self, p: u32) -> Result<Arc<PartitionLog>> {
         self.partitions
-            .read()
-            .unwrap()
+            .read_guard()
             .get(p as usize)
             .cloned()
             .ok_or_else(|| Error::UnknownPartition {
@@ -257,7 +257,7 @@ impl Topic {
             })
     }
     pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
-        self.partitions.read().unwrap().clone()
+        self.partitions.read_guard().clone()
     }
     /// The partition for the next unkeyed topic-level write (round-robin).
     pub fn next_round_robin(&self) -> u32 {
@@ -265,10 +265,10 @@ impl Topic {
         self.round_robin.fetch_add(1, Ordering::Relaxed) % n
     }
     pub fn config(&self) -> Arc<LogConfig> {
-        self.config.read().unwrap().clone()
+        self.config.read_guard().clone()
     }
     pub fn overrides(&self) -> BTreeMap<String, String> {
-        self.overrides.lock().unwrap().clone()
+        self.overrides.guard().clone()
     }
     /// The effective configuration: overrides first, then the broker defaults.
     pub fn config_text(&self) -> String {
@@ -474,7 +474,7 @@ impl LogManager {
             cleaner: cleaner::CleanerState::load(&config.log_dirs),
         });
         {
-            let mut topics = mgr.topics.write().unwrap();
+            let mut topics = mgr.topics.write_guard();
             for (name, parts) in found {
                 let ov = overrides.get(&name).cloned().unwrap_or_default();
                 let cfg = parts.values().next().unwrap().config();
@@ -526,13 +526,12 @@ impl LogManager {
     }
 
     pub fn topics(&self) -> Vec<String> {
-        self.topics.read().unwrap().keys().cloned().collect()
+        self.topics.read_guard().keys().cloned().collect()
     }
 
     pub fn topic(&self, name: &str) -> Result<Arc<Topic>> {
         self.topics
-            .read()
-            .unwrap()
+            .read_guard()
             .get(name)
             .cloned()
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))
@@ -632,15 +631,14 @@ impl LogManager {
             });
         }
         self.writable()?;
-        let _admin = self.admin.lock().unwrap();
-        if self.topics.read().unwrap().contains_key(name) {
+        let _admin = self.admin.guard();
+        if self.topics.read_guard().contains_key(name) {
             return Err(Error::TopicExists(name.to_string()));
         }
         let unified = |t: &str| t.replace('.', "_");
         if let Some(existing) = self
             .topics
-            .read()
-            .unwrap()
+            .read_guard()
             .keys()
             .find(|t| unified(t) == unified(name))
         {
@@ -655,13 +653,12 @@ impl LogManager {
         }
         let cfg = Arc::new(self.config.log.for_topic(name, &BTreeMap::new())?);
         let parts = {
-            let topics = self.topics.read().unwrap();
+            let topics = self.topics.read_guard();
             self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
         };
         let topic = Arc::new(Topic::new(name.to_string(), parts, BTreeMap::new(), cfg));
         self.topics
-            .write()
-            .unwrap()
+            .write_guard()
             .insert(name.to_string(), topic.clone());
         log::info!("created topic {name} with {partitions} partitions");
         self.checkpoint_after(&format!("create topic {name}"));
@@ -676,13 +673,12 @@ impl LogManager {
         self.writable()?;
         let topic = self.topic(name)?;
         // Taken before the admin lock: a user holding `live` may wait for the admin lock.
-        let mut deleted = topic.deleted.write().unwrap_or_else(|e| e.into_inner());
-        let _admin = self.admin.lock().unwrap();
+        let mut deleted = topic.deleted.write_guard();
+        let _admin = self.admin.guard();
         if *deleted
             || !self
                 .topics
-                .read()
-                .unwrap()
+                .read_guard()
                 .get(name)
                 .is_some_and(|t| Arc::ptr_eq(t, &topic))
         {
@@ -710,7 +706,7 @@ impl LogManager {
             renamed.push((dir, del));
         }
         *deleted = true;
-        self.topics.write().unwrap().remove(name);
+        self.topics.write_guard().remove(name);
         for log in topic.partitions() {
             for s in log.segments() {
                 s.close();
@@ -740,7 +736,7 @@ impl LogManager {
     /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
-        let _admin = self.admin.lock().unwrap();
+        let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let current = t.partition_count();
         if n < current || n == 0 {
@@ -754,10 +750,10 @@ impl LogManager {
             return Ok(());
         }
         let made = {
-            let topics = self.topics.read().unwrap();
+            let topics = self.topics.read_guard();
             self.new_partitions(&topics, topic, current, n, t.config())?
         };
-        t.partitions.write().unwrap().extend(made);
+        t.partitions.write_guard().extend(made);
         log::info!("topic {topic}: partitions {current} -> {n}");
         self.checkpoint_after(&format!("topic {topic}: partitions {current} -> {n}"));
         Ok(())
@@ -774,7 +770,7 @@ impl LogManager {
     /// error nothing changes. A key given twice takes its last value.
     pub fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         self.writable()?;
-        let _admin = self.admin.lock().unwrap();
+        let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let mut ov = t.overrides();
         for (key, value) in changes {
@@ -796,8 +792,8 @@ impl LogManager {
         }
         let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
         self.set_overrides_locked(topic, Some(ov.clone()))?;
-        *t.overrides.lock().unwrap() = ov;
-        *t.config.write().unwrap() = cfg.clone();
+        *t.overrides.guard() = ov;
+        *t.config.write_guard() = cfg.clone();
         for l in t.partitions() {
             l.set_config(cfg.clone());
         }
@@ -832,8 +828,7 @@ impl LogManager {
 
     fn all_partitions(&self) -> Vec<Arc<PartitionLog>> {
         self.topics
-            .read()
-            .unwrap()
+            .read_guard()
             .values()
             .flat_map(|t| t.partitions())
             .collect()
@@ -850,7 +845,7 @@ impl LogManager {
         if self.config.read_only {
             return Ok(());
         }
-        let _g = self.checkpoint_lock.lock().unwrap();
+        let _g = self.checkpoint_lock.guard();
         let parts = self.all_partitions();
         for d in &self.dirs {
             let (mut rp, mut lso, mut hw) = (Offsets::new(), Offsets::new(), Offsets::new());
@@ -877,7 +872,7 @@ impl LogManager {
     pub fn run_retention(&self) -> Result<usize> {
         let now = now_ms();
         let mut deleted = 0;
-        let topics: Vec<Arc<Topic>> = self.topics.read().unwrap().values().cloned().collect();
+        let topics: Vec<Arc<Topic>> = self.topics.read_guard().values().cloned().collect();
         for t in topics {
             // A topic deleted meanwhile is skipped; deletion waits for a pass under way.
             let Ok(_live) = t.live() else { continue };
@@ -943,7 +938,7 @@ impl LogManager {
                     let wait = next_cp
                         .min(next_rt)
                         .saturating_duration_since(Instant::now());
-                    let stop = bg.stop.lock().unwrap();
+                    let stop = bg.stop.guard();
                     let (stop, _) = bg.wake.wait_timeout_while(stop, wait, |s| !*s).unwrap();
                     if *stop {
                         return;
@@ -966,7 +961,7 @@ impl LogManager {
                 }
             })
             .expect("spawn background thread");
-        self.threads.lock().unwrap().push(h);
+        self.threads.guard().push(h);
         self.start_cleaner();
     }
 
@@ -977,9 +972,9 @@ impl LogManager {
             return Ok(());
         }
         self.cleaner.stop.store(true, Ordering::Release);
-        *self.background.stop.lock().unwrap() = true;
+        *self.background.stop.guard() = true;
         self.background.wake.notify_all();
-        for h in self.threads.lock().unwrap().drain(..) {
+        for h in self.threads.guard().drain(..) {
             let _ = h.join();
         }
         let mut first_err = None;
@@ -1012,7 +1007,7 @@ impl LogManager {
 impl Drop for LogManager {
     fn drop(&mut self) {
         self.cleaner.stop.store(true, Ordering::Release);
-        *self.background.stop.lock().unwrap() = true;
+        *self.background.stop.guard() = true;
         self.background.wake.notify_all();
     }
 }

@@ -81,9 +81,9 @@ fn keyed_records_go_to_kafkas_murmur2_partition() {
     std::fs::write(&f, lines).unwrap();
     m.ok(&format!("cat {} >> t/append.jsonl", f.display()));
     // Kafka: Utils.toPositive(Utils.murmur2("21")) = 1173551340, % 5 = 0.
-    assert_eq!(topicfs::partitioner::partition_for_key(b"21", 5), 0);
+    assert_eq!(topicfs::produce::partition_for_key(b"21", 5), 0);
     for k in keys {
-        let p = topicfs::partitioner::partition_for_key(k.as_bytes(), 5);
+        let p = topicfs::produce::partition_for_key(k.as_bytes(), 5);
         let values = m.read(&format!("t/{p}/by-offset/0"));
         assert!(values.lines().any(|v| v == k), "{k} not in partition {p}");
     }

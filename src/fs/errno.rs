@@ -1,33 +1,29 @@
 //! The one place where an error becomes an errno.
 
-use fuser::Errno;
-
 use crate::error::Error;
 
-/// The errno the FUSE layer replies for a core error. Exhaustive: a new variant must be mapped.
-pub fn errno(e: &Error) -> Errno {
+/// The errno (libc's numbering) the tree answers for a core error. Exhaustive: a new variant must be mapped.
+pub fn errno(e: &Error) -> i32 {
     match e {
-        Error::InvalidTopicName(_) => Errno::EINVAL,
-        Error::TopicExists(_) => Errno::EEXIST,
-        Error::TopicCollision { .. } => Errno::EINVAL,
-        Error::UnknownTopic(_) => Errno::ENOENT,
-        Error::TopicDeleted(_) => Errno::ESTALE,
-        Error::UnknownPartition { .. } => Errno::ENOENT,
-        Error::InvalidPartitionCount { .. } => Errno::EINVAL,
-        Error::OffsetOutOfRange { .. } => Errno::ENOENT,
-        Error::NoRecordAtOrAfter(_) => Errno::ENOENT,
-        Error::RecordTooLarge { .. } => Errno::EMSGSIZE,
-        Error::InvalidConfig(_) => Errno::EINVAL,
-        Error::InvalidRecord(_) => Errno::EINVAL,
-        Error::InvalidTimestamp(_) => Errno::EINVAL,
-        Error::Corrupt(_) => Errno::EIO,
-        Error::LogDirLocked(_) => Errno::EBUSY,
-        Error::LogDirOffline(_) => Errno::EIO,
-        Error::UntrustedLogDir(_) => Errno::EACCES,
+        Error::InvalidTopicName(_) => libc::EINVAL,
+        Error::TopicExists(_) => libc::EEXIST,
+        Error::TopicCollision { .. } => libc::EINVAL,
+        Error::UnknownTopic(_) => libc::ENOENT,
+        Error::TopicDeleted(_) => libc::ESTALE,
+        Error::UnknownPartition { .. } => libc::ENOENT,
+        Error::InvalidPartitionCount { .. } => libc::EINVAL,
+        Error::OffsetOutOfRange { .. } => libc::ENOENT,
+        Error::NoRecordAtOrAfter(_) => libc::ENOENT,
+        Error::RecordTooLarge { .. } => libc::EMSGSIZE,
+        Error::InvalidConfig(_) => libc::EINVAL,
+        Error::InvalidRecord(_) => libc::EINVAL,
+        Error::InvalidTimestamp(_) => libc::EINVAL,
+        Error::Corrupt(_) => libc::EIO,
+        Error::LogDirLocked(_) => libc::EBUSY,
+        Error::LogDirOffline(_) => libc::EIO,
+        Error::UntrustedLogDir(_) => libc::EACCES,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
-        Error::Io(io) => crate::safe_fs::os_error(io)
-            .map(Errno::from_i32)
-            .unwrap_or(Errno::EIO),
+        Error::Io(io) => crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
     }
 }
 
@@ -37,11 +33,11 @@ mod tests {
 
     #[test]
     fn spec_errnos() {
-        assert_eq!(errno(&Error::InvalidTopicName("a b".into())), Errno::EINVAL);
-        assert_eq!(errno(&Error::TopicExists("t".into())), Errno::EEXIST);
+        assert_eq!(errno(&Error::InvalidTopicName("a b".into())), libc::EINVAL);
+        assert_eq!(errno(&Error::TopicExists("t".into())), libc::EEXIST);
         assert_eq!(
             errno(&Error::RecordTooLarge { size: 10, max: 5 }),
-            Errno::EMSGSIZE
+            libc::EMSGSIZE
         );
         assert_eq!(
             errno(&Error::OffsetOutOfRange {
@@ -49,12 +45,12 @@ mod tests {
                 log_start: 0,
                 log_end: 3
             }),
-            Errno::ENOENT
+            libc::ENOENT
         );
         assert_eq!(
             errno(&Error::Io(std::io::Error::from_raw_os_error(libc::ENOSPC))),
-            Errno::ENOSPC
+            libc::ENOSPC
         );
-        assert_eq!(errno(&Error::Io(std::io::Error::other("x"))), Errno::EIO);
+        assert_eq!(errno(&Error::Io(std::io::Error::other("x"))), libc::EIO);
     }
 }

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
 use crate::jsonl;
-use crate::log::{LogReader, PartitionLog, now_ms};
-use crate::manager::{LogManager, Topic};
-use crate::partitioner::partition_for_key;
-use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+use crate::log::now_ms;
+use crate::record::RecordInput;
+use crate::storage::{PartitionStore, RecordStream, Storage, TopicStore};
 
 /// One open file.
 pub enum Handle {
@@ -24,7 +23,7 @@ pub enum Handle {
 
 impl Handle {
     /// Completes what the writer left pending (a partial line): at release and shutdown.
-    pub fn finish(&mut self, _mgr: &LogManager) -> Result<()> {
+    pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
             Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) => Ok(()),
@@ -34,7 +33,7 @@ impl Handle {
     /// close(2) of one descriptor of the open file, by the process whose descriptor table is
     /// `owner`. A partial line is appended when its writer closes; a process that only
     /// inherited the descriptor (a child exiting) leaves it pending.
-    pub fn flush(&mut self, mgr: &LogManager, owner: u64) -> Result<()> {
+    pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
             Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
             _ => self.finish(mgr),
@@ -44,10 +43,10 @@ impl Handle {
 
 /// Where an append file's batches go.
 pub enum AppendTarget {
-    /// `<topic>/<p>/append`.
-    Partition(Arc<PartitionLog>),
+    /// `<topic>/<p>/append`: the topic's name and the partition.
+    Partition(String, Arc<dyn PartitionStore>),
     /// `<topic>/append`: each write's batch to the next partition in round-robin order.
-    Topic(Arc<Topic>),
+    Topic(Arc<dyn TopicStore>),
 }
 
 /// An open `append` or `append.jsonl` file: complete lines become records, a trailing
@@ -213,12 +212,12 @@ impl AppendHandle {
     }
 
     /// fsync: makes everything this handle appended durable.
-    pub fn sync(&self, mgr: &LogManager) -> Result<()> {
+    pub fn sync(&self, mgr: &dyn Storage) -> Result<()> {
         match &self.target {
-            AppendTarget::Partition(log) => mgr.flush(log),
+            AppendTarget::Partition(topic, log) => mgr.sync_partition(topic, log.partition()),
             AppendTarget::Topic(topic) => {
                 for &p in &self.written {
-                    mgr.flush(&*topic.partition(p)?)?;
+                    mgr.sync_partition(topic.name(), p)?;
                 }
                 Ok(())
             }
@@ -270,46 +269,26 @@ impl AppendHandle {
             .zip(&headers)
             .map(|(r, h)| r.as_input(h, ts))
             .collect();
-        let topic = match &self.target {
-            AppendTarget::Partition(_) => return self.append(&records),
-            AppendTarget::Topic(topic) => topic.clone(),
-        };
-        // Nothing is appended when one record cannot fit in a batch of its own.
-        check_each_fits(&records, self.max_record)?;
-        // ... nor when one record's timestamp is refused (the write spans partitions).
-        crate::log::validator::validate_timestamps(&records, &topic.config(), now_ms())?;
-        let count = topic.partition_count();
-        let unkeyed = records
-            .iter()
-            .any(|r| r.key.is_none())
-            .then(|| topic.next_round_robin());
-        let mut by_partition: std::collections::BTreeMap<u32, Vec<RecordInput<'_>>> =
-            Default::default();
-        for r in &records {
-            let p = match r.key {
-                Some(k) => partition_for_key(k, count),
-                None => unkeyed.unwrap_or(0),
-            };
-            by_partition.entry(p).or_default().push(*r);
-        }
-        for (p, recs) in by_partition {
-            append_batch(&*topic.partition(p)?, &recs, &mut 0)?;
-            self.written.insert(p);
-        }
-        Ok(())
+        self.append(&records)
     }
 
     fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
-        let log = match &self.target {
-            AppendTarget::Partition(log) => log.clone(),
-            AppendTarget::Topic(topic) => topic.partition(topic.next_round_robin())?,
-        };
-        let before = self.appended;
-        let res = append_batch(&log, records, &mut self.appended);
-        if self.appended > before {
-            self.written.insert(log.partition());
+        match &self.target {
+            AppendTarget::Partition(_, log) => {
+                let before = self.appended;
+                let res = log.append(records, &mut self.appended);
+                if self.appended > before {
+                    self.written.insert(log.partition());
+                }
+                res
+            }
+            AppendTarget::Topic(topic) => topic.append(
+                records,
+                self.max_record,
+                &mut self.appended,
+                &mut self.written,
+            ),
         }
-        res
     }
 }
 
@@ -325,79 +304,13 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
     }
 }
 
-/// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
-/// producer batches records (each batch as large as fits); when one record cannot fit in a
-/// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
-/// `done` counts the records appended (the first ones, when a later batch fails).
-pub fn append_batch(
-    log: &PartitionLog,
-    records: &[RecordInput<'_>],
-    done: &mut usize,
-) -> Result<()> {
-    let max = match log.append(records) {
-        Ok(_) => {
-            *done += records.len();
-            return Ok(());
-        }
-        Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
-        Err(e) => return Err(e),
-    };
-    // Every record must fit alone before any is appended.
-    let sizes = check_each_fits(records, max)?;
-    let mut start = 0;
-    while start < records.len() {
-        let mut end = start;
-        let mut size = HEADER_SIZE;
-        while end < records.len() && (end == start || size + sizes[end] <= max) {
-            size += sizes[end];
-            end += 1;
-        }
-        append_halving(log, &records[start..end], done)?;
-        start = end;
-    }
-    Ok(())
-}
-
-/// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
-fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
-    let mut sizes = Vec::with_capacity(records.len());
-    let mut scratch = Vec::new();
-    for r in records {
-        scratch.clear();
-        encode_record(&mut scratch, i32::MAX, 0, r);
-        let alone = HEADER_SIZE + scratch.len();
-        if alone > max {
-            return Err(Error::RecordTooLarge { size: alone, max });
-        }
-        sizes.push(scratch.len());
-    }
-    Ok(sizes)
-}
-
-/// Appends `records`, halving the batch if the log still finds it too large (a codec that
-/// grows incompressible data).
-fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
-    match log.append(records) {
-        Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
-            let (a, b) = records.split_at(records.len() / 2);
-            append_halving(log, a, done)?;
-            append_halving(log, b, done)
-        }
-        Ok(_) => {
-            *done += records.len();
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// An open `by-offset/<N>` or `by-time/<T>` (`.jsonl`): the records from the start to the log
 /// end as it was at open, each value followed by `\n` (or one JSON object per line),
 /// produced as the reader asks for them.
 pub struct StreamHandle {
-    log: Arc<PartitionLog>,
+    log: Arc<dyn PartitionStore>,
     name: LookupName,
-    reader: LogReader,
+    reader: Box<dyn RecordStream>,
     /// The log end fixed at open: reopening after a backward seek stops here too.
     end: i64,
     out: Vec<u8>,
@@ -412,7 +325,7 @@ pub struct StreamHandle {
 }
 
 /// Opens the reader a lookup name asks for (ENOENT-class errors when it does not open).
-pub fn open_reader(log: &PartitionLog, name: &LookupName) -> Result<LogReader> {
+pub fn open_reader(log: &dyn PartitionStore, name: &LookupName) -> Result<Box<dyn RecordStream>> {
     match name.by {
         LookupBy::Offset => log.read_from_offset(name.start),
         LookupBy::Time => log.read_from_time(name.start),
@@ -420,8 +333,8 @@ pub fn open_reader(log: &PartitionLog, name: &LookupName) -> Result<LogReader> {
 }
 
 impl StreamHandle {
-    pub fn open(log: Arc<PartitionLog>, name: LookupName) -> Result<StreamHandle> {
-        let reader = open_reader(&log, &name)?;
+    pub fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<StreamHandle> {
+        let reader = open_reader(&*log, &name)?;
         Ok(StreamHandle {
             end: reader.end_offset(),
             log,
@@ -510,7 +423,7 @@ impl StreamHandle {
 
     /// A backward seek: reopen at the start (bounded by the end fixed at the first open).
     fn restart(&mut self) -> Result<()> {
-        self.reader = open_reader(&self.log, &self.name)?;
+        self.reader = open_reader(&*self.log, &self.name)?;
         self.out.clear();
         self.out_pos = 0;
         self.pos = 0;
@@ -549,7 +462,7 @@ impl TextHandle {
 
     /// One write is judged whole: its lines (the last one complete with or without `\n`) are
     /// all validated, then applied at once; one bad line fails the write and nothing changes.
-    pub fn write(&mut self, mgr: &LogManager, data: &[u8]) -> Result<()> {
+    pub fn write(&mut self, mgr: &dyn Storage, data: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidConfig("the write is not UTF-8".to_string()))?;
         let lines = text

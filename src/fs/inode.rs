@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use fuser::FileType;
+use super::types::Kind;
+use crate::sync::MutexExt;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
 /// numbers) of a deleted topic are never those of a topic created since under its name.
@@ -213,15 +214,15 @@ impl Node {
         }
     }
 
-    pub fn kind(&self) -> FileType {
+    pub fn kind(&self) -> Kind {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                FileType::Directory
+                Kind::Directory
             }
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => FileType::RegularFile,
+            | Node::Segment(..) => Kind::File,
         }
     }
 
@@ -343,7 +344,7 @@ impl InodeTable {
     }
 
     pub fn get(&self, ino: u64) -> Option<Node> {
-        let t = self.inner.lock().unwrap();
+        let t = self.inner.guard();
         t.by_ino.get(&ino).map(|e| e.node.clone())
     }
 
@@ -358,7 +359,7 @@ impl InodeTable {
     }
 
     fn intern(&self, node: &Node, count: u64) -> u64 {
-        let mut t = self.inner.lock().unwrap();
+        let mut t = self.inner.guard();
         if let Some(&ino) = t.by_node.get(node) {
             t.by_ino.get_mut(&ino).unwrap().lookups += count;
             return ino;
@@ -381,7 +382,7 @@ impl InodeTable {
         if ino == ROOT_INO {
             return;
         }
-        let mut t = self.inner.lock().unwrap();
+        let mut t = self.inner.guard();
         let remove = match t.by_ino.get_mut(&ino) {
             Some(e) => {
                 e.lookups = e.lookups.saturating_sub(n);
@@ -397,7 +398,7 @@ impl InodeTable {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner.lock().unwrap().by_ino.len()
+        self.inner.guard().by_ino.len()
     }
 }
 

@@ -1,33 +1,30 @@
-//! The FUSE adapter: `fuser::Filesystem` over the [`LogManager`]. Each callback asks the core,
-//! replies on `Ok`, and on `Err` logs one line and replies the errno of `errno.rs`.
-//! No storage logic lives here: the tree of docs/contract.md is only a view of the core.
+//! The fs core: the tree of docs/contract.md as a view of the storage. Every call takes plain
+//! inode numbers and file handles and answers with values (`types.rs`) or an [`FsError`],
+//! which [`report`] logs once and turns into the errno of `errno.rs`. It knows nothing of
+//! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
 
 pub mod errno;
+pub mod fuse;
 pub mod handle;
 pub mod inode;
+mod tree;
+pub mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
-use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
-};
-
 use crate::error::Error;
-use crate::log::PartitionLog;
-use crate::manager::{LiveTopic, LogManager, Topic};
+use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
+use crate::sync::{MutexExt, RwLockExt};
+pub use fuse::TopicFs;
 use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
-use inode::{
-    Format, InodeTable, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
-};
+use inode::{Format, InodeTable, Node, PartitionFile, TopicFile, TopicName};
+use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
@@ -39,7 +36,7 @@ const DIR_TTL: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub enum FsError {
     Core(Error),
-    Tree(Errno, String),
+    Tree(i32, String),
 }
 
 impl From<Error> for FsError {
@@ -64,7 +61,7 @@ impl fmt::Display for FsError {
 }
 
 impl FsError {
-    pub fn errno(&self) -> Errno {
+    pub fn errno(&self) -> i32 {
         match self {
             FsError::Core(e) => errno::errno(e),
             FsError::Tree(errno, _) => *errno,
@@ -75,21 +72,21 @@ impl FsError {
 /// Files are never created (mknod, create): only mkdir creates a topic.
 fn no_new_files() -> FsError {
     FsError::Tree(
-        Errno::EPERM,
+        libc::EPERM,
         "files cannot be created; mkdir creates a topic".into(),
     )
 }
 
-fn tree<T>(errno: Errno, msg: impl Into<String>) -> FsResult<T> {
+fn tree<T>(errno: i32, msg: impl Into<String>) -> FsResult<T> {
     Err(FsError::Tree(errno, msg.into()))
 }
 
 pub type FsResult<T> = Result<T, FsError>;
 
 /// Logs the failure once and gives the errno to reply with.
-fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> Errno {
+pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     let errno = e.errno();
-    let code = errno.code();
+    let code = errno;
     if code == libc::ENOENT || code == libc::ENOTCONN {
         log::debug!("{op} {what}: {e} ({})", errno_name(code));
     } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
@@ -106,7 +103,7 @@ fn errno_name(code: i32) -> String {
 
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
-    mgr: Arc<LogManager>,
+    mgr: Arc<dyn Storage>,
     inodes: InodeTable,
     handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
@@ -124,22 +121,18 @@ pub struct FsState {
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
 /// checks that the topic is not deleted, and holds it so while the handle works.
 struct OpenFile {
-    topic: Option<Arc<Topic>>,
+    topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
 }
 
 impl OpenFile {
-    fn live(&self) -> crate::error::Result<Option<LiveTopic<'_>>> {
-        self.topic.as_deref().map(Topic::live).transpose()
+    fn live(&self) -> crate::error::Result<Option<Live<'_>>> {
+        self.topic.as_deref().map(|t| t.live()).transpose()
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FsState {
-    pub fn new(mgr: Arc<LogManager>) -> Arc<FsState> {
+    pub fn new(mgr: Arc<dyn Storage>) -> Arc<FsState> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -177,23 +170,19 @@ impl FsState {
         })
     }
 
-    pub fn manager(&self) -> &Arc<LogManager> {
-        &self.mgr
-    }
-
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
-        let mut closed = self.closed.write().unwrap_or_else(|e| e.into_inner());
+        let mut closed = self.closed.write_guard();
         if *closed {
             return Ok(());
         }
         *closed = true;
-        let open: Vec<(u64, Arc<OpenFile>)> = lock(&self.handles).drain().collect();
+        let open: Vec<(u64, Arc<OpenFile>)> = self.handles.guard().drain().collect();
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
-            if let Err(e) = lock(&of.handle).finish(&self.mgr) {
+            if let Err(e) = of.handle.guard().finish(&*self.mgr) {
                 log::error!("shutdown: pending line of open file {fh} not appended: {e}");
             }
         }
@@ -201,27 +190,27 @@ impl FsState {
     }
 
     fn gate(&self) -> FsResult<RwLockReadGuard<'_, bool>> {
-        let g = self.closed.read().unwrap_or_else(|e| e.into_inner());
+        let g = self.closed.read_guard();
         if *g {
-            return tree(Errno::ENOTCONN, "the filesystem is shutting down");
+            return tree(libc::ENOTCONN, "the filesystem is shutting down");
         }
         Ok(g)
     }
 
-    fn node(&self, ino: INodeNo) -> FsResult<Node> {
-        match self.inodes.get(ino.0) {
+    fn node(&self, ino: u64) -> FsResult<Node> {
+        match self.inodes.get(ino) {
             Some(n) => Ok(n),
-            None => tree(Errno::ENOENT, format!("unknown inode {}", ino.0)),
+            None => tree(libc::ENOENT, format!("unknown inode {}", ino)),
         }
     }
 
     /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
     /// created again).
-    fn topic(&self, t: &TopicName) -> FsResult<Arc<Topic>> {
+    fn topic(&self, t: &TopicName) -> FsResult<Arc<dyn TopicStore>> {
         let topic = self.mgr.topic(t)?;
         if topic.incarnation() != t.incarnation() {
             return tree(
-                Errno::ENOENT,
+                libc::ENOENT,
                 format!("topic {t} was deleted (a new topic has its name)"),
             );
         }
@@ -229,332 +218,115 @@ impl FsState {
     }
 
     /// The topic `node` belongs to (None for the root), as [`FsState::topic`].
-    fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<Topic>>> {
+    fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<dyn TopicStore>>> {
         node.topic().map(|t| self.topic(t)).transpose()
     }
 
-    fn partition(&self, t: &TopicName, p: u32) -> FsResult<Arc<PartitionLog>> {
+    fn partition(&self, t: &TopicName, p: u32) -> FsResult<Arc<dyn PartitionStore>> {
         Ok(self.topic(t)?.partition(p)?)
     }
 
-    fn handle(&self, fh: FileHandle) -> FsResult<Arc<OpenFile>> {
-        match lock(&self.handles).get(&fh.0) {
+    /// The files of `segments/`; a storage without segment files has no `segments/`.
+    fn segments_of(&self, log: &dyn PartitionStore) -> FsResult<Vec<SegmentFile>> {
+        match log.segment_files() {
+            Some(files) => Ok(files),
+            None => tree(libc::ENOENT, "this storage has no segment files"),
+        }
+    }
+
+    fn handle(&self, fh: u64) -> FsResult<Arc<OpenFile>> {
+        match self.handles.guard().get(&fh) {
             Some(h) => Ok(h.clone()),
-            None => tree(Errno::EBADF, format!("unknown file handle {}", fh.0)),
+            None => tree(libc::EBADF, format!("unknown file handle {}", fh)),
         }
     }
 
-    /// Resolves `name` in `parent`, asking the core whether it exists.
-    fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
-        let Some(name) = name.to_str() else {
-            return tree(Errno::ENOENT, "name is not UTF-8");
-        };
-        let missing = || tree(Errno::ENOENT, format!("no entry {name:?} in {parent}"));
-        match parent {
-            Node::Root => {
-                let topic = self.mgr.topic(name)?;
-                Ok(Node::Topic(TopicName::new(
-                    topic.name(),
-                    topic.incarnation(),
-                )))
-            }
-            Node::Topic(t) => {
-                if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
-                    self.topic(t)?;
-                    return Ok(Node::TopicFile(t.clone(), f));
-                }
-                match inode::parse_partition(name) {
-                    Some(p) => {
-                        self.partition(t, p)?;
-                        Ok(Node::Partition(t.clone(), p))
-                    }
-                    None => missing(),
-                }
-            }
-            Node::Partition(t, p) => {
-                self.partition(t, *p)?;
-                if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
-                    return Ok(Node::PartitionFile(t.clone(), *p, f));
-                }
-                if let Some(d) = PartitionDir::ALL.into_iter().find(|d| d.name() == name) {
-                    return Ok(Node::PartitionDir(t.clone(), *p, d));
-                }
-                missing()
-            }
-            Node::PartitionDir(t, p, dir @ (PartitionDir::ByOffset | PartitionDir::ByTime)) => {
-                let by = if *dir == PartitionDir::ByOffset {
-                    LookupBy::Offset
-                } else {
-                    LookupBy::Time
-                };
-                let Some(lookup) = inode::parse_lookup(by, name) else {
-                    return tree(
-                        Errno::ENOENT,
-                        format!(
-                            "{name:?} is not a decimal {}",
-                            if by == LookupBy::Offset {
-                                "offset"
-                            } else {
-                                "timestamp"
-                            }
-                        ),
-                    );
-                };
-                // The name exists only if it would open: a range check for an offset, the
-                // time lookup for a timestamp (open positions the reader itself).
-                let log = self.partition(t, *p)?;
-                match by {
-                    LookupBy::Offset => {
-                        log.check_offset(lookup.start)?;
-                    }
-                    LookupBy::Time => {
-                        log.offset_for_time(lookup.start)?
-                            .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
-                    }
-                }
-                Ok(Node::Lookup(t.clone(), *p, lookup))
-            }
-            Node::PartitionDir(t, p, PartitionDir::Segments) => {
-                let log = self.partition(t, *p)?;
-                if log.segment_files().iter().any(|s| s.name == name) {
-                    Ok(Node::Segment(t.clone(), *p, Arc::from(name)))
-                } else {
-                    missing()
-                }
-            }
-            Node::TopicFile(..)
-            | Node::PartitionFile(..)
-            | Node::Lookup(..)
-            | Node::Segment(..) => tree(Errno::ENOTDIR, format!("{parent} is not a directory")),
-        }
-    }
-
-    fn ttl(node: &Node) -> Duration {
-        match node.kind() {
-            FileType::Directory => DIR_TTL,
-            // Sizes and existence of files change behind the kernel's back: never cache them.
-            _ => Duration::ZERO,
-        }
-    }
-
-    /// A node's permission bits: its own, with the group and other bits the log dirs grant.
-    fn perm(&self, node: &Node) -> u16 {
-        node.perm() & (0o700 | self.dir_mode)
-    }
-
-    fn attr(&self, ino: u64, node: &Node) -> FsResult<FileAttr> {
-        let mut time = self.mounted_at;
-        let mut file_mode = 0o777u16;
-        let size: u64 = match node {
-            Node::Root => 0,
-            Node::Topic(t) => {
-                self.topic(t)?;
-                0
-            }
-            Node::TopicFile(t, f) => {
-                let topic = self.topic(t)?;
-                match f {
-                    TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
-                    TopicFile::Config => topic.config_text().len() as u64,
-                    TopicFile::Append | TopicFile::AppendJsonl => 0,
-                }
-            }
-            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
-                self.partition(t, *p)?;
-                0
-            }
-            Node::PartitionFile(t, p, f) => {
-                let log = self.partition(t, *p)?;
-                match f {
-                    PartitionFile::Append | PartitionFile::AppendJsonl => 0,
-                    PartitionFile::LogStartOffset => {
-                        offset_text(log.log_start_offset()).len() as u64
-                    }
-                    PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
-                }
-            }
-            Node::Lookup(t, p, _) => {
-                self.partition(t, *p)?;
-                0
-            }
-            Node::Segment(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
-                    return tree(Errno::ENOENT, format!("{node} no longer exists"));
-                };
-                let md = log.open_segment_file(&seg.name)?.metadata()?;
-                time = md.modified().unwrap_or(self.mounted_at);
-                // A segment file grants group and others no more than its own mode does.
-                file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
-                md.len()
-            }
-        };
-        let kind = node.kind();
-        let perm = self.perm(node) & (0o700 | file_mode);
-        Ok(FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: time,
-            mtime: time,
-            ctime: time,
-            crtime: time,
-            kind,
-            perm,
-            nlink: if kind == FileType::Directory { 2 } else { 1 },
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
-        })
-    }
-
-    fn entry(&self, node: Node) -> FsResult<(Duration, FileAttr)> {
+    fn entry(&self, node: Node) -> FsResult<(Duration, Attr)> {
         let ttl = Self::ttl(&node);
         // Attributes first: the lookup is counted only for an entry actually replied.
         let probe = self.attr(0, &node)?;
         let ino = self.inodes.lookup(&node);
-        Ok((
-            ttl,
-            FileAttr {
-                ino: INodeNo(ino),
-                ..probe
-            },
-        ))
+        Ok((ttl, Attr { ino, ..probe }))
     }
 
-    pub fn lookup(&self, parent: INodeNo, name: &OsStr) -> FsResult<(Duration, FileAttr)> {
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         let node = self.child(&parent, name)?;
         self.entry(node)
     }
 
-    pub fn getattr(&self, ino: INodeNo) -> FsResult<(Duration, FileAttr)> {
+    /// `stat` of a path, or `fstat` of an open file (`fh`).
+    pub fn getattr(&self, ino: u64, _fh: Option<u64>) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
-        Ok((Self::ttl(&node), self.attr(ino.0, &node)?))
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        Ok((Self::ttl(&node), self.attr(ino, &node)?))
     }
 
     pub fn setattr(
         &self,
-        ino: INodeNo,
+        ino: u64,
         chmod_chown: bool,
         size: Option<u64>,
-    ) -> FsResult<(Duration, FileAttr)> {
+    ) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         if chmod_chown {
-            return tree(Errno::EPERM, "modes and owners are fixed");
+            return tree(libc::EPERM, "modes and owners are fixed");
         }
         if let Some(size) = size {
-            if node.kind() == FileType::Directory {
-                return tree(Errno::EISDIR, "is a directory");
+            if node.kind() == Kind::Directory {
+                return tree(libc::EISDIR, "is a directory");
             }
             if !node.writable() {
-                return tree(Errno::EACCES, "read-only file");
+                return tree(libc::EACCES, "read-only file");
             }
             if !node.truncatable() || size != 0 {
-                return tree(Errno::EPERM, format!("cannot truncate to {size} bytes"));
+                return tree(libc::EPERM, format!("cannot truncate to {size} bytes"));
             }
             // Truncating to 0 is what `>` sends: appending never loses data, so it is a no-op.
         }
-        Ok((Self::ttl(&node), self.attr(ino.0, &node)?))
+        Ok((Self::ttl(&node), self.attr(ino, &node)?))
     }
 
-    /// The entries of a directory (without `.` and `..`).
-    fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
-        let mut out = Vec::new();
-        match node {
-            Node::Root => {
-                for t in self.mgr.topics() {
-                    // Deleted since the names were listed: not listed.
-                    let Ok(topic) = self.mgr.topic(&t) else {
-                        continue;
-                    };
-                    let node = Node::Topic(TopicName::new(&t, topic.incarnation()));
-                    out.push((node, t));
-                }
-            }
-            Node::Topic(t) => {
-                let topic = self.topic(t)?;
-                for f in TopicFile::ALL {
-                    out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
-                }
-                for p in 0..topic.partition_count() {
-                    out.push((Node::Partition(t.clone(), p), p.to_string()));
-                }
-            }
-            Node::Partition(t, p) => {
-                self.partition(t, *p)?;
-                for f in PartitionFile::ALL {
-                    out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
-                }
-                for d in PartitionDir::ALL {
-                    out.push((Node::PartitionDir(t.clone(), *p, d), d.name().to_string()));
-                }
-            }
-            // Any valid name opens; none is listed.
-            Node::PartitionDir(t, p, PartitionDir::ByOffset | PartitionDir::ByTime) => {
-                self.partition(t, *p)?;
-            }
-            Node::PartitionDir(t, p, PartitionDir::Segments) => {
-                for s in self.partition(t, *p)?.segment_files() {
-                    out.push((
-                        Node::Segment(t.clone(), *p, Arc::from(s.name.as_str())),
-                        s.name,
-                    ));
-                }
-            }
-            _ => return tree(Errno::ENOTDIR, format!("{node} is not a directory")),
-        }
-        Ok(out)
-    }
-
-    pub fn readdir(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
-        let listing = self.gate().and_then(|_g| {
-            let node = self.node(ino)?;
-            let topic = self.topic_of(&node)?;
-            let _live = topic.as_deref().map(Topic::live).transpose()?;
-            let entries = self.entries(&node)?;
-            Ok((node, entries))
-        });
-        let (node, entries) = match listing {
-            Ok(l) => l,
-            Err(e) => return reply.error(report("readdir", &ino.0, e)),
-        };
+    /// The entries from `offset` on, `.` and `..` first.
+    pub fn readdir(&self, ino: u64, offset: u64) -> FsResult<Vec<DirEntry>> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        let topic = self.topic_of(&node)?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        let entries = self.entries(&node)?;
         let parent_ino = self.inodes.peek(&node.parent());
-        let dots = [
-            (ino.0, FileType::Directory, "."),
-            (parent_ino, FileType::Directory, ".."),
-        ];
-        let all = dots
+        let dots = [(ino, "."), (parent_ino, "..")]
             .into_iter()
-            .map(|(i, k, n)| (i, k, n.to_string()))
-            .chain(
-                entries
-                    .into_iter()
-                    .map(|(n, name)| (self.inodes.peek(&n), n.kind(), name)),
-            );
-        for (i, (child_ino, kind, name)) in all.enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(child_ino), (i + 1) as u64, kind, name) {
-                break;
-            }
-        }
-        reply.ok();
+            .map(|(i, n)| (i, Kind::Directory, n.to_string()));
+        let all = dots.chain(
+            entries
+                .into_iter()
+                .map(|(n, name)| (self.inodes.peek(&n), n.kind(), name)),
+        );
+        Ok(all
+            .enumerate()
+            .skip(offset as usize)
+            .map(|(i, (ino, kind, name))| DirEntry {
+                ino,
+                next: (i + 1) as u64,
+                kind,
+                name,
+            })
+            .collect())
     }
 
-    pub fn mkdir(&self, parent: INodeNo, name: &OsStr) -> FsResult<(Duration, FileAttr)> {
+    pub fn mkdir(&self, parent: u64, name: &OsStr) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         if parent != Node::Root {
             return tree(
-                Errno::EPERM,
+                libc::EPERM,
                 format!("directories are created only at the root, not in {parent}"),
             );
         }
@@ -568,36 +340,32 @@ impl FsState {
         )))
     }
 
-    pub fn rmdir(&self, parent: INodeNo, name: &OsStr) -> FsResult<()> {
+    pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         if parent != Node::Root {
             return tree(
-                Errno::EPERM,
+                libc::EPERM,
                 format!("only topics can be removed, not entries of {parent}"),
             );
         }
         let Some(name) = name.to_str() else {
-            return tree(Errno::ENOENT, "name is not UTF-8");
+            return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.mgr.delete_topic(name)?;
         Ok(())
     }
 
-    pub fn open(&self, ino: INodeNo, flags: OpenFlags) -> FsResult<(FileHandle, FopenFlags)> {
+    pub fn open(&self, ino: u64, access: Access) -> FsResult<Opened> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         // Held while the handle is made: the topic cannot be deleted under the open.
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
-        let (read, write) = match flags.acc_mode() {
-            OpenAccMode::O_RDONLY => (true, false),
-            OpenAccMode::O_WRONLY => (false, true),
-            OpenAccMode::O_RDWR => (true, true),
-        };
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        let Access { read, write } = access;
         if (read && !node.readable()) || (write && !node.writable()) {
             return tree(
-                Errno::EACCES,
+                libc::EACCES,
                 format!(
                     "mode {:o} does not allow {}",
                     node.perm(),
@@ -605,48 +373,43 @@ impl FsState {
                 ),
             );
         }
-        let (handle, fopen) = match &node {
+        let (handle, direct_io) = match &node {
             Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = topic.config().max_message_bytes;
+                let max = topic.max_message_bytes();
                 let format = if *f == TopicFile::Append {
                     Format::Lines
                 } else {
                     Format::Jsonl
                 };
                 let target = AppendTarget::Topic(topic);
-                (
-                    Handle::Append(AppendHandle::new(target, format, max)),
-                    FopenFlags::FOPEN_DIRECT_IO,
-                )
+                (Handle::Append(AppendHandle::new(target, format, max)), true)
             }
             Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
-                let max = topic.config().max_message_bytes;
+                let max = topic.max_message_bytes();
                 let format = if *f == PartitionFile::Append {
                     Format::Lines
                 } else {
                     Format::Jsonl
                 };
-                let target = AppendTarget::Partition(topic.partition(*p)?);
-                (
-                    Handle::Append(AppendHandle::new(target, format, max)),
-                    FopenFlags::FOPEN_DIRECT_IO,
-                )
+                let target =
+                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
+                (Handle::Append(AppendHandle::new(target, format, max)), true)
             }
             Node::TopicFile(t, TopicFile::Partitions) => {
                 let n = self.topic(t)?.partition_count();
                 let content = format!("{n}\n").into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
-                    FopenFlags::FOPEN_DIRECT_IO,
+                    true,
                 )
             }
             Node::TopicFile(t, TopicFile::Config) => {
                 let content = self.topic(t)?.config_text().into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
-                    FopenFlags::FOPEN_DIRECT_IO,
+                    true,
                 )
             }
             Node::PartitionFile(
@@ -663,29 +426,27 @@ impl FsState {
                 let content = offset_text(offset).into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    FopenFlags::FOPEN_DIRECT_IO,
+                    true,
                 )
             }
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                (
-                    Handle::Stream(StreamHandle::open(log, *name)?),
-                    FopenFlags::FOPEN_DIRECT_IO,
-                )
+                (Handle::Stream(StreamHandle::open(log, *name)?), true)
             }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let Some(seg) = log.segment_files().into_iter().find(|s| *s.name == **name) else {
-                    return tree(Errno::ENOENT, format!("{node} no longer exists"));
+                let Some(seg) = self
+                    .segments_of(&*log)?
+                    .into_iter()
+                    .find(|s| *s.name == **name)
+                else {
+                    return tree(libc::ENOENT, format!("{node} no longer exists"));
                 };
                 // Through the page cache (mmap works); a new open always sees fresh pages.
-                (
-                    Handle::Segment(log.open_segment_file(&seg.name)?),
-                    FopenFlags::empty(),
-                )
+                (Handle::Segment(log.open_segment_file(&seg.name)?), false)
             }
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                return tree(Errno::EISDIR, format!("{node} is a directory"));
+                return tree(libc::EISDIR, format!("{node} is a directory"));
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -693,99 +454,103 @@ impl FsState {
             topic: topic.clone(),
             handle: Mutex::new(handle),
         };
-        lock(&self.handles).insert(fh, Arc::new(of));
-        Ok((FileHandle(fh), fopen))
+        self.handles.guard().insert(fh, Arc::new(of));
+        Ok(Opened { fh, direct_io })
     }
 
-    pub fn read(&self, fh: FileHandle, offset: u64, size: u32, reply: ReplyData) {
-        let fail = |reply: ReplyData, e: FsError| reply.error(report("read", &fh.0, e));
+    /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
+    /// the handle's buffer: no copy).
+    pub fn read(&self, fh: u64, offset: u64, size: u32, reply: Box<dyn ReadReply>) {
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
         let _g = match self.gate() {
             Ok(g) => g,
             Err(e) => return fail(reply, e),
         };
         let of = match self.handle(fh) {
-            Ok(h) => h,
+            Ok(of) => of,
             Err(e) => return fail(reply, e),
         };
         let _live = match of.live() {
             Ok(l) => l,
             Err(e) => return fail(reply, e.into()),
         };
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
+        let size = size as usize;
         match &mut *h {
-            Handle::Stream(s) => match s.read(offset, size as usize) {
+            Handle::Stream(s) => match s.read(offset, size) {
                 Ok(data) => reply.data(data),
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
+            Handle::Text(t) => reply.data(t.read(offset, size)),
+            Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
                 Ok(data) => reply.data(&data),
                 Err(e) => fail(reply, e.into()),
             },
             Handle::Append(_) => fail(
                 reply,
-                FsError::Tree(Errno::EBADF, "append files are write-only".into()),
+                FsError::Tree(libc::EBADF, "append files are write-only".into()),
             ),
         }
     }
 
-    pub fn write(&self, fh: FileHandle, data: &[u8], owner: Option<LockOwner>) -> FsResult<u32> {
+    pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let mut h = lock(&of.handle);
+        let mut h = of.handle.guard();
         match &mut *h {
-            Handle::Append(a) => return Ok(a.write(data, owner.map(|o| o.0))? as u32),
-            Handle::Text(t) => t.write(&self.mgr, data)?,
-            Handle::Stream(_) | Handle::Segment(_) => return tree(Errno::EBADF, "read-only file"),
+            Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
+            Handle::Text(t) => t.write(&*self.mgr, data)?,
+            Handle::Stream(_) | Handle::Segment(_) => return tree(libc::EBADF, "read-only file"),
         }
         Ok(data.len() as u32)
     }
 
-    pub fn flush(&self, fh: FileHandle, owner: LockOwner) -> FsResult<()> {
+    pub fn flush(&self, fh: u64, owner: u64) -> FsResult<()> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let mut h = lock(&of.handle);
-        Ok(h.flush(&self.mgr, owner.0)?)
+        let mut h = of.handle.guard();
+        Ok(h.flush(&*self.mgr, owner)?)
     }
 
-    pub fn release(&self, fh: FileHandle) -> FsResult<()> {
+    pub fn release(&self, fh: u64) -> FsResult<()> {
         let _g = self.gate()?;
-        let Some(of) = lock(&self.handles).remove(&fh.0) else {
+        let Some(of) = self.handles.guard().remove(&fh) else {
             return Ok(());
         };
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
         let Ok(_live) = of.live() else {
             return Ok(());
         };
-        let mut h = lock(&of.handle);
-        Ok(h.finish(&self.mgr)?)
+        let mut h = of.handle.guard();
+        Ok(h.finish(&*self.mgr)?)
     }
 
-    pub fn fsync(&self, fh: FileHandle) -> FsResult<()> {
+    pub fn fsync(&self, fh: u64) -> FsResult<()> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
-        let h = lock(&of.handle);
+        let h = of.handle.guard();
         match &*h {
-            Handle::Append(a) => Ok(a.sync(&self.mgr)?),
+            Handle::Append(a) => Ok(a.sync(&*self.mgr)?),
             _ => Ok(()),
         }
     }
 
-    pub fn access(&self, ino: INodeNo, mask: AccessFlags) -> FsResult<()> {
+    /// access(2): `mask` of R_OK, W_OK, X_OK.
+    pub fn access(&self, ino: u64, mask: i32) -> FsResult<()> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(Topic::live).transpose()?;
-        self.attr(ino.0, &node)?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        self.attr(ino, &node)?;
         // Only the owner reaches this (without allow_other); with allow_other the kernel
         // checks every class itself (default_permissions) and does not ask.
         let allowed = ((self.perm(&node) >> 6) & 7) as i32;
-        let wanted = mask.bits() & 7;
+        let wanted = mask & 7;
         if wanted & !allowed != 0 {
-            return tree(Errno::EACCES, format!("mode {:o}", self.perm(&node)));
+            return tree(libc::EACCES, format!("mode {:o}", self.perm(&node)));
         }
         Ok(())
     }
@@ -798,7 +563,7 @@ impl FsState {
         let mut unit = 0u64;
         for dir in self.mgr.log_dirs() {
             let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-                .map_err(|_| FsError::Tree(Errno::EINVAL, "log dir path has a NUL byte".into()))?;
+                .map_err(|_| FsError::Tree(libc::EINVAL, "log dir path has a NUL byte".into()))?;
             // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
             let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
             if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
@@ -830,335 +595,54 @@ impl FsState {
     }
 }
 
-/// What `df` shows: the log dirs' disks.
-pub struct Statfs {
-    pub blocks: u64,
-    pub bfree: u64,
-    pub bavail: u64,
-    pub files: u64,
-    pub ffree: u64,
-    pub bsize: u32,
+impl FsState {
+    /// The kernel dropped `nlookup` references to `ino`.
+    pub fn forget(&self, ino: u64, nlookup: u64) {
+        self.inodes.forget(ino, nlookup);
+    }
+
+    /// mknod and create: files are never created, only mkdir creates a topic.
+    pub fn create(&self, _parent: u64, _name: &OsStr) -> FsError {
+        no_new_files()
+    }
+
+    pub fn unlink(&self, _parent: u64, _name: &OsStr) -> FsError {
+        FsError::Tree(
+            libc::EPERM,
+            "files cannot be deleted; rmdir deletes a topic".into(),
+        )
+    }
+
+    pub fn symlink(&self, _parent: u64, _name: &OsStr) -> FsError {
+        FsError::Tree(libc::EPERM, "symlinks cannot be created".into())
+    }
+
+    pub fn rename(&self, _parent: u64, _name: &OsStr) -> FsError {
+        FsError::Tree(libc::EPERM, "nothing can be renamed".into())
+    }
+
+    pub fn link(&self, _ino: u64, _newname: &OsStr) -> FsError {
+        FsError::Tree(libc::EPERM, "hard links cannot be created".into())
+    }
+
+    /// Preallocation means nothing here, and EOPNOTSUPP (or ENOSYS, which the kernel turns
+    /// into it) would make glibc's `posix_fallocate` fall back to writing a zero byte per
+    /// block, which an append file would take as a record: EPERM stops that fallback.
+    pub fn fallocate(&self, _ino: u64, offset: u64, length: u64) -> FsError {
+        FsError::Tree(
+            libc::EPERM,
+            format!(
+                "space cannot be preallocated ({length} bytes at {offset}): files take records, not blocks"
+            ),
+        )
+    }
 }
 
 fn offset_text(offset: i64) -> String {
     format!("{offset}\n")
 }
 
-/// The `fuser::Filesystem`: one short match per callback over [`FsState`].
-pub struct TopicFs {
-    state: Arc<FsState>,
-}
-
-impl TopicFs {
-    pub fn new(state: Arc<FsState>) -> TopicFs {
-        TopicFs { state }
-    }
-}
-
-fn name_in(parent: INodeNo, name: &OsStr) -> String {
-    format!("{:?} (in inode {})", name, parent.0)
-}
-
-impl Filesystem for TopicFs {
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        if let Err(nearest) = config.set_max_write(MAX_WRITE) {
-            let _ = config.set_max_write(nearest);
-        }
-        Ok(())
-    }
-
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.state.lookup(parent, name) {
-            Ok((ttl, attr)) => reply.entry(&ttl, &attr, Generation(0)),
-            Err(e) => reply.error(report("lookup", &name_in(parent, name), e)),
-        }
-    }
-
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.state.inodes.forget(ino.0, nlookup);
-    }
-
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.state.getattr(ino) {
-            Ok((ttl, attr)) => reply.attr(&ttl, &attr),
-            Err(e) => reply.error(report("getattr", &ino.0, e)),
-        }
-    }
-
-    fn setattr(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        mode: Option<u32>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-        size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
-        _crtime: Option<SystemTime>,
-        _chgtime: Option<SystemTime>,
-        _bkuptime: Option<SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
-    ) {
-        let chmod_chown = mode.is_some() || uid.is_some() || gid.is_some();
-        match self.state.setattr(ino, chmod_chown, size) {
-            Ok((ttl, attr)) => reply.attr(&ttl, &attr),
-            Err(e) => reply.error(report("setattr", &ino.0, e)),
-        }
-    }
-
-    fn mknod(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        _mode: u32,
-        _umask: u32,
-        _rdev: u32,
-        reply: ReplyEntry,
-    ) {
-        let e = no_new_files();
-        reply.error(report("mknod", &name_in(parent, name), e));
-    }
-
-    fn mkdir(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        _mode: u32,
-        _umask: u32,
-        reply: ReplyEntry,
-    ) {
-        match self.state.mkdir(parent, name) {
-            Ok((ttl, attr)) => reply.entry(&ttl, &attr, Generation(0)),
-            Err(e) => reply.error(report("mkdir", &name_in(parent, name), e)),
-        }
-    }
-
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let e = FsError::Tree(
-            Errno::EPERM,
-            "files cannot be deleted; rmdir deletes a topic".into(),
-        );
-        reply.error(report("unlink", &name_in(parent, name), e));
-    }
-
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.state.rmdir(parent, name) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(report("rmdir", &name_in(parent, name), e)),
-        }
-    }
-
-    fn symlink(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        link_name: &OsStr,
-        _target: &std::path::Path,
-        reply: ReplyEntry,
-    ) {
-        let e = FsError::Tree(Errno::EPERM, "symlinks cannot be created".into());
-        reply.error(report("symlink", &name_in(parent, link_name), e));
-    }
-
-    fn rename(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        _newparent: INodeNo,
-        _newname: &OsStr,
-        _flags: RenameFlags,
-        reply: ReplyEmpty,
-    ) {
-        let e = FsError::Tree(Errno::EPERM, "nothing can be renamed".into());
-        reply.error(report("rename", &name_in(parent, name), e));
-    }
-
-    fn link(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _newparent: INodeNo,
-        newname: &OsStr,
-        reply: ReplyEntry,
-    ) {
-        let e = FsError::Tree(Errno::EPERM, "hard links cannot be created".into());
-        reply.error(report(
-            "link",
-            &format!("{newname:?} to inode {}", ino.0),
-            e,
-        ));
-    }
-
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.state.open(ino, flags) {
-            Ok((fh, fopen)) => reply.opened(fh, fopen),
-            Err(e) => reply.error(report("open", &ino.0, e)),
-        }
-    }
-
-    fn read(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        self.state.read(fh, offset, size, reply);
-    }
-
-    fn write(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _offset: u64,
-        data: &[u8],
-        _write_flags: WriteFlags,
-        _flags: OpenFlags,
-        lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
-    ) {
-        // The offset is ignored: every write appends.
-        match self.state.write(fh, data, lock_owner) {
-            Ok(n) => reply.written(n),
-            Err(e) => reply.error(report("write", &fh.0, e)),
-        }
-    }
-
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
-        match self.state.flush(fh, lock_owner) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(report("flush", &fh.0, e)),
-        }
-    }
-
-    fn release(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        _flush: bool,
-        reply: ReplyEmpty,
-    ) {
-        match self.state.release(fh) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(report("release", &fh.0, e)),
-        }
-    }
-
-    fn fsync(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
-        match self.state.fsync(fh) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(report("fsync", &fh.0, e)),
-        }
-    }
-
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        reply: ReplyDirectory,
-    ) {
-        self.state.readdir(ino, offset, reply);
-    }
-
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.state.statfs() {
-            Ok(s) => reply.statfs(
-                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, 255, s.bsize,
-            ),
-            Err(e) => reply.error(report("statfs", &"/", e)),
-        }
-    }
-
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        match self.state.access(ino, mask) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(report("access", &ino.0, e)),
-        }
-    }
-
-    fn getxattr(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _size: u32,
-        reply: ReplyXattr,
-    ) {
-        reply.error(Errno::from_i32(libc::ENODATA));
-    }
-
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if size == 0 {
-            reply.size(0);
-        } else {
-            reply.data(&[]);
-        }
-    }
-
-    /// Preallocation means nothing here, and EOPNOTSUPP (or ENOSYS, which the kernel turns
-    /// into it) would make glibc's `posix_fallocate` fall back to writing a zero byte per
-    /// block, which an append file would take as a record: EPERM stops that fallback.
-    fn fallocate(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        length: u64,
-        _mode: i32,
-        reply: ReplyEmpty,
-    ) {
-        let e = FsError::Tree(
-            Errno::EPERM,
-            format!(
-                "space cannot be preallocated ({length} bytes at {offset}): files take records, not blocks"
-            ),
-        );
-        reply.error(report("fallocate", &ino.0, e));
-    }
-
-    fn create(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        _mode: u32,
-        _umask: u32,
-        _flags: i32,
-        reply: ReplyCreate,
-    ) {
-        let e = no_new_files();
-        reply.error(report("create", &name_in(parent, name), e));
-    }
-}
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_memory;

@@ -376,7 +376,7 @@ mod tests {
             .collect()
     }
 
-    // The worked example of kafka-notes-consume.md §1.9, bytes produced by Kafka 4.1.1.
+    // The worked example of docs/format.md (the __consumer_offsets section): bytes produced by Kafka 4.1.1.
     const KEY: &str = "00 01 00 02 67 31 00 06 6f 72 64 65 72 73 00 00 00 00";
     const V3: &str = "00 03 00 00 00 00 00 00 00 2a ff ff ff ff 00 00 00 00 01 8b cf e5 68 00";
     const V4: &str = "00 04 00 00 00 00 00 00 00 2a ff ff ff ff 01 00 00 01 8b cf e5 68 00 00";
@@ -535,7 +535,7 @@ mod tests {
 
     #[test]
     fn java_hash_vectors() {
-        // Values printed by a JVM (kafka-notes-consume.md §2.1).
+        // Values printed by a JVM (String.hashCode).
         assert_eq!(java_string_hash(""), 0);
         assert_eq!(java_string_hash("g1"), 3242);
         assert_eq!(java_string_hash("my-group"), -1906497762);

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::log::now_ms;
 use crate::manager::LogManager;
 use crate::record::{BatchHeader, Record, RecordInput};
+use crate::sync::MutexExt;
 
 /// The internal topic of committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -322,7 +323,7 @@ impl GroupOffsets {
                 timestamp: now,
             })
             .collect();
-        let mut state = self.state.lock().unwrap();
+        let mut state = self.state.guard();
         let n = match self.storage.offsets_partitions() {
             Some(n) => n,
             None => self.storage.create_offsets_topic(self.create_partitions)?,
@@ -345,7 +346,7 @@ impl GroupOffsets {
 
     /// Like [`GroupOffsets::committed`], with the whole commit (timestamp, metadata...).
     pub fn committed_values(&self, group: &str, topic: &str) -> BTreeMap<u32, OffsetCommitValue> {
-        let state = self.state.lock().unwrap();
+        let state = self.state.guard();
         state
             .groups
             .get(group)
@@ -356,7 +357,7 @@ impl GroupOffsets {
 
     /// The groups with committed offsets on `topic`, sorted.
     pub fn groups_of(&self, topic: &str) -> Vec<String> {
-        let state = self.state.lock().unwrap();
+        let state = self.state.guard();
         state
             .groups
             .iter()
@@ -367,7 +368,7 @@ impl GroupOffsets {
 
     /// Every group with committed offsets, sorted.
     pub fn groups(&self) -> Vec<String> {
-        self.state.lock().unwrap().groups.keys().cloned().collect()
+        self.state.guard().groups.keys().cloned().collect()
     }
 }
 
@@ -409,22 +410,22 @@ mod tests {
             s
         }
         fn push(&self, p: u32, transactional: bool, records: Vec<Rec>) {
-            self.parts.lock().unwrap().as_mut().unwrap()[p as usize].push(Batch {
+            self.parts.guard().as_mut().unwrap()[p as usize].push(Batch {
                 transactional,
                 records,
             });
         }
         fn batches(&self, p: u32) -> usize {
-            self.parts.lock().unwrap().as_ref().unwrap()[p as usize].len()
+            self.parts.guard().as_ref().unwrap()[p as usize].len()
         }
     }
 
     impl OffsetsStorage for MemStorage {
         fn offsets_partitions(&self) -> Option<u32> {
-            self.parts.lock().unwrap().as_ref().map(|p| p.len() as u32)
+            self.parts.guard().as_ref().map(|p| p.len() as u32)
         }
         fn create_offsets_topic(&self, partitions: u32) -> Result<u32> {
-            let mut g = self.parts.lock().unwrap();
+            let mut g = self.parts.guard();
             let p = g.get_or_insert_with(|| (0..partitions).map(|_| Vec::new()).collect());
             Ok(p.len() as u32)
         }
@@ -447,7 +448,7 @@ mod tests {
             partition: u32,
             f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
         ) -> Result<()> {
-            let g = self.parts.lock().unwrap();
+            let g = self.parts.guard();
             let mut offset = 0;
             for b in &g.as_ref().unwrap()[partition as usize] {
                 let h = BatchHeader {
@@ -514,7 +515,7 @@ mod tests {
             BTreeMap::from([(0, 42), (1, 7)])
         );
         // The record is Kafka's: type 1 key, v3 value, the commit time as record timestamp.
-        let parts = s.parts.lock().unwrap();
+        let parts = s.parts.guard();
         let (k, v, ts) = &parts.as_ref().unwrap()[42][0].records[0];
         assert_eq!(k.as_deref(), Some(&key("g1", "orders", 0)[..]));
         let v = decode_offset_value(v.as_deref().unwrap()).unwrap();

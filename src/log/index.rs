@@ -11,6 +11,7 @@ use std::sync::Arc;
 use memmap2::{MmapMut, MmapOptions};
 
 use crate::safe_fs::{Access, Dir};
+use crate::sync::RwLockExt;
 
 const PAGE: u64 = 4096;
 
@@ -337,7 +338,7 @@ impl LazyIndex {
     /// Runs `f` on the open index (opening it, without preallocating, if needed).
     pub fn with<R>(&self, f: impl FnOnce(&IndexFile) -> R) -> io::Result<R> {
         {
-            let g = self.inner.read().unwrap();
+            let g = self.inner.read_guard();
             if let Some(i) = g.as_ref() {
                 return Ok(f(i));
             }
@@ -347,7 +348,7 @@ impl LazyIndex {
 
     /// Runs `f` with exclusive access (opening the file if needed).
     pub fn with_mut<R>(&self, f: impl FnOnce(&mut IndexFile) -> io::Result<R>) -> io::Result<R> {
-        let mut g = self.inner.write().unwrap();
+        let mut g = self.inner.write_guard();
         if g.is_none() {
             // Opened for reading: keep the mapping, close the descriptor (reopened if the index
             // is ever resized or synced). A missing file (a deleted segment's) is an empty
@@ -385,7 +386,7 @@ impl LazyIndex {
         if self.read_only {
             return self.with(|_| ());
         }
-        let mut g = self.inner.write().unwrap();
+        let mut g = self.inner.write_guard();
         match g.as_mut() {
             Some(i) if !i.memory_only => {
                 i.resize(self.max_size.max(i.file_len()))?;
@@ -421,7 +422,7 @@ impl LazyIndex {
 
     /// Shrinks to the valid entries, if open.
     pub fn trim(&self) -> io::Result<()> {
-        match self.inner.write().unwrap().as_mut() {
+        match self.inner.write_guard().as_mut() {
             Some(i) if i.memory_only => Ok(()),
             Some(i) => {
                 i.trim_to_valid_size()?;
@@ -433,7 +434,7 @@ impl LazyIndex {
     }
 
     pub fn flush(&self) -> io::Result<()> {
-        match self.inner.write().unwrap().as_mut() {
+        match self.inner.write_guard().as_mut() {
             Some(i) if !i.memory_only => {
                 let had = i.file.is_some();
                 i.file()?;
@@ -456,7 +457,7 @@ impl LazyIndex {
     /// temporary file and renamed over. One write instead of truncating, preallocating and
     /// trimming a mapped file.
     pub fn replace_with(&self, entries: &[u8]) -> io::Result<()> {
-        let mut g = self.inner.write().unwrap();
+        let mut g = self.inner.write_guard();
         *g = None;
         if self.read_only {
             *g = Some(IndexFile::in_memory(
@@ -475,7 +476,7 @@ impl LazyIndex {
 
     /// Unmaps and closes the file.
     pub fn close(&self) {
-        *self.inner.write().unwrap() = None;
+        *self.inner.write_guard() = None;
     }
 
     /// The file's length must be a whole number of entries.

@@ -12,6 +12,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::BatchBuilder;
 use crate::safe_fs::{Access, Dir, Kind};
+use crate::sync::{MutexExt, RwLockExt};
 
 /// The largest epoch in a partition's `leader-epoch-checkpoint` (Kafka's `epoch startOffset`
 /// checkpoint), if the file exists and parses.
@@ -138,7 +139,7 @@ impl PartitionLog {
         if !params.had_clean_shutdown {
             log.recover_from(params.recovery_point)?;
         }
-        let mut segs = log.segments.write().unwrap();
+        let mut segs = log.segments.write_guard();
         if segs.is_empty() {
             let base = params.log_start_offset.max(0);
             let seg = if ro {
@@ -187,7 +188,7 @@ impl PartitionLog {
         // New batches carry the latest leader epoch the partition has seen (a broker's
         // leader-epoch-checkpoint, or the last batch), so a broker can take the dir back.
         let checkpointed = read_latest_leader_epoch(&dirfd).unwrap_or(0);
-        log.append.lock().unwrap().leader_epoch = epoch.unwrap_or(0).max(checkpointed).max(0);
+        log.append.guard().leader_epoch = epoch.unwrap_or(0).max(checkpointed).max(0);
         Ok(log)
     }
 
@@ -195,7 +196,7 @@ impl PartitionLog {
     /// are checked as they load; a missing `.index` forces that segment's recovery.
     /// `present` holds the names of the files the directory listing found.
     fn check_indexes(&self, clean: bool, present: &HashSet<String>) -> Result<()> {
-        let segs: Vec<Arc<LogSegment>> = self.segments.read().unwrap().values().cloned().collect();
+        let segs: Vec<Arc<LogSegment>> = self.segments.read_guard().values().cloned().collect();
         let cfg = self.config();
         for seg in segs {
             let missing = !present.contains(seg.offset_index.name())
@@ -255,7 +256,7 @@ impl PartitionLog {
             );
             let truncated = self.recover_segment(seg, &cfg)?;
             if truncated > 0 {
-                let mut map = self.segments.write().unwrap();
+                let mut map = self.segments.write_guard();
                 for later in &segs[i + 1..] {
                     log::warn!(
                         "{}-{}: deleting segment {} after the truncation point",

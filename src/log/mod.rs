@@ -21,6 +21,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{BatchBuilder, BatchOptions, RecordInput};
 use crate::safe_fs::{Access, Dir, Entry, Kind};
+use crate::sync::{MutexExt, RwLockExt};
 pub use reader::LogReader;
 use segment::AppendMeta;
 pub use segment::LogSegment;
@@ -137,10 +138,10 @@ impl PartitionLog {
         self.recovery_point.load(Ordering::Acquire)
     }
     pub fn config(&self) -> Arc<LogConfig> {
-        self.config.read().unwrap().clone()
+        self.config.read_guard().clone()
     }
     pub fn set_config(&self, cfg: Arc<LogConfig>) {
-        *self.config.write().unwrap() = cfg;
+        *self.config.write_guard() = cfg;
     }
     /// Bytes the last lookup scanned forward from its index entry.
     pub fn last_lookup_scan_bytes(&self) -> u64 {
@@ -148,16 +149,11 @@ impl PartitionLog {
     }
 
     pub fn segments(&self) -> Vec<Arc<LogSegment>> {
-        self.segments.read().unwrap().values().cloned().collect()
+        self.segments.read_guard().values().cloned().collect()
     }
 
     pub fn size_in_bytes(&self) -> u64 {
-        self.segments
-            .read()
-            .unwrap()
-            .values()
-            .map(|s| s.size())
-            .sum()
+        self.segments.read_guard().values().map(|s| s.size()).sum()
     }
 
     /// Appends `records` as ONE batch with the next offsets. A batch larger than
@@ -177,7 +173,7 @@ impl PartitionLog {
         let cfg = self.config();
         validator::validate_timestamps(records, &cfg, now_ms())?;
         validator::validate_keys(records, &cfg, &self.topic, self.partition)?;
-        let mut st = self.append.lock().unwrap();
+        let mut st = self.append.guard();
         let base = self.log_end_offset();
         let now = now_ms();
         let opts = BatchOptions {
@@ -236,8 +232,7 @@ impl PartitionLog {
 
     fn active_segment(&self) -> Arc<LogSegment> {
         self.segments
-            .read()
-            .unwrap()
+            .read_guard()
             .values()
             .next_back()
             .unwrap()
@@ -253,7 +248,7 @@ impl PartitionLog {
         }
         let new = Arc::new(LogSegment::create(&self.dirfd, base, cfg)?);
         old.seal()?;
-        self.segments.write().unwrap().insert(base, new.clone());
+        self.segments.write_guard().insert(base, new.clone());
         old.set_active(false);
         old.flush()?;
         old.release_file();
@@ -296,7 +291,7 @@ impl PartitionLog {
     /// Forces a new segment if the active one holds data (used before retention deletes all).
     pub fn roll_now(&self) -> Result<()> {
         let cfg = self.config();
-        let _st = self.append.lock().unwrap();
+        let _st = self.append.guard();
         let active = self.active_segment();
         if active.size() > 0 {
             self.roll(&active, self.log_end_offset(), &cfg)?;
@@ -326,7 +321,7 @@ impl PartitionLog {
             }
             return Ok(());
         }
-        let _st = self.append.lock().unwrap();
+        let _st = self.append.guard();
         let active = self.active_segment();
         // A partition with nothing unflushed needs no fsync (as Kafka skips it).
         let idle = self.recovery_point() >= self.log_end_offset();
@@ -377,7 +372,7 @@ impl PartitionLog {
 
     /// The segment holding `offset` (floor lookup on base offsets) and every later one.
     fn snapshot_from(&self, offset: i64) -> Vec<Arc<LogSegment>> {
-        let map = self.segments.read().unwrap();
+        let map = self.segments.read_guard();
         let from = map
             .range(..=offset)
             .next_back()
@@ -473,7 +468,7 @@ impl PartitionLog {
         if self.read_only {
             return Ok(0);
         }
-        let _structure = self.structure.lock().unwrap();
+        let _structure = self.structure.guard();
         let segs = self.segments();
         let mut deletable = Vec::new();
         for (i, s) in segs.iter().enumerate() {
@@ -493,7 +488,7 @@ impl PartitionLog {
             self.roll_now()?;
         }
         let next_base = {
-            let map = self.segments.read().unwrap();
+            let map = self.segments.read_guard();
             let last = deletable.last().unwrap().base_offset;
             map.range(last + 1..)
                 .next()
@@ -502,7 +497,7 @@ impl PartitionLog {
         };
         self.log_start_offset.fetch_max(next_base, Ordering::AcqRel);
         {
-            let mut map = self.segments.write().unwrap();
+            let mut map = self.segments.write_guard();
             for s in &deletable {
                 map.remove(&s.base_offset);
             }

@@ -18,6 +18,7 @@ use crate::record::{
     BatchHeader, BatchView, HEADER_SIZE, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
 };
 use crate::safe_fs::{Access, Dir};
+use crate::sync::MutexExt;
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {
@@ -160,7 +161,7 @@ impl LogSegment {
             return Ok(());
         }
         // Deletion takes the same lock: a rebuild never runs on a segment being deleted.
-        let _g = self.check_lock.lock().unwrap();
+        let _g = self.check_lock.guard();
         if self.indexes_checked.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -218,7 +219,7 @@ impl LogSegment {
         }
         let seg = LogSegment::open(dir, base_offset, cfg, 0, false);
         seg.set_active(true);
-        *seg.log.lock().unwrap() = Some(Arc::new(dir.create_new(&seg.log_name)?));
+        *seg.log.guard() = Some(Arc::new(dir.create_new(&seg.log_name)?));
         seg.offset_index.open_active()?;
         seg.time_index.open_active()?;
         Ok(seg)
@@ -232,7 +233,7 @@ impl LogSegment {
     /// deleted flag and the rename change together under the same lock, so a reader reopening
     /// a segment that retention is deleting finds one of the two names.
     pub fn file(&self) -> io::Result<Arc<File>> {
-        let mut g = self.log.lock().unwrap();
+        let mut g = self.log.guard();
         if let Some(f) = g.as_ref() {
             return Ok(f.clone());
         }
@@ -260,7 +261,7 @@ impl LogSegment {
     /// segment replaced again), so it is never reopened by name.
     pub fn release_file(&self) {
         if !self.active.load(Ordering::Acquire) && !self.deleted.load(Ordering::Acquire) {
-            *self.log.lock().unwrap() = None;
+            *self.log.guard() = None;
         }
     }
 
@@ -445,7 +446,7 @@ impl LogSegment {
     /// The largest timestamp in the segment (-1 when it holds none).
     pub fn largest_timestamp(&self) -> io::Result<i64> {
         self.ensure_indexes()?;
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
         Ok(st.max_timestamp)
     }
@@ -463,7 +464,7 @@ impl LogSegment {
             return Ok(Some("segment.bytes"));
         }
         if cur > 0 {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.state.guard();
             if st.rolling_base_timestamp.is_none() {
                 st.rolling_base_timestamp = self.header_at(0, cur)?.map(|h| h.max_timestamp);
             }
@@ -498,7 +499,7 @@ impl LogSegment {
     /// On a failed write the file is cut back, so no partial batch stays.
     pub fn append(&self, batch: &[u8], meta: &AppendMeta, cfg: &LogConfig) -> io::Result<()> {
         let position = self.size();
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
         let needs_entry = st.bytes_since_last_index_entry > cfg.index_interval_bytes;
         if needs_entry {
@@ -537,7 +538,7 @@ impl LogSegment {
         if self.read_only {
             return Ok(());
         }
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
         if self.size() > 0 && st.max_timestamp >= 0 {
             self.time_index.maybe_append(
@@ -552,7 +553,7 @@ impl LogSegment {
     }
 
     pub fn flush(&self) -> io::Result<()> {
-        let f = self.log.lock().unwrap().clone();
+        let f = self.log.guard().clone();
         if let Some(f) = f {
             f.sync_data()?;
         }
@@ -666,7 +667,7 @@ impl LogSegment {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
-        *self.state.lock().unwrap() = st;
+        *self.state.guard() = st;
         self.indexes_checked.store(true, Ordering::Release);
         Ok((truncated, next_offset))
     }
@@ -731,7 +732,7 @@ impl LogSegment {
             .last_entry()?
             .map(|(_, p)| p as u64)
             .unwrap_or(0);
-        self.state.lock().unwrap().bytes_since_last_index_entry = self.size().saturating_sub(start);
+        self.state.guard().bytes_since_last_index_entry = self.size().saturating_sub(start);
         Ok(())
     }
 
@@ -739,7 +740,7 @@ impl LogSegment {
     pub fn close(&self) {
         self.offset_index.close();
         self.time_index.close();
-        *self.log.lock().unwrap() = None;
+        *self.log.guard() = None;
     }
 
     /// Deletes the segment as Kafka does: its files are renamed to `*.deleted`; the indexes go
@@ -750,12 +751,12 @@ impl LogSegment {
         if self.read_only {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
-        let _check = self.check_lock.lock().unwrap();
+        let _check = self.check_lock.guard();
         self.offset_index.close();
         self.time_index.close();
         // Renames and the flag change under the file lock: `file()` sees either the old name
         // with the flag clear or the new name with it set.
-        let mut g = self.log.lock().unwrap();
+        let mut g = self.log.guard();
         if g.is_none() {
             // Held open from now on for the readers this segment still has.
             match self.dir.open_file(&self.log_name, Access::ReadOnly) {

@@ -17,6 +17,7 @@ use crate::checkpoint::{self, Offsets};
 use crate::error::Result;
 use crate::log::cleaner::{CleanRound, Cleaner, choose};
 use crate::log::{PartitionLog, now_ms};
+use crate::sync::{MutexExt, RwLockExt};
 
 /// The cleaner's state in the log manager.
 pub(super) struct CleanerState {
@@ -65,14 +66,13 @@ pub struct CleanedLog {
 impl LogManager {
     /// The first dirty offset the cleaner checkpoint holds for a partition.
     pub fn cleaner_checkpoint(&self, topic: &str, partition: u32) -> Option<i64> {
-        let cps = self.cleaner.checkpoints.lock().unwrap();
+        let cps = self.cleaner.checkpoints.guard();
         cps.values()
             .find_map(|o| o.get(&(topic.to_string(), partition)).copied())
     }
 
     fn compacted_partitions(&self) -> Vec<(Arc<super::Topic>, Arc<PartitionLog>)> {
-        let topics: Vec<Arc<super::Topic>> =
-            self.topics.read().unwrap().values().cloned().collect();
+        let topics: Vec<Arc<super::Topic>> = self.topics.read_guard().values().cloned().collect();
         topics
             .into_iter()
             .filter(|t| t.config().cleanup_policy.compact)
@@ -95,7 +95,7 @@ impl LogManager {
         )> = None;
         for (t, l) in self.compacted_partitions() {
             let key = (l.topic().to_string(), l.partition());
-            if self.cleaner.uncleanable.lock().unwrap().contains(&key) {
+            if self.cleaner.uncleanable.guard().contains(&key) {
                 continue;
             }
             let cp = self.cleaner_checkpoint(&key.0, key.1);
@@ -122,7 +122,7 @@ impl LogManager {
             ltc.first_dirty,
             ltc.first_uncleanable
         );
-        let mut guard = self.cleaner.cleaner.lock().unwrap();
+        let mut guard = self.cleaner.cleaner.guard();
         let cleaner = guard.get_or_insert_with(|| {
             let memory = self.config.cleaner_dedupe_buffer_size.min(i32::MAX as u64) as usize;
             Cleaner::new(memory)
@@ -193,7 +193,7 @@ impl LogManager {
             .filter(|l| l.dir().parent() == Some(root))
             .map(|l| (l.topic().to_string(), l.partition()))
             .collect();
-        let mut cps = self.cleaner.checkpoints.lock().unwrap();
+        let mut cps = self.cleaner.checkpoints.guard();
         let entry = cps.entry(root.to_path_buf()).or_default();
         entry.retain(|k, _| live.contains(k));
         entry.insert((log.topic().to_string(), log.partition()), offset);
@@ -205,8 +205,7 @@ impl LogManager {
     pub fn run_compacted_retention(&self) -> Result<usize> {
         let now = now_ms();
         let mut deleted = 0;
-        let topics: Vec<Arc<super::Topic>> =
-            self.topics.read().unwrap().values().cloned().collect();
+        let topics: Vec<Arc<super::Topic>> = self.topics.read_guard().values().cloned().collect();
         for t in topics {
             let policy = t.config().cleanup_policy.clone();
             if !(policy.compact && policy.delete) {
@@ -252,7 +251,7 @@ impl LogManager {
                     if cleaned {
                         continue;
                     }
-                    let stop = bg.stop.lock().unwrap();
+                    let stop = bg.stop.guard();
                     let (stop, _) = bg.wake.wait_timeout_while(stop, backoff, |s| !*s).unwrap();
                     if *stop {
                         return;
@@ -260,7 +259,7 @@ impl LogManager {
                 }
             })
             .expect("spawn cleaner thread");
-        self.threads.lock().unwrap().push(h);
+        self.threads.guard().push(h);
     }
 }
 

@@ -252,75 +252,32 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
     let signals = block_shutdown_signals();
     raise_fd_limit();
 
-    let dirs: Vec<String> = plan
+    let dirs = plan
         .broker
         .log_dirs
         .iter()
         .map(|d| d.display().to_string())
-        .collect();
+        .collect::<Vec<_>>()
+        .join(",");
     // The pid file is opened before anything else happens, so a bad path fails the mount;
     // the pid is written once the mount is live.
-    let mut pid_out = match &plan.pid_file {
-        None => None,
-        Some(p) => match std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(p)
-        {
-            Ok(f) => Some(f),
-            Err(e) => {
-                reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
-                return 1;
-            }
-        },
-    };
-    let remove_pid_file = || {
-        if let Some(p) = &plan.pid_file {
-            let _ = std::fs::remove_file(p);
-        }
-    };
-    let mgr = match LogManager::open(plan.broker.clone()) {
-        Ok(m) => m,
+    let pid_file = match PidFile::create(plan.pid_file.as_deref()) {
+        Ok(p) => p,
         Err(e) => {
-            reporter.fail(&format!("cannot open log dir {}: {e}", dirs.join(",")));
-            remove_pid_file();
+            reporter.fail(&e);
             return 1;
         }
     };
-    let state = FsState::new(mgr);
-    let session =
-        match fuser::Session::new(TopicFs::new(state.clone()), &plan.mountpoint, &plan.fuse) {
-            Ok(s) => s,
-            Err(e) => {
-                reporter.fail(&format!("cannot mount {}: {e}", plan.mountpoint.display()));
-                if let Err(e) = state.shutdown() {
-                    log::error!("shutdown: {e}");
-                }
-                remove_pid_file();
-                return 1;
-            }
-        };
-    if let (Some(p), Some(f)) = (&plan.pid_file, pid_out.as_mut())
-        && let Err(e) = f.write_all(format!("{}\n", std::process::id()).as_bytes())
-    {
-        // Not live yet for anyone waiting on us: unmount again and fail.
-        drop(session);
-        if let Err(e) = state.shutdown() {
-            log::error!("shutdown: {e}");
+    let (state, session) = match start(&plan, &dirs, pid_file) {
+        Ok(started) => started,
+        Err(e) => {
+            reporter.fail(&e);
+            return 1;
         }
-        reporter.fail(&format!("cannot write pid file {}: {e}", p.display()));
-        remove_pid_file();
-        return 1;
-    }
-    drop(pid_out);
+    };
 
     let rx = spawn_event_threads(signals, session);
-    log::info!(
-        "serving log dir {} at {}",
-        dirs.join(","),
-        plan.mountpoint.display()
-    );
+    log::info!("serving log dir {dirs} at {}", plan.mountpoint.display());
     reporter.ready();
 
     wait_for_the_end(&rx, &plan.mountpoint);
@@ -335,10 +292,76 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
             1
         }
     };
-    if let Some(p) = &plan.pid_file {
-        let _ = std::fs::remove_file(p);
-    }
+    PidFile::remove(plan.pid_file.as_deref());
     code
+}
+
+/// Opens the log dirs, mounts and writes the pid: the mount is live when this returns Ok.
+/// On Err nothing is left behind (no mount, no pid file, the logs shut down cleanly).
+fn start(
+    plan: &MountPlan,
+    dirs: &str,
+    mut pid_file: PidFile,
+) -> Result<(std::sync::Arc<FsState>, fuser::Session<TopicFs>), String> {
+    let mgr = match LogManager::open(plan.broker.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            PidFile::remove(plan.pid_file.as_deref());
+            return Err(format!("cannot open log dir {dirs}: {e}"));
+        }
+    };
+    let state = FsState::new(mgr);
+    let fail = |msg: String| {
+        if let Err(e) = state.shutdown() {
+            log::error!("shutdown: {e}");
+        }
+        PidFile::remove(plan.pid_file.as_deref());
+        Err(msg)
+    };
+    let session =
+        match fuser::Session::new(TopicFs::new(state.clone()), &plan.mountpoint, &plan.fuse) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("cannot mount {}: {e}", plan.mountpoint.display())),
+        };
+    if let Err(e) = pid_file.write_pid() {
+        // Not live yet for anyone waiting on us: unmount again and fail.
+        drop(session);
+        return fail(e);
+    }
+    Ok((state, session))
+}
+
+/// `--pid-file`: opened (and so checked) before the mount, written once it is live.
+struct PidFile(Option<(std::path::PathBuf, std::fs::File)>);
+
+impl PidFile {
+    fn create(path: Option<&Path>) -> Result<PidFile, String> {
+        let Some(p) = path else {
+            return Ok(PidFile(None));
+        };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+            .map(|f| PidFile(Some((p.to_path_buf(), f))))
+            .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))
+    }
+
+    fn write_pid(&mut self) -> Result<(), String> {
+        match &mut self.0 {
+            None => Ok(()),
+            Some((p, f)) => f
+                .write_all(format!("{}\n", std::process::id()).as_bytes())
+                .map_err(|e| format!("cannot write pid file {}: {e}", p.display())),
+        }
+    }
+
+    fn remove(path: Option<&Path>) {
+        if let Some(p) = path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// Starts the thread that receives the shutdown signals and the one that runs the FUSE

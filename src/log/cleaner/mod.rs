@@ -31,6 +31,7 @@ use super::{LogSegment, PartitionLog};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
 use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::sync::MutexExt;
 
 /// Kafka's `producer.id.expiration.ms` default: producers idle longer are not active.
 const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
@@ -155,7 +156,7 @@ impl Cleaner {
         if log.read_only {
             return Ok(None);
         }
-        let _structure = log.structure.lock().unwrap();
+        let _structure = log.structure.guard();
         let cfg = log.config();
         let segs = log.segments();
         let Some(active) = segs.last() else {

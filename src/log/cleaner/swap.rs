@@ -22,6 +22,7 @@ use crate::log::{LogSegment, PartitionLog, parse_segment_name};
 use crate::read_window::FileWindow;
 use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
 use crate::safe_fs::{Access, Dir, Entry};
+use crate::sync::RwLockExt;
 
 impl PartitionLog {
     /// Replaces `old` (consecutive segments, the first one at the cleaned segment's base
@@ -37,7 +38,7 @@ impl PartitionLog {
         crash_point("after-swap");
         let cfg = self.config();
         {
-            let mut map = self.segments.write().unwrap();
+            let mut map = self.segments.write_guard();
             for s in old {
                 if map.get(&s.base_offset).is_some_and(|m| Arc::ptr_eq(m, s)) {
                     map.remove(&s.base_offset);

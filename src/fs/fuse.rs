@@ -1,0 +1,391 @@
+//! The FUSE adapter: `fuser::Filesystem` over the fs core ([`FsState`]). Each callback
+//! converts its arguments, asks the core, and turns the answer into fuser's reply; errors
+//! were already logged by the core. This is the only file that uses fuser's types.
+
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+
+use super::types::{Access, Attr, Kind, ReadReply};
+use super::{FsResult, FsState, MAX_WRITE, report};
+
+/// The `fuser::Filesystem`: one short match per callback over [`FsState`].
+pub struct TopicFs {
+    state: Arc<FsState>,
+}
+
+impl TopicFs {
+    pub fn new(state: Arc<FsState>) -> TopicFs {
+        TopicFs { state }
+    }
+}
+
+fn file_type(kind: Kind) -> FileType {
+    match kind {
+        Kind::Directory => FileType::Directory,
+        Kind::File => FileType::RegularFile,
+    }
+}
+
+fn file_attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.size.div_ceil(512),
+        atime: a.time,
+        mtime: a.time,
+        ctime: a.time,
+        crtime: a.time,
+        kind: file_type(a.kind),
+        perm: a.perm,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+fn errno(code: i32) -> Errno {
+    Errno::from_i32(code)
+}
+
+fn name_in(parent: INodeNo, name: &OsStr) -> String {
+    format!("{:?} (in inode {})", name, parent.0)
+}
+
+fn entry(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEntry) {
+    match r {
+        Ok((ttl, attr)) => reply.entry(&ttl, &file_attr(&attr), Generation(0)),
+        Err(e) => reply.error(errno(report(op, what, e))),
+    }
+}
+
+fn attr(r: FsResult<(Duration, Attr)>, op: &str, ino: INodeNo, reply: ReplyAttr) {
+    match r {
+        Ok((ttl, attr)) => reply.attr(&ttl, &file_attr(&attr)),
+        Err(e) => reply.error(errno(report(op, &ino.0, e))),
+    }
+}
+
+fn empty(r: FsResult<()>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEmpty) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(errno(report(op, what, e))),
+    }
+}
+
+impl ReadReply for ReplyData {
+    fn data(self: Box<Self>, data: &[u8]) {
+        (*self).data(data)
+    }
+    fn error(self: Box<Self>, code: i32) {
+        (*self).error(errno(code))
+    }
+}
+
+impl Filesystem for TopicFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if let Err(nearest) = config.set_max_write(MAX_WRITE) {
+            let _ = config.set_max_write(nearest);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = self.state.lookup(parent.0, name);
+        entry(r, "lookup", &name_in(parent, name), reply);
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.state.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        attr(
+            self.state.getattr(ino.0, fh.map(|f| f.0)),
+            "getattr",
+            ino,
+            reply,
+        );
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let chmod_chown = mode.is_some() || uid.is_some() || gid.is_some();
+        attr(
+            self.state.setattr(ino.0, chmod_chown, size),
+            "setattr",
+            ino,
+            reply,
+        );
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let e = self.state.create(parent.0, name);
+        reply.error(errno(report("mknod", &name_in(parent, name), e)));
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = self.state.mkdir(parent.0, name);
+        entry(r, "mkdir", &name_in(parent, name), reply);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let e = self.state.unlink(parent.0, name);
+        reply.error(errno(report("unlink", &name_in(parent, name), e)));
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.state.rmdir(parent.0, name);
+        empty(r, "rmdir", &name_in(parent, name), reply);
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        _target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let e = self.state.symlink(parent.0, link_name);
+        reply.error(errno(report("symlink", &name_in(parent, link_name), e)));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        _flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let e = self.state.rename(parent.0, name);
+        reply.error(errno(report("rename", &name_in(parent, name), e)));
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let e = self.state.link(ino.0, newname);
+        let what = format!("{newname:?} to inode {}", ino.0);
+        reply.error(errno(report("link", &what, e)));
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.state.open(ino.0, Access::from_flags(flags.0)) {
+            Ok(o) => {
+                let fopen = if o.direct_io {
+                    FopenFlags::FOPEN_DIRECT_IO
+                } else {
+                    FopenFlags::empty()
+                };
+                reply.opened(FileHandle(o.fh), fopen)
+            }
+            Err(e) => reply.error(errno(report("open", &ino.0, e))),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        self.state.read(fh.0, offset, size, Box::new(reply));
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        // The offset is ignored: every write appends.
+        match self.state.write(fh.0, data, lock_owner.map(|o| o.0)) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno(report("write", &fh.0, e))),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        empty(self.state.flush(fh.0, lock_owner.0), "flush", &fh.0, reply);
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        empty(self.state.release(fh.0), "release", &fh.0, reply);
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        empty(self.state.fsync(fh.0), "fsync", &fh.0, reply);
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        match self.state.readdir(ino.0, offset) {
+            Ok(entries) => {
+                for e in entries {
+                    if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(errno(report("readdir", &ino.0, e))),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.state.statfs() {
+            Ok(s) => reply.statfs(
+                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, 255, s.bsize,
+            ),
+            Err(e) => reply.error(errno(report("statfs", &"/", e))),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        empty(
+            self.state.access(ino.0, mask.bits()),
+            "access",
+            &ino.0,
+            reply,
+        );
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        reply.error(Errno::from_i32(libc::ENODATA));
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if size == 0 {
+            reply.size(0);
+        } else {
+            reply.data(&[]);
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let e = self.state.fallocate(ino.0, offset, length);
+        reply.error(errno(report("fallocate", &ino.0, e)));
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let e = self.state.create(parent.0, name);
+        reply.error(errno(report("create", &name_in(parent, name), e)));
+    }
+}

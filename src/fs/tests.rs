@@ -1,0 +1,215 @@
+//! The fs core against a log dir in a temp dir, without a mount: the tree's rules, the
+//! append and read paths and the errnos, called as the FUSE adapter calls them.
+
+use std::ffi::OsStr;
+use std::sync::{Arc, Mutex};
+
+use super::types::{Access, Kind, ReadReply};
+use super::{FsState, report};
+use crate::config::BrokerConfig;
+use crate::manager::LogManager;
+
+pub(super) const ROOT: u64 = 1;
+pub(super) const RO: Access = Access {
+    read: true,
+    write: false,
+};
+pub(super) const WO: Access = Access {
+    read: false,
+    write: true,
+};
+
+fn state(dir: &std::path::Path, partitions: u32) -> Arc<FsState> {
+    let mut c = BrokerConfig::default();
+    c.log_dirs = vec![dir.to_path_buf()];
+    c.num_partitions = partitions;
+    FsState::new(LogManager::open(c).unwrap())
+}
+
+/// What a read answered.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Data(Vec<u8>),
+    Errno(i32),
+}
+
+struct Capture(Arc<Mutex<Option<Answer>>>);
+
+impl ReadReply for Capture {
+    fn data(self: Box<Self>, data: &[u8]) {
+        *self.0.lock().unwrap() = Some(Answer::Data(data.to_vec()));
+    }
+    fn error(self: Box<Self>, errno: i32) {
+        *self.0.lock().unwrap() = Some(Answer::Errno(errno));
+    }
+}
+
+fn read(fs: &FsState, fh: u64, offset: u64, size: u32) -> Answer {
+    let slot = Arc::new(Mutex::new(None));
+    fs.read(fh, offset, size, Box::new(Capture(slot.clone())));
+    let answer = slot.lock().unwrap().take();
+    answer.expect("the core answered the read")
+}
+
+pub(super) fn read_all(fs: &FsState, fh: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        match read(fs, fh, out.len() as u64, 4096) {
+            Answer::Data(d) if d.is_empty() => return out,
+            Answer::Data(d) => out.extend_from_slice(&d),
+            Answer::Errno(e) => panic!("read failed with errno {e}"),
+        }
+    }
+}
+
+/// The inode of `path` (components under the root).
+pub(super) fn walk(fs: &FsState, path: &str) -> u64 {
+    path.split('/').fold(ROOT, |ino, name| {
+        fs.lookup(ino, OsStr::new(name))
+            .unwrap_or_else(|e| panic!("lookup {name}: {e}"))
+            .1
+            .ino
+    })
+}
+
+pub(super) fn errno_of<T: std::fmt::Debug>(r: super::FsResult<T>) -> i32 {
+    report("test", &"", r.expect_err("an error"))
+}
+
+#[test]
+fn mkdir_makes_a_topic_whose_tree_is_listed() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 2);
+    let (_, attr) = fs.mkdir(ROOT, OsStr::new("orders")).unwrap();
+    assert_eq!(attr.kind, Kind::Directory);
+    let names = |ino| -> Vec<String> {
+        fs.readdir(ino, 0)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    };
+    assert_eq!(names(ROOT), [".", "..", "orders"]);
+    let topic = walk(&fs, "orders");
+    assert_eq!(
+        names(topic),
+        [
+            ".",
+            "..",
+            "partitions",
+            "config",
+            "append",
+            "append.jsonl",
+            "0",
+            "1"
+        ]
+    );
+    // readdir continues from the offset it was given.
+    let rest = fs.readdir(topic, 6).unwrap();
+    assert_eq!(rest.len(), 2);
+    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 7));
+    assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
+    assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("a b"))), libc::EINVAL);
+    assert_eq!(errno_of(fs.mkdir(topic, OsStr::new("x"))), libc::EPERM);
+    assert_eq!(
+        errno_of(fs.lookup(topic, OsStr::new("7"))),
+        libc::ENOENT,
+        "partition 7 of 2"
+    );
+}
+
+#[test]
+fn appended_lines_read_back_by_offset_and_as_json() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let append = fs.open(walk(&fs, "t/0/append"), WO).unwrap();
+    assert!(append.direct_io);
+    assert_eq!(fs.write(append.fh, b"a\nb\nhalf", Some(9)).unwrap(), 8);
+    // The partial line waits for its writer's close.
+    fs.flush(append.fh, 1234).unwrap();
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    assert_eq!(read_all(&fs, leo.fh), b"2\n");
+    fs.flush(append.fh, 9).unwrap();
+    fs.release(append.fh).unwrap();
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    assert_eq!(read_all(&fs, leo.fh), b"3\n");
+
+    let r = fs.open(walk(&fs, "t/0/by-offset/1"), RO).unwrap();
+    assert_eq!(read_all(&fs, r.fh), b"b\nhalf\n");
+    fs.release(r.fh).unwrap();
+    let j = fs.open(walk(&fs, "t/0/by-offset/2.jsonl"), RO).unwrap();
+    let line = String::from_utf8(read_all(&fs, j.fh)).unwrap();
+    assert!(
+        line.starts_with("{\"offset\":2,")
+            && line.ends_with("\"value\":\"half\",\"headers\":[]}\n"),
+        "{line}"
+    );
+    // by-offset/N exists for log-start <= N <= log-end only.
+    let by_offset = walk(&fs, "t/0/by-offset");
+    assert_eq!(
+        errno_of(fs.lookup(by_offset, OsStr::new("4"))),
+        libc::ENOENT
+    );
+    assert_eq!(
+        errno_of(fs.lookup(by_offset, OsStr::new("x"))),
+        libc::ENOENT
+    );
+}
+
+#[test]
+fn files_keep_their_modes_and_refuse_what_they_cannot_do() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let append = walk(&fs, "t/0/append");
+    let leo = walk(&fs, "t/0/log-end-offset");
+    assert_eq!(errno_of(fs.open(append, RO)), libc::EACCES);
+    assert_eq!(errno_of(fs.open(leo, WO)), libc::EACCES);
+    assert_eq!(errno_of(fs.open(walk(&fs, "t"), RO)), libc::EISDIR);
+    let w = fs.open(append, WO).unwrap();
+    assert_eq!(read(&fs, w.fh, 0, 10), Answer::Errno(libc::EBADF));
+    assert_eq!(fs.create(ROOT, OsStr::new("f")).errno(), libc::EPERM);
+    assert_eq!(fs.unlink(ROOT, OsStr::new("t")).errno(), libc::EPERM);
+    assert_eq!(fs.fallocate(append, 0, 4096).errno(), libc::EPERM);
+    assert_eq!(errno_of(fs.setattr(leo, true, None)), libc::EPERM);
+    // `>` truncates an append file to 0: a no-op; any other size is refused.
+    assert!(fs.setattr(append, false, Some(0)).is_ok());
+    assert_eq!(errno_of(fs.setattr(append, false, Some(3))), libc::EPERM);
+    assert_eq!(errno_of(fs.access(leo, libc::W_OK)), libc::EACCES);
+    fs.access(leo, libc::R_OK).unwrap();
+    assert_eq!(read(&fs, 999, 0, 10), Answer::Errno(libc::EBADF));
+}
+
+#[test]
+fn a_deleted_topics_open_files_fail_and_its_name_can_be_reused() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let old = walk(&fs, "t/0/append");
+    let w = fs.open(old, WO).unwrap();
+    fs.write(w.fh, b"one\n", None).unwrap();
+    fs.rmdir(ROOT, OsStr::new("t")).unwrap();
+    assert_eq!(errno_of(fs.write(w.fh, b"two\n", None)), libc::ESTALE);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    // The old inode belongs to the deleted topic, not to the new one of the same name.
+    assert_eq!(errno_of(fs.getattr(old, None)), libc::ENOENT);
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    assert_eq!(read_all(&fs, leo.fh), b"0\n");
+}
+
+#[test]
+fn shutdown_appends_pending_lines_then_refuses_calls() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO).unwrap();
+    fs.write(w.fh, b"pending", Some(1)).unwrap();
+    let leo = walk(&fs, "t/0/log-end-offset");
+    fs.shutdown().unwrap();
+    assert_eq!(errno_of(fs.getattr(leo, None)), libc::ENOTCONN);
+    drop(fs);
+    let fs = state(d.path(), 1);
+    let r = fs.open(walk(&fs, "t/0/by-offset/0"), RO).unwrap();
+    assert_eq!(read_all(&fs, r.fh), b"pending\n");
+}

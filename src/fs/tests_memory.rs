@@ -1,0 +1,226 @@
+//! The fs core over a second, in-memory [`Storage`]: the interface is all the tree needs.
+//! One topic with one partition of values; no segment files.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::FsState;
+use super::tests::{RO, ROOT, WO, errno_of, read_all, walk};
+use crate::error::{Error, Result};
+use crate::record::{BatchHeader, Record, RecordInput};
+use crate::storage::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+
+#[derive(Default)]
+struct Memory {
+    values: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+struct MemTopic(Arc<Mutex<Vec<Vec<u8>>>>);
+struct MemPartition(Arc<Mutex<Vec<Vec<u8>>>>);
+struct MemStream {
+    values: Vec<Vec<u8>>,
+    next: usize,
+    end: i64,
+}
+
+impl Storage for Memory {
+    fn topics(&self) -> Vec<String> {
+        vec!["mem".into()]
+    }
+    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        match name {
+            "mem" => Ok(Arc::new(MemTopic(self.values.clone()))),
+            _ => Err(Error::UnknownTopic(name.into())),
+        }
+    }
+    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Err(Error::TopicExists(name.into()))
+    }
+    fn delete_topic(&self, name: &str) -> Result<()> {
+        Err(Error::UnknownTopic(name.into()))
+    }
+    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
+        Err(Error::InvalidPartitionCount {
+            topic: topic.into(),
+            current: 1,
+            requested: count,
+        })
+    }
+    fn set_topic_configs(&self, _: &str, _: &[(&str, Option<&str>)]) -> Result<()> {
+        Err(Error::InvalidConfig("no configs here".into()))
+    }
+    fn sync_partition(&self, _: &str, _: u32) -> Result<()> {
+        Ok(())
+    }
+    fn log_dirs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl TopicStore for MemTopic {
+    fn name(&self) -> &str {
+        "mem"
+    }
+    fn incarnation(&self) -> u64 {
+        7
+    }
+    fn live(&self) -> Result<Live<'_>> {
+        Ok(Live::unguarded())
+    }
+    fn partition_count(&self) -> u32 {
+        1
+    }
+    fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
+        match p {
+            0 => Ok(Arc::new(MemPartition(self.0.clone()))),
+            _ => Err(Error::UnknownPartition {
+                topic: "mem".into(),
+                partition: p,
+            }),
+        }
+    }
+    fn config_text(&self) -> String {
+        String::new()
+    }
+    fn max_message_bytes(&self) -> usize {
+        1 << 20
+    }
+    fn append(
+        &self,
+        records: &[RecordInput<'_>],
+        _max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        written.insert(0);
+        MemPartition(self.0.clone()).append(records, done)
+    }
+}
+
+impl PartitionStore for MemPartition {
+    fn partition(&self) -> u32 {
+        0
+    }
+    fn log_start_offset(&self) -> i64 {
+        0
+    }
+    fn log_end_offset(&self) -> i64 {
+        self.0.lock().unwrap().len() as i64
+    }
+    fn check_offset(&self, offset: i64) -> Result<i64> {
+        let end = self.log_end_offset();
+        if !(0..=end).contains(&offset) {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start: 0,
+                log_end: end,
+            });
+        }
+        Ok(end)
+    }
+    fn offset_for_time(&self, _ts: i64) -> Result<Option<i64>> {
+        Ok(None)
+    }
+    fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
+        let end = self.check_offset(offset)?;
+        Ok(Box::new(MemStream {
+            values: self.0.lock().unwrap().clone(),
+            next: offset as usize,
+            end,
+        }))
+    }
+    fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
+        Err(Error::NoRecordAtOrAfter(ts))
+    }
+    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+        let mut v = self.0.lock().unwrap();
+        for r in records {
+            v.push(r.value.unwrap_or_default().to_vec());
+        }
+        *done += records.len();
+        Ok(())
+    }
+    fn has_segment_files(&self) -> bool {
+        false
+    }
+    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
+        None
+    }
+    fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
+        Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no segment file {name}"),
+        )))
+    }
+}
+
+impl RecordStream for MemStream {
+    fn end_offset(&self) -> i64 {
+        self.end
+    }
+    fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
+        if self.next as i64 >= self.end {
+            return Ok(false);
+        }
+        let offset = self.next as i64;
+        let header = BatchHeader {
+            base_offset: offset,
+            length: 0,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            attributes: 0,
+            last_offset_delta: 0,
+            base_timestamp: 5,
+            max_timestamp: 5,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            records_count: 1,
+        };
+        let record = Record {
+            offset,
+            timestamp: 5,
+            key: None,
+            value: Some(&self.values[self.next]),
+            header_count: 0,
+            headers_raw: &[],
+        };
+        f(&header, &record);
+        self.next += 1;
+        Ok(true)
+    }
+}
+
+#[test]
+fn the_tree_works_over_another_storage() {
+    let fs = FsState::new(Arc::new(Memory::default()));
+    let w = fs.open(walk(&fs, "mem/0/append"), WO).unwrap();
+    fs.write(w.fh, b"x\ny\n", None).unwrap();
+    let t = fs.open(walk(&fs, "mem/append"), WO).unwrap();
+    fs.write(t.fh, b"z\n", None).unwrap();
+    fs.fsync(t.fh).unwrap();
+    let r = fs.open(walk(&fs, "mem/0/by-offset/1"), RO).unwrap();
+    assert_eq!(read_all(&fs, r.fh), b"y\nz\n");
+    let leo = fs.open(walk(&fs, "mem/0/log-end-offset"), RO).unwrap();
+    assert_eq!(read_all(&fs, leo.fh), b"3\n");
+    // No segment files: no segments/ directory.
+    let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0).unwrap())
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(!names.contains(&"segments".to_string()), "{names:?}");
+    assert!(names.contains(&"by-offset".to_string()), "{names:?}");
+    assert_eq!(
+        errno_of(fs.lookup(walk(&fs, "mem/0"), OsStr::new("segments"))),
+        libc::ENOENT
+    );
+    assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("mem"))), libc::EEXIST);
+    // No log dirs: df shows nothing rather than failing.
+    assert_eq!(fs.statfs().unwrap().blocks, 0);
+}

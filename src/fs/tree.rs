@@ -1,0 +1,233 @@
+//! The tree as a view of the storage: which names exist under a node, what each node's
+//! attributes are, and what a directory lists (docs/contract.md, "The tree").
+
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::inode::{self, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName};
+use super::types::{Attr, Kind};
+use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
+use crate::error::Error;
+
+impl FsState {
+    /// Resolves `name` in `parent`, asking the core whether it exists.
+    pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
+        let Some(name) = name.to_str() else {
+            return tree(libc::ENOENT, "name is not UTF-8");
+        };
+        let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
+        match parent {
+            Node::Root => {
+                let topic = self.mgr.topic(name)?;
+                Ok(Node::Topic(TopicName::new(
+                    topic.name(),
+                    topic.incarnation(),
+                )))
+            }
+            Node::Topic(t) => {
+                if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
+                    self.topic(t)?;
+                    return Ok(Node::TopicFile(t.clone(), f));
+                }
+                match inode::parse_partition(name) {
+                    Some(p) => {
+                        self.partition(t, p)?;
+                        Ok(Node::Partition(t.clone(), p))
+                    }
+                    None => missing(),
+                }
+            }
+            Node::Partition(t, p) => {
+                let log = self.partition(t, *p)?;
+                if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
+                    return Ok(Node::PartitionFile(t.clone(), *p, f));
+                }
+                if let Some(d) = PartitionDir::ALL
+                    .into_iter()
+                    .filter(|d| *d != PartitionDir::Segments || log.has_segment_files())
+                    .find(|d| d.name() == name)
+                {
+                    return Ok(Node::PartitionDir(t.clone(), *p, d));
+                }
+                missing()
+            }
+            Node::PartitionDir(t, p, dir @ (PartitionDir::ByOffset | PartitionDir::ByTime)) => {
+                let by = if *dir == PartitionDir::ByOffset {
+                    LookupBy::Offset
+                } else {
+                    LookupBy::Time
+                };
+                let Some(lookup) = inode::parse_lookup(by, name) else {
+                    return tree(
+                        libc::ENOENT,
+                        format!(
+                            "{name:?} is not a decimal {}",
+                            if by == LookupBy::Offset {
+                                "offset"
+                            } else {
+                                "timestamp"
+                            }
+                        ),
+                    );
+                };
+                // The name exists only if it would open: a range check for an offset, the
+                // time lookup for a timestamp (open positions the reader itself).
+                let log = self.partition(t, *p)?;
+                match by {
+                    LookupBy::Offset => {
+                        log.check_offset(lookup.start)?;
+                    }
+                    LookupBy::Time => {
+                        log.offset_for_time(lookup.start)?
+                            .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
+                    }
+                }
+                Ok(Node::Lookup(t.clone(), *p, lookup))
+            }
+            Node::PartitionDir(t, p, PartitionDir::Segments) => {
+                let log = self.partition(t, *p)?;
+                if self.segments_of(&*log)?.iter().any(|s| s.name == name) {
+                    Ok(Node::Segment(t.clone(), *p, Arc::from(name)))
+                } else {
+                    missing()
+                }
+            }
+            Node::TopicFile(..)
+            | Node::PartitionFile(..)
+            | Node::Lookup(..)
+            | Node::Segment(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+        }
+    }
+
+    pub(super) fn ttl(node: &Node) -> Duration {
+        match node.kind() {
+            Kind::Directory => DIR_TTL,
+            // Sizes and existence of files change behind the kernel's back: never cache them.
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// A node's permission bits: its own, with the group and other bits the log dirs grant.
+    pub(super) fn perm(&self, node: &Node) -> u16 {
+        node.perm() & (0o700 | self.dir_mode)
+    }
+
+    pub(super) fn attr(&self, ino: u64, node: &Node) -> FsResult<Attr> {
+        let mut time = self.mounted_at;
+        let mut file_mode = 0o777u16;
+        let size: u64 = match node {
+            Node::Root => 0,
+            Node::Topic(t) => {
+                self.topic(t)?;
+                0
+            }
+            Node::TopicFile(t, f) => {
+                let topic = self.topic(t)?;
+                match f {
+                    TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
+                    TopicFile::Config => topic.config_text().len() as u64,
+                    TopicFile::Append | TopicFile::AppendJsonl => 0,
+                }
+            }
+            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
+                self.partition(t, *p)?;
+                0
+            }
+            Node::PartitionFile(t, p, f) => {
+                let log = self.partition(t, *p)?;
+                match f {
+                    PartitionFile::Append | PartitionFile::AppendJsonl => 0,
+                    PartitionFile::LogStartOffset => {
+                        offset_text(log.log_start_offset()).len() as u64
+                    }
+                    PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
+                }
+            }
+            Node::Lookup(t, p, _) => {
+                self.partition(t, *p)?;
+                0
+            }
+            Node::Segment(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                let Some(seg) = self
+                    .segments_of(&*log)?
+                    .into_iter()
+                    .find(|s| *s.name == **name)
+                else {
+                    return tree(libc::ENOENT, format!("{node} no longer exists"));
+                };
+                let md = log.open_segment_file(&seg.name)?.metadata()?;
+                time = md.modified().unwrap_or(self.mounted_at);
+                // A segment file grants group and others no more than its own mode does.
+                file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
+                md.len()
+            }
+        };
+        let kind = node.kind();
+        let perm = self.perm(node) & (0o700 | file_mode);
+        Ok(Attr {
+            ino,
+            size,
+            kind,
+            perm,
+            nlink: if kind == Kind::Directory { 2 } else { 1 },
+            uid: self.uid,
+            gid: self.gid,
+            time,
+        })
+    }
+
+    /// The entries of a directory (without `.` and `..`).
+    pub(super) fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
+        let mut out = Vec::new();
+        match node {
+            Node::Root => {
+                for t in self.mgr.topics() {
+                    // Deleted since the names were listed: not listed.
+                    let Ok(topic) = self.mgr.topic(&t) else {
+                        continue;
+                    };
+                    let node = Node::Topic(TopicName::new(&t, topic.incarnation()));
+                    out.push((node, t));
+                }
+            }
+            Node::Topic(t) => {
+                let topic = self.topic(t)?;
+                for f in TopicFile::ALL {
+                    out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
+                }
+                for p in 0..topic.partition_count() {
+                    out.push((Node::Partition(t.clone(), p), p.to_string()));
+                }
+            }
+            Node::Partition(t, p) => {
+                let log = self.partition(t, *p)?;
+                for f in PartitionFile::ALL {
+                    out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
+                }
+                let has_segments = log.has_segment_files();
+                for d in PartitionDir::ALL
+                    .into_iter()
+                    .filter(|d| *d != PartitionDir::Segments || has_segments)
+                {
+                    out.push((Node::PartitionDir(t.clone(), *p, d), d.name().to_string()));
+                }
+            }
+            // Any valid name opens; none is listed.
+            Node::PartitionDir(t, p, PartitionDir::ByOffset | PartitionDir::ByTime) => {
+                self.partition(t, *p)?;
+            }
+            Node::PartitionDir(t, p, PartitionDir::Segments) => {
+                for s in self.segments_of(&*self.partition(t, *p)?)? {
+                    out.push((
+                        Node::Segment(t.clone(), *p, Arc::from(s.name.as_str())),
+                        s.name,
+                    ));
+                }
+            }
+            _ => return tree(libc::ENOTDIR, format!("{node} is not a directory")),
+        }
+        Ok(out)
+    }
+}

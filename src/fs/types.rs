@@ -1,0 +1,88 @@
+//! The values the fs core answers with. The FUSE adapter (`fuse.rs`) turns them into fuser's
+//! reply types; nothing here knows FUSE exists.
+
+use std::time::SystemTime;
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Directory,
+    File,
+}
+
+/// A node's attributes (`stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub size: u64,
+    pub kind: Kind,
+    pub perm: u16,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// atime, mtime, ctime and crtime.
+    pub time: SystemTime,
+}
+
+/// One directory entry; `next` is the offset a later readdir continues from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub next: u64,
+    pub kind: Kind,
+    pub name: String,
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Access {
+    /// From open(2)'s flags (O_RDONLY, O_WRONLY, O_RDWR).
+    pub fn from_flags(flags: i32) -> Access {
+        match flags & libc::O_ACCMODE {
+            libc::O_WRONLY => Access {
+                read: false,
+                write: true,
+            },
+            libc::O_RDWR => Access {
+                read: true,
+                write: true,
+            },
+            _ => Access {
+                read: true,
+                write: false,
+            },
+        }
+    }
+}
+
+/// An opened file: its handle, and whether the kernel must bypass its page cache (every
+/// generated file: its bytes depend on when it is read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub fh: u64,
+    pub direct_io: bool,
+}
+
+/// What `df` shows: the log dirs' disks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statfs {
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    pub files: u64,
+    pub ffree: u64,
+    pub bsize: u32,
+}
+
+/// Where a read's answer goes. The core answers exactly once, now or later from another
+/// thread (a read that waits for records keeps its reply, not a worker thread).
+pub trait ReadReply: Send {
+    fn data(self: Box<Self>, data: &[u8]);
+    /// An errno (libc's numbering).
+    fn error(self: Box<Self>, errno: i32);
+}

@@ -1,0 +1,136 @@
+//! The producer side of the storage: how a write's records become batches of a partition
+//! (split at `max.message.bytes` the way Kafka's producer batches them, halved when a codec
+//! grows them) and which partition a topic-level record goes to (Kafka's murmur2 partitioner
+//! for keyed records, round robin for the rest).
+
+pub mod partitioner;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use partitioner::{murmur2, partition_for_key};
+
+use crate::error::{Error, Result};
+use crate::log::{PartitionLog, now_ms, validator};
+use crate::manager::Topic;
+use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+
+impl Topic {
+    /// Appends one write's records at topic level. Nothing is appended when one record cannot
+    /// fit in a batch of its own (`max_record`, or the log's `max.message.bytes`) or has a
+    /// refused timestamp. Keyed records go to
+    /// Kafka's murmur2 partition, the unkeyed ones of the write together to the next partition
+    /// in round-robin order; each partition gets the write's records for it as one batch (or
+    /// as few as fit). `done` counts the records appended, `written` gets each partition
+    /// appended to (also when a later one fails).
+    pub fn append_routed(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        validator::validate_timestamps(records, &self.config(), now_ms())?;
+        if records.iter().all(|r| r.key.is_none()) {
+            let p = self.next_round_robin();
+            let before = *done;
+            let res = append_batch(&*self.partition(p)?, records, done);
+            if *done > before {
+                written.insert(p);
+            }
+            return res;
+        }
+        // The write spans partitions: every record must fit before any is appended.
+        check_each_fits(records, max_record)?;
+        let unkeyed = records
+            .iter()
+            .any(|r| r.key.is_none())
+            .then(|| self.next_round_robin());
+        let count = self.partition_count();
+        let mut by_partition: BTreeMap<u32, Vec<RecordInput<'_>>> = BTreeMap::new();
+        for r in records {
+            let p = match r.key {
+                Some(k) => partition_for_key(k, count),
+                None => unkeyed.unwrap_or(0),
+            };
+            by_partition.entry(p).or_default().push(*r);
+        }
+        for (p, recs) in by_partition {
+            let before = *done;
+            let res = append_batch(&*self.partition(p)?, &recs, done);
+            if *done > before {
+                written.insert(p);
+            }
+            res?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
+/// producer batches records (each batch as large as fits); when one record cannot fit in a
+/// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
+/// `done` counts the records appended (the first ones, when a later batch fails).
+pub fn append_batch(
+    log: &PartitionLog,
+    records: &[RecordInput<'_>],
+    done: &mut usize,
+) -> Result<()> {
+    let max = match log.append(records) {
+        Ok(_) => {
+            *done += records.len();
+            return Ok(());
+        }
+        Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
+        Err(e) => return Err(e),
+    };
+    // Every record must fit alone before any is appended.
+    let sizes = check_each_fits(records, max)?;
+    let mut start = 0;
+    while start < records.len() {
+        let mut end = start;
+        let mut size = HEADER_SIZE;
+        while end < records.len() && (end == start || size + sizes[end] <= max) {
+            size += sizes[end];
+            end += 1;
+        }
+        append_halving(log, &records[start..end], done)?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
+pub fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
+    let mut sizes = Vec::with_capacity(records.len());
+    let mut scratch = Vec::new();
+    for r in records {
+        scratch.clear();
+        encode_record(&mut scratch, i32::MAX, 0, r);
+        let alone = HEADER_SIZE + scratch.len();
+        if alone > max {
+            return Err(Error::RecordTooLarge { size: alone, max });
+        }
+        sizes.push(scratch.len());
+    }
+    Ok(sizes)
+}
+
+/// Appends `records`, halving the batch if the log still finds it too large (a codec that
+/// grows incompressible data).
+fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+    match log.append(records) {
+        Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
+            let (a, b) = records.split_at(records.len() / 2);
+            append_halving(log, a, done)?;
+            append_halving(log, b, done)
+        }
+        Ok(_) => {
+            *done += records.len();
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,123 @@
+//! The local log as a [`Storage`]: the log manager's topics and partitions, in Kafka's
+//! on-disk format.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+use crate::error::Result;
+use crate::log::{LogReader, PartitionLog};
+use crate::manager::{LogManager, Topic};
+use crate::produce;
+use crate::record::{BatchHeader, Record, RecordInput};
+
+impl Storage for LogManager {
+    fn topics(&self) -> Vec<String> {
+        LogManager::topics(self)
+    }
+    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Ok(LogManager::topic(self, name)?)
+    }
+    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Ok(LogManager::create_topic(self, name)?)
+    }
+    fn delete_topic(&self, name: &str) -> Result<()> {
+        LogManager::delete_topic(self, name)
+    }
+    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
+        LogManager::set_partition_count(self, topic, count)
+    }
+    fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        LogManager::set_topic_configs(self, topic, changes)
+    }
+    fn sync_partition(&self, topic: &str, partition: u32) -> Result<()> {
+        let log = LogManager::topic(self, topic)?.partition(partition)?;
+        self.flush(&log)
+    }
+    fn log_dirs(&self) -> Vec<PathBuf> {
+        LogManager::log_dirs(self)
+    }
+    fn shutdown(&self) -> Result<()> {
+        LogManager::shutdown(self)
+    }
+}
+
+impl TopicStore for Topic {
+    fn name(&self) -> &str {
+        Topic::name(self)
+    }
+    fn incarnation(&self) -> u64 {
+        Topic::incarnation(self)
+    }
+    fn live(&self) -> Result<Live<'_>> {
+        Ok(Live::guarded(Topic::live(self)?))
+    }
+    fn partition_count(&self) -> u32 {
+        Topic::partition_count(self)
+    }
+    fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
+        Ok(Topic::partition(self, p)?)
+    }
+    fn config_text(&self) -> String {
+        Topic::config_text(self)
+    }
+    fn max_message_bytes(&self) -> usize {
+        self.config().max_message_bytes
+    }
+    fn append(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        self.append_routed(records, max_record, done, written)
+    }
+}
+
+impl PartitionStore for PartitionLog {
+    fn partition(&self) -> u32 {
+        PartitionLog::partition(self)
+    }
+    fn log_start_offset(&self) -> i64 {
+        PartitionLog::log_start_offset(self)
+    }
+    fn log_end_offset(&self) -> i64 {
+        PartitionLog::log_end_offset(self)
+    }
+    fn check_offset(&self, offset: i64) -> Result<i64> {
+        PartitionLog::check_offset(self, offset)
+    }
+    fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
+        PartitionLog::offset_for_time(self, ts)
+    }
+    fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
+        Ok(Box::new(PartitionLog::read_from_offset(self, offset)?))
+    }
+    fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
+        Ok(Box::new(PartitionLog::read_from_time(self, ts)?))
+    }
+    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+        produce::append_batch(self, records, done)
+    }
+    fn has_segment_files(&self) -> bool {
+        true
+    }
+    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
+        Some(PartitionLog::segment_files(self))
+    }
+    fn open_segment_file(&self, name: &str) -> Result<File> {
+        PartitionLog::open_segment_file(self, name)
+    }
+}
+
+impl RecordStream for LogReader {
+    fn end_offset(&self) -> i64 {
+        LogReader::end_offset(self)
+    }
+    fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
+        LogReader::next_batch_meta(self, f)
+    }
+}

@@ -1,0 +1,104 @@
+//! The one storage interface the fs core is built on. A [`Storage`] holds topics, a
+//! [`TopicStore`] its partitions, a [`PartitionStore`] one partition's records, read through
+//! a [`RecordStream`]. The local log (`local.rs`, over [`crate::manager::LogManager`]) is one
+//! implementation; the tree never asks which one it has.
+
+mod local;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLockReadGuard};
+
+use crate::error::Result;
+use crate::record::{BatchHeader, Record, RecordInput};
+
+pub use crate::log::SegmentFile;
+
+/// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
+pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
+
+impl<'a> Live<'a> {
+    pub fn guarded(g: RwLockReadGuard<'a, bool>) -> Live<'a> {
+        Live(Some(g))
+    }
+    /// For a storage whose deletions need no waiting.
+    pub fn unguarded() -> Live<'a> {
+        Live(None)
+    }
+}
+
+pub trait Storage: Send + Sync {
+    /// Topic names, sorted.
+    fn topics(&self) -> Vec<String>;
+    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
+    /// Creates a topic with the default partition count and configs.
+    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
+    fn delete_topic(&self, name: &str) -> Result<()>;
+    /// Grows a topic to `count` partitions (never shrinks).
+    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
+    /// Sets (`Some`) or removes (`None`) topic config overrides, all or none.
+    fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()>;
+    /// Makes everything appended to one partition durable.
+    fn sync_partition(&self, topic: &str, partition: u32) -> Result<()>;
+    /// The local directories the data lives in (the tree's owner and mode, `df`); empty when
+    /// the data is elsewhere.
+    fn log_dirs(&self) -> Vec<PathBuf>;
+    /// Clean shutdown.
+    fn shutdown(&self) -> Result<()>;
+}
+
+pub trait TopicStore: Send + Sync {
+    fn name(&self) -> &str;
+    /// Unique among all topics of the process, deleted ones included: a topic created again
+    /// under a deleted one's name has another.
+    fn incarnation(&self) -> u64;
+    /// TopicDeleted once the topic is deleted; otherwise a guard deletion waits for.
+    fn live(&self) -> Result<Live<'_>>;
+    fn partition_count(&self) -> u32;
+    fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>>;
+    /// The `config` file: the topic's overrides as `key=value` lines.
+    fn config_text(&self) -> String;
+    /// The largest batch the topic accepts.
+    fn max_message_bytes(&self) -> usize;
+    /// Appends one write's records at topic level, routed as Kafka's producer routes them
+    /// (see [`crate::produce`]). `done` counts records appended, `written` gets the
+    /// partitions appended to.
+    fn append(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut std::collections::BTreeSet<u32>,
+    ) -> Result<()>;
+}
+
+pub trait PartitionStore: Send + Sync {
+    fn partition(&self) -> u32;
+    fn log_start_offset(&self) -> i64;
+    fn log_end_offset(&self) -> i64;
+    /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
+    fn check_offset(&self, offset: i64) -> Result<i64>;
+    /// The first offset whose record has a timestamp >= `ts`.
+    fn offset_for_time(&self, ts: i64) -> Result<Option<i64>>;
+    /// The records from `offset` to the log end as it is now.
+    fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>>;
+    /// The records from the first whose timestamp >= `ts` (NoRecordAtOrAfter when none).
+    fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>>;
+    /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
+    /// the records appended (the first ones, when a later batch fails).
+    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Whether the partition has segment files to show (`segments/`).
+    fn has_segment_files(&self) -> bool;
+    /// The partition's segment files (`segments/`), or None when it has none to show.
+    fn segment_files(&self) -> Option<Vec<SegmentFile>>;
+    /// Opens one of the files `segment_files` lists, for reading.
+    fn open_segment_file(&self, name: &str) -> Result<File>;
+}
+
+/// Records from a start offset to an end fixed when the stream was opened.
+pub trait RecordStream: Send {
+    fn end_offset(&self) -> i64;
+    /// Calls `f` for each data record of the next batch (control batches skipped).
+    /// Ok(false) at the end.
+    fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool>;
+}
