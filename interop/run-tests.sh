@@ -17,6 +17,9 @@
 #      LogAppendTime, several segments, 3 partitions): by-offset and by-time equal the log,
 #      Kafka's files untouched, the broker takes the dir back afterwards.
 #   5. topicfs refuses a log dir a running broker holds (Kafka's .lock), and the other way round.
+#   6. topicfs's partitioner puts keyed records where Kafka's producer does.
+#   7. Log compaction (part7-compaction.sh): a log topicfs cleaned passes DumpLogSegments and a
+#      broker serves exactly its records; a log the broker cleaned reads the same through topicfs.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -763,6 +766,11 @@ part6() {
   check "6 umount: clean shutdown" tfs_umount "$S6/mnt" "$S6/logs"
 }
 part6
+
+# =============================================================================================
+section "7. Log compaction: topicfs's cleaner and the broker's, each read by the other"
+. "$INTEROP_DIR/part7-compaction.sh"
+part7
 
 # =============================================================================================
 section

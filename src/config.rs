@@ -29,6 +29,63 @@ pub struct LogConfig {
     pub message_timestamp_before_max_ms: i64,
     /// A CreateTime record newer than now plus this is refused (1 hour from Kafka 4.0).
     pub message_timestamp_after_max_ms: i64,
+    /// `cleanup.policy`: `delete`, `compact`, or both.
+    pub cleanup_policy: CleanupPolicy,
+    /// Clean a compacted log when its dirty bytes are more than this part of it.
+    pub min_cleanable_dirty_ratio: f64,
+    /// Records younger than this stay uncleaned.
+    pub min_compaction_lag_ms: i64,
+    /// A dirty record older than this makes its log cleanable whatever the ratio.
+    pub max_compaction_lag_ms: i64,
+    /// How long tombstones (and transaction markers) stay after the first clean that saw them.
+    pub delete_retention_ms: i64,
+}
+
+/// Kafka's `cleanup.policy` list: `delete`, `compact`, or both (in the order given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    pub compact: bool,
+    pub delete: bool,
+    /// The list as written (`compact,delete`), shown by `config`.
+    text: String,
+}
+
+impl CleanupPolicy {
+    pub fn delete() -> CleanupPolicy {
+        CleanupPolicy {
+            compact: false,
+            delete: true,
+            text: "delete".to_string(),
+        }
+    }
+    pub fn compact() -> CleanupPolicy {
+        CleanupPolicy {
+            compact: true,
+            delete: false,
+            text: "compact".to_string(),
+        }
+    }
+
+    /// Parses a Kafka list value (`ValidList.in("compact", "delete")`, no empty list).
+    pub fn parse(key: &str, v: &str) -> Result<CleanupPolicy> {
+        let items: Vec<&str> = v.split(',').map(str::trim).collect();
+        let bad = items.iter().find(|i| !matches!(**i, "compact" | "delete"));
+        if v.trim().is_empty() || bad.is_some() {
+            return Err(Error::InvalidConfig(format!(
+                "Invalid value {} for configuration {key}: String must be one of: compact, delete",
+                bad.copied().unwrap_or(v)
+            )));
+        }
+        Ok(CleanupPolicy {
+            compact: items.contains(&"compact"),
+            delete: items.contains(&"delete"),
+            text: items.join(","),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
 }
 
 impl Default for LogConfig {
@@ -46,6 +103,11 @@ impl Default for LogConfig {
             flush_messages: u64::MAX,
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
+            cleanup_policy: CleanupPolicy::delete(),
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
         }
     }
 }
@@ -64,6 +126,11 @@ pub const TOPIC_KEYS: &[&str] = &[
     "flush.messages",
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
 ];
 
 /// Kafka's ConfigDef `INT`: a 32-bit integer, with its `atLeast(min)` validator when given.
@@ -86,6 +153,32 @@ fn kafka_long(key: &str, v: &str, min: Option<i64>) -> Result<i64> {
     })?;
     at_least(key, n, min)?;
     Ok(n)
+}
+
+/// Kafka's ConfigDef `DOUBLE` with its `between(min, max)` validator.
+fn kafka_double_between(key: &str, v: &str, min: f64, max: f64) -> Result<f64> {
+    let n = v.trim().parse::<f64>().map_err(|_| {
+        Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Not a number of type DOUBLE"
+        ))
+    })?;
+    if !(min..=max).contains(&n) {
+        return Err(Error::InvalidConfig(format!(
+            "Invalid value {n} for configuration {key}: Value must be no less than {min} and no more than {max}"
+        )));
+    }
+    Ok(n)
+}
+
+/// Kafka's ConfigDef `BOOLEAN`: `true` or `false`, any case.
+fn kafka_bool(key: &str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Expected value to be either true or false"
+        ))),
+    }
 }
 
 fn at_least(key: &str, n: i64, min: Option<i64>) -> Result<()> {
@@ -158,6 +251,13 @@ impl LogConfig {
                     self.message_timestamp_after_max_ms = n;
                 }
             }
+            "cleanup.policy" => self.cleanup_policy = CleanupPolicy::parse(key, v)?,
+            "min.cleanable.dirty.ratio" => {
+                self.min_cleanable_dirty_ratio = kafka_double_between(key, v, 0.0, 1.0)?
+            }
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = kafka_long(key, v, Some(0))?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = kafka_long(key, v, Some(1))?,
+            "delete.retention.ms" => self.delete_retention_ms = kafka_long(key, v, Some(0))?,
             _ => {
                 return Err(Error::InvalidConfig(format!(
                     "unknown topic config key {key:?}"
@@ -188,6 +288,11 @@ impl LogConfig {
             }
             "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
             "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
+            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
             _ => return None,
         })
     }
@@ -199,7 +304,17 @@ impl LogConfig {
 
     /// Applies topic overrides on top of these defaults.
     pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
+        self.for_topic("", overrides)
+    }
+
+    /// The config of topic `name`: these defaults, then its overrides. `__consumer_offsets`
+    /// is compacted unless its overrides say otherwise (Kafka creates it with
+    /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
+    pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
+        if name == crate::group::OFFSETS_TOPIC {
+            c.cleanup_policy = CleanupPolicy::compact();
+        }
         for (k, v) in overrides {
             c.set_topic_key(k, v)?;
         }
@@ -223,6 +338,12 @@ pub struct BrokerConfig {
     pub read_only: bool,
     /// Accept a log dir that is owned by another user or writable by others.
     pub allow_untrusted_log_dir: bool,
+    /// `log.cleaner.enable`: whether compacted topics are cleaned.
+    pub cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: the cleaner's sleep when no log needs cleaning.
+    pub cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: memory of the cleaner's offset map.
+    pub cleaner_dedupe_buffer_size: u64,
     // Precedence helpers: Kafka lets *.ms win over *.hours whatever the order of the lines.
     roll_ms_set: bool,
     retention_ms_set: bool,
@@ -239,6 +360,9 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             read_only: false,
             allow_untrusted_log_dir: false,
+            cleaner_enable: true,
+            cleaner_backoff_ms: 15_000,
+            cleaner_dedupe_buffer_size: 134_217_728,
             roll_ms_set: false,
             retention_ms_set: false,
         }
@@ -252,6 +376,8 @@ pub enum KeyType {
     Long,
     String,
     List,
+    Double,
+    Boolean,
 }
 
 /// One configuration key, as Kafka's `ConfigDef` defines it. [`CONFIG_KEYS`] is the one list
@@ -303,7 +429,7 @@ const fn aliased(k: ConfigKey, alias: &'static str) -> ConfigKey {
     }
 }
 
-use KeyType::{Int, List, Long, String as Str};
+use KeyType::{Boolean, Double, Int, List, Long, String as Str};
 
 /// Every key topicfs honours, in the order of the README's table and `--help`.
 pub const CONFIG_KEYS: &[ConfigKey] = &[
@@ -505,6 +631,78 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         Some("producer"),
         "producer, uncompressed, gzip, snappy, lz4 or zstd",
     ),
+    key(
+        "log.cleanup.policy",
+        Some("cleanup.policy"),
+        Some("cleanup-policy"),
+        List,
+        "POLICY",
+        Some("delete"),
+        "delete, compact, or compact,delete (`__consumer_offsets` is compact)",
+    ),
+    key(
+        "log.cleaner.enable",
+        None,
+        Some("log-cleaner-enable"),
+        Boolean,
+        "BOOL",
+        Some("true"),
+        "run the cleaner of compacted topics",
+    ),
+    key(
+        "log.cleaner.min.cleanable.ratio",
+        Some("min.cleanable.dirty.ratio"),
+        Some("min-cleanable-dirty-ratio"),
+        Double,
+        "RATIO",
+        Some("0.5"),
+        "clean a compacted log when more than this part of it is dirty",
+    ),
+    key(
+        "log.cleaner.min.compaction.lag.ms",
+        Some("min.compaction.lag.ms"),
+        Some("min-compaction-lag-ms"),
+        Long,
+        "MS",
+        Some("0"),
+        "records younger than this are not cleaned",
+    ),
+    key(
+        "log.cleaner.max.compaction.lag.ms",
+        Some("max.compaction.lag.ms"),
+        Some("max-compaction-lag-ms"),
+        Long,
+        "MS",
+        Some("9223372036854775807"),
+        "clean a log holding a dirty record older than this, whatever its ratio",
+    ),
+    key(
+        "log.cleaner.delete.retention.ms",
+        Some("delete.retention.ms"),
+        Some("delete-retention-ms"),
+        Long,
+        "MS",
+        Some("86400000"),
+        "keep tombstones this long after the first clean that saw them",
+    ),
+    key(
+        "log.cleaner.backoff.ms",
+        None,
+        Some("log-cleaner-backoff-ms"),
+        Long,
+        "MS",
+        Some("15000"),
+        "how long the cleaner sleeps when no log needs cleaning",
+    ),
+    key(
+        "log.cleaner.dedupe.buffer.size",
+        None,
+        Some("log-cleaner-dedupe-buffer-size"),
+        Long,
+        "BYTES",
+        Some("134217728"),
+        "memory of the cleaner's offset map (24 bytes per key)",
+    ),
 ];
 
 /// The header of the README's table of options ([`ConfigKey::readme_row`] gives its rows).
@@ -635,6 +833,14 @@ impl BrokerConfig {
             }
             "log.retention.check.interval.ms" => {
                 self.retention_check_interval_ms = kafka_long(key, v, Some(1))? as u64
+            }
+            "log.cleaner.enable" => self.cleaner_enable = kafka_bool(key, v)?,
+            "log.cleaner.backoff.ms" => {
+                self.cleaner_backoff_ms = kafka_long(key, v, Some(0))? as u64
+            }
+            // Kafka: LONG; the map takes at least one slot's worth (24 bytes) per thread.
+            "log.cleaner.dedupe.buffer.size" => {
+                self.cleaner_dedupe_buffer_size = kafka_long(key, v, Some(24))? as u64
             }
             // INT atLeast(0); 0 means no periodic checkpoint (Kafka schedules it only once).
             "log.flush.offset.checkpoint.interval.ms" => {
@@ -1120,5 +1326,49 @@ public class Props {
         assert_eq!(b.log.retention_ms, -1);
         b.set("log.retention.ms", "-2").unwrap();
         assert_eq!(b.log.retention_ms, -1);
+    }
+
+    #[test]
+    fn cleanup_policy_and_cleaner_keys_follow_kafka() {
+        let mut c = LogConfig::default();
+        assert!(c.cleanup_policy.delete && !c.cleanup_policy.compact);
+        c.set_topic_key("cleanup.policy", " compact , delete")
+            .unwrap();
+        assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
+        assert_eq!(c.get_topic_key("cleanup.policy").unwrap(), "compact,delete");
+        c.set_topic_key("cleanup.policy", "compact").unwrap();
+        assert!(c.cleanup_policy.compact && !c.cleanup_policy.delete);
+        for bad in ["", "compacted", "compact,x"] {
+            let e = c
+                .set_topic_key("cleanup.policy", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("String must be one of: compact, delete"), "{e}");
+        }
+        assert!(c.set_topic_key("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(c.set_topic_key("min.cleanable.dirty.ratio", "x").is_err());
+        c.set_topic_key("min.cleanable.dirty.ratio", "0.01")
+            .unwrap();
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.01);
+        assert!(c.set_topic_key("max.compaction.lag.ms", "0").is_err());
+        assert!(c.set_topic_key("delete.retention.ms", "-1").is_err());
+        assert!(c.set_topic_key("min.compaction.lag.ms", "-1").is_err());
+        let ov = BTreeMap::new();
+        let d = LogConfig::default();
+        assert!(
+            d.for_topic("__consumer_offsets", &ov)
+                .unwrap()
+                .cleanup_policy
+                .compact
+        );
+        assert!(!d.for_topic("orders", &ov).unwrap().cleanup_policy.compact);
+        let mut b = BrokerConfig::default();
+        b.set("log.cleanup.policy", "compact").unwrap();
+        b.set("log.cleaner.enable", "FALSE").unwrap();
+        b.set("log.cleaner.backoff.ms", "100").unwrap();
+        assert!(b.log.cleanup_policy.compact && !b.cleaner_enable);
+        assert_eq!(b.cleaner_backoff_ms, 100);
+        let e = b.set("log.cleaner.enable", "yes").unwrap_err().to_string();
+        assert!(e.contains("log.cleaner.enable"), "{e}");
     }
 }

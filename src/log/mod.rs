@@ -1,6 +1,7 @@
 //! PartitionLog: one partition's log — segments keyed by base offset, append, roll, the
 //! indexed lookups by offset and by time, load and recovery. Knows nothing about FUSE.
 
+pub mod cleaner;
 pub mod index;
 mod loader;
 pub mod offset_index;
@@ -81,6 +82,9 @@ pub struct PartitionLog {
     last_lookup_scan: AtomicU64,
     /// Readers waiting for records past the log end.
     waiters: waiters::Waiters,
+    /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
+    /// two never work on the same segments at once.
+    structure: Mutex<()>,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -171,6 +175,7 @@ impl PartitionLog {
         }
         let cfg = self.config();
         validator::validate_timestamps(records, &cfg, now_ms())?;
+        validator::validate_keys(records, &cfg, &self.topic, self.partition)?;
         let mut st = self.append.guard();
         let base = self.log_end_offset();
         let now = now_ms();
@@ -478,6 +483,7 @@ impl PartitionLog {
         if self.read_only {
             return Ok(0);
         }
+        let _structure = self.structure.guard();
         let segs = self.segments();
         let mut deletable = Vec::new();
         for (i, s) in segs.iter().enumerate() {
