@@ -5,47 +5,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::mount::TestMount;
-
-fn spawn(m: &TestMount, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(m.path(""))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn reader")
-}
-
-fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-fn exits_within(child: &mut Child, within: Duration) {
-    let until = Instant::now() + within;
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < until,
-            "the reader did not end within {within:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::readers::{exits_within, kill, lines_of, spawn};
 
 /// Topic `t` with 3 partitions holding p0-0.., p1-0.., p2-0.. (`n` each).
 fn three_partitions(m: &TestMount, n: usize) {
@@ -136,7 +99,7 @@ fn records_is_ebusy_while_the_group_has_a_reader_and_offsets_resets() {
         "/bin/echo earliest > t/groups/g/offsets",
         "Device or resource busy",
     );
-    unsafe { libc::kill(f.id() as i32, libc::SIGKILL) };
+    kill(&f, libc::SIGKILL);
     exits_within(&mut f, Duration::from_secs(5));
     // The killed reader's release committed what it had delivered.
     assert_eq!(m.read("t/groups/g/offsets"), "0 3 3 0\n1 3 3 0\n2 3 3 0\n");
@@ -182,13 +145,13 @@ fn two_follow_readers_share_the_partitions_and_the_one_left_takes_all() {
     assert_eq!(sorted(&ga.join("\n")), ["r0", "r1"]);
     assert_eq!(gb, ["r2"]);
     // The first leaves: the second takes every partition, from the commits.
-    unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };
+    kill(&a, libc::SIGTERM);
     exits_within(&mut a, Duration::from_secs(5));
     for p in 0..3 {
         m.ok(&format!("echo s{p} >> t/{p}/append"));
     }
     assert_eq!(sorted(&collect(&rb).join("\n")), ["s0", "s1", "s2"]);
-    unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
+    kill(&b, libc::SIGTERM);
     exits_within(&mut b, Duration::from_secs(5));
     assert_eq!(m.read("t/groups/g/offsets"), "0 2 2 0\n1 2 2 0\n2 2 2 0\n");
 }
