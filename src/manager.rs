@@ -708,6 +708,7 @@ impl LogManager {
         *deleted = true;
         self.topics.write_guard().remove(name);
         for log in topic.partitions() {
+            log.close_waiters();
             for s in log.segments() {
                 s.close();
             }

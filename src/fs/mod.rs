@@ -4,9 +4,13 @@
 //! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
 
 pub mod errno;
+mod follow;
 pub mod fuse;
+pub mod group;
 pub mod handle;
 pub mod inode;
+mod members;
+pub mod stream;
 mod tree;
 pub mod types;
 
@@ -18,12 +22,13 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
+use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
-use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
-use inode::{Format, InodeTable, Node, PartitionFile, TopicFile, TopicName};
+use handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
+use inode::{Format, GroupFile, InodeTable, Node, PartitionFile, TopicFile, TopicName};
+use stream::StreamHandle;
 use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
@@ -116,6 +121,17 @@ pub struct FsState {
     /// more than the log dirs do, and with `--allow-other` the kernel enforces it.
     dir_mode: u16,
     mounted_at: SystemTime,
+    /// Reads waiting for records (`follow`).
+    parking: follow::Parking,
+    /// Consumer groups' committed offsets.
+    groups: Arc<dyn GroupStore>,
+    /// The open record files of each group (topic, incarnation, group): (fh, follow).
+    members: Mutex<HashMap<members::GroupKey, Vec<(u64, bool)>>>,
+    /// Set when shutdown begins: follow files end (EOF) from then on.
+    ending: std::sync::atomic::AtomicBool,
+    /// The open stream files of each inode, with the process (tgid) that opened each: their
+    /// `fstat` shows that stream's length (see [`FsState::getattr`]).
+    streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
 }
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
@@ -123,6 +139,9 @@ pub struct FsState {
 struct OpenFile {
     topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
+    ino: u64,
+    /// Bumped by each `poll`: only the latest poll's wake-up stays registered.
+    poll_generation: Arc<AtomicU64>,
 }
 
 impl OpenFile {
@@ -132,7 +151,8 @@ impl OpenFile {
 }
 
 impl FsState {
-    pub fn new(mgr: Arc<dyn Storage>) -> Arc<FsState> {
+    /// The fs core over `mgr`; loads the consumer groups' committed offsets.
+    pub fn new(mgr: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -157,7 +177,8 @@ impl FsState {
                 }
             }
         }
-        Arc::new(FsState {
+        let groups = mgr.clone().open_groups()?;
+        let state = Arc::new(FsState {
             mgr,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
@@ -167,17 +188,46 @@ impl FsState {
             gid,
             dir_mode,
             mounted_at: SystemTime::now(),
-        })
+            parking: follow::Parking::new(),
+            groups,
+            members: Mutex::new(HashMap::new()),
+            ending: std::sync::atomic::AtomicBool::new(false),
+            streams: Mutex::new(HashMap::new()),
+        });
+        follow::start(&state);
+        Ok(state)
     }
 
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
+        // Follow readers see the end of their files, and get to close them cleanly while
+        // the session still runs (bounded: a reader may keep its file open).
+        if !self.ending.swap(true, Ordering::AcqRel) {
+            let ended: Vec<u64> = self
+                .parking
+                .take_all()
+                .into_iter()
+                .map(|p| {
+                    p.reply.data(&[]);
+                    p.fh
+                })
+                .collect();
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            while std::time::Instant::now() < until
+                && ended.iter().any(|fh| self.handles.guard().contains_key(fh))
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let mut closed = self.closed.write_guard();
         if *closed {
             return Ok(());
         }
         *closed = true;
+        for p in self.parking.take_all() {
+            p.reply.data(&[]);
+        }
         let open: Vec<(u64, Arc<OpenFile>)> = self.handles.guard().drain().collect();
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
@@ -259,12 +309,48 @@ impl FsState {
     }
 
     /// `stat` of a path, or `fstat` of an open file (`fh`).
-    pub fn getattr(&self, ino: u64, _fh: Option<u64>) -> FsResult<(Duration, Attr)> {
+    /// `stat` of a path, or of an open file (`fh`, as `lseek(SEEK_END)` asks). `pid` is the
+    /// asking thread: a process that has a stream file open (by-offset, by-time, follow) sees
+    /// in `fstat` that stream's length so far, as a reader of a growing log file does (GNU
+    /// `tail -f` reads when it grows); everyone else sees the path's size.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        Ok((Self::ttl(&node), self.attr(ino, &node)?))
+        let mut attr = self.attr(ino, &node)?;
+        if let Some(size) = self.stream_length(ino, fh, pid)? {
+            attr.size = size;
+        }
+        Ok((Self::ttl(&node), attr))
+    }
+
+    /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).
+    fn stream_length(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<Option<u64>> {
+        let fh = match fh {
+            Some(fh) => Some(fh),
+            None => {
+                let opens = self.streams.guard().get(&ino).cloned();
+                match opens {
+                    None => None,
+                    Some(opens) => {
+                        let tgid = follow::tgid_of(pid);
+                        opens
+                            .iter()
+                            .find(|(_, g)| Some(*g) == tgid)
+                            .map(|(fh, _)| *fh)
+                    }
+                }
+            }
+        };
+        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
+            return Ok(None);
+        };
+        let mut h = of.handle.guard();
+        match &mut *h {
+            Handle::Stream(s) => Ok(Some(s.length()?)),
+            _ => Ok(None),
+        }
     }
 
     pub fn setattr(
@@ -356,7 +442,8 @@ impl FsState {
         Ok(())
     }
 
-    pub fn open(&self, ino: u64, access: Access) -> FsResult<Opened> {
+    /// Opens `ino` for the process of thread `pid`.
+    pub fn open(&self, ino: u64, access: Access, pid: u32) -> FsResult<Opened> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         // Held while the handle is made: the topic cannot be deleted under the open.
@@ -373,7 +460,25 @@ impl FsState {
                 ),
             );
         }
+        if write && node.is_append() && node.topic().is_some_and(|t| self.mgr.is_internal(t)) {
+            return tree(
+                libc::EPERM,
+                format!("{node}: an internal topic is written by topicfs only"),
+            );
+        }
         let (handle, direct_io) = match &node {
+            Node::GroupFile(t, g, GroupFile::Offsets) => {
+                let topic = self.topic(t)?;
+                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
+                (Handle::GroupOffsets(h), true)
+            }
+            Node::GroupFile(t, g, f) => {
+                let topic = self.topic(t)?;
+                let format = f.format().expect("a record file");
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
+                return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
+            }
             Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
                 let topic = self.topic(t)?;
                 let max = topic.max_message_bytes();
@@ -445,22 +550,56 @@ impl FsState {
                 // Through the page cache (mmap works); a new open always sees fresh pages.
                 (Handle::Segment(log.open_segment_file(&seg.name)?), false)
             }
-            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
+            Node::Root
+            | Node::Topic(_)
+            | Node::Partition(..)
+            | Node::PartitionDir(..)
+            | Node::Groups(_)
+            | Node::Group(..) => {
                 return tree(libc::EISDIR, format!("{node} is a directory"));
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
+        opened.direct_io = direct_io;
+        Ok(opened)
+    }
+
+    /// Registers an open file under `fh`.
+    fn opened(
+        &self,
+        ino: u64,
+        fh: u64,
+        topic: Option<Arc<dyn TopicStore>>,
+        handle: Handle,
+        pid: u32,
+    ) -> FsResult<Opened> {
+        if matches!(handle, Handle::Stream(_))
+            && let Some(tgid) = follow::tgid_of(pid)
+        {
+            self.streams
+                .guard()
+                .entry(ino)
+                .or_default()
+                .push((fh, tgid));
+        }
         let of = OpenFile {
-            topic: topic.clone(),
+            topic,
             handle: Mutex::new(handle),
+            ino,
+            poll_generation: Arc::new(AtomicU64::new(0)),
         };
         self.handles.guard().insert(fh, Arc::new(of));
-        Ok(Opened { fh, direct_io })
+        Ok(Opened {
+            fh,
+            direct_io: true,
+        })
     }
 
     /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
-    /// the handle's buffer: no copy).
-    pub fn read(&self, fh: u64, offset: u64, size: u32, reply: Box<dyn ReadReply>) {
+    /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
+    /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
+    pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
         let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
         let _g = match self.gate() {
             Ok(g) => g,
@@ -470,19 +609,57 @@ impl FsState {
             Ok(of) => of,
             Err(e) => return fail(reply, e),
         };
-        let _live = match of.live() {
+        let live = of.live();
+        let mut h = of.handle.guard();
+        let follow = match &*h {
+            Handle::Stream(s) => s.is_follow(),
+            Handle::Group(g) => g.is_follow(),
+            _ => false,
+        };
+        let _live = match live {
             Ok(l) => l,
+            // A follow file ends when its topic is deleted.
+            Err(_) if follow => return reply.data(&[]),
             Err(e) => return fail(reply, e.into()),
         };
-        let mut h = of.handle.guard();
-        let size = size as usize;
+        if follow && self.ending.load(Ordering::Acquire) {
+            return reply.data(&[]);
+        }
         match &mut *h {
-            Handle::Stream(s) => match s.read(offset, size) {
-                Ok(data) => reply.data(data),
+            Handle::Stream(s) => match s.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    let Some(at) = s.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    let log = s.log().clone();
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    log.wait_for(at, waker);
+                }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Text(t) => reply.data(t.read(offset, size)),
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
+            Handle::Group(g) => match g.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    // What was delivered is committed before the reader waits.
+                    if let Err(e) = g.commit() {
+                        log::error!("read of open file {fh}: commit before waiting: {e}");
+                    }
+                    let Some(waits) = g.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    for (log, at) in waits {
+                        log.wait_for(at, waker.clone());
+                    }
+                }
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
+            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => reply.data(&data),
                 Err(e) => fail(reply, e.into()),
             },
@@ -493,6 +670,43 @@ impl FsState {
         }
     }
 
+    /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is
+    /// called once it would not (a record arrived, the topic went).
+    pub fn poll(&self, fh: u64, notify: Box<dyn FnOnce() + Send>) -> FsResult<bool> {
+        let _g = self.gate()?;
+        let of = self.handle(fh)?;
+        let Ok(_live) = of.live() else {
+            return Ok(true);
+        };
+        let h = of.handle.guard();
+        let waits = match &*h {
+            Handle::Stream(s) if !s.readable_now() => {
+                s.waits_at().map(|at| vec![(s.log().clone(), at)])
+            }
+            Handle::Group(g) if !g.readable_now() => g.waits_at(),
+            _ => None,
+        };
+        let Some(waits) = waits else {
+            return Ok(true);
+        };
+        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let waker = Arc::new(follow::PollWaker {
+            notify: Mutex::new(Some(notify)),
+            generation,
+            current: of.poll_generation.clone(),
+        });
+        drop(h);
+        for (log, at) in waits {
+            log.wait_for(at, waker.clone());
+        }
+        Ok(false)
+    }
+
+    /// How many reads wait for records.
+    pub fn waiting_reads(&self) -> usize {
+        self.parking.len()
+    }
+
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
@@ -501,30 +715,78 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.mgr, data)?,
-            Handle::Stream(_) | Handle::Segment(_) => return tree(libc::EBADF, "read-only file"),
+            Handle::GroupOffsets(o) => {
+                let topic = of.topic.as_ref().expect("a topic's file");
+                let t = TopicName::new(topic.name(), topic.incarnation());
+                if self.group_busy(&t, o.group()) {
+                    return tree(
+                        libc::EBUSY,
+                        format!("group {} of {t} has a reader: offsets not moved", o.group()),
+                    );
+                }
+                o.write(&*self.groups, data)?
+            }
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
+                return tree(libc::EBADF, "read-only file");
+            }
         }
         Ok(data.len() as u32)
     }
 
+    /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
+    /// pending line: after shutdown (which appended every pending line) or after its topic
+    /// was deleted, a reader's close succeeds.
     pub fn flush(&self, fh: u64, owner: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let of = self.handle(fh)?;
-        let _live = of.live()?;
+        let live = of.live();
         let mut h = of.handle.guard();
+        if !h.has_pending_line() {
+            return Ok(());
+        }
+        let _live = live?;
         Ok(h.flush(&*self.mgr, owner)?)
     }
 
     pub fn release(&self, fh: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let Some(of) = self.handles.guard().remove(&fh) else {
             return Ok(());
         };
+        for p in self.parking.take_of(fh) {
+            p.reply.data(&[]);
+        }
+        {
+            let mut streams = self.streams.guard();
+            if let Some(v) = streams.get_mut(&of.ino) {
+                v.retain(|(f, _)| *f != fh);
+                if v.is_empty() {
+                    streams.remove(&of.ino);
+                }
+            }
+        }
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
-        let Ok(_live) = of.live() else {
+        let Ok(live) = of.live() else {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        Ok(h.finish(&*self.mgr)?)
+        // A group reader commits, then the others take over its partitions.
+        let res = h.finish(&*self.mgr);
+        let group = match &*h {
+            Handle::Group(g) => Some(g.group().to_string()),
+            _ => None,
+        };
+        drop(h);
+        drop(live);
+        if let (Some(g), Some(topic)) = (group, &of.topic) {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.leave_group(topic, &t, &g, fh);
+        }
+        Ok(res?)
     }
 
     pub fn fsync(&self, fh: u64) -> FsResult<()> {

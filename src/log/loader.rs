@@ -134,6 +134,7 @@ impl PartitionLog {
             recovery_point: AtomicI64::new(params.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
             structure: Mutex::new(()),
+            waiters: Default::default(),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

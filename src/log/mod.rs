@@ -9,6 +9,7 @@ mod reader;
 pub mod segment;
 pub mod time_index;
 pub mod validator;
+pub mod waiters;
 
 use std::collections::BTreeMap;
 
@@ -82,6 +83,8 @@ pub struct PartitionLog {
     /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
     /// two never work on the same segments at once.
     structure: Mutex<()>,
+    /// Readers waiting for records past the log end.
+    waiters: waiters::Waiters,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -218,6 +221,7 @@ impl PartitionLog {
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
+        self.waiters.log_end_moved(last_offset + 1);
         st.unflushed_messages += records.len() as u64;
         if st.unflushed_messages >= cfg.flush_messages {
             st.unflushed_messages = 0;
@@ -313,8 +317,19 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Wakes `w` once the log end passes `offset`, or when the partition closes.
+    pub fn wait_for(&self, offset: i64, w: Arc<dyn waiters::Waker>) {
+        self.waiters.register(offset, w, || self.log_end_offset());
+    }
+
+    /// Wakes every waiter for good: the partition is deleted or closing.
+    pub fn close_waiters(&self) {
+        self.waiters.close();
+    }
+
     /// Clean close: seals the active segment (final time entry, trimmed indexes) and syncs.
     pub fn close(&self) -> Result<()> {
+        self.close_waiters();
         if self.read_only {
             for s in self.segments() {
                 s.close();
