@@ -4,61 +4,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::mount::{TestMount, wait_until};
-
-/// A background reader: `sh -c script` in the mountpoint, stdout piped.
-fn spawn(m: &TestMount, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(m.path(""))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn reader")
-}
-
-/// Reads lines from a child's stdout on a thread, sent over a channel.
-fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-fn next_line(rx: &std::sync::mpsc::Receiver<String>, within: Duration) -> Option<String> {
-    rx.recv_timeout(within).ok()
-}
-
-fn kill(child: &mut Child, sig: i32) {
-    unsafe { libc::kill(child.id() as i32, sig) };
-}
-
-/// Waits for a child to exit, failing after `within`.
-fn exits_within(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        assert!(
-            Instant::now() < until,
-            "the reader did not end within {within:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::readers::{exits_within, kill, lines_of, next_line, spawn};
 
 #[test]
 fn cat_of_follow_gets_old_and_new_records_within_a_second_and_never_eof() {
@@ -137,7 +88,7 @@ fn killed_and_terminated_readers_end_at_once() {
         let mut r = spawn(&m, "exec cat t/0/follow/earliest");
         std::thread::sleep(Duration::from_millis(300));
         assert!(r.try_wait().unwrap().is_none());
-        kill(&mut r, sig);
+        kill(&r, sig);
         exits_within(&mut r, Duration::from_secs(3));
     }
     // The mount is fine afterwards.
@@ -210,7 +161,7 @@ fn tail_f_follows_by_offset_and_follow_files() {
                 "{file}"
             );
         }
-        kill(&mut tail, libc::SIGTERM);
+        kill(&tail, libc::SIGTERM);
         exits_within(&mut tail, Duration::from_secs(3));
         let mut err = String::new();
         tail.stderr

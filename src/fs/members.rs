@@ -72,6 +72,7 @@ impl FsState {
     }
 
     /// Reader `fh` closed (it committed already): the others take over its partitions.
+    /// Nothing happens when it left already.
     pub(super) fn leave_group(
         &self,
         topic: &Arc<dyn TopicStore>,
@@ -84,7 +85,11 @@ impl FsState {
         let Some(list) = members.get_mut(&k) else {
             return;
         };
+        let before = list.len();
         list.retain(|(f, _)| *f != fh);
+        if list.len() == before {
+            return;
+        }
         let rest = list.clone();
         if rest.is_empty() {
             members.remove(&k);

@@ -743,6 +743,16 @@ impl FsState {
         let of = self.handle(fh)?;
         let live = of.live();
         let mut h = of.handle.guard();
+        if let Handle::Group(g) = &mut *h {
+            // A group reader leaves its group at close: the next reader (also one that
+            // opens before this file's release) takes over its partitions.
+            let res = g.commit();
+            let group = g.group().to_string();
+            drop(h);
+            drop(live);
+            self.leave(&of, &group, fh);
+            return Ok(res?);
+        }
         if !h.has_pending_line() {
             return Ok(());
         }
@@ -782,11 +792,18 @@ impl FsState {
         };
         drop(h);
         drop(live);
-        if let (Some(g), Some(topic)) = (group, &of.topic) {
-            let t = TopicName::new(topic.name(), topic.incarnation());
-            self.leave_group(topic, &t, &g, fh);
+        if let Some(g) = group {
+            self.leave(&of, &g, fh);
         }
         Ok(res?)
+    }
+
+    /// Reader `fh` of `group` leaves it (once).
+    fn leave(&self, of: &OpenFile, group: &str, fh: u64) {
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.leave_group(topic, &t, group, fh);
+        }
     }
 
     pub fn fsync(&self, fh: u64) -> FsResult<()> {

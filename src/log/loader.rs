@@ -133,8 +133,8 @@ impl PartitionLog {
             log_start_offset: AtomicI64::new(0),
             recovery_point: AtomicI64::new(params.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
-            structure: Mutex::new(()),
             waiters: Default::default(),
+            structure: Mutex::new(()),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

@@ -80,11 +80,11 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
+    /// Readers waiting for records past the log end.
+    waiters: waiters::Waiters,
     /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
     /// two never work on the same segments at once.
     structure: Mutex<()>,
-    /// Readers waiting for records past the log end.
-    waiters: waiters::Waiters,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
