@@ -727,6 +727,7 @@ impl LogManager {
                 "topic {name}: config overrides not removed (ignored by a new topic of that name): {e}"
             );
         }
+        self.forget_cleaner_checkpoints(name);
         log::info!("deleted topic {name}");
         drop(deleted);
         self.checkpoint_after(&format!("delete topic {name}"));

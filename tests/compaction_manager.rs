@@ -112,6 +112,20 @@ fn the_cleaner_thread_compacts_and_checkpoints_the_first_dirty_offset() {
     assert!(recs.len() < 200);
     // The delete-only topic is untouched.
     assert_eq!(records(&mgr, "plain").len(), 200);
+    // A topic deleted and created again starts without a checkpoint.
+    mgr.create_topic("gone").unwrap();
+    mgr.set_topic_config("gone", "cleanup.policy", Some("compact"))
+        .unwrap();
+    for i in 0..100 {
+        put(&mgr, "gone", &format!("k{}", i % 5), &format!("v{i}"), now);
+    }
+    wait_for("the clean of gone", || {
+        mgr.cleaner_checkpoint("gone", 0).is_some()
+    });
+    mgr.delete_topic("gone").unwrap();
+    assert_eq!(mgr.cleaner_checkpoint("gone", 0), None);
+    let text = std::fs::read_to_string(d.path().join("cleaner-offset-checkpoint")).unwrap();
+    assert!(!text.contains("gone"), "{text}");
     mgr.shutdown().unwrap();
     drop(mgr);
     let mgr = LogManager::open(broker(d.path())).unwrap();

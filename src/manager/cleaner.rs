@@ -71,6 +71,24 @@ impl LogManager {
             .find_map(|o| o.get(&(topic.to_string(), partition)).copied())
     }
 
+    /// Drops a deleted topic's entries (a topic created again under its name starts clean),
+    /// and rewrites the checkpoints that held some, as Kafka does when a partition goes.
+    pub(super) fn forget_cleaner_checkpoints(&self, topic: &str) {
+        let mut cps = self.cleaner.checkpoints.guard();
+        for (root, offsets) in cps.iter_mut() {
+            let before = offsets.len();
+            offsets.retain(|(t, _), _| t != topic);
+            if offsets.len() != before
+                && let Err(e) = write_checkpoint(root, offsets)
+            {
+                log::warn!(
+                    "{}: cleaner-offset-checkpoint not rewritten: {e}",
+                    root.display()
+                );
+            }
+        }
+    }
+
     fn compacted_partitions(&self) -> Vec<(Arc<super::Topic>, Arc<PartitionLog>)> {
         let topics: Vec<Arc<super::Topic>> = self.topics.read_guard().values().cloned().collect();
         topics

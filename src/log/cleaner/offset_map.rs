@@ -1,8 +1,11 @@
 //! The cleaner's offset map (Kafka's `SkimpyOffsetMap`): key digest → the latest offset of that
 //! key in the dirty section. Open addressing in one flat buffer of 24-byte slots (a 16-byte
-//! digest of the key and an 8-byte offset), so its memory is fixed by
-//! `log.cleaner.dedupe.buffer.size` whatever the keys are. Kafka's digest is MD5; here it is
-//! two SipHash-1-3 values of the key (the digest never leaves the process).
+//! digest of the key and an 8-byte offset); `log.cleaner.dedupe.buffer.size` fixes how many
+//! slots it may have, hence how many keys a round maps (90 % of them), whatever the keys are.
+//! Kafka allocates all slots at once; here the table starts small and doubles as keys come,
+//! up to that size, so a round over few keys touches little memory (the same keys fit, the
+//! same round ends). Kafka's digest is MD5; here it is SipHash-1-3 and FNV-1a of the key, 8
+//! bytes each (the digest never leaves the process).
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
@@ -12,9 +15,14 @@ pub const BYTES_PER_ENTRY: usize = 24;
 /// The fill at which a round stops adding keys (`log.cleaner.io.buffer.load.factor`).
 pub const LOAD_FACTOR: f64 = 0.9;
 
+/// Slots of a fresh table; it doubles once half full, until it has every slot allowed.
+const INITIAL_SLOTS: usize = 1 << 12;
+
 pub struct OffsetMap {
-    /// `slots` slots; an all-zero offset word marks an empty one (offsets are stored + 1).
+    /// `cap` slots; an all-zero offset word marks an empty one (offsets are stored + 1).
     buf: Vec<u8>,
+    cap: usize,
+    /// The slots `log.cleaner.dedupe.buffer.size` allows.
     slots: usize,
     entries: usize,
     /// The last offset this round mapped (every offset <= it is in the map's view).
@@ -23,23 +31,38 @@ pub struct OffsetMap {
     probes: u64,
 }
 
+/// 64-bit FNV-1a: the digest's second half (its first is SipHash-1-3; two unrelated hashes
+/// collide together about as rarely as one 128-bit hash).
+fn fnv1a(key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 fn digest(key: &[u8]) -> [u8; 16] {
-    let h = BuildHasherDefault::<DefaultHasher>::default();
-    let a = h.hash_one((0u8, key));
-    let b = h.hash_one((1u8, key));
+    let a = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+    let b = fnv1a(key);
     let mut d = [0u8; 16];
     d[..8].copy_from_slice(&a.to_be_bytes());
     d[8..].copy_from_slice(&b.to_be_bytes());
     d
 }
 
+fn home(d: &[u8], cap: usize) -> usize {
+    (u64::from_be_bytes(d[..8].try_into().unwrap()) % cap as u64) as usize
+}
+
 impl OffsetMap {
-    /// A map in `memory` bytes (at least one slot). The buffer's pages are only touched as
-    /// slots fill.
+    /// A map of at most `memory` bytes (at least one slot).
     pub fn new(memory: usize) -> OffsetMap {
         let slots = (memory / BYTES_PER_ENTRY).max(1);
+        let cap = slots.min(INITIAL_SLOTS);
         OffsetMap {
-            buf: vec![0u8; slots * BYTES_PER_ENTRY],
+            buf: vec![0u8; cap * BYTES_PER_ENTRY],
+            cap,
             slots,
             entries: 0,
             latest_offset: -1,
@@ -48,6 +71,7 @@ impl OffsetMap {
         }
     }
 
+    /// The slots the map may have (Kafka's `slots`).
     pub fn slots(&self) -> usize {
         self.slots
     }
@@ -74,7 +98,7 @@ impl OffsetMap {
         self.latest_offset = offset;
     }
 
-    /// Average probes per lookup so far (diagnostics).
+    /// Average extra probes per lookup so far (diagnostics).
     pub fn collision_rate(&self) -> f64 {
         if self.lookups == 0 {
             0.0
@@ -83,12 +107,12 @@ impl OffsetMap {
         }
     }
 
-    /// Empties the map for the next round. A map that held nothing is left as it is; a used
-    /// one gets fresh zeroed memory (cheaper than writing every page back to zero).
+    /// Empties the map for the next round (back to a small table).
     pub fn clear(&mut self) {
-        if self.entries > 0 {
+        if self.entries > 0 || self.cap > INITIAL_SLOTS.min(self.slots) {
+            self.cap = self.slots.min(INITIAL_SLOTS);
             self.buf = Vec::new();
-            self.buf = vec![0u8; self.slots * BYTES_PER_ENTRY];
+            self.buf = vec![0u8; self.cap * BYTES_PER_ENTRY];
         }
         self.entries = 0;
         self.latest_offset = -1;
@@ -104,7 +128,7 @@ impl OffsetMap {
     /// The slot holding `d`, or the empty slot where it would go (None: every slot holds
     /// another key).
     fn find(&mut self, d: &[u8; 16]) -> Option<usize> {
-        let start = (u64::from_be_bytes(d[..8].try_into().unwrap()) % self.slots as u64) as usize;
+        let start = home(d, self.cap);
         let mut i = start;
         self.lookups += 1;
         loop {
@@ -114,7 +138,7 @@ impl OffsetMap {
                 return Some(i);
             }
             i += 1;
-            if i == self.slots {
+            if i == self.cap {
                 i = 0;
             }
             if i == start {
@@ -123,8 +147,29 @@ impl OffsetMap {
         }
     }
 
+    /// Doubles the table (up to the allowed slots), placing every entry again.
+    fn grow(&mut self) {
+        let cap = (self.cap * 2).min(self.slots);
+        let mut buf = vec![0u8; cap * BYTES_PER_ENTRY];
+        for e in self.buf.chunks_exact(BYTES_PER_ENTRY) {
+            if e[16..24] == [0u8; 8] {
+                continue;
+            }
+            let mut i = home(&e[..16], cap);
+            while buf[i * BYTES_PER_ENTRY + 16..(i + 1) * BYTES_PER_ENTRY] != [0u8; 8] {
+                i = (i + 1) % cap;
+            }
+            buf[i * BYTES_PER_ENTRY..(i + 1) * BYTES_PER_ENTRY].copy_from_slice(e);
+        }
+        self.buf = buf;
+        self.cap = cap;
+    }
+
     /// Records `offset` as the latest of `key`. The caller keeps `len() < max_entries()`.
     pub fn put(&mut self, key: &[u8], offset: i64) {
+        if self.cap < self.slots && self.entries * 2 >= self.cap {
+            self.grow();
+        }
         let d = digest(key);
         let i = self
             .find(&d)
@@ -171,6 +216,24 @@ mod tests {
         assert_eq!(m.get(b"k3"), -1);
         assert_eq!(m.len(), 0);
         assert_eq!(m.latest_offset(), -1);
+    }
+
+    #[test]
+    fn grows_up_to_its_slots_and_keeps_every_key() {
+        let mut m = OffsetMap::new(24 * 100_000);
+        assert_eq!(m.slots(), 100_000);
+        for i in 0..90_000i64 {
+            m.put(&i.to_be_bytes(), i);
+        }
+        assert_eq!(m.len(), 90_000);
+        assert_eq!(m.cap, 100_000);
+        for i in (0..90_000i64).step_by(7) {
+            assert_eq!(m.get(&i.to_be_bytes()), i);
+        }
+        assert_eq!(m.get(b"absent"), -1);
+        m.clear();
+        assert_eq!((m.len(), m.cap), (0, INITIAL_SLOTS));
+        assert_eq!(m.get(&5i64.to_be_bytes()), -1);
     }
 
     #[test]
