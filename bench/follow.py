@@ -71,7 +71,7 @@ def throughput(mnt, mib):
     os.mkdir(topic)
     try:
         line = b"x" * 99 + b"\n"
-        chunk = line * (1 << 20 // len(line))
+        chunk = line * ((1 << 20) // len(line))
         with open(os.path.join(topic, "0/append"), "ab", buffering=0) as f:
             for _ in range(mib):
                 f.write(chunk)

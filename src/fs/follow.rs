@@ -183,6 +183,7 @@ pub(super) fn start(state: &Arc<FsState>) {
     let spawned = std::thread::Builder::new()
         .name("topicfs-follow".into())
         .spawn(move || {
+            let mut last_scan = Instant::now();
             loop {
                 let woken = rx.recv_timeout(SIGNAL_CHECK);
                 let Some(state) = weak.upgrade() else { break };
@@ -195,6 +196,12 @@ pub(super) fn start(state: &Arc<FsState>) {
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
+                // The signal scan reads /proc once per parked read: at most every
+                // SIGNAL_CHECK, however many wake-ups arrive meanwhile.
+                if last_scan.elapsed() < SIGNAL_CHECK {
+                    continue;
+                }
+                last_scan = Instant::now();
                 for p in state.parking.take_interrupted() {
                     log::debug!("read of open file {}: the reader was interrupted", p.fh);
                     p.reply.error(libc::EINTR);

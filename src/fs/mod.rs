@@ -10,6 +10,8 @@ pub mod group;
 pub mod handle;
 pub mod inode;
 mod members;
+mod open;
+mod read;
 pub mod stream;
 mod tree;
 pub mod types;
@@ -26,10 +28,9 @@ use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, Top
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
-use handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
-use inode::{Format, GroupFile, InodeTable, Node, PartitionFile, TopicFile, TopicName};
-use stream::StreamHandle;
-use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
+use handle::Handle;
+use inode::{InodeTable, Node, TopicName};
+use types::{Attr, DirEntry, Kind, Statfs};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
@@ -325,34 +326,6 @@ impl FsState {
         Ok((Self::ttl(&node), attr))
     }
 
-    /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).
-    fn stream_length(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<Option<u64>> {
-        let fh = match fh {
-            Some(fh) => Some(fh),
-            None => {
-                let opens = self.streams.guard().get(&ino).cloned();
-                match opens {
-                    None => None,
-                    Some(opens) => {
-                        let tgid = follow::tgid_of(pid);
-                        opens
-                            .iter()
-                            .find(|(_, g)| Some(*g) == tgid)
-                            .map(|(fh, _)| *fh)
-                    }
-                }
-            }
-        };
-        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
-            return Ok(None);
-        };
-        let mut h = of.handle.guard();
-        match &mut *h {
-            Handle::Stream(s) => Ok(Some(s.length()?)),
-            _ => Ok(None),
-        }
-    }
-
     pub fn setattr(
         &self,
         ino: u64,
@@ -440,271 +413,6 @@ impl FsState {
         };
         self.mgr.delete_topic(name)?;
         Ok(())
-    }
-
-    /// Opens `ino` for the process of thread `pid`.
-    pub fn open(&self, ino: u64, access: Access, pid: u32) -> FsResult<Opened> {
-        let _g = self.gate()?;
-        let node = self.node(ino)?;
-        // Held while the handle is made: the topic cannot be deleted under the open.
-        let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let Access { read, write } = access;
-        if (read && !node.readable()) || (write && !node.writable()) {
-            return tree(
-                libc::EACCES,
-                format!(
-                    "mode {:o} does not allow {}",
-                    node.perm(),
-                    if write { "writing" } else { "reading" }
-                ),
-            );
-        }
-        if write && node.is_append() && node.topic().is_some_and(|t| self.mgr.is_internal(t)) {
-            return tree(
-                libc::EPERM,
-                format!("{node}: an internal topic is written by topicfs only"),
-            );
-        }
-        let (handle, direct_io) = match &node {
-            Node::GroupFile(t, g, GroupFile::Offsets) => {
-                let topic = self.topic(t)?;
-                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
-                (Handle::GroupOffsets(h), true)
-            }
-            Node::GroupFile(t, g, f) => {
-                let topic = self.topic(t)?;
-                let format = f.format().expect("a record file");
-                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
-                return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
-            }
-            Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = if *f == TopicFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
-                };
-                let target = AppendTarget::Topic(topic);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
-            }
-            Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = if *f == PartitionFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
-                };
-                let target =
-                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
-            }
-            Node::TopicFile(t, TopicFile::Partitions) => {
-                let n = self.topic(t)?.partition_count();
-                let content = format!("{n}\n").into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
-                    true,
-                )
-            }
-            Node::TopicFile(t, TopicFile::Config) => {
-                let content = self.topic(t)?.config_text().into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
-                    true,
-                )
-            }
-            Node::PartitionFile(
-                t,
-                p,
-                f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
-            ) => {
-                let log = self.partition(t, *p)?;
-                let offset = if *f == PartitionFile::LogStartOffset {
-                    log.log_start_offset()
-                } else {
-                    log.log_end_offset()
-                };
-                let content = offset_text(offset).into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
-            }
-            Node::Lookup(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                (Handle::Stream(StreamHandle::open(log, *name)?), true)
-            }
-            Node::Segment(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                let Some(seg) = self
-                    .segments_of(&*log)?
-                    .into_iter()
-                    .find(|s| *s.name == **name)
-                else {
-                    return tree(libc::ENOENT, format!("{node} no longer exists"));
-                };
-                // Through the page cache (mmap works); a new open always sees fresh pages.
-                (Handle::Segment(log.open_segment_file(&seg.name)?), false)
-            }
-            Node::Root
-            | Node::Topic(_)
-            | Node::Partition(..)
-            | Node::PartitionDir(..)
-            | Node::Groups(_)
-            | Node::Group(..) => {
-                return tree(libc::EISDIR, format!("{node} is a directory"));
-            }
-        };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
-        opened.direct_io = direct_io;
-        Ok(opened)
-    }
-
-    /// Registers an open file under `fh`.
-    fn opened(
-        &self,
-        ino: u64,
-        fh: u64,
-        topic: Option<Arc<dyn TopicStore>>,
-        handle: Handle,
-        pid: u32,
-    ) -> FsResult<Opened> {
-        if matches!(handle, Handle::Stream(_))
-            && let Some(tgid) = follow::tgid_of(pid)
-        {
-            self.streams
-                .guard()
-                .entry(ino)
-                .or_default()
-                .push((fh, tgid));
-        }
-        let of = OpenFile {
-            topic,
-            handle: Mutex::new(handle),
-            ino,
-            poll_generation: Arc::new(AtomicU64::new(0)),
-        };
-        self.handles.guard().insert(fh, Arc::new(of));
-        Ok(Opened {
-            fh,
-            direct_io: true,
-        })
-    }
-
-    /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
-    /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
-    /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
-    pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
-        let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
-        let _g = match self.gate() {
-            Ok(g) => g,
-            Err(e) => return fail(reply, e),
-        };
-        let of = match self.handle(fh) {
-            Ok(of) => of,
-            Err(e) => return fail(reply, e),
-        };
-        let live = of.live();
-        let mut h = of.handle.guard();
-        let follow = match &*h {
-            Handle::Stream(s) => s.is_follow(),
-            Handle::Group(g) => g.is_follow(),
-            _ => false,
-        };
-        let _live = match live {
-            Ok(l) => l,
-            // A follow file ends when its topic is deleted.
-            Err(_) if follow => return reply.data(&[]),
-            Err(e) => return fail(reply, e.into()),
-        };
-        if follow && self.ending.load(Ordering::Acquire) {
-            return reply.data(&[]);
-        }
-        match &mut *h {
-            Handle::Stream(s) => match s.read(offset, size as usize) {
-                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
-                Ok(_) => {
-                    let Some(at) = s.waits_at() else {
-                        return reply.data(&[]);
-                    };
-                    let log = s.log().clone();
-                    drop(h);
-                    let waker = self.parking.park(fh, offset, size, pid, reply);
-                    log.wait_for(at, waker);
-                }
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::Group(g) => match g.read(offset, size as usize) {
-                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
-                Ok(_) => {
-                    // What was delivered is committed before the reader waits.
-                    if let Err(e) = g.commit() {
-                        log::error!("read of open file {fh}: commit before waiting: {e}");
-                    }
-                    let Some(waits) = g.waits_at() else {
-                        return reply.data(&[]);
-                    };
-                    drop(h);
-                    let waker = self.parking.park(fh, offset, size, pid, reply);
-                    for (log, at) in waits {
-                        log.wait_for(at, waker.clone());
-                    }
-                }
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
-            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
-                Ok(data) => reply.data(&data),
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::Append(_) => fail(
-                reply,
-                FsError::Tree(libc::EBADF, "append files are write-only".into()),
-            ),
-        }
-    }
-
-    /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is
-    /// called once it would not (a record arrived, the topic went).
-    pub fn poll(&self, fh: u64, notify: Box<dyn FnOnce() + Send>) -> FsResult<bool> {
-        let _g = self.gate()?;
-        let of = self.handle(fh)?;
-        let Ok(_live) = of.live() else {
-            return Ok(true);
-        };
-        let h = of.handle.guard();
-        let waits = match &*h {
-            Handle::Stream(s) if !s.readable_now() => {
-                s.waits_at().map(|at| vec![(s.log().clone(), at)])
-            }
-            Handle::Group(g) if !g.readable_now() => g.waits_at(),
-            _ => None,
-        };
-        let Some(waits) = waits else {
-            return Ok(true);
-        };
-        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let waker = Arc::new(follow::PollWaker {
-            notify: Mutex::new(Some(notify)),
-            generation,
-            current: of.poll_generation.clone(),
-        });
-        drop(h);
-        for (log, at) in waits {
-            log.wait_for(at, waker.clone());
-        }
-        Ok(false)
-    }
-
-    /// How many reads wait for records.
-    pub fn waiting_reads(&self) -> usize {
-        self.parking.len()
     }
 
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
