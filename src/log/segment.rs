@@ -115,11 +115,25 @@ impl LogSegment {
         size: u64,
         read_only: bool,
     ) -> LogSegment {
+        LogSegment::open_with_suffix(dir, base_offset, cfg, size, read_only, "")
+    }
+
+    /// A segment whose files carry `suffix` after their normal names (a read-only mount
+    /// serving the `.swap` files of an interrupted clean it may not rename).
+    pub fn open_with_suffix(
+        dir: &Arc<Dir>,
+        base_offset: i64,
+        cfg: &LogConfig,
+        size: u64,
+        read_only: bool,
+        suffix: &str,
+    ) -> LogSegment {
+        let log_name = format!("{}{suffix}", log_name(base_offset));
         LogSegment {
             base_offset,
             dir: dir.clone(),
-            log_name: log_name(base_offset),
-            log_path: dir.join(&log_name(base_offset)),
+            log_path: dir.join(&log_name),
+            log_name,
             read_only,
             index_untrusted: AtomicBool::new(false),
             log: Mutex::new(None),
@@ -128,14 +142,14 @@ impl LogSegment {
             size: AtomicU64::new(size),
             offset_index: OffsetIndex::new(
                 dir.clone(),
-                index_name(base_offset),
+                format!("{}{suffix}", index_name(base_offset)),
                 base_offset,
                 cfg.segment_index_bytes,
                 read_only,
             ),
             time_index: TimeIndex::new(
                 dir.clone(),
-                time_index_name(base_offset),
+                format!("{}{suffix}", time_index_name(base_offset)),
                 base_offset,
                 cfg.segment_index_bytes,
                 read_only,
