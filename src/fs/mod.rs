@@ -7,6 +7,7 @@ pub mod errno;
 pub mod fuse;
 pub mod handle;
 pub mod inode;
+mod lines;
 mod tree;
 pub mod types;
 
