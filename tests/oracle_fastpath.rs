@@ -8,6 +8,9 @@
 //! writes for the same records, and decode with kafka-protocol's `RecordBatchDecoder` to the
 //! records given. Compressed batches and LogAppendTime batches (whose bytes differ from
 //! kafka-protocol's by design) are checked by decoding alone.
+//!
+//! The other way, batches kafka-protocol writes are decoded by `BatchView` (iterating, and
+//! `for_each_record`, whose value-only shortcut reads lines) to the records it was given.
 
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -16,7 +19,8 @@ use kafka_protocol::records::{
 };
 use proptest::prelude::*;
 use topicfs::record::{
-    BatchBuilder, BatchOptions, Compression, HEADER_SIZE, RecordInput, TimestampType, encode_record,
+    BatchBuilder, BatchOptions, BatchView, Compression, HEADER_SIZE, Record, RecordInput,
+    TimestampType, encode_record,
 };
 
 /// One record, owned.
@@ -339,5 +343,44 @@ proptest! {
         if codec == Compression::None {
             check_encode_record(&ours, &records);
         }
+    }
+
+    #[test]
+    fn kafka_protocol_batches_decode_to_their_records(
+        recs in prop_oneof![value_only(800, false), mixed(200, false)],
+        base in 0i64..1i64 << 40,
+    ) {
+        let bytes = kp_encode(base, &recs);
+        let view = BatchView::new(&bytes).unwrap();
+        view.ensure_valid().unwrap();
+        prop_assert_eq!(view.header.size(), bytes.len(), "one batch");
+        let owned = |r: &Record| {
+            let headers: Vec<(String, Option<Vec<u8>>)> = r
+                .headers()
+                .iter()
+                .map(|(k, v)| (String::from_utf8(k.to_vec()).unwrap(), v.map(<[u8]>::to_vec)))
+                .collect();
+            (r.offset, r.timestamp, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec), headers)
+        };
+        let want: Vec<_> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                (base + i as i64, r.timestamp, r.key.clone(), r.value.clone(), r.headers.clone())
+            })
+            .collect();
+        let mut scratch = Vec::new();
+        let iterated: Vec<_> = view
+            .records(&mut scratch)
+            .unwrap()
+            .map(|r| owned(&r.unwrap()))
+            .collect();
+        prop_assert_eq!(&iterated, &want);
+        let mut each = Vec::new();
+        view.records(&mut scratch)
+            .unwrap()
+            .for_each_record(|r| each.push(owned(r)))
+            .unwrap();
+        prop_assert_eq!(&each, &want);
     }
 }

@@ -95,7 +95,25 @@ pub fn varlong_size(v: i64) -> usize {
 }
 
 /// Reads a zigzag varint at `*pos`, advancing it. `None` when truncated or longer than 5 bytes.
+#[inline(always)]
 pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    match buf.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            Some(((b >> 1) as i32) ^ -((b & 1) as i32))
+        }
+        // Two bytes: record and value lengths of 64 to 8,191 bytes, offset deltas from 64.
+        Some(&b) if *pos + 1 < buf.len() && buf[*pos + 1] < 0x80 => {
+            let u = (b & 0x7f) as u32 | (buf[*pos + 1] as u32) << 7;
+            *pos += 2;
+            Some(((u >> 1) as i32) ^ -((u & 1) as i32))
+        }
+        _ => get_varint_long(buf, pos),
+    }
+}
+
+#[inline(never)]
+fn get_varint_long(buf: &[u8], pos: &mut usize) -> Option<i32> {
     let mut u: u32 = 0;
     for i in 0..5 {
         let b = *buf.get(*pos)?;
@@ -109,7 +127,25 @@ pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
 }
 
 /// Reads a zigzag varlong at `*pos`, advancing it. `None` when truncated or longer than 10 bytes.
+#[inline(always)]
 pub fn get_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    match buf.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            Some(((b >> 1) as i64) ^ -((b & 1) as i64))
+        }
+        // Two bytes: record and value lengths of 64 to 8,191 bytes, offset deltas from 64.
+        Some(&b) if *pos + 1 < buf.len() && buf[*pos + 1] < 0x80 => {
+            let u = (b & 0x7f) as u32 | (buf[*pos + 1] as u32) << 7;
+            *pos += 2;
+            Some(((u >> 1) as i64) ^ -((u & 1) as i64))
+        }
+        _ => get_varlong_long(buf, pos),
+    }
+}
+
+#[inline(never)]
+fn get_varlong_long(buf: &[u8], pos: &mut usize) -> Option<i64> {
     let mut u: u64 = 0;
     for i in 0..10 {
         let b = *buf.get(*pos)?;
@@ -205,6 +241,43 @@ mod tests {
                 get_varlong(&want, &mut pos),
                 Some((u >> 1) as i64 ^ -((u & 1) as i64))
             );
+        }
+    }
+
+    #[test]
+    fn reads_match_the_byte_loop_at_every_length_boundary() {
+        let mut values = vec![0u64, 1, u64::MAX];
+        for bits in 1..64 {
+            let edge = 1u64 << bits;
+            values.extend([edge - 1, edge, edge + 1]);
+        }
+        for u in values {
+            let bytes = reference(u);
+            let want = (u >> 1) as i64 ^ -((u & 1) as i64);
+            // At the end of the buffer and with bytes after it.
+            for tail in [&[][..], &[0x01, 0x80][..]] {
+                let buf = [&bytes[..], tail].concat();
+                let mut pos = 0;
+                assert_eq!(get_varlong(&buf, &mut pos), Some(want), "{u}");
+                assert_eq!(pos, bytes.len());
+                let mut pos = 0;
+                let v32 = get_varint(&buf, &mut pos);
+                if bytes.len() <= 5 && u <= u32::MAX as u64 {
+                    assert_eq!(v32, Some(want as i32), "{u}");
+                    assert_eq!(pos, bytes.len());
+                } else if bytes.len() > 5 {
+                    assert_eq!(v32, None, "{u}: longer than 5 bytes");
+                }
+            }
+            // Truncated: every proper prefix is refused.
+            for cut in 0..bytes.len() {
+                let mut pos = 0;
+                assert_eq!(
+                    get_varlong(&bytes[..cut], &mut pos),
+                    None,
+                    "{u} cut at {cut}"
+                );
+            }
         }
     }
 
