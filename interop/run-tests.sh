@@ -17,6 +17,12 @@
 #      LogAppendTime, several segments, 3 partitions): by-offset and by-time equal the log,
 #      Kafka's files untouched, the broker takes the dir back afterwards.
 #   5. topicfs refuses a log dir a running broker holds (Kafka's .lock), and the other way round.
+#   6. topicfs's partitioner puts keyed records where Kafka's producer does.
+#   7. Log compaction (part7-compaction.sh): a log topicfs cleaned passes DumpLogSegments and a
+#      broker serves exactly its records; a log the broker cleaned reads the same through topicfs.
+#   8. Consumer groups (part8-groups.sh): kafka-consumer-groups commits, topicfs reads the group
+#      from there; topicfs commits, kafka-consumer-groups --describe and a console consumer in
+#      the group continue from there.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -763,6 +769,16 @@ part6() {
   check "6 umount: clean shutdown" tfs_umount "$S6/mnt" "$S6/logs"
 }
 part6
+
+# =============================================================================================
+section "7. Log compaction: topicfs's cleaner and the broker's, each read by the other"
+. "$INTEROP_DIR/part7-compaction.sh"
+part7
+
+# =============================================================================================
+section "8. Consumer groups: commits of the broker's tool read by topicfs, and topicfs's by the broker"
+. "$INTEROP_DIR/part8-groups.sh"
+part8
 
 # =============================================================================================
 section

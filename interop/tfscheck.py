@@ -21,12 +21,13 @@
         since the last one, the time index holding the running max timestamp, the max
         timestamp appended when the segment is closed) and compares them byte for byte.
 
-    tfscheck.py readcheck PARTMNT PYDECODE.jsonl TP [--times-out FILE]
+    tfscheck.py readcheck PARTMNT PYDECODE.jsonl TP [--times-out FILE] [--log-start N]
         Reads PARTMNT/by-offset/<N> and PARTMNT/by-time/<T> for chosen N and T and compares
         them with the records of partition dir TP in PYDECODE.jsonl (control records skipped,
         start found as Kafka's ListOffsets finds it: the first record, control records
         included, whose timestamp >= T); checks ENOENT for invalid names, log-start-offset and
         log-end-offset. --times-out appends "topic partition T expected-start-offset" lines.
+        --log-start: the log start offset when it is not the first record's (a compacted log).
 
     tfscheck.py timescheck EXPECTED KAFKA
         readcheck's by-time start offsets against what Kafka's ListOffsets answered for the
@@ -369,14 +370,16 @@ def read_file(path):
 
 def cmd_readcheck(argv):
     partmnt, decoded, tp = argv[0], argv[1], argv[2]
-    times_out = argv[4] if len(argv) > 4 and argv[3] == "--times-out" else None
+    opts = dict(zip(argv[3::2], argv[4::2]))
+    times_out = opts.get("--times-out")
     recs = load_decoded(decoded).get(tp)
     fail = Failures()
     if not recs:
         print("  no records for %s in %s" % (tp, decoded))
         return 1
     recs.sort(key=lambda r: r["offset"])
-    start = recs[0]["offset"]
+    # A compacted log may start with offsets its cleaner removed: its start is given.
+    start = int(opts.get("--log-start", recs[0]["offset"]))
     leo = recs[-1]["offset"] + 1
     data = [r for r in recs if not r["is_control"]]
 

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::record::{Compression, TimestampType};
 
+mod keys;
+
 pub const DEFAULT_LOG_DIR: &str = "/tmp/topicfs-logs";
 const HOUR_MS: i64 = 3_600_000;
 
@@ -29,6 +31,63 @@ pub struct LogConfig {
     pub message_timestamp_before_max_ms: i64,
     /// A CreateTime record newer than now plus this is refused (1 hour from Kafka 4.0).
     pub message_timestamp_after_max_ms: i64,
+    /// `cleanup.policy`: `delete`, `compact`, or both.
+    pub cleanup_policy: CleanupPolicy,
+    /// Clean a compacted log when its dirty bytes are more than this part of it.
+    pub min_cleanable_dirty_ratio: f64,
+    /// Records younger than this stay uncleaned.
+    pub min_compaction_lag_ms: i64,
+    /// A dirty record older than this makes its log cleanable whatever the ratio.
+    pub max_compaction_lag_ms: i64,
+    /// How long tombstones (and transaction markers) stay after the first clean that saw them.
+    pub delete_retention_ms: i64,
+}
+
+/// Kafka's `cleanup.policy` list: `delete`, `compact`, or both (in the order given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    pub compact: bool,
+    pub delete: bool,
+    /// The list as written (`compact,delete`), shown by `config`.
+    text: String,
+}
+
+impl CleanupPolicy {
+    pub fn delete() -> CleanupPolicy {
+        CleanupPolicy {
+            compact: false,
+            delete: true,
+            text: "delete".to_string(),
+        }
+    }
+    pub fn compact() -> CleanupPolicy {
+        CleanupPolicy {
+            compact: true,
+            delete: false,
+            text: "compact".to_string(),
+        }
+    }
+
+    /// Parses a Kafka list value (`ValidList.in("compact", "delete")`, no empty list).
+    pub fn parse(key: &str, v: &str) -> Result<CleanupPolicy> {
+        let items: Vec<&str> = v.split(',').map(str::trim).collect();
+        let bad = items.iter().find(|i| !matches!(**i, "compact" | "delete"));
+        if v.trim().is_empty() || bad.is_some() {
+            return Err(Error::InvalidConfig(format!(
+                "Invalid value {} for configuration {key}: String must be one of: compact, delete",
+                bad.copied().unwrap_or(v)
+            )));
+        }
+        Ok(CleanupPolicy {
+            compact: items.contains(&"compact"),
+            delete: items.contains(&"delete"),
+            text: items.join(","),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
 }
 
 impl Default for LogConfig {
@@ -46,6 +105,11 @@ impl Default for LogConfig {
             flush_messages: u64::MAX,
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
+            cleanup_policy: CleanupPolicy::delete(),
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
         }
     }
 }
@@ -64,6 +128,11 @@ pub const TOPIC_KEYS: &[&str] = &[
     "flush.messages",
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
 ];
 
 /// Kafka's ConfigDef `INT`: a 32-bit integer, with its `atLeast(min)` validator when given.
@@ -86,6 +155,32 @@ fn kafka_long(key: &str, v: &str, min: Option<i64>) -> Result<i64> {
     })?;
     at_least(key, n, min)?;
     Ok(n)
+}
+
+/// Kafka's ConfigDef `DOUBLE` with its `between(min, max)` validator.
+fn kafka_double_between(key: &str, v: &str, min: f64, max: f64) -> Result<f64> {
+    let n = v.trim().parse::<f64>().map_err(|_| {
+        Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Not a number of type DOUBLE"
+        ))
+    })?;
+    if !(min..=max).contains(&n) {
+        return Err(Error::InvalidConfig(format!(
+            "Invalid value {n} for configuration {key}: Value must be no less than {min} and no more than {max}"
+        )));
+    }
+    Ok(n)
+}
+
+/// Kafka's ConfigDef `BOOLEAN`: `true` or `false`, any case.
+fn kafka_bool(key: &str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Error::InvalidConfig(format!(
+            "Invalid value {v} for configuration {key}: Expected value to be either true or false"
+        ))),
+    }
 }
 
 fn at_least(key: &str, n: i64, min: Option<i64>) -> Result<()> {
@@ -158,6 +253,13 @@ impl LogConfig {
                     self.message_timestamp_after_max_ms = n;
                 }
             }
+            "cleanup.policy" => self.cleanup_policy = CleanupPolicy::parse(key, v)?,
+            "min.cleanable.dirty.ratio" => {
+                self.min_cleanable_dirty_ratio = kafka_double_between(key, v, 0.0, 1.0)?
+            }
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = kafka_long(key, v, Some(0))?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = kafka_long(key, v, Some(1))?,
+            "delete.retention.ms" => self.delete_retention_ms = kafka_long(key, v, Some(0))?,
             _ => {
                 return Err(Error::InvalidConfig(format!(
                     "unknown topic config key {key:?}"
@@ -188,6 +290,11 @@ impl LogConfig {
             }
             "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
             "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
+            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
             _ => return None,
         })
     }
@@ -199,7 +306,17 @@ impl LogConfig {
 
     /// Applies topic overrides on top of these defaults.
     pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
+        self.for_topic("", overrides)
+    }
+
+    /// The config of topic `name`: these defaults, then its overrides. `__consumer_offsets`
+    /// is compacted unless its overrides say otherwise (Kafka creates it with
+    /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
+    pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
+        if name == crate::group::OFFSETS_TOPIC {
+            c.cleanup_policy = CleanupPolicy::compact();
+        }
         for (k, v) in overrides {
             c.set_topic_key(k, v)?;
         }
@@ -223,6 +340,12 @@ pub struct BrokerConfig {
     pub read_only: bool,
     /// Accept a log dir that is owned by another user or writable by others.
     pub allow_untrusted_log_dir: bool,
+    /// `log.cleaner.enable`: whether compacted topics are cleaned.
+    pub cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: the cleaner's sleep when no log needs cleaning.
+    pub cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: memory of the cleaner's offset map.
+    pub cleaner_dedupe_buffer_size: u64,
     // Precedence helpers: Kafka lets *.ms win over *.hours whatever the order of the lines.
     roll_ms_set: bool,
     retention_ms_set: bool,
@@ -239,314 +362,16 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             read_only: false,
             allow_untrusted_log_dir: false,
+            cleaner_enable: true,
+            cleaner_backoff_ms: 15_000,
+            cleaner_dedupe_buffer_size: 134_217_728,
             roll_ms_set: false,
             retention_ms_set: false,
         }
     }
 }
 
-/// Kafka's ConfigDef type of a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyType {
-    Int,
-    Long,
-    String,
-    List,
-}
-
-/// One configuration key, as Kafka's `ConfigDef` defines it. [`CONFIG_KEYS`] is the one list
-/// the long options (their name, value name and help), `server.properties`, `-o`, the
-/// `<topic>/config` keys and the README's table come from. Each key's validator (Kafka's
-/// type and `atLeast`) is applied by [`BrokerConfig::set`] and [`LogConfig::set_topic_key`].
-#[derive(Debug)]
-pub struct ConfigKey {
-    /// The `server.properties` key.
-    pub broker: &'static str,
-    /// The topic-level key it sets (`<topic>/config`, also accepted by `-o`).
-    pub topic: Option<&'static str>,
-    /// The long option of `topicfs mount` (without `--`), and an alias of it.
-    pub option: Option<&'static str>,
-    pub alias: Option<&'static str>,
-    pub kind: KeyType,
-    /// The unit of the value, as the option's value name shows it.
-    pub unit: &'static str,
-    /// The default, as documented (`None`: unset).
-    pub default: Option<&'static str>,
-    pub help: &'static str,
-}
-
-const fn key(
-    broker: &'static str,
-    topic: Option<&'static str>,
-    option: Option<&'static str>,
-    kind: KeyType,
-    unit: &'static str,
-    default: Option<&'static str>,
-    help: &'static str,
-) -> ConfigKey {
-    ConfigKey {
-        broker,
-        topic,
-        option,
-        alias: None,
-        kind,
-        unit,
-        default,
-        help,
-    }
-}
-
-const fn aliased(k: ConfigKey, alias: &'static str) -> ConfigKey {
-    ConfigKey {
-        alias: Some(alias),
-        ..k
-    }
-}
-
-use KeyType::{Int, List, Long, String as Str};
-
-/// Every key topicfs honours, in the order of the README's table and `--help`.
-pub const CONFIG_KEYS: &[ConfigKey] = &[
-    key(
-        "log.dirs",
-        None,
-        Some("log-dir"),
-        List,
-        "DIR",
-        Some("/tmp/topicfs-logs"),
-        "the log dirs (repeat the option; ',' in server.properties, ':' in -o)",
-    ),
-    key(
-        "log.dir",
-        None,
-        None,
-        List,
-        "DIR",
-        None,
-        "the log dir, when log.dirs is not given",
-    ),
-    key(
-        "num.partitions",
-        None,
-        Some("num-partitions"),
-        Int,
-        "N",
-        Some("1"),
-        "partitions of a new topic",
-    ),
-    key(
-        "offsets.topic.num.partitions",
-        None,
-        None,
-        Int,
-        "N",
-        Some("50"),
-        "partitions of `__consumer_offsets` when topicfs creates it",
-    ),
-    key(
-        "log.segment.bytes",
-        Some("segment.bytes"),
-        Some("segment-bytes"),
-        Int,
-        "BYTES",
-        Some("1073741824"),
-        "roll a segment before it passes this size",
-    ),
-    key(
-        "log.roll.ms",
-        Some("segment.ms"),
-        Some("roll-ms"),
-        Long,
-        "MS",
-        None,
-        "roll a segment older than this",
-    ),
-    key(
-        "log.roll.hours",
-        None,
-        Some("roll-hours"),
-        Int,
-        "HOURS",
-        Some("168"),
-        "roll a segment older than this",
-    ),
-    aliased(
-        key(
-            "log.index.size.max.bytes",
-            Some("segment.index.bytes"),
-            Some("segment-index-bytes"),
-            Int,
-            "BYTES",
-            Some("10485760"),
-            "preallocated size of each index",
-        ),
-        "index-size-max-bytes",
-    ),
-    key(
-        "log.index.interval.bytes",
-        Some("index.interval.bytes"),
-        Some("index-interval-bytes"),
-        Int,
-        "BYTES",
-        Some("4096"),
-        "bytes appended between index entries",
-    ),
-    key(
-        "log.message.timestamp.type",
-        Some("message.timestamp.type"),
-        Some("message-timestamp-type"),
-        Str,
-        "TYPE",
-        Some("CreateTime"),
-        "CreateTime or LogAppendTime",
-    ),
-    key(
-        "log.message.timestamp.before.max.ms",
-        Some("message.timestamp.before.max.ms"),
-        Some("message-timestamp-before-max-ms"),
-        Long,
-        "MS",
-        Some("9223372036854775807"),
-        "refuse CreateTime records older than now minus this",
-    ),
-    key(
-        "log.message.timestamp.after.max.ms",
-        Some("message.timestamp.after.max.ms"),
-        Some("message-timestamp-after-max-ms"),
-        Long,
-        "MS",
-        Some("3600000"),
-        "refuse CreateTime records newer than now plus this",
-    ),
-    key(
-        "log.retention.ms",
-        Some("retention.ms"),
-        Some("retention-ms"),
-        Long,
-        "MS",
-        None,
-        "delete segments older than this (-1: never)",
-    ),
-    key(
-        "log.retention.minutes",
-        None,
-        Some("retention-minutes"),
-        Int,
-        "MINUTES",
-        None,
-        "delete segments older than this",
-    ),
-    key(
-        "log.retention.hours",
-        None,
-        Some("retention-hours"),
-        Int,
-        "HOURS",
-        Some("168"),
-        "delete segments older than this",
-    ),
-    key(
-        "log.retention.bytes",
-        Some("retention.bytes"),
-        Some("retention-bytes"),
-        Long,
-        "BYTES",
-        Some("-1"),
-        "delete old segments past this partition size",
-    ),
-    key(
-        "log.retention.check.interval.ms",
-        None,
-        Some("retention-check-interval-ms"),
-        Long,
-        "MS",
-        Some("300000"),
-        "how often retention runs",
-    ),
-    aliased(
-        key(
-            "log.flush.interval.messages",
-            Some("flush.messages"),
-            Some("flush-messages"),
-            Long,
-            "N",
-            Some("never forced"),
-            "fsync every N records",
-        ),
-        "flush-interval-messages",
-    ),
-    aliased(
-        key(
-            "log.flush.offset.checkpoint.interval.ms",
-            None,
-            Some("flush-offset-checkpoint-interval-ms"),
-            Int,
-            "MS",
-            Some("60000"),
-            "how often recovery points are written",
-        ),
-        "checkpoint-interval-ms",
-    ),
-    key(
-        "message.max.bytes",
-        Some("max.message.bytes"),
-        Some("message-max-bytes"),
-        Int,
-        "BYTES",
-        Some("1048588"),
-        "the largest record batch accepted",
-    ),
-    key(
-        "compression.type",
-        Some("compression.type"),
-        Some("compression-type"),
-        Str,
-        "CODEC",
-        Some("producer"),
-        "producer, uncompressed, gzip, snappy, lz4 or zstd",
-    ),
-];
-
-/// The header of the README's table of options ([`ConfigKey::readme_row`] gives its rows).
-pub const README_TABLE_HEADER: &str =
-    "| server.properties key | option | topic key | default | meaning |\n|---|---|---|---|---|\n";
-
-/// The definition of a broker key.
-pub fn broker_key_def(broker: &str) -> Option<&'static ConfigKey> {
-    CONFIG_KEYS.iter().find(|k| k.broker == broker)
-}
-
-/// The definition of the key a long option (`segment-bytes`) sets. Panics on a name that is
-/// not in [`CONFIG_KEYS`]: the long options are generated from it.
-pub fn option_def(broker: &str) -> &'static ConfigKey {
-    broker_key_def(broker).unwrap_or_else(|| panic!("{broker} is not in CONFIG_KEYS"))
-}
-
-impl ConfigKey {
-    /// The `--help` text of its long option.
-    pub fn cli_help(&self) -> std::string::String {
-        let default = self
-            .default
-            .map(|d| format!(" [default: {d}]"))
-            .unwrap_or_default();
-        format!("{}: {}{default}", self.broker, self.help)
-    }
-
-    /// Its row of the README's table of options.
-    pub fn readme_row(&self) -> std::string::String {
-        let option = match (self.option, self.broker) {
-            (Some(o), "log.dirs") => format!("`--{o} {}` (repeat)", self.unit),
-            (Some(o), _) => format!("`--{o}`"),
-            (None, _) => "-".to_string(),
-        };
-        let topic = self.topic.map_or("-".to_string(), |t| format!("`{t}`"));
-        let default = self.default.unwrap_or("unset");
-        format!(
-            "| {} | {option} | {topic} | {default} | {} |",
-            self.broker, self.help
-        )
-    }
-}
+pub use keys::*;
 
 /// The time keys Kafka also takes in a coarser unit: (key, the `*.ms` key it stands for, its
 /// unit in milliseconds). Kafka prefers `*.ms` over `*.minutes` over `*.hours`.
@@ -635,6 +460,14 @@ impl BrokerConfig {
             }
             "log.retention.check.interval.ms" => {
                 self.retention_check_interval_ms = kafka_long(key, v, Some(1))? as u64
+            }
+            "log.cleaner.enable" => self.cleaner_enable = kafka_bool(key, v)?,
+            "log.cleaner.backoff.ms" => {
+                self.cleaner_backoff_ms = kafka_long(key, v, Some(0))? as u64
+            }
+            // Kafka: LONG; the map takes at least one slot's worth (24 bytes) per thread.
+            "log.cleaner.dedupe.buffer.size" => {
+                self.cleaner_dedupe_buffer_size = kafka_long(key, v, Some(24))? as u64
             }
             // INT atLeast(0); 0 means no periodic checkpoint (Kafka schedules it only once).
             "log.flush.offset.checkpoint.interval.ms" => {
@@ -837,288 +670,4 @@ fn unescape(s: &[char]) -> std::result::Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The README's table of options: the lines from its header to the first blank line.
-    fn readme_table() -> Vec<std::string::String> {
-        let readme = include_str!("../README.md");
-        let start = readme
-            .find(README_TABLE_HEADER)
-            .expect("README.md has the table of options");
-        readme[start..]
-            .lines()
-            .skip(2)
-            .take_while(|l| l.starts_with('|'))
-            .map(str::to_string)
-            .collect()
-    }
-
-    #[test]
-    fn the_readme_table_is_the_key_table() {
-        let want: Vec<_> = CONFIG_KEYS.iter().map(ConfigKey::readme_row).collect();
-        assert_eq!(
-            readme_table(),
-            want,
-            "README.md's table of options must be these rows:\n{}",
-            want.join("\n")
-        );
-    }
-
-    #[test]
-    fn the_key_table_matches_the_topic_keys_and_defaults() {
-        let topic: Vec<&str> = CONFIG_KEYS.iter().filter_map(|k| k.topic).collect();
-        let mut sorted_topic = topic.clone();
-        let mut sorted_known = TOPIC_KEYS.to_vec();
-        sorted_topic.sort();
-        sorted_known.sort();
-        assert_eq!(
-            sorted_topic, sorted_known,
-            "every topic key is in the table once"
-        );
-        let log = LogConfig::default();
-        let broker = BrokerConfig::default();
-        for k in CONFIG_KEYS {
-            assert!(
-                CONFIG_KEYS.iter().filter(|o| o.broker == k.broker).count() == 1,
-                "{} twice",
-                k.broker
-            );
-            // A documented numeric default is the value a fresh config has.
-            if let (Some(d), Ok(_)) = (k.default, k.default.unwrap_or("").parse::<i64>()) {
-                let mut c = broker.clone();
-                c.set(k.broker, d).unwrap();
-                assert_eq!(c, broker, "{} default {d}", k.broker);
-            }
-            if let (Some(t), Some(d)) = (k.topic, k.default)
-                && d != "never forced"
-            {
-                assert_eq!(log.get_topic_key(t).as_deref(), Some(d), "{t}");
-            }
-            // Its validator knows the key, and rejects a value of the wrong type.
-            if matches!(k.kind, KeyType::Int | KeyType::Long) {
-                let e = broker.clone().set(k.broker, "x").unwrap_err().to_string();
-                assert!(e.contains(k.broker), "{e}");
-            }
-        }
-    }
-
-    #[test]
-    fn defaults_match_kafka() {
-        let c = BrokerConfig::default();
-        assert_eq!(c.log.segment_bytes, 1_073_741_824);
-        assert_eq!(c.log.segment_ms, 604_800_000);
-        assert_eq!(c.log.max_message_bytes, 1_048_588);
-        assert_eq!(c.log_dirs, vec![PathBuf::from("/tmp/topicfs-logs")]);
-    }
-
-    #[test]
-    fn properties_file_precedence_and_unknown_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("server.properties");
-        std::fs::write(
-            &p,
-            "# comment\nlog.roll.hours=1\nlog.roll.ms=5000\nbroker.id=3\nlog.segment.bytes = 4096\nlog.dirs=/a,/b\n",
-        )
-        .unwrap();
-        let mut c = BrokerConfig::default();
-        c.load_properties(&p).unwrap();
-        assert_eq!(c.log.segment_ms, 5000);
-        let q = dir.path().join("retention.properties");
-        std::fs::write(&q, "log.retention.minutes=3\nlog.retention.hours=2\n").unwrap();
-        let mut c2 = BrokerConfig::default();
-        c2.load_properties(&q).unwrap();
-        assert_eq!(c2.log.retention_ms, 180_000, "minutes win over hours");
-        std::fs::write(
-            &q,
-            "log.retention.ms=7\nlog.retention.minutes=3\nlog.retention.hours=2\n",
-        )
-        .unwrap();
-        let mut c3 = BrokerConfig::default();
-        c3.load_properties(&q).unwrap();
-        assert_eq!(c3.log.retention_ms, 7, "ms wins over minutes and hours");
-        assert_eq!(c.log.segment_bytes, 4096);
-        assert_eq!(c.log_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
-        assert!(c.set("log.segment.bytes", "x").is_err());
-        assert!(c.log.clone().set_topic_key("nope", "1").is_err());
-    }
-
-    fn props(text: &str) -> Vec<(String, String)> {
-        parse_properties(text).unwrap()
-    }
-
-    fn pair(k: &str, v: &str) -> (String, String) {
-        (k.to_string(), v.to_string())
-    }
-
-    #[test]
-    fn properties_are_parsed_as_java_does() {
-        // Separators: '=', ':', blanks; blanks and at most one separator after the key.
-        assert_eq!(
-            props("a=1\nb:2\nc 3\n  d \t = 4 \ne = = 5\nf\n"),
-            vec![
-                pair("a", "1"),
-                pair("b", "2"),
-                pair("c", "3"),
-                pair("d", "4 "),
-                pair("e", "= 5"),
-                pair("f", ""),
-            ]
-        );
-        // Continuations drop the continued line's leading blanks; an even number of
-        // backslashes is a literal backslash and does not continue.
-        assert_eq!(
-            props("log.dirs=/a,\\\n     /b\nx=y\\\\\nz=w\n"),
-            vec![pair("log.dirs", "/a,/b"), pair("x", "y\\"), pair("z", "w")]
-        );
-        // Comments (# and !, after blanks) never continue; a continued line may start with #.
-        assert_eq!(
-            props("# c \\\nk=v\n  ! other\nm=a\\\n#b\n"),
-            vec![pair("k", "v"), pair("m", "a#b")]
-        );
-        // Escapes, in keys and values; CR and CRLF end lines; the last repeat wins.
-        assert_eq!(
-            props("k\\=ey\\:x\\ y=\\t\\u0041\\n\\q\r\ndup=1\rdup=2"),
-            vec![pair("k=ey:x y", "\tA\nq"), pair("dup", "2")]
-        );
-        // A backslash at the end of the file is dropped; an empty continuation ends the line.
-        assert_eq!(
-            props("a=b\\\n\nc=d\\"),
-            vec![pair("a", "b"), pair("c", "d")]
-        );
-        assert!(parse_properties("a=\\u12G4\n").is_err());
-    }
-
-    #[test]
-    fn properties_match_what_java_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tricky.properties");
-        let text = "# comment \\\nnot.a.key=1\n   ! bang comment\n\
-            log.dirs = /data/a,\\\n        /data/b, \\\n\t/data/c\n\
-            key\\ with\\ spaces : value with spaces   \n\
-            k\\=q\\:r=v=w:x\n\
-            tab\\tkey\tval\\ttab\n\
-            uni=\\u00e9\\u0041\\uD83D\\uDE00\n\
-            trail=ends\\\\\n\
-            cont=a\\\n#not-a-comment\n\
-            empty\n\
-            sep2 = = x\n\
-            crlf=1\r\ncr=2\rff\x0c=3\n\
-            dup=first\ndup=last\n\
-            emptycont=x\\\n\nafter=y\n\
-            odd\\q=\\z\n\
-            eof=z\\";
-        std::fs::write(&file, text).unwrap();
-        let java = dir.path().join("Props.java");
-        std::fs::write(
-            &java,
-            r#"import java.io.*; import java.util.*;
-public class Props {
-  static String esc(String s) {
-    StringBuilder b = new StringBuilder();
-    for (char c : s.toCharArray()) {
-      if (c >= 0x20 && c < 0x7f && c != '\\') b.append(c); else b.append(String.format("\\u%04x", (int) c));
-    }
-    return b.toString();
-  }
-  public static void main(String[] a) throws Exception {
-    Properties p = new Properties();
-    try (InputStream in = new FileInputStream(a[0])) { p.load(in); }
-    for (String k : new TreeSet<>(p.stringPropertyNames())) System.out.println(esc(k) + "\t" + esc(p.getProperty(k)));
-  }
-}
-"#,
-        )
-        .unwrap();
-        let out = std::process::Command::new("java")
-            .arg(&java)
-            .arg(&file)
-            .output()
-            .expect("java is on PATH");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let esc = |s: &str| -> String {
-            s.encode_utf16()
-                .map(|u| {
-                    if (0x20..0x7f).contains(&u) && u != b'\\' as u16 {
-                        (u as u8 as char).to_string()
-                    } else {
-                        format!("\\u{u:04x}")
-                    }
-                })
-                .collect()
-        };
-        let java_pairs: Vec<String> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        let mut ours: Vec<String> = props(text)
-            .iter()
-            .map(|(k, v)| format!("{}\t{}", esc(k), esc(v)))
-            .collect();
-        ours.sort();
-        let mut java_sorted = java_pairs.clone();
-        java_sorted.sort();
-        assert!(java_sorted.len() > 15, "{java_sorted:?}");
-        assert_eq!(ours, java_sorted);
-    }
-
-    #[test]
-    fn values_follow_kafka_validators() {
-        let mut c = LogConfig::default();
-        for (k, v) in [
-            ("retention.ms", "-2"),
-            ("flush.messages", "0"),
-            ("segment.bytes", "99999999999"),
-            ("segment.bytes", "13"),
-            ("segment.index.bytes", "3"),
-            ("index.interval.bytes", "-1"),
-            ("max.message.bytes", "-1"),
-            ("max.message.bytes", "2147483648"),
-            ("segment.ms", "0"),
-            ("compression.type", "none"),
-            ("compression.type", "GZIP"),
-            ("message.timestamp.type", "createtime"),
-        ] {
-            let e = c.set_topic_key(k, v).unwrap_err().to_string();
-            assert!(
-                e.contains(&format!("Invalid value {v} for configuration {k}")),
-                "{e}"
-            );
-        }
-        assert_eq!(c, LogConfig::default(), "nothing was changed");
-        c.set_topic_key("retention.ms", "-1").unwrap();
-        c.set_topic_key("retention.bytes", "-5").unwrap();
-        c.set_topic_key("segment.bytes", "2147483647").unwrap();
-        c.set_topic_key("max.message.bytes", "0").unwrap();
-        c.set_topic_key("compression.type", "uncompressed").unwrap();
-        assert_eq!(c.retention_bytes, -5);
-        assert_eq!(c.segment_bytes, 2147483647);
-        assert_eq!(c.write_compression(), Compression::None);
-        let mut b = BrokerConfig::default();
-        let e = b
-            .set("log.segment.bytes", "99999999999")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("configuration log.segment.bytes: Not a number of type INT"),
-            "{e}"
-        );
-        assert!(b.set("num.partitions", "0").is_err());
-        assert!(b.set("log.roll.hours", "0").is_err());
-        assert!(b.set("log.retention.check.interval.ms", "0").is_err());
-        assert!(
-            b.set("log.flush.offset.checkpoint.interval.ms", "-1")
-                .is_err()
-        );
-        // KafkaConfig.logRetentionTimeMillis: a negative broker retention means -1.
-        b.set("log.retention.hours", "-3").unwrap();
-        assert_eq!(b.log.retention_ms, -1);
-        b.set("log.retention.ms", "-2").unwrap();
-        assert_eq!(b.log.retention_ms, -1);
-    }
-}
+mod tests;

@@ -134,7 +134,21 @@ fn bytes_value(b: Option<&[u8]>) -> Value {
 
 /// Appends one record as a JSON line (with its newline) to `out`.
 pub fn format_record(r: &Record<'_>, ts_type: TimestampType, out: &mut Vec<u8>) {
+    format_record_of(None, r, ts_type, out)
+}
+
+/// [`format_record`] with the record's partition first (`"partition":N`), for files that
+/// read several partitions.
+pub fn format_record_of(
+    partition: Option<u32>,
+    r: &Record<'_>,
+    ts_type: TimestampType,
+    out: &mut Vec<u8>,
+) {
     let mut m = Map::new();
+    if let Some(p) = partition {
+        m.insert("partition".into(), p.into());
+    }
     m.insert("offset".into(), r.offset.into());
     m.insert("timestamp".into(), r.timestamp.into());
     m.insert("timestampType".into(), ts_type.name().into());

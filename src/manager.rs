@@ -17,6 +17,9 @@ use crate::error::{Error, Result};
 use crate::log::{LoadParams, PartitionLog, now_ms};
 use crate::sync::{MutexExt, RwLockExt};
 
+mod cleaner;
+pub use cleaner::CleanedLog;
+
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
@@ -307,6 +310,7 @@ pub struct LogManager {
     shut_down: AtomicBool,
     background: Arc<Background>,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    cleaner: cleaner::CleanerState,
 }
 
 impl LogManager {
@@ -422,7 +426,7 @@ impl LogManager {
                 let cfg = Arc::new(
                     config
                         .log
-                        .with_overrides(overrides.get(&t).unwrap_or(&BTreeMap::new()))
+                        .for_topic(&t, overrides.get(&t).unwrap_or(&BTreeMap::new()))
                         .unwrap_or_else(|e| {
                             log::warn!("topic {t}: ignoring invalid stored config override: {e}");
                             config.log.clone()
@@ -467,6 +471,7 @@ impl LogManager {
                 wake: Condvar::new(),
             }),
             threads: Mutex::new(Vec::new()),
+            cleaner: cleaner::CleanerState::load(&config.log_dirs),
         });
         {
             let mut topics = mgr.topics.write_guard();
@@ -646,7 +651,7 @@ impl LogManager {
         if read_topic_overrides(&self.config.log_dirs).contains_key(name) {
             self.set_overrides_locked(name, None)?;
         }
-        let cfg = Arc::new(self.config.log.clone());
+        let cfg = Arc::new(self.config.log.for_topic(name, &BTreeMap::new())?);
         let parts = {
             let topics = self.topics.read_guard();
             self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
@@ -703,6 +708,7 @@ impl LogManager {
         *deleted = true;
         self.topics.write_guard().remove(name);
         for log in topic.partitions() {
+            log.close_waiters();
             for s in log.segments() {
                 s.close();
             }
@@ -721,6 +727,7 @@ impl LogManager {
                 "topic {name}: config overrides not removed (ignored by a new topic of that name): {e}"
             );
         }
+        self.forget_cleaner_checkpoints(name);
         log::info!("deleted topic {name}");
         drop(deleted);
         self.checkpoint_after(&format!("delete topic {name}"));
@@ -785,7 +792,7 @@ impl LogManager {
                 }
             }
         }
-        let cfg = Arc::new(self.config.log.with_overrides(&ov)?);
+        let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
         self.set_overrides_locked(topic, Some(ov.clone()))?;
         *t.overrides.guard() = ov;
         *t.config.write_guard() = cfg.clone();
@@ -871,8 +878,8 @@ impl LogManager {
         for t in topics {
             // A topic deleted meanwhile is skipped; deletion waits for a pass under way.
             let Ok(_live) = t.live() else { continue };
-            // Kafka's `__consumer_offsets` is compacted, never deleted by time or size.
-            if t.name() == crate::group::OFFSETS_TOPIC {
+            // Compacted topics (`__consumer_offsets` among them) are the cleaner thread's.
+            if t.config().cleanup_policy.compact {
                 continue;
             }
             deleted += self.retention_of(&t, now)?;
@@ -957,6 +964,7 @@ impl LogManager {
             })
             .expect("spawn background thread");
         self.threads.guard().push(h);
+        self.start_cleaner();
     }
 
     /// Clean shutdown: seals and syncs every partition, writes the checkpoints and Kafka's
@@ -965,6 +973,7 @@ impl LogManager {
         if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        self.cleaner.stop.store(true, Ordering::Release);
         *self.background.stop.guard() = true;
         self.background.wake.notify_all();
         for h in self.threads.guard().drain(..) {
@@ -999,6 +1008,7 @@ impl LogManager {
 
 impl Drop for LogManager {
     fn drop(&mut self) {
+        self.cleaner.stop.store(true, Ordering::Release);
         *self.background.stop.guard() = true;
         self.background.wake.notify_all();
     }

@@ -143,7 +143,7 @@ fn rmdir_mkdir_with_open_handles() {
     assert_eq!(get("new_ino_differs"), "True True");
     assert_eq!(
         get("new_list"),
-        "['0', 'append', 'append.jsonl', 'config', 'partitions']"
+        "['0', 'append', 'append.jsonl', 'config', 'groups', 'partitions']"
     );
     assert_eq!(get("new_partitions"), "1");
 

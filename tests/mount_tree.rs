@@ -24,6 +24,7 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "append",
             "append.jsonl",
             "config",
+            "groups",
             "partitions"
         ]
     );
@@ -34,6 +35,7 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "append.jsonl",
             "by-offset",
             "by-time",
+            "follow",
             "log-end-offset",
             "log-start-offset",
             "segments"

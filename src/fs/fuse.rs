@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags, PollNotifier, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use super::types::{Access, Attr, Kind, ReadReply};
@@ -109,13 +109,9 @@ impl Filesystem for TopicFs {
         self.state.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        attr(
-            self.state.getattr(ino.0, fh.map(|f| f.0)),
-            "getattr",
-            ino,
-            reply,
-        );
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let r = self.state.getattr(ino.0, fh.map(|f| f.0), req.pid());
+        attr(r, "getattr", ino, reply);
     }
 
     fn setattr(
@@ -221,8 +217,11 @@ impl Filesystem for TopicFs {
         reply.error(errno(report("link", &what, e)));
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.state.open(ino.0, Access::from_flags(flags.0)) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self
+            .state
+            .open(ino.0, Access::from_flags(flags.0), req.pid())
+        {
             Ok(o) => {
                 let fopen = if o.direct_io {
                     FopenFlags::FOPEN_DIRECT_IO
@@ -237,7 +236,7 @@ impl Filesystem for TopicFs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -246,7 +245,8 @@ impl Filesystem for TopicFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.state.read(fh.0, offset, size, Box::new(reply));
+        self.state
+            .read(fh.0, offset, size, req.pid(), Box::new(reply));
     }
 
     fn write(
@@ -321,6 +321,28 @@ impl Filesystem for TopicFs {
                 reply.ok();
             }
             Err(e) => reply.error(errno(report("readdir", &ino.0, e))),
+        }
+    }
+
+    fn poll(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        ph: PollNotifier,
+        _events: PollEvents,
+        _flags: PollFlags,
+        reply: ReplyPoll,
+    ) {
+        let notify = Box::new(move || {
+            if let Err(e) = ph.notify() {
+                log::debug!("poll notification not taken: {e}");
+            }
+        });
+        match self.state.poll(fh.0, notify) {
+            Ok(true) => reply.poll(PollEvents::POLLIN | PollEvents::POLLRDNORM),
+            Ok(false) => reply.poll(PollEvents::empty()),
+            Err(e) => reply.error(errno(report("poll", &fh.0, e))),
         }
     }
 

@@ -7,27 +7,37 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
+use crate::fs::inode::{Format, TopicName};
 use crate::fs::lines::{count_lines, for_each_line};
 use crate::jsonl;
 use crate::log::now_ms;
 use crate::record::RecordInput;
-use crate::storage::{PartitionStore, RecordStream, Storage, TopicStore};
+use crate::storage::{PartitionStore, Storage, TopicStore};
 
 /// One open file.
 pub enum Handle {
     Append(AppendHandle),
-    Stream(StreamHandle),
+    Stream(super::stream::StreamHandle),
+    Group(super::group::GroupHandle),
+    GroupOffsets(super::group::OffsetsHandle),
     Text(TextHandle),
     Segment(File),
 }
 
 impl Handle {
+    /// Whether a partial line waits to be appended.
+    pub fn has_pending_line(&self) -> bool {
+        matches!(self, Handle::Append(h) if !h.partial.is_empty())
+    }
+
     /// Completes what the writer left pending (a partial line): at release and shutdown.
     pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) => Ok(()),
+            Handle::Group(g) => g.commit(),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) | Handle::GroupOffsets(_) => {
+                Ok(())
+            }
         }
     }
 
@@ -310,135 +320,6 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
         value: Some(line),
         headers: &[],
         timestamp,
-    }
-}
-
-/// An open `by-offset/<N>` or `by-time/<T>` (`.jsonl`): the records from the start to the log
-/// end as it was at open, each value followed by `\n` (or one JSON object per line),
-/// produced as the reader asks for them.
-pub struct StreamHandle {
-    log: Arc<dyn PartitionStore>,
-    name: LookupName,
-    reader: Box<dyn RecordStream>,
-    /// The log end fixed at open: reopening after a backward seek stops here too.
-    end: i64,
-    out: Vec<u8>,
-    out_pos: usize,
-    /// File offset of `out[out_pos]`.
-    pos: u64,
-    eof: bool,
-    /// An error met after some records were already buffered: those are served first, the
-    /// error is returned by the read that would go past them (as a disk read fails only
-    /// where the bad sector is).
-    pending: Option<Error>,
-}
-
-/// Opens the reader a lookup name asks for (ENOENT-class errors when it does not open).
-pub fn open_reader(log: &dyn PartitionStore, name: &LookupName) -> Result<Box<dyn RecordStream>> {
-    match name.by {
-        LookupBy::Offset => log.read_from_offset(name.start),
-        LookupBy::Time => log.read_from_time(name.start),
-    }
-}
-
-impl StreamHandle {
-    pub fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<StreamHandle> {
-        let reader = open_reader(&*log, &name)?;
-        Ok(StreamHandle {
-            end: reader.end_offset(),
-            log,
-            name,
-            reader,
-            out: Vec::new(),
-            out_pos: 0,
-            pos: 0,
-            eof: false,
-            pending: None,
-        })
-    }
-
-    /// Bytes at `offset`, at most `size`. Sequential reads continue from the cursor.
-    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
-        if offset < self.pos {
-            self.restart()?;
-        }
-        // Skip forward (a seek past the cursor).
-        while self.pos < offset {
-            if self.buffered() == 0 && !self.fill(64 * 1024)? {
-                return Ok(&[]);
-            }
-            let n = (self.buffered() as u64).min(offset - self.pos) as usize;
-            self.out_pos += n;
-            self.pos += n as u64;
-        }
-        if self.buffered() < size {
-            self.fill(size)?;
-        }
-        let n = self.buffered().min(size);
-        let start = self.out_pos;
-        self.out_pos += n;
-        self.pos += n as u64;
-        Ok(&self.out[start..start + n])
-    }
-
-    fn buffered(&self) -> usize {
-        self.out.len() - self.out_pos
-    }
-
-    /// Decodes batches until `want` bytes are buffered or the end is reached. Returns whether
-    /// anything is buffered.
-    fn fill(&mut self, want: usize) -> Result<bool> {
-        // Compact only once half the buffer is consumed: moving the unread tail on every
-        // refill copied the data a second time.
-        if self.out_pos > 0 && self.out_pos * 2 >= self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
-        }
-        if self.buffered() == 0
-            && let Some(e) = self.pending.take()
-        {
-            return Err(e);
-        }
-        let end = self.end;
-        let format = self.name.format;
-        while !self.eof && self.pending.is_none() && self.out.len() < want {
-            let out = &mut self.out;
-            let more = self.reader.next_batch_meta(&mut |h, r| {
-                if r.offset >= end {
-                    return;
-                }
-                match format {
-                    Format::Lines => {
-                        out.extend_from_slice(r.value.unwrap_or_default());
-                        out.push(b'\n');
-                    }
-                    Format::Jsonl => jsonl::format_record(r, h.timestamp_type(), out),
-                }
-            });
-            let more = match more {
-                Ok(more) => more,
-                Err(e) if self.out.len() > self.out_pos => {
-                    self.pending = Some(e);
-                    break;
-                }
-                Err(e) => return Err(e),
-            };
-            if !more {
-                self.eof = true;
-            }
-        }
-        Ok(!self.out.is_empty())
-    }
-
-    /// A backward seek: reopen at the start (bounded by the end fixed at the first open).
-    fn restart(&mut self) -> Result<()> {
-        self.reader = open_reader(&*self.log, &self.name)?;
-        self.out.clear();
-        self.out_pos = 0;
-        self.pos = 0;
-        self.eof = false;
-        self.pending = None;
-        Ok(())
     }
 }
 

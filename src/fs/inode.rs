@@ -57,7 +57,59 @@ pub enum Node {
     Lookup(TopicName, u32, LookupName),
     /// `segments/<name>`.
     Segment(TopicName, u32, Arc<str>),
+    /// `<topic>/groups/`.
+    Groups(TopicName),
+    /// `<topic>/groups/<G>/`.
+    Group(TopicName, Arc<str>),
+    /// A file of `<topic>/groups/<G>/`.
+    GroupFile(TopicName, Arc<str>, GroupFile),
 }
+
+/// Files of `<topic>/groups/<G>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupFile {
+    Records,
+    RecordsJsonl,
+    Follow,
+    FollowJsonl,
+    Offsets,
+}
+
+impl GroupFile {
+    pub const ALL: [GroupFile; 5] = [
+        GroupFile::Records,
+        GroupFile::RecordsJsonl,
+        GroupFile::Follow,
+        GroupFile::FollowJsonl,
+        GroupFile::Offsets,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupFile::Records => "records",
+            GroupFile::RecordsJsonl => "records.jsonl",
+            GroupFile::Follow => "follow",
+            GroupFile::FollowJsonl => "follow.jsonl",
+            GroupFile::Offsets => "offsets",
+        }
+    }
+
+    /// The record files' format (None for `offsets`).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            GroupFile::Records | GroupFile::Follow => Some(Format::Lines),
+            GroupFile::RecordsJsonl | GroupFile::FollowJsonl => Some(Format::Jsonl),
+            GroupFile::Offsets => None,
+        }
+    }
+
+    pub fn follows(self) -> bool {
+        matches!(self, GroupFile::Follow | GroupFile::FollowJsonl)
+    }
+}
+
+/// The name of the directory of groups under a topic.
+pub const GROUPS_DIR: &str = "groups";
 
 /// Files directly under `<topic>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,6 +134,7 @@ pub enum PartitionFile {
 pub enum PartitionDir {
     ByOffset,
     ByTime,
+    Follow,
     Segments,
 }
 
@@ -90,6 +143,24 @@ pub enum PartitionDir {
 pub enum LookupBy {
     Offset,
     Time,
+    /// `follow/<N>`: from an offset ([`EARLIEST`], [`LATEST`] or a decimal), never ending.
+    Follow,
+}
+
+/// `follow/earliest`: the log start (Kafka's ListOffsets uses -2 for it).
+pub const EARLIEST: i64 = -2;
+/// `follow/latest`: the log end at open (-1 in ListOffsets).
+pub const LATEST: i64 = -1;
+
+impl LookupBy {
+    /// The directory of the lookup files.
+    pub fn dir(self) -> PartitionDir {
+        match self {
+            LookupBy::Offset => PartitionDir::ByOffset,
+            LookupBy::Time => PartitionDir::ByTime,
+            LookupBy::Follow => PartitionDir::Follow,
+        }
+    }
 }
 
 /// How records are written to an append file or shown by a lookup file.
@@ -156,9 +227,10 @@ impl PartitionFile {
 }
 
 impl PartitionDir {
-    pub const ALL: [PartitionDir; 3] = [
+    pub const ALL: [PartitionDir; 4] = [
         PartitionDir::ByOffset,
         PartitionDir::ByTime,
+        PartitionDir::Follow,
         PartitionDir::Segments,
     ];
 
@@ -166,6 +238,7 @@ impl PartitionDir {
         match self {
             PartitionDir::ByOffset => "by-offset",
             PartitionDir::ByTime => "by-time",
+            PartitionDir::Follow => "follow",
             PartitionDir::Segments => "segments",
         }
     }
@@ -177,19 +250,32 @@ pub fn parse_partition(name: &str) -> Option<u32> {
     (p.to_string() == name).then_some(p)
 }
 
-/// Parses the name of a file under `by-offset/` or `by-time/`: a non-negative decimal that
-/// fits in an i64, optionally followed by `.jsonl`. Anything else (signs, spaces, hex,
-/// overflow) is not a lookup name.
+/// Parses the name of a file under `by-offset/`, `by-time/` or `follow/`: a non-negative
+/// decimal that fits in an i64 (under `follow/` also `earliest` or `latest`), optionally
+/// followed by `.jsonl`. Anything else (signs, spaces, hex, overflow) is not a lookup name.
 pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
     let (digits, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
         Some(d) => (d, Format::Jsonl),
         None => (name, Format::Lines),
     };
-    Some(LookupName {
-        by,
-        start: parse_decimal(digits)?,
-        format,
-    })
+    let start = match (by, digits) {
+        (LookupBy::Follow, "earliest") => EARLIEST,
+        (LookupBy::Follow, "latest") => LATEST,
+        _ => parse_decimal(digits)?,
+    };
+    Some(LookupName { by, start, format })
+}
+
+impl std::fmt::Display for LookupName {
+    /// The file name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.by, self.start) {
+            (LookupBy::Follow, EARLIEST) => f.write_str("earliest")?,
+            (LookupBy::Follow, LATEST) => f.write_str("latest")?,
+            (_, n) => write!(f, "{n}")?,
+        }
+        f.write_str(self.format.suffix())
+    }
 }
 
 fn parse_decimal(s: &str) -> Option<i64> {
@@ -210,19 +296,26 @@ impl Node {
             | Node::PartitionFile(t, ..)
             | Node::PartitionDir(t, ..)
             | Node::Lookup(t, ..)
-            | Node::Segment(t, ..) => Some(t),
+            | Node::Segment(t, ..)
+            | Node::Groups(t)
+            | Node::Group(t, _)
+            | Node::GroupFile(t, ..) => Some(t),
         }
     }
 
     pub fn kind(&self) -> Kind {
         match self {
-            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                Kind::Directory
-            }
+            Node::Root
+            | Node::Topic(_)
+            | Node::Partition(..)
+            | Node::PartitionDir(..)
+            | Node::Groups(_)
+            | Node::Group(..) => Kind::Directory,
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => Kind::File,
+            | Node::Segment(..)
+            | Node::GroupFile(..) => Kind::File,
         }
     }
 
@@ -230,7 +323,9 @@ impl Node {
     pub fn perm(&self) -> u16 {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
-            Node::PartitionDir(..) => 0o555,
+            Node::PartitionDir(..) | Node::Groups(_) | Node::Group(..) => 0o555,
+            Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
+            Node::GroupFile(..) => 0o444,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
             Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
             | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
@@ -238,6 +333,15 @@ impl Node {
             }
             Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
         }
+    }
+
+    /// The append files (`append`, `append.jsonl`, at topic and partition level).
+    pub fn is_append(&self) -> bool {
+        matches!(
+            self,
+            Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
+                | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+        )
     }
 
     pub fn readable(&self) -> bool {
@@ -254,6 +358,7 @@ impl Node {
             self,
             Node::TopicFile(..)
                 | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+                | Node::GroupFile(_, _, GroupFile::Offsets)
         )
     }
 
@@ -265,15 +370,11 @@ impl Node {
             Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
                 Node::Partition(t.clone(), *p)
             }
-            Node::Lookup(t, p, l) => Node::PartitionDir(
-                t.clone(),
-                *p,
-                match l.by {
-                    LookupBy::Offset => PartitionDir::ByOffset,
-                    LookupBy::Time => PartitionDir::ByTime,
-                },
-            ),
+            Node::Lookup(t, p, l) => Node::PartitionDir(t.clone(), *p, l.by.dir()),
             Node::Segment(t, p, _) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
+            Node::Groups(t) => Node::Topic(t.clone()),
+            Node::Group(t, _) => Node::Groups(t.clone()),
+            Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
         }
     }
 }
@@ -288,14 +389,11 @@ impl std::fmt::Display for Node {
             Node::Partition(t, p) => write!(f, "{t}/{p}"),
             Node::PartitionFile(t, p, file) => write!(f, "{t}/{p}/{}", file.name()),
             Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
-            Node::Lookup(t, p, l) => {
-                let dir = match l.by {
-                    LookupBy::Offset => PartitionDir::ByOffset,
-                    LookupBy::Time => PartitionDir::ByTime,
-                };
-                write!(f, "{t}/{p}/{}/{}{}", dir.name(), l.start, l.format.suffix())
-            }
+            Node::Lookup(t, p, l) => write!(f, "{t}/{p}/{}/{l}", l.by.dir().name()),
             Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
+            Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
+            Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
+            Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),
         }
     }
 }

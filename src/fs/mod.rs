@@ -4,10 +4,16 @@
 //! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
 
 pub mod errno;
+mod follow;
 pub mod fuse;
+pub mod group;
 pub mod handle;
 pub mod inode;
 mod lines;
+mod members;
+mod open;
+mod read;
+pub mod stream;
 mod tree;
 pub mod types;
 
@@ -19,13 +25,13 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::storage::{Live, PartitionStore, SegmentFile, Storage, TopicStore};
+use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
 pub use fuse::TopicFs;
-use handle::{AppendHandle, AppendTarget, Handle, StreamHandle, TextHandle, TextTarget};
-use inode::{Format, InodeTable, Node, PartitionFile, TopicFile, TopicName};
-use types::{Access, Attr, DirEntry, Kind, Opened, ReadReply, Statfs};
+use handle::Handle;
+use inode::{InodeTable, Node, TopicName};
+use types::{Attr, DirEntry, Kind, Statfs};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
@@ -117,6 +123,17 @@ pub struct FsState {
     /// more than the log dirs do, and with `--allow-other` the kernel enforces it.
     dir_mode: u16,
     mounted_at: SystemTime,
+    /// Reads waiting for records (`follow`).
+    parking: follow::Parking,
+    /// Consumer groups' committed offsets.
+    groups: Arc<dyn GroupStore>,
+    /// The open record files of each group (topic, incarnation, group): (fh, follow).
+    members: Mutex<HashMap<members::GroupKey, Vec<(u64, bool)>>>,
+    /// Set when shutdown begins: follow files end (EOF) from then on.
+    ending: std::sync::atomic::AtomicBool,
+    /// The open stream files of each inode, with the process (tgid) that opened each: their
+    /// `fstat` shows that stream's length (see [`FsState::getattr`]).
+    streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
 }
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
@@ -124,6 +141,9 @@ pub struct FsState {
 struct OpenFile {
     topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
+    ino: u64,
+    /// Bumped by each `poll`: only the latest poll's wake-up stays registered.
+    poll_generation: Arc<AtomicU64>,
 }
 
 impl OpenFile {
@@ -133,7 +153,8 @@ impl OpenFile {
 }
 
 impl FsState {
-    pub fn new(mgr: Arc<dyn Storage>) -> Arc<FsState> {
+    /// The fs core over `mgr`; loads the consumer groups' committed offsets.
+    pub fn new(mgr: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -158,7 +179,8 @@ impl FsState {
                 }
             }
         }
-        Arc::new(FsState {
+        let groups = mgr.clone().open_groups()?;
+        let state = Arc::new(FsState {
             mgr,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
@@ -168,17 +190,46 @@ impl FsState {
             gid,
             dir_mode,
             mounted_at: SystemTime::now(),
-        })
+            parking: follow::Parking::new(),
+            groups,
+            members: Mutex::new(HashMap::new()),
+            ending: std::sync::atomic::AtomicBool::new(false),
+            streams: Mutex::new(HashMap::new()),
+        });
+        follow::start(&state);
+        Ok(state)
     }
 
     /// Clean shutdown: waits for running callbacks, appends every pending partial line,
     /// then shuts the log manager down (checkpoints, trimmed indexes, clean-shutdown marker).
     pub fn shutdown(&self) -> crate::error::Result<()> {
+        // Follow readers see the end of their files, and get to close them cleanly while
+        // the session still runs (bounded: a reader may keep its file open).
+        if !self.ending.swap(true, Ordering::AcqRel) {
+            let ended: Vec<u64> = self
+                .parking
+                .take_all()
+                .into_iter()
+                .map(|p| {
+                    p.reply.data(&[]);
+                    p.fh
+                })
+                .collect();
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            while std::time::Instant::now() < until
+                && ended.iter().any(|fh| self.handles.guard().contains_key(fh))
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let mut closed = self.closed.write_guard();
         if *closed {
             return Ok(());
         }
         *closed = true;
+        for p in self.parking.take_all() {
+            p.reply.data(&[]);
+        }
         let open: Vec<(u64, Arc<OpenFile>)> = self.handles.guard().drain().collect();
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
@@ -260,12 +311,20 @@ impl FsState {
     }
 
     /// `stat` of a path, or `fstat` of an open file (`fh`).
-    pub fn getattr(&self, ino: u64, _fh: Option<u64>) -> FsResult<(Duration, Attr)> {
+    /// `stat` of a path, or of an open file (`fh`, as `lseek(SEEK_END)` asks). `pid` is the
+    /// asking thread: a process that has a stream file open (by-offset, by-time, follow) sees
+    /// in `fstat` that stream's length so far, as a reader of a growing log file does (GNU
+    /// `tail -f` reads when it grows); everyone else sees the path's size.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        Ok((Self::ttl(&node), self.attr(ino, &node)?))
+        let mut attr = self.attr(ino, &node)?;
+        if let Some(size) = self.stream_length(ino, fh, pid)? {
+            attr.size = size;
+        }
+        Ok((Self::ttl(&node), attr))
     }
 
     pub fn setattr(
@@ -357,143 +416,6 @@ impl FsState {
         Ok(())
     }
 
-    pub fn open(&self, ino: u64, access: Access) -> FsResult<Opened> {
-        let _g = self.gate()?;
-        let node = self.node(ino)?;
-        // Held while the handle is made: the topic cannot be deleted under the open.
-        let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let Access { read, write } = access;
-        if (read && !node.readable()) || (write && !node.writable()) {
-            return tree(
-                libc::EACCES,
-                format!(
-                    "mode {:o} does not allow {}",
-                    node.perm(),
-                    if write { "writing" } else { "reading" }
-                ),
-            );
-        }
-        let (handle, direct_io) = match &node {
-            Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = if *f == TopicFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
-                };
-                let target = AppendTarget::Topic(topic);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
-            }
-            Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = if *f == PartitionFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
-                };
-                let target =
-                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
-            }
-            Node::TopicFile(t, TopicFile::Partitions) => {
-                let n = self.topic(t)?.partition_count();
-                let content = format!("{n}\n").into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
-                    true,
-                )
-            }
-            Node::TopicFile(t, TopicFile::Config) => {
-                let content = self.topic(t)?.config_text().into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
-                    true,
-                )
-            }
-            Node::PartitionFile(
-                t,
-                p,
-                f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
-            ) => {
-                let log = self.partition(t, *p)?;
-                let offset = if *f == PartitionFile::LogStartOffset {
-                    log.log_start_offset()
-                } else {
-                    log.log_end_offset()
-                };
-                let content = offset_text(offset).into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
-            }
-            Node::Lookup(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                (Handle::Stream(StreamHandle::open(log, *name)?), true)
-            }
-            Node::Segment(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                let Some(seg) = self
-                    .segments_of(&*log)?
-                    .into_iter()
-                    .find(|s| *s.name == **name)
-                else {
-                    return tree(libc::ENOENT, format!("{node} no longer exists"));
-                };
-                // Through the page cache (mmap works); a new open always sees fresh pages.
-                (Handle::Segment(log.open_segment_file(&seg.name)?), false)
-            }
-            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::PartitionDir(..) => {
-                return tree(libc::EISDIR, format!("{node} is a directory"));
-            }
-        };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let of = OpenFile {
-            topic: topic.clone(),
-            handle: Mutex::new(handle),
-        };
-        self.handles.guard().insert(fh, Arc::new(of));
-        Ok(Opened { fh, direct_io })
-    }
-
-    /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
-    /// the handle's buffer: no copy).
-    pub fn read(&self, fh: u64, offset: u64, size: u32, reply: Box<dyn ReadReply>) {
-        let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
-        let _g = match self.gate() {
-            Ok(g) => g,
-            Err(e) => return fail(reply, e),
-        };
-        let of = match self.handle(fh) {
-            Ok(of) => of,
-            Err(e) => return fail(reply, e),
-        };
-        let _live = match of.live() {
-            Ok(l) => l,
-            Err(e) => return fail(reply, e.into()),
-        };
-        let mut h = of.handle.guard();
-        let size = size as usize;
-        match &mut *h {
-            Handle::Stream(s) => match s.read(offset, size) {
-                Ok(data) => reply.data(data),
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::Text(t) => reply.data(t.read(offset, size)),
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
-                Ok(data) => reply.data(&data),
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::Append(_) => fail(
-                reply,
-                FsError::Tree(libc::EBADF, "append files are write-only".into()),
-            ),
-        }
-    }
-
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
@@ -502,30 +424,95 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.mgr, data)?,
-            Handle::Stream(_) | Handle::Segment(_) => return tree(libc::EBADF, "read-only file"),
+            Handle::GroupOffsets(o) => {
+                let topic = of.topic.as_ref().expect("a topic's file");
+                let t = TopicName::new(topic.name(), topic.incarnation());
+                if self.group_busy(&t, o.group()) {
+                    return tree(
+                        libc::EBUSY,
+                        format!("group {} of {t} has a reader: offsets not moved", o.group()),
+                    );
+                }
+                o.write(&*self.groups, data)?
+            }
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
+                return tree(libc::EBADF, "read-only file");
+            }
         }
         Ok(data.len() as u32)
     }
 
+    /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
+    /// pending line: after shutdown (which appended every pending line) or after its topic
+    /// was deleted, a reader's close succeeds.
     pub fn flush(&self, fh: u64, owner: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let of = self.handle(fh)?;
-        let _live = of.live()?;
+        let live = of.live();
         let mut h = of.handle.guard();
+        if let Handle::Group(g) = &mut *h {
+            // A group reader leaves its group at close: the next reader (also one that
+            // opens before this file's release) takes over its partitions.
+            let res = g.commit();
+            let group = g.group().to_string();
+            drop(h);
+            drop(live);
+            self.leave(&of, &group, fh);
+            return Ok(res?);
+        }
+        if !h.has_pending_line() {
+            return Ok(());
+        }
+        let _live = live?;
         Ok(h.flush(&*self.mgr, owner)?)
     }
 
     pub fn release(&self, fh: u64) -> FsResult<()> {
-        let _g = self.gate()?;
+        let Ok(_g) = self.gate() else {
+            return Ok(());
+        };
         let Some(of) = self.handles.guard().remove(&fh) else {
             return Ok(());
         };
+        for p in self.parking.take_of(fh) {
+            p.reply.data(&[]);
+        }
+        {
+            let mut streams = self.streams.guard();
+            if let Some(v) = streams.get_mut(&of.ino) {
+                v.retain(|(f, _)| *f != fh);
+                if v.is_empty() {
+                    streams.remove(&of.ino);
+                }
+            }
+        }
         // A deleted topic's file: its pending line has nowhere to go (close reported it).
-        let Ok(_live) = of.live() else {
+        let Ok(live) = of.live() else {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        Ok(h.finish(&*self.mgr)?)
+        // A group reader commits, then the others take over its partitions.
+        let res = h.finish(&*self.mgr);
+        let group = match &*h {
+            Handle::Group(g) => Some(g.group().to_string()),
+            _ => None,
+        };
+        drop(h);
+        drop(live);
+        if let Some(g) = group {
+            self.leave(&of, &g, fh);
+        }
+        Ok(res?)
+    }
+
+    /// Reader `fh` of `group` leaves it (once).
+    fn leave(&self, of: &OpenFile, group: &str, fh: u64) {
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.leave_group(topic, &t, group, fh);
+        }
     }
 
     pub fn fsync(&self, fh: u64) -> FsResult<()> {

@@ -19,11 +19,16 @@ pub(super) const WO: Access = Access {
     write: true,
 };
 
+/// This thread, as FUSE would name the caller.
+pub(super) fn me() -> u32 {
+    unsafe { libc::gettid() as u32 }
+}
+
 fn state(dir: &std::path::Path, partitions: u32) -> Arc<FsState> {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = partitions;
-    FsState::new(LogManager::open(c).unwrap())
+    FsState::new(LogManager::open(c).unwrap()).unwrap()
 }
 
 /// What a read answered.
@@ -46,7 +51,7 @@ impl ReadReply for Capture {
 
 fn read(fs: &FsState, fh: u64, offset: u64, size: u32) -> Answer {
     let slot = Arc::new(Mutex::new(None));
-    fs.read(fh, offset, size, Box::new(Capture(slot.clone())));
+    fs.read(fh, offset, size, 0, Box::new(Capture(slot.clone())));
     let answer = slot.lock().unwrap().take();
     answer.expect("the core answered the read")
 }
@@ -100,14 +105,15 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
             "config",
             "append",
             "append.jsonl",
+            "groups",
             "0",
             "1"
         ]
     );
     // readdir continues from the offset it was given.
-    let rest = fs.readdir(topic, 6).unwrap();
+    let rest = fs.readdir(topic, 7).unwrap();
     assert_eq!(rest.len(), 2);
-    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 7));
+    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 8));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("a b"))), libc::EINVAL);
     assert_eq!(errno_of(fs.mkdir(topic, OsStr::new("x"))), libc::EPERM);
@@ -123,22 +129,24 @@ fn appended_lines_read_back_by_offset_and_as_json() {
     let d = tempfile::tempdir().unwrap();
     let fs = state(d.path(), 1);
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
-    let append = fs.open(walk(&fs, "t/0/append"), WO).unwrap();
+    let append = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
     assert!(append.direct_io);
     assert_eq!(fs.write(append.fh, b"a\nb\nhalf", Some(9)).unwrap(), 8);
     // The partial line waits for its writer's close.
     fs.flush(append.fh, 1234).unwrap();
-    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"2\n");
     fs.flush(append.fh, 9).unwrap();
     fs.release(append.fh).unwrap();
-    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"3\n");
 
-    let r = fs.open(walk(&fs, "t/0/by-offset/1"), RO).unwrap();
+    let r = fs.open(walk(&fs, "t/0/by-offset/1"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, r.fh), b"b\nhalf\n");
     fs.release(r.fh).unwrap();
-    let j = fs.open(walk(&fs, "t/0/by-offset/2.jsonl"), RO).unwrap();
+    let j = fs
+        .open(walk(&fs, "t/0/by-offset/2.jsonl"), RO, me())
+        .unwrap();
     let line = String::from_utf8(read_all(&fs, j.fh)).unwrap();
     assert!(
         line.starts_with("{\"offset\":2,")
@@ -164,10 +172,10 @@ fn files_keep_their_modes_and_refuse_what_they_cannot_do() {
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     let append = walk(&fs, "t/0/append");
     let leo = walk(&fs, "t/0/log-end-offset");
-    assert_eq!(errno_of(fs.open(append, RO)), libc::EACCES);
-    assert_eq!(errno_of(fs.open(leo, WO)), libc::EACCES);
-    assert_eq!(errno_of(fs.open(walk(&fs, "t"), RO)), libc::EISDIR);
-    let w = fs.open(append, WO).unwrap();
+    assert_eq!(errno_of(fs.open(append, RO, me())), libc::EACCES);
+    assert_eq!(errno_of(fs.open(leo, WO, me())), libc::EACCES);
+    assert_eq!(errno_of(fs.open(walk(&fs, "t"), RO, me())), libc::EISDIR);
+    let w = fs.open(append, WO, me()).unwrap();
     assert_eq!(read(&fs, w.fh, 0, 10), Answer::Errno(libc::EBADF));
     assert_eq!(fs.create(ROOT, OsStr::new("f")).errno(), libc::EPERM);
     assert_eq!(fs.unlink(ROOT, OsStr::new("t")).errno(), libc::EPERM);
@@ -187,14 +195,14 @@ fn a_deleted_topics_open_files_fail_and_its_name_can_be_reused() {
     let fs = state(d.path(), 1);
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     let old = walk(&fs, "t/0/append");
-    let w = fs.open(old, WO).unwrap();
+    let w = fs.open(old, WO, me()).unwrap();
     fs.write(w.fh, b"one\n", None).unwrap();
     fs.rmdir(ROOT, OsStr::new("t")).unwrap();
     assert_eq!(errno_of(fs.write(w.fh, b"two\n", None)), libc::ESTALE);
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     // The old inode belongs to the deleted topic, not to the new one of the same name.
-    assert_eq!(errno_of(fs.getattr(old, None)), libc::ENOENT);
-    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO).unwrap();
+    assert_eq!(errno_of(fs.getattr(old, None, me())), libc::ENOENT);
+    let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"0\n");
 }
 
@@ -203,13 +211,81 @@ fn shutdown_appends_pending_lines_then_refuses_calls() {
     let d = tempfile::tempdir().unwrap();
     let fs = state(d.path(), 1);
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
-    let w = fs.open(walk(&fs, "t/0/append"), WO).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
     fs.write(w.fh, b"pending", Some(1)).unwrap();
     let leo = walk(&fs, "t/0/log-end-offset");
     fs.shutdown().unwrap();
-    assert_eq!(errno_of(fs.getattr(leo, None)), libc::ENOTCONN);
+    assert_eq!(errno_of(fs.getattr(leo, None, me())), libc::ENOTCONN);
     drop(fs);
     let fs = state(d.path(), 1);
-    let r = fs.open(walk(&fs, "t/0/by-offset/0"), RO).unwrap();
+    let r = fs.open(walk(&fs, "t/0/by-offset/0"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, r.fh), b"pending\n");
+}
+
+/// Starts a read and returns where its answer will land.
+fn read_later(fs: &FsState, fh: u64, offset: u64, size: u32) -> Arc<Mutex<Option<Answer>>> {
+    let slot = Arc::new(Mutex::new(None));
+    fs.read(fh, offset, size, me(), Box::new(Capture(slot.clone())));
+    slot
+}
+
+fn wait_answer(slot: &Arc<Mutex<Option<Answer>>>) -> Answer {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(a) = slot.lock().unwrap().take() {
+            return a;
+        }
+        assert!(std::time::Instant::now() < until, "no answer within 5 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_follow_read_at_the_log_end_waits_for_the_next_record() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
+    fs.write(w.fh, b"old\n", None).unwrap();
+    let f = fs.open(walk(&fs, "t/0/follow/earliest"), RO, me()).unwrap();
+    assert_eq!(read(&fs, f.fh, 0, 100), Answer::Data(b"old\n".to_vec()));
+    // At the log end: no answer, no thread held.
+    let slot = read_later(&fs, f.fh, 4, 100);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        slot.lock().unwrap().is_none(),
+        "answered before a record came"
+    );
+    assert_eq!(fs.waiting_reads(), 1);
+    fs.write(w.fh, b"new\n", None).unwrap();
+    assert_eq!(wait_answer(&slot), Answer::Data(b"new\n".to_vec()));
+    assert_eq!(fs.waiting_reads(), 0);
+    // `latest` starts at the log end; deleting the topic ends the file (EOF).
+    let l = fs
+        .open(walk(&fs, "t/0/follow/latest.jsonl"), RO, me())
+        .unwrap();
+    let slot = read_later(&fs, l.fh, 0, 100);
+    fs.rmdir(ROOT, OsStr::new("t")).unwrap();
+    assert_eq!(wait_answer(&slot), Answer::Data(Vec::new()));
+}
+
+#[test]
+fn a_by_offset_stream_grows_after_its_first_eof_and_fstat_shows_its_length() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
+    fs.write(w.fh, b"a\nbb\n", None).unwrap();
+    let ino = walk(&fs, "t/0/by-offset/0");
+    let r = fs.open(ino, RO, me()).unwrap();
+    // The opener's fstat: the stream's length; anyone else's stat: the path's 0.
+    assert_eq!(fs.getattr(ino, None, me()).unwrap().1.size, 5);
+    assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, 0);
+    fs.write(w.fh, b"ccc\n", None).unwrap();
+    // Appended after open: not in the stream before its first EOF.
+    assert_eq!(read_all(&fs, r.fh), b"a\nbb\n");
+    assert_eq!(fs.getattr(ino, Some(r.fh), me()).unwrap().1.size, 9);
+    // After the EOF the stream goes on, as a growing file.
+    assert_eq!(read(&fs, r.fh, 5, 100), Answer::Data(b"ccc\n".to_vec()));
+    assert_eq!(read(&fs, r.fh, 9, 100), Answer::Data(Vec::new()));
 }

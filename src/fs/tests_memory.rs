@@ -7,10 +7,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::FsState;
-use super::tests::{RO, ROOT, WO, errno_of, read_all, walk};
+use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+use crate::storage::{
+    GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
+};
 
 #[derive(Default)]
 struct Memory {
@@ -59,6 +61,52 @@ impl Storage for Memory {
     }
     fn shutdown(&self) -> Result<()> {
         Ok(())
+    }
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
+        Ok(Arc::new(MemGroups::default()))
+    }
+    fn is_internal(&self, _topic: &str) -> bool {
+        false
+    }
+}
+
+/// Commits kept in memory: (group, topic, partition) -> offset.
+#[derive(Default)]
+struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
+
+impl GroupStore for MemGroups {
+    fn groups_of(&self, topic: &str) -> Vec<String> {
+        let m = self.0.lock().unwrap();
+        let mut g: Vec<String> = m
+            .keys()
+            .filter(|k| k.1 == topic)
+            .map(|k| k.0.clone())
+            .collect();
+        g.dedup();
+        g
+    }
+    fn committed(&self, group: &str, topic: &str) -> std::collections::BTreeMap<u32, i64> {
+        let m = self.0.lock().unwrap();
+        m.iter()
+            .filter(|(k, _)| k.0 == group && k.1 == topic)
+            .map(|(k, v)| (k.2, *v))
+            .collect()
+    }
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let mut m = self.0.lock().unwrap();
+        for (t, p, o) in offsets {
+            m.insert((group.to_string(), t.to_string(), *p), *o);
+        }
+        Ok(())
+    }
+    fn reset(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &std::collections::BTreeMap<u32, i64>,
+    ) -> Result<()> {
+        let list: Vec<(&str, u32, i64)> = offsets.iter().map(|(p, o)| (topic, *p, *o)).collect();
+        self.commit(group, &list)
     }
 }
 
@@ -145,6 +193,11 @@ impl PartitionStore for MemPartition {
         *done += records.len();
         Ok(())
     }
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
+        if self.log_end_offset() > offset {
+            w.wake();
+        }
+    }
     fn has_segment_files(&self) -> bool {
         false
     }
@@ -160,6 +213,9 @@ impl PartitionStore for MemPartition {
 }
 
 impl RecordStream for MemStream {
+    fn start_offset(&self) -> i64 {
+        self.next as i64
+    }
     fn end_offset(&self) -> i64 {
         self.end
     }
@@ -199,15 +255,17 @@ impl RecordStream for MemStream {
 
 #[test]
 fn the_tree_works_over_another_storage() {
-    let fs = FsState::new(Arc::new(Memory::default()));
-    let w = fs.open(walk(&fs, "mem/0/append"), WO).unwrap();
+    let fs = FsState::new(Arc::new(Memory::default())).unwrap();
+    let w = fs.open(walk(&fs, "mem/0/append"), WO, me()).unwrap();
     fs.write(w.fh, b"x\ny\n", None).unwrap();
-    let t = fs.open(walk(&fs, "mem/append"), WO).unwrap();
+    let t = fs.open(walk(&fs, "mem/append"), WO, me()).unwrap();
     fs.write(t.fh, b"z\n", None).unwrap();
     fs.fsync(t.fh).unwrap();
-    let r = fs.open(walk(&fs, "mem/0/by-offset/1"), RO).unwrap();
+    let r = fs.open(walk(&fs, "mem/0/by-offset/1"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, r.fh), b"y\nz\n");
-    let leo = fs.open(walk(&fs, "mem/0/log-end-offset"), RO).unwrap();
+    let leo = fs
+        .open(walk(&fs, "mem/0/log-end-offset"), RO, me())
+        .unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"3\n");
     // No segment files: no segments/ directory.
     let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0).unwrap())

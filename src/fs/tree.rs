@@ -5,7 +5,9 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::inode::{self, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName};
+use super::inode::{
+    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
+};
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::error::Error;
@@ -30,6 +32,10 @@ impl FsState {
                     self.topic(t)?;
                     return Ok(Node::TopicFile(t.clone(), f));
                 }
+                if name == GROUPS_DIR {
+                    self.topic(t)?;
+                    return Ok(Node::Groups(t.clone()));
+                }
                 match inode::parse_partition(name) {
                     Some(p) => {
                         self.partition(t, p)?;
@@ -52,24 +58,23 @@ impl FsState {
                 }
                 missing()
             }
-            Node::PartitionDir(t, p, dir @ (PartitionDir::ByOffset | PartitionDir::ByTime)) => {
-                let by = if *dir == PartitionDir::ByOffset {
-                    LookupBy::Offset
-                } else {
-                    LookupBy::Time
+            Node::PartitionDir(
+                t,
+                p,
+                dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
+            ) => {
+                let by = match dir {
+                    PartitionDir::ByOffset => LookupBy::Offset,
+                    PartitionDir::ByTime => LookupBy::Time,
+                    _ => LookupBy::Follow,
                 };
                 let Some(lookup) = inode::parse_lookup(by, name) else {
-                    return tree(
-                        libc::ENOENT,
-                        format!(
-                            "{name:?} is not a decimal {}",
-                            if by == LookupBy::Offset {
-                                "offset"
-                            } else {
-                                "timestamp"
-                            }
-                        ),
-                    );
+                    let what = match by {
+                        LookupBy::Offset => "a decimal offset",
+                        LookupBy::Time => "a decimal timestamp",
+                        LookupBy::Follow => "a decimal offset, earliest or latest",
+                    };
+                    return tree(libc::ENOENT, format!("{name:?} is not {what}"));
                 };
                 // The name exists only if it would open: a range check for an offset, the
                 // time lookup for a timestamp (open positions the reader itself).
@@ -78,6 +83,10 @@ impl FsState {
                     LookupBy::Offset => {
                         log.check_offset(lookup.start)?;
                     }
+                    LookupBy::Follow if lookup.start >= 0 => {
+                        log.check_offset(lookup.start)?;
+                    }
+                    LookupBy::Follow => {}
                     LookupBy::Time => {
                         log.offset_for_time(lookup.start)?
                             .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
@@ -93,10 +102,26 @@ impl FsState {
                     missing()
                 }
             }
+            Node::Groups(t) => {
+                self.topic(t)?;
+                // Any valid group name can be entered (Kafka's rules, as for topics).
+                if crate::manager::validate_topic_name(name).is_err() {
+                    return tree(libc::ENOENT, format!("{name:?} is not a valid group name"));
+                }
+                Ok(Node::Group(t.clone(), Arc::from(name)))
+            }
+            Node::Group(t, g) => {
+                self.topic(t)?;
+                match GroupFile::ALL.into_iter().find(|f| f.name() == name) {
+                    Some(f) => Ok(Node::GroupFile(t.clone(), g.clone(), f)),
+                    None => missing(),
+                }
+            }
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
-            | Node::Segment(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::Segment(..)
+            | Node::GroupFile(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -148,6 +173,10 @@ impl FsState {
                 self.partition(t, *p)?;
                 0
             }
+            Node::Groups(t) | Node::Group(t, _) | Node::GroupFile(t, ..) => {
+                self.topic(t)?;
+                0
+            }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
                 let Some(seg) = self
@@ -197,8 +226,24 @@ impl FsState {
                 for f in TopicFile::ALL {
                     out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
                 }
+                out.push((Node::Groups(t.clone()), GROUPS_DIR.to_string()));
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
+                }
+            }
+            Node::Groups(t) => {
+                self.topic(t)?;
+                for g in self.groups.groups_of(t) {
+                    out.push((Node::Group(t.clone(), Arc::from(g.as_str())), g));
+                }
+            }
+            Node::Group(t, g) => {
+                self.topic(t)?;
+                for f in GroupFile::ALL {
+                    out.push((
+                        Node::GroupFile(t.clone(), g.clone(), f),
+                        f.name().to_string(),
+                    ));
                 }
             }
             Node::Partition(t, p) => {
@@ -215,7 +260,11 @@ impl FsState {
                 }
             }
             // Any valid name opens; none is listed.
-            Node::PartitionDir(t, p, PartitionDir::ByOffset | PartitionDir::ByTime) => {
+            Node::PartitionDir(
+                t,
+                p,
+                PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow,
+            ) => {
                 self.partition(t, *p)?;
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {

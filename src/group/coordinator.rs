@@ -55,10 +55,17 @@ impl OffsetsStorage for LogManager {
         match self.create_topic_with_partitions(OFFSETS_TOPIC, partitions) {
             Ok(t) => {
                 let segment_bytes = OFFSETS_TOPIC_SEGMENT_BYTES.to_string();
-                if let Err(e) =
-                    self.set_topic_config(OFFSETS_TOPIC, "segment.bytes", Some(&segment_bytes))
-                {
-                    log::warn!("{OFFSETS_TOPIC}: segment.bytes not set (broker default kept): {e}");
+                // Kafka's offsets topic configs (`GroupCoordinator.offsetsTopicConfigs`).
+                if let Err(e) = self.set_topic_configs(
+                    OFFSETS_TOPIC,
+                    &[
+                        ("segment.bytes", Some(&segment_bytes)),
+                        ("cleanup.policy", Some("compact")),
+                    ],
+                ) {
+                    log::warn!(
+                        "{OFFSETS_TOPIC}: segment.bytes/cleanup.policy not set (broker defaults kept): {e}"
+                    );
                 }
                 Ok(t.partition_count())
             }

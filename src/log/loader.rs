@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::{LoadParams, LogAppendState, LogSegment, PartitionLog, parse_segment_name};
+use super::{LoadParams, LogAppendState, LogSegment, PartitionLog, cleaner, parse_segment_name};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::BatchBuilder;
@@ -48,22 +48,22 @@ impl PartitionLog {
         let ro = params.read_only;
         let mut logs: BTreeMap<i64, u64> = BTreeMap::new();
         let mut indexes: Vec<(i64, String)> = Vec::new();
-        let mut swaps: Vec<String> = Vec::new();
         // The files present, from the one listing (check_indexes asks it, not the disk).
         let mut present: HashSet<String> = HashSet::new();
-        for entry in dirfd.entries()? {
-            let (name, kind) = (entry.name, entry.kind);
-            let is_segment_file = parse_segment_name(&name).is_some()
+        let mut entries = dirfd.entries()?;
+        for entry in &entries {
+            let name = &entry.name;
+            let is_segment_file = parse_segment_name(name).is_some()
                 || name.ends_with(".deleted")
                 || name.ends_with(".cleaned")
                 || name.ends_with(".swap");
-            if is_segment_file && kind != Kind::File {
+            if is_segment_file && entry.kind != Kind::File {
                 return Err(Error::Io(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!(
                         "{} is a {}, not a regular file: refusing to load {topic}-{partition}",
-                        dirfd.join(&name).display(),
-                        if kind == Kind::Symlink {
+                        dirfd.join(name).display(),
+                        if entry.kind == Kind::Symlink {
                             "symlink"
                         } else {
                             "non-regular file"
@@ -71,15 +71,22 @@ impl PartitionLog {
                     ),
                 )));
             }
+        }
+        if !ro && cleaner::swap::has_temp_files(&entries) {
+            // Kafka's temp-file pass: an interrupted clean is completed or undone.
+            cleaner::swap::complete_interrupted(&dirfd, &entries, &format!("{topic}-{partition}"))?;
+            entries = dirfd.entries()?;
+        }
+        for entry in entries {
+            let name = entry.name;
             if name.ends_with(".deleted") || name.ends_with(".cleaned") {
-                if !ro {
-                    log::info!("{topic}-{partition}: removing leftover {name}");
-                    dirfd.remove(&name)?;
-                }
                 continue;
             }
             if name.ends_with(".swap") {
-                swaps.push(name);
+                // Only a read-only mount gets here: nothing may be renamed or deleted.
+                log::warn!(
+                    "{topic}-{partition}: leaving {name} of an interrupted clean as it is (read-only mount); serving the segments it was to replace"
+                );
                 continue;
             }
             match parse_segment_name(&name) {
@@ -91,26 +98,6 @@ impl PartitionLog {
                     indexes.push((base, name));
                 }
                 _ => {}
-            }
-        }
-        for swap in swaps {
-            let target = swap.trim_end_matches(".swap").to_string();
-            if ro {
-                log::warn!(
-                    "{topic}-{partition}: leaving {swap} as it is (read-only mount); serving {target}"
-                );
-                continue;
-            }
-            // A compaction/split result that was ready to be swapped in: complete the swap.
-            log::info!("{topic}-{partition}: completing swap of {target}");
-            dirfd.rename(&swap, &target)?;
-            present.insert(target.clone());
-            if let Some((base, "log")) = parse_segment_name(&target) {
-                let len = dirfd
-                    .open_file(&target, Access::ReadOnly)?
-                    .metadata()?
-                    .len();
-                logs.insert(base, len);
             }
         }
         for (base, name) in indexes {
@@ -146,6 +133,8 @@ impl PartitionLog {
             log_start_offset: AtomicI64::new(0),
             recovery_point: AtomicI64::new(params.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
+            waiters: Default::default(),
+            structure: Mutex::new(()),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

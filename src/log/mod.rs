@@ -1,6 +1,7 @@
 //! PartitionLog: one partition's log — segments keyed by base offset, append, roll, the
 //! indexed lookups by offset and by time, load and recovery. Knows nothing about FUSE.
 
+pub mod cleaner;
 pub mod index;
 mod loader;
 pub mod offset_index;
@@ -8,6 +9,7 @@ mod reader;
 pub mod segment;
 pub mod time_index;
 pub mod validator;
+pub mod waiters;
 
 use std::collections::BTreeMap;
 
@@ -78,6 +80,11 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
+    /// Readers waiting for records past the log end.
+    waiters: waiters::Waiters,
+    /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
+    /// two never work on the same segments at once.
+    structure: Mutex<()>,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -168,6 +175,7 @@ impl PartitionLog {
         }
         let cfg = self.config();
         validator::validate_timestamps(records, &cfg, now_ms())?;
+        validator::validate_keys(records, &cfg, &self.topic, self.partition)?;
         let mut st = self.append.guard();
         let base = self.log_end_offset();
         let now = now_ms();
@@ -211,6 +219,7 @@ impl PartitionLog {
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
+        self.waiters.log_end_moved(last_offset + 1);
         st.unflushed_messages += records.len() as u64;
         if st.unflushed_messages >= cfg.flush_messages {
             st.unflushed_messages = 0;
@@ -306,8 +315,19 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Wakes `w` once the log end passes `offset`, or when the partition closes.
+    pub fn wait_for(&self, offset: i64, w: Arc<dyn waiters::Waker>) {
+        self.waiters.register(offset, w, || self.log_end_offset());
+    }
+
+    /// Wakes every waiter for good: the partition is deleted or closing.
+    pub fn close_waiters(&self) {
+        self.waiters.close();
+    }
+
     /// Clean close: seals the active segment (final time entry, trimmed indexes) and syncs.
     pub fn close(&self) -> Result<()> {
+        self.close_waiters();
         if self.read_only {
             for s in self.segments() {
                 s.close();
@@ -461,6 +481,7 @@ impl PartitionLog {
         if self.read_only {
             return Ok(0);
         }
+        let _structure = self.structure.guard();
         let segs = self.segments();
         let mut deletable = Vec::new();
         for (i, s) in segs.iter().enumerate() {

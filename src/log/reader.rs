@@ -93,11 +93,16 @@ impl LogReader {
     }
 
     /// Moves to the start of the next segment, closing the one left behind if it is inactive.
+    /// The reader lets go of the segment it leaves: one that retention deleted or the cleaner
+    /// replaced meanwhile is then freed (its `.log.deleted` removed) without waiting for the
+    /// end of the stream.
     fn next_segment(&mut self) {
-        if let Some(s) = self.segments.get(self.seg) {
-            s.release_file();
+        if self.seg < self.segments.len() {
+            self.segments[self.seg].release_file();
+            self.segments.remove(self.seg);
+        } else {
+            self.seg += 1;
         }
-        self.seg += 1;
         self.pos = 0;
         self.window.clear();
     }

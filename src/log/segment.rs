@@ -256,9 +256,11 @@ impl LogSegment {
     }
 
     /// Closes the `.log` descriptor of an inactive segment (readers holding it keep theirs; the
-    /// next use reopens it).
+    /// next use reopens it). A deleted segment keeps its descriptor until it is dropped: its
+    /// `.log.deleted` name may be taken by a later segment of the same base offset (a cleaned
+    /// segment replaced again), so it is never reopened by name.
     pub fn release_file(&self) {
-        if !self.active.load(Ordering::Acquire) {
+        if !self.active.load(Ordering::Acquire) && !self.deleted.load(Ordering::Acquire) {
             *self.log.guard() = None;
         }
     }
@@ -754,7 +756,15 @@ impl LogSegment {
         self.time_index.close();
         // Renames and the flag change under the file lock: `file()` sees either the old name
         // with the flag clear or the new name with it set.
-        let _g = self.log.guard();
+        let mut g = self.log.guard();
+        if g.is_none() {
+            // Held open from now on for the readers this segment still has.
+            match self.dir.open_file(&self.log_name, Access::ReadOnly) {
+                Ok(f) => *g = Some(Arc::new(f)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
         let txn = format!("{}.txnindex", file_prefix(self.base_offset));
         for name in [
             self.log_name.as_str(),

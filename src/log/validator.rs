@@ -11,6 +11,22 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::{NO_TIMESTAMP, RecordInput, TimestampType};
 
+/// Kafka's `LogValidator` refusal of a record without a key on a compacted topic
+/// (INVALID_RECORD): the cleaner could not tell which records it supersedes.
+pub fn validate_keys(
+    records: &[RecordInput<'_>],
+    cfg: &LogConfig,
+    topic: &str,
+    partition: u32,
+) -> Result<()> {
+    if cfg.cleanup_policy.compact && records.iter().any(|r| r.key.is_none()) {
+        return Err(Error::InvalidRecord(format!(
+            "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+        )));
+    }
+    Ok(())
+}
+
 /// Checks every record of one write; the first bad one fails the whole write.
 pub fn validate_timestamps(
     records: &[RecordInput<'_>],

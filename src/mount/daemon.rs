@@ -310,7 +310,16 @@ fn start(
             return Err(format!("cannot open log dir {dirs}: {e}"));
         }
     };
-    let state = FsState::new(mgr);
+    let state = match FsState::new(mgr.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Err(e) = mgr.shutdown() {
+                log::error!("shutdown: {e}");
+            }
+            PidFile::remove(plan.pid_file.as_deref());
+            return Err(format!("cannot load consumer group offsets: {e}"));
+        }
+    };
     let fail = |msg: String| {
         if let Err(e) = state.shutdown() {
             log::error!("shutdown: {e}");

@@ -109,6 +109,14 @@ kafka_args! {
     checkpoint_interval_ms, "log.flush.offset.checkpoint.interval.ms";
     message_max_bytes, "message.max.bytes";
     compression_type, "compression.type";
+    cleanup_policy, "log.cleanup.policy";
+    cleaner_enable, "log.cleaner.enable";
+    min_cleanable_dirty_ratio, "log.cleaner.min.cleanable.ratio";
+    min_compaction_lag_ms, "log.cleaner.min.compaction.lag.ms";
+    max_compaction_lag_ms, "log.cleaner.max.compaction.lag.ms";
+    delete_retention_ms, "log.cleaner.delete.retention.ms";
+    cleaner_backoff_ms, "log.cleaner.backoff.ms";
+    cleaner_dedupe_buffer_size, "log.cleaner.dedupe.buffer.size";
 }
 
 /// Everything the daemon needs, resolved before it forks (so errors reach the terminal).

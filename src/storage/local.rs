@@ -1,13 +1,16 @@
 //! The local log as a [`Storage`]: the log manager's topics and partitions, in Kafka's
 //! on-disk format.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore};
+use super::{
+    GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
+};
 use crate::error::Result;
+use crate::group::{GroupOffsets, OFFSETS_TOPIC};
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
 use crate::produce;
@@ -41,6 +44,27 @@ impl Storage for LogManager {
     }
     fn shutdown(&self) -> Result<()> {
         LogManager::shutdown(self)
+    }
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
+        Ok(Arc::new(GroupOffsets::open(self)?))
+    }
+    fn is_internal(&self, topic: &str) -> bool {
+        topic == OFFSETS_TOPIC
+    }
+}
+
+impl GroupStore for GroupOffsets {
+    fn groups_of(&self, topic: &str) -> Vec<String> {
+        GroupOffsets::groups_of(self, topic)
+    }
+    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64> {
+        GroupOffsets::committed(self, group, topic)
+    }
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        GroupOffsets::commit(self, group, offsets)
+    }
+    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
+        GroupOffsets::reset(self, group, topic, offsets)
     }
 }
 
@@ -102,6 +126,9 @@ impl PartitionStore for PartitionLog {
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
         produce::append_batch(self, records, done)
     }
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
+        PartitionLog::wait_for(self, offset, w)
+    }
     fn has_segment_files(&self) -> bool {
         true
     }
@@ -114,6 +141,9 @@ impl PartitionStore for PartitionLog {
 }
 
 impl RecordStream for LogReader {
+    fn start_offset(&self) -> i64 {
+        LogReader::start_offset(self)
+    }
     fn end_offset(&self) -> i64 {
         LogReader::end_offset(self)
     }

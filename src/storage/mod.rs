@@ -5,6 +5,7 @@
 
 mod local;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard};
@@ -13,6 +14,7 @@ use crate::error::Result;
 use crate::record::{BatchHeader, Record, RecordInput};
 
 pub use crate::log::SegmentFile;
+pub use crate::log::waiters::Waker;
 
 /// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
 pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
@@ -45,6 +47,22 @@ pub trait Storage: Send + Sync {
     fn log_dirs(&self) -> Vec<PathBuf>;
     /// Clean shutdown.
     fn shutdown(&self) -> Result<()>;
+    /// The consumer groups' committed offsets (loaded once, at mount).
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>>;
+    /// Whether `topic` is internal (`__consumer_offsets`): shown, but not appended to.
+    fn is_internal(&self, topic: &str) -> bool;
+}
+
+/// Committed offsets of consumer groups: (group, topic, partition) -> the next offset to read.
+pub trait GroupStore: Send + Sync {
+    /// The groups with committed offsets on `topic`.
+    fn groups_of(&self, topic: &str) -> Vec<String>;
+    /// `group`'s committed offsets on `topic`, by partition.
+    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64>;
+    /// Commits (topic, partition, next offset) for `group`; stored once it returns Ok.
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()>;
+    /// Sets `group`'s committed offsets on `topic` to exactly `offsets`.
+    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()>;
 }
 
 pub trait TopicStore: Send + Sync {
@@ -87,6 +105,9 @@ pub trait PartitionStore: Send + Sync {
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Wakes `w` once the log end passes `offset` (at once if it already has), or when the
+    /// partition goes away (topic deleted, shutdown).
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);
     /// Whether the partition has segment files to show (`segments/`).
     fn has_segment_files(&self) -> bool;
     /// The partition's segment files (`segments/`), or None when it has none to show.
@@ -97,6 +118,8 @@ pub trait PartitionStore: Send + Sync {
 
 /// Records from a start offset to an end fixed when the stream was opened.
 pub trait RecordStream: Send {
+    /// The offset the stream starts at (the first record is at or after it).
+    fn start_offset(&self) -> i64;
     fn end_offset(&self) -> i64;
     /// Calls `f` for each data record of the next batch (control batches skipped).
     /// Ok(false) at the end.

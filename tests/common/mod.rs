@@ -1,12 +1,14 @@
 //! Helpers shared by the integration tests (`mod common;` in a test file):
 //! - [`mount`]: real mounts (`TestMount`) and the processes and files around them;
 //! - [`decode`]: segment files decoded into records (kafka-protocol, an independent decoder);
-//! - [`drain`]: a partition's reader drained into records.
+//! - [`drain`]: a partition's reader drained into records;
+//! - [`readers`]: background readers of a mount (lines over a channel, signals, bounded waits).
 
 #![allow(dead_code)]
 
 pub mod drain;
 pub mod mount;
+pub mod readers;
 
 /// Declared by mount.rs (see there), so that tests including mount.rs alone still compile.
 #[allow(unused_imports)]

@@ -1,0 +1,168 @@
+//! open(2): the handle each file of the tree gets, and the rules of who may open what.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
+use super::inode::{Format, GroupFile, Node, PartitionFile, TopicFile};
+use super::stream::StreamHandle;
+use super::types::{Access, Opened};
+use super::{FsResult, FsState, OpenFile, follow, group, offset_text, tree};
+use crate::storage::TopicStore;
+use crate::sync::MutexExt;
+
+impl FsState {
+    /// Opens `ino` for the process of thread `pid`.
+    pub fn open(&self, ino: u64, access: Access, pid: u32) -> FsResult<Opened> {
+        let _g = self.gate()?;
+        let node = self.node(ino)?;
+        // Held while the handle is made: the topic cannot be deleted under the open.
+        let topic = self.topic_of(&node)?;
+        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        let Access { read, write } = access;
+        if (read && !node.readable()) || (write && !node.writable()) {
+            return tree(
+                libc::EACCES,
+                format!(
+                    "mode {:o} does not allow {}",
+                    node.perm(),
+                    if write { "writing" } else { "reading" }
+                ),
+            );
+        }
+        if write && node.is_append() && node.topic().is_some_and(|t| self.mgr.is_internal(t)) {
+            return tree(
+                libc::EPERM,
+                format!("{node}: an internal topic is written by topicfs only"),
+            );
+        }
+        let (handle, direct_io) = match &node {
+            Node::GroupFile(t, g, GroupFile::Offsets) => {
+                let topic = self.topic(t)?;
+                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
+                (Handle::GroupOffsets(h), true)
+            }
+            Node::GroupFile(t, g, f) => {
+                let topic = self.topic(t)?;
+                let format = f.format().expect("a record file");
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
+                return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
+            }
+            Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
+                let topic = self.topic(t)?;
+                let max = topic.max_message_bytes();
+                let format = if *f == TopicFile::Append {
+                    Format::Lines
+                } else {
+                    Format::Jsonl
+                };
+                let target = AppendTarget::Topic(topic);
+                (Handle::Append(AppendHandle::new(target, format, max)), true)
+            }
+            Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
+                let topic = self.topic(t)?;
+                let max = topic.max_message_bytes();
+                let format = if *f == PartitionFile::Append {
+                    Format::Lines
+                } else {
+                    Format::Jsonl
+                };
+                let target =
+                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
+                (Handle::Append(AppendHandle::new(target, format, max)), true)
+            }
+            Node::TopicFile(t, TopicFile::Partitions) => {
+                let n = self.topic(t)?.partition_count();
+                let content = format!("{n}\n").into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
+                    true,
+                )
+            }
+            Node::TopicFile(t, TopicFile::Config) => {
+                let content = self.topic(t)?.config_text().into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
+                    true,
+                )
+            }
+            Node::PartitionFile(
+                t,
+                p,
+                f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
+            ) => {
+                let log = self.partition(t, *p)?;
+                let offset = if *f == PartitionFile::LogStartOffset {
+                    log.log_start_offset()
+                } else {
+                    log.log_end_offset()
+                };
+                let content = offset_text(offset).into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
+            Node::Lookup(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                (Handle::Stream(StreamHandle::open(log, *name)?), true)
+            }
+            Node::Segment(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                let Some(seg) = self
+                    .segments_of(&*log)?
+                    .into_iter()
+                    .find(|s| *s.name == **name)
+                else {
+                    return tree(libc::ENOENT, format!("{node} no longer exists"));
+                };
+                // Through the page cache (mmap works); a new open always sees fresh pages.
+                (Handle::Segment(log.open_segment_file(&seg.name)?), false)
+            }
+            Node::Root
+            | Node::Topic(_)
+            | Node::Partition(..)
+            | Node::PartitionDir(..)
+            | Node::Groups(_)
+            | Node::Group(..) => {
+                return tree(libc::EISDIR, format!("{node} is a directory"));
+            }
+        };
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
+        opened.direct_io = direct_io;
+        Ok(opened)
+    }
+
+    /// Registers an open file under `fh`.
+    pub(super) fn opened(
+        &self,
+        ino: u64,
+        fh: u64,
+        topic: Option<Arc<dyn TopicStore>>,
+        handle: Handle,
+        pid: u32,
+    ) -> FsResult<Opened> {
+        if matches!(handle, Handle::Stream(_))
+            && let Some(tgid) = follow::tgid_of(pid)
+        {
+            self.streams
+                .guard()
+                .entry(ino)
+                .or_default()
+                .push((fh, tgid));
+        }
+        let of = OpenFile {
+            topic,
+            handle: Mutex::new(handle),
+            ino,
+            poll_generation: Arc::new(AtomicU64::new(0)),
+        };
+        self.handles.guard().insert(fh, Arc::new(of));
+        Ok(Opened {
+            fh,
+            direct_io: true,
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! read(2) and poll(2): answered at once, or (a follow file at the log end) kept and
+//! answered when a record arrives; and the stream length `fstat` shows a stream's reader.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use super::handle::{self, Handle};
+use super::types::ReadReply;
+use super::{FsError, FsResult, FsState, follow, report};
+use crate::sync::MutexExt;
+
+impl FsState {
+    /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).
+    pub(super) fn stream_length(
+        &self,
+        ino: u64,
+        fh: Option<u64>,
+        pid: u32,
+    ) -> FsResult<Option<u64>> {
+        let fh = match fh {
+            Some(fh) => Some(fh),
+            None => {
+                let opens = self.streams.guard().get(&ino).cloned();
+                match opens {
+                    None => None,
+                    Some(opens) => {
+                        let tgid = follow::tgid_of(pid);
+                        opens
+                            .iter()
+                            .find(|(_, g)| Some(*g) == tgid)
+                            .map(|(fh, _)| *fh)
+                    }
+                }
+            }
+        };
+        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
+            return Ok(None);
+        };
+        let mut h = of.handle.guard();
+        match &mut *h {
+            Handle::Stream(s) => Ok(Some(s.length()?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
+    /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
+    /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
+    pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
+        let _g = match self.gate() {
+            Ok(g) => g,
+            Err(e) => return fail(reply, e),
+        };
+        let of = match self.handle(fh) {
+            Ok(of) => of,
+            Err(e) => return fail(reply, e),
+        };
+        let live = of.live();
+        let mut h = of.handle.guard();
+        let follow = match &*h {
+            Handle::Stream(s) => s.is_follow(),
+            Handle::Group(g) => g.is_follow(),
+            _ => false,
+        };
+        let _live = match live {
+            Ok(l) => l,
+            // A follow file ends when its topic is deleted.
+            Err(_) if follow => return reply.data(&[]),
+            Err(e) => return fail(reply, e.into()),
+        };
+        if follow && self.ending.load(Ordering::Acquire) {
+            return reply.data(&[]);
+        }
+        match &mut *h {
+            Handle::Stream(s) => match s.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    let Some(at) = s.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    let log = s.log().clone();
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    log.wait_for(at, waker);
+                }
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::Group(g) => match g.read(offset, size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(_) => {
+                    // What was delivered is committed before the reader waits.
+                    if let Err(e) = g.commit() {
+                        log::error!("read of open file {fh}: commit before waiting: {e}");
+                    }
+                    let Some(waits) = g.waits_at() else {
+                        return reply.data(&[]);
+                    };
+                    drop(h);
+                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    for (log, at) in waits {
+                        log.wait_for(at, waker.clone());
+                    }
+                }
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
+            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
+                Ok(data) => reply.data(&data),
+                Err(e) => fail(reply, e.into()),
+            },
+            Handle::Append(_) => fail(
+                reply,
+                FsError::Tree(libc::EBADF, "append files are write-only".into()),
+            ),
+        }
+    }
+
+    /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is
+    /// called once it would not (a record arrived, the topic went).
+    pub fn poll(&self, fh: u64, notify: Box<dyn FnOnce() + Send>) -> FsResult<bool> {
+        let _g = self.gate()?;
+        let of = self.handle(fh)?;
+        let Ok(_live) = of.live() else {
+            return Ok(true);
+        };
+        let h = of.handle.guard();
+        let waits = match &*h {
+            Handle::Stream(s) if !s.readable_now() => {
+                s.waits_at().map(|at| vec![(s.log().clone(), at)])
+            }
+            Handle::Group(g) if !g.readable_now() => g.waits_at(),
+            _ => None,
+        };
+        let Some(waits) = waits else {
+            return Ok(true);
+        };
+        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let waker = Arc::new(follow::PollWaker {
+            notify: Mutex::new(Some(notify)),
+            generation,
+            current: of.poll_generation.clone(),
+        });
+        drop(h);
+        for (log, at) in waits {
+            log.wait_for(at, waker.clone());
+        }
+        Ok(false)
+    }
+
+    /// How many reads wait for records.
+    pub fn waiting_reads(&self) -> usize {
+        self.parking.len()
+    }
+}

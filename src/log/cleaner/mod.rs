@@ -1,0 +1,459 @@
+//! The log cleaner of compacted topics (`cleanup.policy=compact`), Kafka's `Cleaner.doClean`:
+//!
+//! 1. build an [`OffsetMap`] of the dirty section `[first dirty, first uncleanable)` — the
+//!    latest offset of every key, skipping aborted transactions — until it is 90 % full;
+//! 2. group the segments below the mapped end by size (`segment.bytes`,
+//!    `segment.index.bytes`, a 4-byte relative offset);
+//! 3. rewrite each group into one `.cleaned` segment keeping what [`filter`] keeps, then swap
+//!    it in (`.cleaned` → `.swap` → final names, the old segments renamed to `.deleted` and
+//!    kept for the readers they still have).
+//!
+//! The active segment is never cleaned; offsets never change. [`choose`] decides which log is
+//! cleaned next; the thread that runs rounds and writes `cleaner-offset-checkpoint` lives in
+//! the manager.
+
+pub mod choose;
+pub mod filter;
+pub mod offset_map;
+pub mod swap;
+pub mod txn;
+pub mod writer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use self::filter::{LastRecord, RoundCtx, filter_batch};
+use self::offset_map::OffsetMap;
+use self::txn::{TxnMetadata, collect_aborted, control_type};
+use self::writer::CleanedWriter;
+use super::{LogSegment, PartitionLog};
+use crate::error::{Error, Result};
+use crate::read_window::ReadWindow;
+use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::sync::MutexExt;
+
+/// Kafka's `producer.id.expiration.ms` default: producers idle longer are not active.
+const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
+
+/// The environment variable naming a point of the file dance where the process kills itself
+/// with SIGKILL (`after-cleaned`, `after-swap`, `after-deleted`): how the crash tests stop a
+/// real process mid-clean.
+pub const CRASH_POINT_ENV: &str = "TOPICFS_CLEANER_CRASH_AT";
+
+fn crash_point(name: &str) {
+    if std::env::var(CRASH_POINT_ENV).is_ok_and(|v| v == name) {
+        log::error!("cleaner crash point {name}: killing the process");
+        // SAFETY: plain syscalls on our own pid.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+/// What one round did (Kafka's `CleanerStats`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CleanerStats {
+    /// Bytes of the dirty section read to build the offset map.
+    pub map_bytes_read: u64,
+    pub map_records_read: u64,
+    /// Bytes of source segments read and of cleaned segments written.
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_read: u64,
+    pub records_kept: u64,
+    pub segments_replaced: u64,
+    pub segments_written: u64,
+}
+
+/// The result of one round: everything below `end_offset` was deduplicated at least once
+/// (the partition's next first dirty offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanRound {
+    pub first_dirty: i64,
+    pub first_uncleanable: i64,
+    pub end_offset: i64,
+    pub stats: CleanerStats,
+}
+
+/// One cleaner: its offset map and buffers, reused between rounds.
+pub struct Cleaner {
+    map: OffsetMap,
+    window: ReadWindow,
+    scratch: Vec<u8>,
+    plain: Vec<u8>,
+    out: Vec<u8>,
+}
+
+fn aborted() -> Error {
+    Error::Io(std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "cleaning aborted: the cleaner is stopping",
+    ))
+}
+
+/// The batches of `seg` from byte `pos`, each checked by the segment's validity rule.
+fn for_each_batch(
+    seg: &LogSegment,
+    window: &mut ReadWindow,
+    mut pos: u64,
+    f: &mut dyn FnMut(&BatchView<'_>) -> Result<bool>,
+) -> Result<u64> {
+    let limit = seg.size();
+    let mut prev: Option<i64> = None;
+    let start = pos;
+    window.clear();
+    while pos < limit {
+        let prefix = window.read(seg, pos, PREFIX_SIZE, limit)?;
+        let Some((_, size_field, _)) = BatchHeader::peek(prefix) else {
+            return Err(
+                super::segment::corrupt(seg.log_path(), pos, "a partial batch header").into(),
+            );
+        };
+        let size = (size_field.max(0) as usize) + LOG_OVERHEAD;
+        let bytes = window.read(seg, pos, size, limit)?;
+        let view = seg
+            .check_batch(bytes, prev)
+            .map_err(|e| super::segment::corrupt(seg.log_path(), pos, e))?;
+        prev = Some(view.header.last_offset());
+        pos += size as u64;
+        if !f(&view)? {
+            break;
+        }
+    }
+    seg.release_file();
+    Ok(pos - start)
+}
+
+impl Cleaner {
+    /// A cleaner whose offset map takes `memory` bytes (`log.cleaner.dedupe.buffer.size`).
+    pub fn new(memory: usize) -> Cleaner {
+        Cleaner {
+            map: OffsetMap::new(memory),
+            window: ReadWindow::new(64 * 1024, 1 << 20),
+            scratch: Vec::new(),
+            plain: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    pub fn map_slots(&self) -> usize {
+        self.map.slots()
+    }
+
+    /// One round over `log` (Kafka's `doClean`): `first_dirty` from the checkpoint,
+    /// `first_uncleanable` from [`choose::cleanable`] (a segment base offset, never past the
+    /// active segment). `now` is the clock tombstone horizons are measured on. Returns None
+    /// when there is nothing to clean.
+    pub fn clean(
+        &mut self,
+        log: &PartitionLog,
+        first_dirty: i64,
+        first_uncleanable: i64,
+        now: i64,
+        stop: &AtomicBool,
+    ) -> Result<Option<CleanRound>> {
+        if log.read_only {
+            return Ok(None);
+        }
+        let _structure = log.structure.guard();
+        let cfg = log.config();
+        let segs = log.segments();
+        let Some(active) = segs.last() else {
+            return Ok(None);
+        };
+        let upper = first_uncleanable.min(active.base_offset);
+        if first_dirty >= upper {
+            return Ok(None);
+        }
+        let mut stats = CleanerStats::default();
+        // 1. The offset map of the dirty segments.
+        let floor = segs
+            .iter()
+            .rposition(|s| s.base_offset <= first_dirty)
+            .unwrap_or(0);
+        let dirty: Vec<&Arc<LogSegment>> = segs[floor..]
+            .iter()
+            .take_while(|s| s.base_offset < upper)
+            .collect();
+        self.map.clear();
+        let mut txn = TxnMetadata::default();
+        txn.add_aborted(collect_aborted(
+            &log.dirfd,
+            segs[floor..].iter().map(|s| s.base_offset),
+            first_dirty,
+            upper,
+        )?);
+        for (i, seg) in dirty.iter().enumerate() {
+            if stop.load(Ordering::Acquire) {
+                return Err(aborted());
+            }
+            let next_base = dirty.get(i + 1).map_or(upper, |s| s.base_offset);
+            if self.map_segment(seg, first_dirty, &mut txn, &mut stats)? {
+                break;
+            }
+            self.map.update_latest_offset(next_base - 1);
+        }
+        let end_offset = self.map.latest_offset() + 1;
+        if end_offset <= first_dirty {
+            return Ok(None);
+        }
+        log::info!(
+            "{}-{}: offset map of [{first_dirty}, {upper}) holds {} keys ({} slots); cleaning up to {end_offset}",
+            log.topic,
+            log.partition,
+            self.map.len(),
+            self.map.slots()
+        );
+        // 2. Groups of the segments below the end of the map, the clean prefix included.
+        let producers = last_records_of_producers(&segs, now)?;
+        let to_clean: Vec<Arc<LogSegment>> = segs
+            .iter()
+            .filter(|s| s.base_offset < end_offset && s.base_offset < active.base_offset)
+            .cloned()
+            .collect();
+        let groups = group_by_size(&to_clean, cfg.segment_bytes, cfg.segment_index_bytes, upper)?;
+        // 3. Each group into one cleaned segment, swapped in.
+        for group in groups {
+            if stop.load(Ordering::Acquire) {
+                return Err(aborted());
+            }
+            let mut ctx = RoundCtx {
+                map: &mut self.map,
+                now,
+                delete_retention_ms: cfg.delete_retention_ms,
+                upper_bound: upper,
+                producers: &producers,
+            };
+            let cleaned = clean_group(
+                log,
+                &segs,
+                &group,
+                &cfg,
+                &mut ctx,
+                stop,
+                &mut self.window,
+                &mut self.scratch,
+                &mut self.plain,
+                &mut self.out,
+                &mut stats,
+            );
+            let cleaned = match cleaned {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = writer::remove_files(
+                        &log.dirfd,
+                        group[0].base_offset,
+                        writer::CLEANED_SUFFIX,
+                    );
+                    return Err(e);
+                }
+            };
+            crash_point("after-cleaned");
+            log.replace_segments(&cleaned, &group)?;
+            stats.segments_replaced += group.len() as u64;
+            stats.segments_written += 1;
+        }
+        Ok(Some(CleanRound {
+            first_dirty,
+            first_uncleanable: upper,
+            end_offset,
+            stats,
+        }))
+    }
+
+    /// Kafka's `buildOffsetMapForSegment`. Returns true when the map filled up.
+    fn map_segment(
+        &mut self,
+        seg: &LogSegment,
+        start: i64,
+        txn: &mut TxnMetadata,
+        stats: &mut CleanerStats,
+    ) -> Result<bool> {
+        seg.ensure_indexes()?;
+        let pos = seg.offset_index.lookup(start)?.1 as u64;
+        let map = &mut self.map;
+        let scratch = &mut self.scratch;
+        let mut full = false;
+        let max = map.max_entries();
+        let read = for_each_batch(seg, &mut self.window, pos, &mut |view| {
+            let h = view.header;
+            if h.is_control() {
+                let kind = control_type(view, scratch);
+                txn.on_control_batch(&h, kind);
+                stats.map_records_read += 1;
+            } else if txn.on_batch(&h) {
+                stats.map_records_read += h.records_count.max(0) as u64;
+            } else {
+                for r in view.records(scratch)? {
+                    let r = r?;
+                    if let Some(k) = r.key
+                        && r.offset >= start
+                    {
+                        if map.len() >= max {
+                            full = true;
+                            return Ok(false);
+                        }
+                        map.put(k, r.offset);
+                    }
+                    stats.map_records_read += 1;
+                }
+            }
+            if h.last_offset() >= start {
+                map.update_latest_offset(h.last_offset());
+            }
+            Ok(true)
+        })?;
+        stats.map_bytes_read += read;
+        Ok(full)
+    }
+}
+
+/// Kafka's `Cleaner.cleanSegments`: the group into one `.cleaned` segment at the group's first
+/// base offset.
+#[allow(clippy::too_many_arguments)]
+fn clean_group(
+    log: &PartitionLog,
+    all: &[Arc<LogSegment>],
+    group: &[Arc<LogSegment>],
+    cfg: &crate::config::LogConfig,
+    ctx: &mut RoundCtx<'_>,
+    stop: &AtomicBool,
+    window: &mut ReadWindow,
+    scratch: &mut Vec<u8>,
+    plain: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    stats: &mut CleanerStats,
+) -> Result<writer::CleanedSegment> {
+    let mut w = CleanedWriter::create(
+        &log.dirfd,
+        group[0].base_offset,
+        cfg.index_interval_bytes,
+        cfg.segment_index_bytes,
+    )?;
+    let mut txn = TxnMetadata::default();
+    for (i, seg) in group.iter().enumerate() {
+        if stop.load(Ordering::Acquire) {
+            return Err(aborted());
+        }
+        let upper = match group.get(i + 1) {
+            Some(next) => next.base_offset,
+            None => seg.read_next_offset()?.0.unwrap_or(seg.base_offset),
+        };
+        // The whole segment's range: the new segment's transaction index is rebuilt in full.
+        let from = all
+            .iter()
+            .position(|s| s.base_offset == seg.base_offset)
+            .unwrap_or(0);
+        txn.add_aborted(collect_aborted(
+            &log.dirfd,
+            all[from..].iter().map(|s| s.base_offset),
+            seg.base_offset,
+            upper,
+        )?);
+        let read = for_each_batch(seg, window, 0, &mut |view| {
+            out.clear();
+            let f = filter_batch(view, ctx, &mut txn, scratch, plain, out)?;
+            stats.records_read += f.records_read;
+            stats.records_kept += f.records_kept;
+            if let Some(max_ts) = f.written_max_timestamp {
+                w.append(out, view.header.last_offset(), max_ts)?;
+            }
+            Ok(true)
+        })?;
+        stats.bytes_read += read;
+    }
+    w.txns = std::mem::take(&mut txn.cleaned_index);
+    let modified = group
+        .last()
+        .and_then(|s| s.file().ok())
+        .and_then(|f| f.metadata().ok())
+        .and_then(|m| m.modified().ok());
+    if let Some(s) = group.last() {
+        s.release_file();
+    }
+    let cleaned = w.finish(modified)?;
+    stats.bytes_written += cleaned.size;
+    Ok(cleaned)
+}
+
+/// Kafka's `groupSegmentsBySize`.
+fn group_by_size(
+    segs: &[Arc<LogSegment>],
+    max_size: u64,
+    max_index_size: u64,
+    first_uncleanable: i64,
+) -> Result<Vec<Vec<Arc<LogSegment>>>> {
+    let index_bytes = |s: &LogSegment| -> Result<(u64, u64)> {
+        s.ensure_indexes()?;
+        Ok((
+            (s.offset_index.entries()? * super::offset_index::ENTRY_SIZE) as u64,
+            (s.time_index.entries()? * super::time_index::ENTRY_SIZE) as u64,
+        ))
+    };
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < segs.len() {
+        let first = i;
+        let (mut idx, mut tidx) = index_bytes(&segs[i])?;
+        let mut size = segs[i].size();
+        i += 1;
+        while i < segs.len() {
+            let s = &segs[i];
+            let (si, st) = index_bytes(s)?;
+            let last_offset = segs
+                .get(i + 1)
+                .map_or(first_uncleanable - 1, |n| n.base_offset - 1);
+            let fits = size + s.size() <= max_size
+                && idx + si <= max_index_size
+                && tidx + st <= max_index_size
+                && (s.size() == 0 || last_offset - segs[first].base_offset <= i32::MAX as i64);
+            if !fits {
+                break;
+            }
+            size += s.size();
+            idx += si;
+            tidx += st;
+            i += 1;
+        }
+        groups.push(segs[first..i].to_vec());
+    }
+    Ok(groups)
+}
+
+/// Kafka's `lastRecordsOfActiveProducers` from the batch headers: for every producer id whose
+/// last batch is not older than the producer id expiration, the last offset of its last data
+/// batch and its epoch.
+fn last_records_of_producers(
+    segs: &[Arc<LogSegment>],
+    now: i64,
+) -> Result<HashMap<i64, LastRecord>> {
+    let mut out: HashMap<i64, (LastRecord, i64)> = HashMap::new();
+    for seg in segs {
+        let limit = seg.size();
+        let mut pos = 0;
+        while let Some(h) = seg.header_at(pos, limit)? {
+            if h.producer_id >= 0 {
+                let e = out.entry(h.producer_id).or_insert((
+                    LastRecord {
+                        last_data_offset: None,
+                        producer_epoch: h.producer_epoch,
+                    },
+                    h.max_timestamp,
+                ));
+                e.0.producer_epoch = h.producer_epoch;
+                e.1 = h.max_timestamp;
+                if !h.is_control() {
+                    e.0.last_data_offset = Some(h.last_offset());
+                }
+            }
+            pos += h.size() as u64;
+        }
+        seg.release_file();
+    }
+    Ok(out
+        .into_iter()
+        .filter(|(_, (_, ts))| now.saturating_sub(*ts) < PRODUCER_ID_EXPIRATION_MS)
+        .map(|(pid, (last, _))| (pid, last))
+        .collect())
+}

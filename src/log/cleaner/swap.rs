@@ -1,0 +1,168 @@
+//! The two halves of the file dance that makes cleaning crash-safe.
+//!
+//! Swapping in (Kafka's `LocalLog.replaceSegments`): the cleaned segment's files are renamed
+//! `.cleaned` → `.swap`; the replaced segments leave the segment map and their files are
+//! renamed to `.deleted` (a `.log.deleted` lives on, open, for the readers it still has); the
+//! `.swap` files take their final names; the directory is fsynced.
+//!
+//! Completing at load (Kafka's `LogLoader.removeTempFilesAndCollectSwapFiles` and what follows
+//! it): `.deleted` files go; `.swap` files at or after the lowest `.cleaned` offset are an
+//! unfinished split and go, then every `.cleaned` file; the range [lowest swap base, highest
+//! swap next offset) of the `.log.swap` files is what they replace, so segment files named in
+//! it are deleted; the `.swap` files are renamed to their final names. A crash at any point
+//! leaves either the old segments or the cleaned one, never both and never neither.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::crash_point;
+use super::writer::{CLEANED_SUFFIX, CleanedSegment, SWAP_SUFFIX, rename_files};
+use crate::error::Result;
+use crate::log::{LogSegment, PartitionLog, parse_segment_name};
+use crate::read_window::FileWindow;
+use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::safe_fs::{Access, Dir, Entry};
+use crate::sync::RwLockExt;
+
+impl PartitionLog {
+    /// Replaces `old` (consecutive segments, the first one at the cleaned segment's base
+    /// offset) with the finished `.cleaned` segment.
+    pub(super) fn replace_segments(
+        &self,
+        cleaned: &CleanedSegment,
+        old: &[Arc<LogSegment>],
+    ) -> Result<()> {
+        let base = cleaned.base_offset;
+        rename_files(&self.dirfd, base, CLEANED_SUFFIX, SWAP_SUFFIX)?;
+        self.dirfd.sync()?;
+        crash_point("after-swap");
+        let cfg = self.config();
+        {
+            let mut map = self.segments.write_guard();
+            for s in old {
+                if map.get(&s.base_offset).is_some_and(|m| Arc::ptr_eq(m, s)) {
+                    map.remove(&s.base_offset);
+                }
+            }
+            for s in old {
+                s.delete_files()?;
+            }
+            crash_point("after-deleted");
+            rename_files(&self.dirfd, base, SWAP_SUFFIX, "")?;
+            map.insert(
+                base,
+                Arc::new(LogSegment::open(
+                    &self.dirfd,
+                    base,
+                    &cfg,
+                    cleaned.size,
+                    false,
+                )),
+            );
+        }
+        self.dirfd.sync()?;
+        log::info!(
+            "{}-{}: swapped in cleaned segment {base} ({} bytes) for {} segment(s) {:?}",
+            self.topic,
+            self.partition,
+            cleaned.size,
+            old.len(),
+            old.iter().map(|s| s.base_offset).collect::<Vec<_>>()
+        );
+        Ok(())
+    }
+}
+
+/// The offset after the last whole batch of a `.log` file (its base offset when it has none).
+fn next_offset_of(dir: &Dir, name: &str, base: i64) -> std::io::Result<i64> {
+    let f = dir.open_file(name, Access::ReadOnly)?;
+    let len = f.metadata()?.len();
+    let mut w = FileWindow::new(f, len, 1 << 20);
+    let (mut pos, mut next) = (0u64, base);
+    while pos < len {
+        let Some((_, size_field, _)) = BatchHeader::peek(w.read(pos, PREFIX_SIZE)?) else {
+            break;
+        };
+        let size = size_field.max(0) as usize + LOG_OVERHEAD;
+        let Ok(view) = BatchView::new(w.read(pos, size)?) else {
+            break;
+        };
+        next = view.header.next_offset();
+        pos += size as u64;
+    }
+    Ok(next)
+}
+
+fn is_temp(name: &str) -> bool {
+    name.ends_with(".deleted") || name.ends_with(CLEANED_SUFFIX) || name.ends_with(SWAP_SUFFIX)
+}
+
+/// Whether any entry is a leftover of deletion or cleaning.
+pub fn has_temp_files(entries: &[Entry]) -> bool {
+    entries.iter().any(|e| is_temp(&e.name))
+}
+
+/// Completes or removes what an interrupted clean (or deletion) left in a partition
+/// directory, as Kafka's log loader does. `entries` is a listing of the directory.
+pub fn complete_interrupted(dir: &Dir, entries: &[Entry], what: &str) -> Result<()> {
+    let mut min_cleaned = i64::MAX;
+    let mut cleaned = Vec::new();
+    let mut swaps = Vec::new();
+    let mut removed: HashSet<&str> = HashSet::new();
+    for e in entries {
+        let name = e.name.as_str();
+        if name.ends_with(".deleted") {
+            log::info!("{what}: removing leftover {name}");
+            dir.remove_if_exists(name)?;
+            removed.insert(name);
+        } else if let Some(stem) = name.strip_suffix(CLEANED_SUFFIX) {
+            if let Some((off, _)) = parse_segment_name(stem) {
+                min_cleaned = min_cleaned.min(off);
+            }
+            cleaned.push(name);
+        } else if let Some(stem) = name.strip_suffix(SWAP_SUFFIX) {
+            swaps.push((name, stem));
+        }
+    }
+    let mut valid = Vec::new();
+    for (name, stem) in swaps {
+        match parse_segment_name(stem) {
+            Some((off, _)) if off < min_cleaned => valid.push((name, stem, off)),
+            _ => {
+                log::info!("{what}: removing {name}, part of an unfinished split");
+                dir.remove_if_exists(name)?;
+            }
+        }
+    }
+    for name in cleaned {
+        log::info!("{what}: removing {name} of an unfinished clean");
+        dir.remove_if_exists(name)?;
+        removed.insert(name);
+    }
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for &(name, stem, off) in &valid {
+        if stem.ends_with(".log") {
+            log::info!("{what}: found {name} of an interrupted swap, completing it");
+            lo = lo.min(off);
+            hi = hi.max(next_offset_of(dir, name, off)?);
+        }
+    }
+    for e in entries {
+        let name = e.name.as_str();
+        if removed.contains(name) || is_temp(name) {
+            continue;
+        }
+        if let Some((off, "log" | "index" | "timeindex" | "txnindex")) = parse_segment_name(name)
+            && off >= lo
+            && off < hi
+        {
+            log::info!("{what}: deleting {name}, replaced by a cleaned segment");
+            dir.remove_if_exists(name)?;
+        }
+    }
+    for (name, stem, _) in valid {
+        dir.rename(name, stem)?;
+    }
+    dir.sync()?;
+    Ok(())
+}

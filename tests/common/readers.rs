@@ -1,0 +1,61 @@
+//! Background readers of a mount: `sh -c` scripts whose stdout lines arrive over a channel,
+//! signalled and awaited with bounded waits.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use super::mount::TestMount;
+
+/// `sh -c script` in the mountpoint, stdout and stderr piped.
+pub fn spawn(m: &TestMount, script: &str) -> Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(m.path(""))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn reader")
+}
+
+/// The child's stdout lines, read on a thread of their own.
+pub fn lines_of(child: &mut Child) -> Receiver<String> {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line within `within`, if one comes.
+pub fn next_line(rx: &Receiver<String>, within: Duration) -> Option<String> {
+    rx.recv_timeout(within).ok()
+}
+
+pub fn kill(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Waits for the child to exit, failing after `within`.
+pub fn exits_within(child: &mut Child, within: Duration) -> ExitStatus {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            Instant::now() < until,
+            "the reader did not end within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
