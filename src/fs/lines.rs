@@ -55,13 +55,8 @@ fn for_each_newline(data: &[u8], mut f: impl FnMut(usize)) {
 
 /// How many records [`for_each_line`] makes of `data`.
 pub(crate) fn count_lines(data: &[u8]) -> usize {
-    let mut blocks = data.chunks_exact(64);
-    let mut n = 0;
-    for block in &mut blocks {
-        n += newline_bits(block.try_into().expect("64-byte block")).count_ones() as usize;
-    }
-    n += blocks.remainder().iter().filter(|&&b| b == b'\n').count();
-    n + usize::from(data.last().is_some_and(|&b| b != b'\n'))
+    // memchr's count (32 bytes a step where the CPU has AVX2) needs no bit positions.
+    memchr::memchr_iter(b'\n', data).count() + usize::from(data.last().is_some_and(|&b| b != b'\n'))
 }
 
 /// Calls `f` with every line of `data` without its `\n`; an unterminated last line counts.
