@@ -3,7 +3,8 @@
 //! small and a big log, and a sequential `LogReader` scan.
 //!
 //! The `request` group measures what the daemon does for one FUSE request, without the kernel:
-//! an append handle's write of 128 KiB of lines or of one line, a lookup file's 128 KiB read.
+//! an append handle's write of 128 KiB of lines or of one line, a lookup file's 128 KiB read,
+//! and the `pwrite` of as many bytes into a plain file (the kernel's share of an append).
 //!
 //! Append and sequential read report bytes/s of record values; lookups report lookups/s
 //! (a binary search costs O(log n), so bytes/s would say nothing about it).
@@ -285,6 +286,33 @@ fn request(c: &mut Criterion) {
             })
         });
     }
+    // The ceiling of an append request: `pwrite` of a batch's worth of bytes at the end of a
+    // file in the same directory (what the segment write costs the kernel), alone.
+    let batch_bytes = chunk_128k().len() + 1_310 * 8 + 61;
+    g.throughput(Throughput::Bytes(chunk_128k().len() as u64));
+    let plain = dir.path().join("plain");
+    let mut file = std::fs::File::create(&plain).unwrap();
+    let mut at = 0u64;
+    let bytes = vec![b'x'; batch_bytes];
+    g.bench_function("pwrite_128KiB_ceiling", |b| {
+        b.iter_custom(|iters| {
+            use std::os::unix::fs::FileExt;
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                if at > APPEND_RESET_BYTES {
+                    // A fresh file, outside the timed part, as the append benchmark does.
+                    drop(std::fs::remove_file(&plain));
+                    file = std::fs::File::create(&plain).unwrap();
+                    at = 0;
+                }
+                let t = Instant::now();
+                file.write_all_at(&bytes, at).unwrap();
+                spent += t.elapsed();
+                at += bytes.len() as u64;
+            }
+            spent
+        })
+    });
     // `cat by-offset/0`: 128 KiB reads from the start of a 20k-record log to its end.
     let f = fixture(SMALL_LOG);
     let log = Arc::new(f.log);

@@ -12,6 +12,8 @@ use topicfs::record::{BatchBuilder, BatchOptions, BatchView, RecordInput};
 const VALUE: &[u8; 100] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz.!";
 const TS: i64 = 1_700_000_000_000;
 const COUNTS: [usize; 3] = [1, 100, 1000];
+/// Whole 100-byte lines (99 bytes and `\n`) in 128 KiB.
+const LINES_128KIB: usize = 128 * 1024 / 100;
 
 fn records(n: usize) -> Vec<RecordInput<'static>> {
     (0..n)
@@ -48,6 +50,25 @@ fn encode(c: &mut Criterion) {
             })
         });
     }
+    // One 128 KiB append request's batch: 1,310 lines of 99 bytes, added at once.
+    let lines: Vec<RecordInput> = (0..LINES_128KIB)
+        .map(|_| RecordInput {
+            value: Some(&VALUE[..99]),
+            timestamp: TS,
+            ..Default::default()
+        })
+        .collect();
+    let mut builder = BatchBuilder::new();
+    builder.begin(0, BatchOptions::default());
+    builder.add_all(&lines);
+    g.throughput(Throughput::Bytes(builder.finish().unwrap().len() as u64));
+    g.bench_function("lines_128KiB", |b| {
+        b.iter(|| {
+            builder.begin(black_box(42), BatchOptions::default());
+            builder.add_all(black_box(&lines));
+            black_box(builder.finish().unwrap().len())
+        })
+    });
     g.finish();
 }
 

@@ -187,9 +187,7 @@ impl PartitionLog {
             ..Default::default()
         };
         st.builder.begin(base, opts);
-        for r in records {
-            st.builder.add(r);
-        }
+        st.builder.add_all(records);
         let max_ts = st.builder.max_timestamp();
         let last_offset = base + records.len() as i64 - 1;
         let batch = st.builder.finish()?;

@@ -182,13 +182,16 @@ impl LogReader {
             let path = self.segments[self.seg].log_path();
             let bad =
                 |e: crate::record::BatchError| -> Error { segment::corrupt(path, pos, e).into() };
-            let records = view.records(&mut self.scratch).map_err(bad)?;
-            for r in records {
-                let r = r.map_err(bad)?;
-                if r.offset >= start && r.offset < end {
-                    f(&view.header, &r);
-                }
-            }
+            let header = view.header;
+            view.records(&mut self.scratch)
+                .and_then(|records| {
+                    records.for_each_record(|r| {
+                        if r.offset >= start && r.offset < end {
+                            f(&header, r);
+                        }
+                    })
+                })
+                .map_err(bad)?;
             return Ok(true);
         }
     }

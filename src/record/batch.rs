@@ -1,8 +1,8 @@
-//! BatchHeader / BatchView (zero-copy decode of one batch) and BatchBuilder (encode into a
-//! reused buffer). Byte layout: docs/format.md, RecordBatch v2.
+//! BatchHeader / BatchView: zero-copy decode of one batch (encoding is in `encode.rs`).
+//! Byte layout: docs/format.md, RecordBatch v2.
 
-use super::compression::{compress, decompress};
-use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varint_size, varlong_size};
+use super::compression::decompress;
+use super::varint::{get_varint, get_varlong};
 use super::{BatchError, Compression};
 
 /// Size of the fixed batch header (`RECORD_BATCH_OVERHEAD`).
@@ -18,9 +18,9 @@ pub const ATTRIBUTES_OFFSET: usize = 21;
 pub const NO_PRODUCER_ID: i64 = -1;
 pub const NO_TIMESTAMP: i64 = -1;
 
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
-const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
+pub(super) const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+pub(super) const TRANSACTIONAL_BIT: i16 = 0x10;
+pub(super) const CONTROL_BIT: i16 = 0x20;
 const DELETE_HORIZON_BIT: i16 = 0x40;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -236,6 +236,7 @@ impl<'a> BatchView<'a> {
         };
         Ok(RecordIter {
             header: self.header,
+            log_append_time: self.header.timestamp_type() == TimestampType::LogAppendTime,
             body,
             pos: 0,
             remaining: self.header.records_count.max(0),
@@ -269,6 +270,7 @@ impl<'a> Record<'a> {
     }
 }
 
+#[inline(always)]
 fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, BatchError> {
     let len = get_varint(buf, pos).ok_or_else(|| BatchError::InvalidRecord("bad length".into()))?;
     if len < 0 {
@@ -282,15 +284,40 @@ fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, Ba
     Ok(Some(s))
 }
 
+/// The value of a record whose key is null and which has no headers (the record of a line),
+/// given the position after its offset delta, and the position of its header count; `None`
+/// for any other shape (or a malformed record), which the general decoder then reads.
+#[inline(always)]
+fn value_only(rec: &[u8], key_at: usize) -> Option<(Option<&[u8]>, usize)> {
+    // A null key is the varint -1 (one byte, 0x01); no headers is a last byte 0 right after
+    // the value.
+    if rec.get(key_at) != Some(&1) || rec.last() != Some(&0) {
+        return None;
+    }
+    let mut p = key_at + 1;
+    let len = get_varint(rec, &mut p)?;
+    let headers_at = rec.len() - 1;
+    if len == -1 && p == headers_at {
+        return Some((None, headers_at));
+    }
+    (len >= 0 && p + len as usize == headers_at).then(|| (Some(&rec[p..headers_at]), headers_at))
+}
+
 /// Iterates the records of one batch.
 pub struct RecordIter<'a> {
     header: BatchHeader,
+    /// Every record's timestamp is the batch's max timestamp.
+    log_append_time: bool,
     body: &'a [u8],
     pos: usize,
     remaining: i32,
 }
 
 impl<'a> RecordIter<'a> {
+    /// Decodes the record at `pos`. A record of the common shape (a one-byte length varint
+    /// for key, value and header count, no headers) is read without leaving this function;
+    /// anything else goes through the same checks, field by field.
+    #[inline(always)]
     fn decode_next(&mut self) -> Result<Record<'a>, BatchError> {
         let bad = |m: &str| BatchError::InvalidRecord(m.to_string());
         let len = get_varint(self.body, &mut self.pos).ok_or_else(|| bad("bad record length"))?;
@@ -303,11 +330,23 @@ impl<'a> RecordIter<'a> {
             .body
             .get(start..end)
             .ok_or_else(|| bad("premature EOF reached"))?;
-        let mut p = 0;
-        let _attributes = *rec.first().ok_or_else(|| bad("empty record"))?;
-        p += 1;
+        if rec.is_empty() {
+            return Err(bad("empty record"));
+        }
+        let mut p = 1;
         let ts_delta = get_varlong(rec, &mut p).ok_or_else(|| bad("bad timestamp delta"))?;
         let off_delta = get_varint(rec, &mut p).ok_or_else(|| bad("bad offset delta"))?;
+        if let Some((value, headers_at)) = value_only(rec, p) {
+            self.pos = end;
+            return Ok(Record {
+                offset: self.header.base_offset.wrapping_add(off_delta as i64),
+                timestamp: self.timestamp(ts_delta),
+                key: None,
+                value,
+                header_count: 0,
+                headers_raw: &rec[headers_at..headers_at],
+            });
+        }
         let key = read_bytes(rec, &mut p)?;
         let value = read_bytes(rec, &mut p)?;
         let header_count = get_varint(rec, &mut p).ok_or_else(|| bad("bad header count"))?;
@@ -330,18 +369,40 @@ impl<'a> RecordIter<'a> {
             )));
         }
         self.pos = end;
-        let timestamp = match self.header.timestamp_type() {
-            TimestampType::LogAppendTime => self.header.max_timestamp,
-            TimestampType::CreateTime => self.header.base_timestamp.wrapping_add(ts_delta),
-        };
         Ok(Record {
             offset: self.header.base_offset.wrapping_add(off_delta as i64),
-            timestamp,
+            timestamp: self.timestamp(ts_delta),
             key,
             value,
             header_count,
             headers_raw: &rec[headers_start..p],
         })
+    }
+
+    #[inline(always)]
+    fn timestamp(&self, ts_delta: i64) -> i64 {
+        if self.log_append_time {
+            self.header.max_timestamp
+        } else {
+            self.header.base_timestamp.wrapping_add(ts_delta)
+        }
+    }
+
+    /// Calls `f` with each record in order, as iterating does, and returns the first error
+    /// iterating would yield (after `f` saw the records before it). Decodes in one loop,
+    /// without handing a `Result` per record back to the caller.
+    pub fn for_each_record(mut self, mut f: impl FnMut(&Record<'a>)) -> Result<(), BatchError> {
+        while self.remaining > 0 {
+            self.remaining -= 1;
+            let r = self.decode_next()?;
+            f(&r);
+        }
+        if self.pos < self.body.len() {
+            return Err(BatchError::InvalidRecord(
+                "Incorrect declared batch size, records still remaining in file".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -367,183 +428,10 @@ impl<'a> Iterator for RecordIter<'a> {
     }
 }
 
-/// A record to be encoded.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RecordInput<'a> {
-    pub key: Option<&'a [u8]>,
-    pub value: Option<&'a [u8]>,
-    pub headers: &'a [(&'a [u8], Option<&'a [u8]>)],
-    pub timestamp: i64,
-}
-
-/// Batch-level settings for [`BatchBuilder`].
-#[derive(Clone, Copy, Debug)]
-pub struct BatchOptions {
-    pub compression: Compression,
-    pub timestamp_type: TimestampType,
-    /// For LogAppendTime: the broker's append time, written as maxTimestamp.
-    pub log_append_time: i64,
-    pub partition_leader_epoch: i32,
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub base_sequence: i32,
-    pub transactional: bool,
-    pub control: bool,
-}
-
-impl Default for BatchOptions {
-    fn default() -> Self {
-        BatchOptions {
-            compression: Compression::None,
-            timestamp_type: TimestampType::CreateTime,
-            log_append_time: NO_TIMESTAMP,
-            partition_leader_epoch: 0,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: -1,
-            base_sequence: -1,
-            transactional: false,
-            control: false,
-        }
-    }
-}
-
-fn bytes_size(b: Option<&[u8]>) -> usize {
-    match b {
-        None => 1,
-        Some(b) => varint_size(b.len() as i32) + b.len(),
-    }
-}
-
-fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
-    match b {
-        None => put_varint(buf, -1),
-        Some(b) => {
-            put_varint(buf, b.len() as i32);
-            buf.extend_from_slice(b);
-        }
-    }
-}
-
-/// Encodes one record (length prefix included) into `buf`.
-pub fn encode_record(buf: &mut Vec<u8>, offset_delta: i32, ts_delta: i64, r: &RecordInput) {
-    let mut body = 1 + varlong_size(ts_delta) + varint_size(offset_delta);
-    body += bytes_size(r.key) + bytes_size(r.value);
-    body += varint_size(r.headers.len() as i32);
-    for (k, v) in r.headers {
-        body += bytes_size(Some(k)) + bytes_size(*v);
-    }
-    put_varint(buf, body as i32);
-    buf.push(0);
-    put_varlong(buf, ts_delta);
-    put_varint(buf, offset_delta);
-    put_bytes(buf, r.key);
-    put_bytes(buf, r.value);
-    put_varint(buf, r.headers.len() as i32);
-    for (k, v) in r.headers {
-        put_bytes(buf, Some(k));
-        put_bytes(buf, *v);
-    }
-}
-
-/// Builds batches into buffers it keeps between batches (no allocation per record once warm).
-#[derive(Default)]
-pub struct BatchBuilder {
-    buf: Vec<u8>,
-    plain: Vec<u8>,
-    opts: BatchOptions,
-    count: i32,
-    base_timestamp: i64,
-    max_timestamp: i64,
-    base_offset: i64,
-}
-
-impl BatchBuilder {
-    pub fn new() -> BatchBuilder {
-        BatchBuilder::default()
-    }
-
-    /// Starts a batch whose first record gets `base_offset`.
-    pub fn begin(&mut self, base_offset: i64, opts: BatchOptions) {
-        self.buf.clear();
-        self.plain.clear();
-        self.buf.resize(HEADER_SIZE, 0);
-        self.opts = opts;
-        self.count = 0;
-        self.base_timestamp = NO_TIMESTAMP;
-        self.max_timestamp = NO_TIMESTAMP;
-        self.base_offset = base_offset;
-    }
-
-    pub fn count(&self) -> i32 {
-        self.count
-    }
-
-    /// The batch's max timestamp as `finish` writes it: the largest record timestamp, or the
-    /// append time for LogAppendTime.
-    pub fn max_timestamp(&self) -> i64 {
-        match self.opts.timestamp_type {
-            TimestampType::LogAppendTime => self.opts.log_append_time,
-            TimestampType::CreateTime => self.max_timestamp,
-        }
-    }
-
-    pub fn add(&mut self, r: &RecordInput) {
-        if self.count == 0 {
-            self.base_timestamp = r.timestamp;
-        }
-        if r.timestamp > self.max_timestamp {
-            self.max_timestamp = r.timestamp;
-        }
-        let ts_delta = r.timestamp.wrapping_sub(self.base_timestamp);
-        let target = if self.opts.compression == Compression::None {
-            &mut self.buf
-        } else {
-            &mut self.plain
-        };
-        encode_record(target, self.count, ts_delta, r);
-        self.count += 1;
-    }
-
-    /// Finishes the batch: compresses, writes the header and the CRC. Returns the bytes.
-    pub fn finish(&mut self) -> std::io::Result<&[u8]> {
-        if self.opts.compression != Compression::None {
-            compress(self.opts.compression, &self.plain, &mut self.buf)?;
-        }
-        let o = self.opts;
-        let mut attributes = o.compression as i16;
-        let max_ts = self.max_timestamp();
-        if o.timestamp_type == TimestampType::LogAppendTime {
-            attributes |= TIMESTAMP_TYPE_BIT;
-        }
-        if o.transactional {
-            attributes |= TRANSACTIONAL_BIT;
-        }
-        if o.control {
-            attributes |= CONTROL_BIT;
-        }
-        let size = self.buf.len();
-        let b = &mut self.buf;
-        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
-        b[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
-        b[12..16].copy_from_slice(&o.partition_leader_epoch.to_be_bytes());
-        b[16] = 2;
-        b[21..23].copy_from_slice(&attributes.to_be_bytes());
-        b[23..27].copy_from_slice(&(self.count - 1).max(0).to_be_bytes());
-        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
-        b[35..43].copy_from_slice(&max_ts.to_be_bytes());
-        b[43..51].copy_from_slice(&o.producer_id.to_be_bytes());
-        b[51..53].copy_from_slice(&o.producer_epoch.to_be_bytes());
-        b[53..57].copy_from_slice(&o.base_sequence.to_be_bytes());
-        b[57..61].copy_from_slice(&self.count.to_be_bytes());
-        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
-        Ok(&self.buf)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{BatchBuilder, BatchOptions, RecordInput, encode_record};
 
     /// The 73-byte example of docs/format.md, the worked example.
     const HELLO: [u8; 73] = [

@@ -2,10 +2,12 @@
 
 mod batch;
 pub mod compression;
+mod encode;
 pub mod varint;
 
 pub use batch::*;
 pub use compression::Compression;
+pub use encode::*;
 
 /// Why a batch or record could not be decoded.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

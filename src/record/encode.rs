@@ -1,0 +1,287 @@
+//! Encoding: [`RecordInput`], [`BatchOptions`] and [`BatchBuilder`], which writes batches into
+//! buffers it keeps between batches. Byte layout: docs/format.md, RecordBatch v2.
+//!
+//! Records are written with plain stores into room reserved once per call (no capacity check
+//! and no allocation per record); varints are written without a branch per byte
+//! ([`write_uvarint`]); a record without key and headers (a line of an append file) takes a
+//! shorter path whose header follows from the value's length alone. The CRC is computed once,
+//! over the finished batch.
+
+use super::Compression;
+use super::batch::{
+    ATTRIBUTES_OFFSET, CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, NO_PRODUCER_ID, NO_TIMESTAMP,
+    TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
+};
+use super::compression::compress;
+use super::varint::{WRITE_SLACK, uvarint_size, write_uvarint, zigzag32, zigzag64};
+
+/// A record to be encoded.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordInput<'a> {
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: &'a [(&'a [u8], Option<&'a [u8]>)],
+    pub timestamp: i64,
+}
+
+/// Batch-level settings for [`BatchBuilder`].
+#[derive(Clone, Copy, Debug)]
+pub struct BatchOptions {
+    pub compression: Compression,
+    pub timestamp_type: TimestampType,
+    /// For LogAppendTime: the broker's append time, written as maxTimestamp.
+    pub log_append_time: i64,
+    pub partition_leader_epoch: i32,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub transactional: bool,
+    pub control: bool,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
+            log_append_time: NO_TIMESTAMP,
+            partition_leader_epoch: 0,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            control: false,
+        }
+    }
+}
+
+/// Most bytes a record takes besides its key, value and headers: length (5), attributes (1),
+/// timestamp delta (10), offset delta (5), key and value lengths (5 each), header count (5).
+const RECORD_OVERHEAD_MAX: usize = 36;
+/// Most bytes a header takes besides its key and value: their two lengths.
+const HEADER_OVERHEAD_MAX: usize = 10;
+
+/// An upper bound of the bytes [`write_record`] writes for `r` (without its slack).
+#[inline]
+fn record_bound(r: &RecordInput) -> usize {
+    let mut n = RECORD_OVERHEAD_MAX + r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len);
+    for (k, v) in r.headers {
+        n += HEADER_OVERHEAD_MAX + k.len() + v.map_or(0, <[u8]>::len);
+    }
+    n
+}
+
+/// The zigzag varint of a nullable field's length (-1 for null).
+#[inline(always)]
+fn len_code(b: Option<&[u8]>) -> u64 {
+    zigzag32(b.map_or(-1, |b| b.len() as i32)) as u64
+}
+
+#[inline(always)]
+fn field_size(b: Option<&[u8]>) -> usize {
+    uvarint_size(len_code(b)) + b.map_or(0, <[u8]>::len)
+}
+
+#[inline(always)]
+fn write_field(out: &mut [u8], p: usize, b: Option<&[u8]>) -> usize {
+    let p = write_uvarint(out, p, len_code(b));
+    match b {
+        Some(b) => {
+            out[p..p + b.len()].copy_from_slice(b);
+            p + b.len()
+        }
+        None => p,
+    }
+}
+
+/// Writes one record, length prefix included, at `out[p..]` and returns the position after
+/// it. `out` holds at least `record_bound(r) + WRITE_SLACK` bytes past `p`.
+#[inline(always)]
+fn write_record(
+    out: &mut [u8],
+    p: usize,
+    offset_delta: i32,
+    ts_delta: i64,
+    r: &RecordInput,
+) -> usize {
+    let ts = zigzag64(ts_delta);
+    let off = zigzag32(offset_delta) as u64;
+    let deltas = uvarint_size(ts) + uvarint_size(off);
+    if r.key.is_none() && r.headers.is_empty() {
+        // Attributes, deltas, null key (varint -1), value, header count 0.
+        let body = 1 + deltas + 1 + field_size(r.value) + 1;
+        let mut p = write_uvarint(out, p, zigzag32(body as i32) as u64);
+        out[p] = 0;
+        p = write_uvarint(out, p + 1, ts);
+        p = write_uvarint(out, p, off);
+        out[p] = 1;
+        p = write_field(out, p + 1, r.value);
+        out[p] = 0;
+        return p + 1;
+    }
+    let count = zigzag32(r.headers.len() as i32) as u64;
+    let mut body = 1 + deltas + field_size(r.key) + field_size(r.value) + uvarint_size(count);
+    for (k, v) in r.headers {
+        body += field_size(Some(k)) + field_size(*v);
+    }
+    let mut p = write_uvarint(out, p, zigzag32(body as i32) as u64);
+    out[p] = 0;
+    p = write_uvarint(out, p + 1, ts);
+    p = write_uvarint(out, p, off);
+    p = write_field(out, p, r.key);
+    p = write_field(out, p, r.value);
+    p = write_uvarint(out, p, count);
+    for (k, v) in r.headers {
+        p = write_field(out, p, Some(k));
+        p = write_field(out, p, *v);
+    }
+    p
+}
+
+/// Encodes one record (length prefix included) at the end of `buf`.
+pub fn encode_record(buf: &mut Vec<u8>, offset_delta: i32, ts_delta: i64, r: &RecordInput) {
+    let start = buf.len();
+    buf.resize(start + record_bound(r) + WRITE_SLACK, 0);
+    let end = write_record(buf, start, offset_delta, ts_delta, r);
+    buf.truncate(end);
+}
+
+/// An output buffer that keeps its bytes initialized up to its high-water mark between
+/// batches: once warm, making room is one comparison, and writes are stores into a slice.
+/// Only `bytes[..len]` is content; what lies past it is scratch.
+#[derive(Default)]
+struct Out {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Out {
+    /// The whole buffer, with at least `n + WRITE_SLACK` bytes past `len`.
+    fn room(&mut self, n: usize) -> &mut [u8] {
+        let need = self.len + n + WRITE_SLACK;
+        if self.bytes.len() < need {
+            let grown = need.max(2 * self.bytes.len());
+            self.bytes.resize(grown, 0);
+        }
+        &mut self.bytes
+    }
+}
+
+/// Builds batches into buffers it keeps between batches (no allocation per record once warm).
+#[derive(Default)]
+pub struct BatchBuilder {
+    /// The batch: header, then the records (or, compressed, the codec's output).
+    buf: Out,
+    /// The uncompressed records of a compressed batch.
+    plain: Out,
+    opts: BatchOptions,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    base_offset: i64,
+}
+
+impl BatchBuilder {
+    pub fn new() -> BatchBuilder {
+        BatchBuilder::default()
+    }
+
+    /// Starts a batch whose first record gets `base_offset`.
+    pub fn begin(&mut self, base_offset: i64, opts: BatchOptions) {
+        self.buf.len = 0;
+        self.buf.room(HEADER_SIZE);
+        self.buf.len = HEADER_SIZE;
+        self.plain.len = 0;
+        self.opts = opts;
+        self.count = 0;
+        self.base_timestamp = NO_TIMESTAMP;
+        self.max_timestamp = NO_TIMESTAMP;
+        self.base_offset = base_offset;
+    }
+
+    pub fn count(&self) -> i32 {
+        self.count
+    }
+
+    /// The batch's max timestamp as `finish` writes it: the largest record timestamp, or the
+    /// append time for LogAppendTime.
+    pub fn max_timestamp(&self) -> i64 {
+        match self.opts.timestamp_type {
+            TimestampType::LogAppendTime => self.opts.log_append_time,
+            TimestampType::CreateTime => self.max_timestamp,
+        }
+    }
+
+    pub fn add(&mut self, r: &RecordInput) {
+        self.add_all(std::slice::from_ref(r));
+    }
+
+    /// Adds `records` in order: room for all of them is reserved at once, then each is
+    /// written in place.
+    pub fn add_all(&mut self, records: &[RecordInput]) {
+        let Some(first) = records.first() else {
+            return;
+        };
+        if self.count == 0 {
+            self.base_timestamp = first.timestamp;
+        }
+        let bound: usize = records.iter().map(record_bound).sum();
+        let base_ts = self.base_timestamp;
+        let mut max_ts = self.max_timestamp;
+        let mut count = self.count;
+        let target = if self.opts.compression == Compression::None {
+            &mut self.buf
+        } else {
+            &mut self.plain
+        };
+        let mut p = target.len;
+        let out = target.room(bound);
+        for r in records {
+            max_ts = max_ts.max(r.timestamp);
+            p = write_record(out, p, count, r.timestamp.wrapping_sub(base_ts), r);
+            count += 1;
+        }
+        target.len = p;
+        self.count = count;
+        self.max_timestamp = max_ts;
+    }
+
+    /// Finishes the batch: compresses, writes the header and the CRC. Returns the bytes.
+    pub fn finish(&mut self) -> std::io::Result<&[u8]> {
+        if self.opts.compression != Compression::None {
+            self.buf.bytes.truncate(self.buf.len);
+            let plain = &self.plain.bytes[..self.plain.len];
+            compress(self.opts.compression, plain, &mut self.buf.bytes)?;
+            self.buf.len = self.buf.bytes.len();
+        }
+        let o = self.opts;
+        let mut attributes = o.compression as i16;
+        let max_ts = self.max_timestamp();
+        if o.timestamp_type == TimestampType::LogAppendTime {
+            attributes |= TIMESTAMP_TYPE_BIT;
+        }
+        if o.transactional {
+            attributes |= TRANSACTIONAL_BIT;
+        }
+        if o.control {
+            attributes |= CONTROL_BIT;
+        }
+        let size = self.buf.len;
+        let b = &mut self.buf.bytes[..size];
+        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
+        b[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
+        b[12..16].copy_from_slice(&o.partition_leader_epoch.to_be_bytes());
+        b[16] = 2;
+        b[21..23].copy_from_slice(&attributes.to_be_bytes());
+        b[23..27].copy_from_slice(&(self.count - 1).max(0).to_be_bytes());
+        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
+        b[35..43].copy_from_slice(&max_ts.to_be_bytes());
+        b[43..51].copy_from_slice(&o.producer_id.to_be_bytes());
+        b[51..53].copy_from_slice(&o.producer_epoch.to_be_bytes());
+        b[53..57].copy_from_slice(&o.base_sequence.to_be_bytes());
+        b[57..61].copy_from_slice(&self.count.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        Ok(b)
+    }
+}
