@@ -145,8 +145,13 @@ impl FsState {
     pub(super) fn ttl(node: &Node) -> Duration {
         match node.kind() {
             Kind::Directory => DIR_TTL,
-            // Sizes and existence of files change behind the kernel's back: never cache them.
-            _ => Duration::ZERO,
+            // An append file's attributes never change (size 0, its mode, the mount's time)
+            // and it lives as long as its partition directory: cached like a directory, it
+            // saves `echo >> append` its lookup.
+            Kind::File if node.is_append() => DIR_TTL,
+            // Sizes and existence of other files change behind the kernel's back: never
+            // cache them.
+            Kind::File => Duration::ZERO,
         }
     }
 
