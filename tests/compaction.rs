@@ -553,3 +553,41 @@ fn the_last_batch_of_an_active_producer_stays_as_an_empty_batch() {
         vec![(3, b"k".to_vec(), Some(b"new".to_vec()))]
     );
 }
+
+#[test]
+fn an_open_transaction_stops_the_clean_at_its_segment() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    std::fs::create_dir(&dir).unwrap();
+    // a=1, b=1 (offsets 0-1); then producer 7's transaction at 2 with no marker yet.
+    let mut b = BatchBuilder::new();
+    b.begin(0, BatchOptions::default());
+    for k in [b"a", b"b"] {
+        b.add(&RecordInput {
+            key: Some(k),
+            value: Some(b"1"),
+            timestamp: NOW,
+            ..Default::default()
+        });
+    }
+    std::fs::write(dir.join("00000000000000000000.log"), b.finish().unwrap()).unwrap();
+    let log = reopen_dir(&dir, cfg(1 << 20, 4096));
+    log.roll_now().unwrap();
+    append(&log, &[(b"a", Some(b"2"))], NOW);
+    log.roll_now().unwrap();
+    let open_txn = txn_batch(log.log_end_offset(), 7, &[b"b"], NOW);
+    drop(log);
+    std::fs::write(dir.join("00000000000000000003.log"), &open_txn).unwrap();
+    let log = reopen_dir(&dir, cfg(1 << 20, 4096));
+    log.roll_now().unwrap();
+    append(&log, &[(b"b", Some(b"3"))], NOW);
+    log.roll_now().unwrap();
+    let mut cleaner = Cleaner::new(1 << 16);
+    let r = clean(&log, &mut cleaner, 0, NOW);
+    // Only the segments below the transaction's are cleaned: a=1 goes (a=2 is at 2), b=1
+    // stays (b=3 is past the last stable offset, out of the round).
+    assert_eq!(r.first_uncleanable, 3);
+    assert_eq!(r.end_offset, 3);
+    let left: Vec<i64> = read_from(&log, 0).iter().map(|r| r.0).collect();
+    assert_eq!(left, vec![1, 2, 3, 4]);
+}

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::stream::{compact, format_record};
 use crate::error::{Error, Result};
 use crate::fs::inode::Format;
-use crate::jsonl;
 use crate::storage::{GroupStore, PartitionStore, RecordStream, TopicStore};
 
 /// How often a follow reader that keeps reading commits.
@@ -47,22 +47,6 @@ pub struct GroupHandle {
     committed: BTreeMap<u32, i64>,
     last_commit: Instant,
     pending: Option<Error>,
-}
-
-fn format_record(
-    format: Format,
-    partition: u32,
-    h: &crate::record::BatchHeader,
-    r: &crate::record::Record<'_>,
-    out: &mut Vec<u8>,
-) {
-    match format {
-        Format::Lines => {
-            out.extend_from_slice(r.value.unwrap_or_default());
-            out.push(b'\n');
-        }
-        Format::Jsonl => jsonl::format_record_of(Some(partition), r, h.timestamp_type(), out),
-    }
 }
 
 impl GroupHandle {
@@ -235,10 +219,7 @@ impl GroupHandle {
     /// Formats batches, partition after partition, until `want` bytes are buffered or no
     /// partition has more.
     fn fill(&mut self, want: usize) -> Result<()> {
-        if self.out_pos > 0 && self.out_pos * 2 >= self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
-        }
+        compact(&mut self.out, &mut self.out_pos);
         if self.buffered() == 0
             && let Some(e) = self.pending.take()
         {
@@ -291,7 +272,7 @@ impl GroupHandle {
             if r.offset < *next || r.offset >= limit {
                 return;
             }
-            format_record(format, p, h, r, out);
+            format_record(format, Some(p), h, r, out);
             *next = r.offset + 1;
             marks.push_back((base + (out.len() - out_start) as u64, p, *next));
         })?;

@@ -110,13 +110,7 @@ impl FsState {
             }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let Some(seg) = self
-                    .segments_of(&*log)?
-                    .into_iter()
-                    .find(|s| *s.name == **name)
-                else {
-                    return tree(libc::ENOENT, format!("{node} no longer exists"));
-                };
+                let seg = self.segment_file(&*log, name, &node)?;
                 // Through the page cache (mmap works); a new open always sees fresh pages.
                 (Handle::Segment(log.open_segment_file(&seg.name)?), false)
             }

@@ -43,13 +43,30 @@ pub struct StreamHandle {
     counted: (i64, u64),
 }
 
-fn format_record(format: Format, h: &BatchHeader, r: &Record<'_>, out: &mut Vec<u8>) {
+/// One record as a stream shows it: `value\n`, or a JSON line (with `"partition"` first
+/// when a file reads several partitions).
+pub(super) fn format_record(
+    format: Format,
+    partition: Option<u32>,
+    h: &BatchHeader,
+    r: &Record<'_>,
+    out: &mut Vec<u8>,
+) {
     match format {
         Format::Lines => {
             out.extend_from_slice(r.value.unwrap_or_default());
             out.push(b'\n');
         }
-        Format::Jsonl => jsonl::format_record(r, h.timestamp_type(), out),
+        Format::Jsonl => jsonl::format_record_of(partition, r, h.timestamp_type(), out),
+    }
+}
+
+/// Drops the consumed front of a stream's buffer once it is half the buffer (moving the
+/// unread tail on every refill copied the data a second time).
+pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
+    if *out_pos > 0 && *out_pos * 2 >= out.len() {
+        out.drain(..*out_pos);
+        *out_pos = 0;
     }
 }
 
@@ -165,12 +182,7 @@ impl StreamHandle {
     /// Decodes batches until `want` bytes are buffered or the end is reached. Returns whether
     /// anything is buffered.
     fn fill(&mut self, want: usize) -> Result<bool> {
-        // Compact only once half the buffer is consumed: moving the unread tail on every
-        // refill copied the data a second time.
-        if self.out_pos > 0 && self.out_pos * 2 >= self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
-        }
+        compact(&mut self.out, &mut self.out_pos);
         if self.buffered() == 0
             && let Some(e) = self.pending.take()
         {
@@ -186,7 +198,7 @@ impl StreamHandle {
                 if r.offset >= end || r.offset < *next {
                     return;
                 }
-                format_record(format, h, r, out);
+                format_record(format, None, h, r, out);
                 *next = r.offset + 1;
             });
             match more {
@@ -246,7 +258,7 @@ impl StreamHandle {
         while reader.next_batch_meta(&mut |h, r| {
             if r.offset < limit && r.offset >= counted_to {
                 scratch.clear();
-                format_record(format, h, r, &mut scratch);
+                format_record(format, None, h, r, &mut scratch);
                 bytes += scratch.len() as u64;
                 counted_to = r.offset + 1;
             }

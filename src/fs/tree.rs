@@ -13,6 +13,23 @@ use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::error::Error;
 
 impl FsState {
+    /// The live segment file `name` of `log` (ENOENT once it is gone).
+    pub(super) fn segment_file(
+        &self,
+        log: &dyn crate::storage::PartitionStore,
+        name: &str,
+        node: &Node,
+    ) -> FsResult<crate::storage::SegmentFile> {
+        match self
+            .segments_of(log)?
+            .into_iter()
+            .find(|s| *s.name == *name)
+        {
+            Some(seg) => Ok(seg),
+            None => tree(libc::ENOENT, format!("{node} no longer exists")),
+        }
+    }
+
     /// Resolves `name` in `parent`, asking the core whether it exists.
     pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
         let Some(name) = name.to_str() else {
@@ -179,13 +196,7 @@ impl FsState {
             }
             Node::Segment(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let Some(seg) = self
-                    .segments_of(&*log)?
-                    .into_iter()
-                    .find(|s| *s.name == **name)
-                else {
-                    return tree(libc::ENOENT, format!("{node} no longer exists"));
-                };
+                let seg = self.segment_file(&*log, name, node)?;
                 let md = log.open_segment_file(&seg.name)?.metadata()?;
                 time = md.modified().unwrap_or(self.mounted_at);
                 // A segment file grants group and others no more than its own mode does.

@@ -77,19 +77,36 @@ impl PartitionLog {
             cleaner::swap::complete_interrupted(&dirfd, &entries, &format!("{topic}-{partition}"))?;
             entries = dirfd.entries()?;
         }
+        // A read-only mount may not complete an interrupted clean: it serves what completing it
+        // would leave, the `.swap` segments instead of the files they replace.
+        let pending = if ro && entries.iter().any(|e| e.name.ends_with(".swap")) {
+            let p = cleaner::swap::pending(&dirfd, &entries)?;
+            log::warn!(
+                "{topic}-{partition}: an interrupted clean left .swap files (read-only mount: left as they are); serving segments {:?} from them instead of the files of offsets {:?}",
+                p.logs.keys().collect::<Vec<_>>(),
+                p.replaced
+            );
+            p
+        } else {
+            cleaner::swap::PendingSwap::default()
+        };
         for entry in entries {
             let name = entry.name;
             if name.ends_with(".deleted") || name.ends_with(".cleaned") {
                 continue;
             }
-            if name.ends_with(".swap") {
+            if let Some(stem) = name.strip_suffix(".swap") {
                 // Only a read-only mount gets here: nothing may be renamed or deleted.
-                log::warn!(
-                    "{topic}-{partition}: leaving {name} of an interrupted clean as it is (read-only mount); serving the segments it was to replace"
-                );
+                if let Some((base, "index" | "timeindex")) = parse_segment_name(stem)
+                    && pending.logs.contains_key(&base)
+                {
+                    present.insert(name.clone());
+                }
                 continue;
             }
             match parse_segment_name(&name) {
+                Some((base, _))
+                    if pending.replaced.contains(&base) || pending.logs.contains_key(&base) => {}
                 Some((base, "log")) => {
                     logs.insert(base, entry.len);
                 }
@@ -114,6 +131,14 @@ impl PartitionLog {
             segments.insert(
                 base,
                 Arc::new(LogSegment::open(&dirfd, base, &config, size, ro)),
+            );
+        }
+        for (&base, &size) in &pending.logs {
+            segments.insert(
+                base,
+                Arc::new(LogSegment::open_with_suffix(
+                    &dirfd, base, &config, size, ro, ".swap",
+                )),
             );
         }
         let log = PartitionLog {

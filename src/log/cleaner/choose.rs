@@ -73,7 +73,8 @@ pub fn cleanable(log: &PartitionLog, checkpointed: Option<i64>, now: i64) -> Res
         .rposition(|s| s.base_offset <= first_dirty)
         .unwrap_or(0);
     let dirty_non_active = &segs[floor..segs.len().saturating_sub(1).max(floor)];
-    // topicfs writes no transactions: the last stable offset is the log end.
+    // The last stable offset (an open transaction's first offset) is applied by the round,
+    // which reads the producer state from the batch headers (`Cleaner::clean`).
     let mut uncleanable = log.log_end_offset().min(active_base);
     if cfg.min_compaction_lag_ms > 0 {
         let horizon = now.saturating_sub(cfg.min_compaction_lag_ms);

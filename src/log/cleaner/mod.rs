@@ -162,7 +162,17 @@ impl Cleaner {
         let Some(active) = segs.last() else {
             return Ok(None);
         };
-        let upper = first_uncleanable.min(active.base_offset);
+        let producers = producer_state(&segs, now)?;
+        let mut upper = first_uncleanable.min(active.base_offset);
+        if let Some(unstable) = producers.first_unstable {
+            // Kafka cleans below the last stable offset only, rounded down to a segment.
+            let seg_base = segs
+                .iter()
+                .rev()
+                .find(|s| s.base_offset <= unstable)
+                .map_or(0, |s| s.base_offset);
+            upper = upper.min(seg_base);
+        }
         if first_dirty >= upper {
             return Ok(None);
         }
@@ -206,7 +216,6 @@ impl Cleaner {
             self.map.slots()
         );
         // 2. Groups of the segments below the end of the map, the clean prefix included.
-        let producers = last_records_of_producers(&segs, now)?;
         let to_clean: Vec<Arc<LogSegment>> = segs
             .iter()
             .filter(|s| s.base_offset < end_offset && s.base_offset < active.base_offset)
@@ -223,7 +232,7 @@ impl Cleaner {
                 now,
                 delete_retention_ms: cfg.delete_retention_ms,
                 upper_bound: upper,
-                producers: &producers,
+                producers: &producers.last_records,
             };
             let cleaned = clean_group(
                 log,
@@ -421,14 +430,20 @@ fn group_by_size(
     Ok(groups)
 }
 
-/// Kafka's `lastRecordsOfActiveProducers` from the batch headers: for every producer id whose
-/// last batch is not older than the producer id expiration, the last offset of its last data
-/// batch and its epoch.
-fn last_records_of_producers(
-    segs: &[Arc<LogSegment>],
-    now: i64,
-) -> Result<HashMap<i64, LastRecord>> {
+/// What the cleaner needs of the producer state, read from the batch headers.
+struct ProducerState {
+    /// Kafka's `lastRecordsOfActiveProducers`: for every producer id whose last batch is not
+    /// older than the producer id expiration, the last offset of its last data batch and its
+    /// epoch.
+    last_records: HashMap<i64, LastRecord>,
+    /// The first offset of the earliest transaction without its marker yet (the last stable
+    /// offset), if one is open.
+    first_unstable: Option<i64>,
+}
+
+fn producer_state(segs: &[Arc<LogSegment>], now: i64) -> Result<ProducerState> {
     let mut out: HashMap<i64, (LastRecord, i64)> = HashMap::new();
+    let mut open: HashMap<i64, i64> = HashMap::new();
     for seg in segs {
         let limit = seg.size();
         let mut pos = 0;
@@ -443,17 +458,25 @@ fn last_records_of_producers(
                 ));
                 e.0.producer_epoch = h.producer_epoch;
                 e.1 = h.max_timestamp;
-                if !h.is_control() {
+                if h.is_control() {
+                    open.remove(&h.producer_id);
+                } else {
                     e.0.last_data_offset = Some(h.last_offset());
+                    if h.is_transactional() {
+                        open.entry(h.producer_id).or_insert(h.base_offset);
+                    }
                 }
             }
             pos += h.size() as u64;
         }
         seg.release_file();
     }
-    Ok(out
-        .into_iter()
-        .filter(|(_, (_, ts))| now.saturating_sub(*ts) < PRODUCER_ID_EXPIRATION_MS)
-        .map(|(pid, (last, _))| (pid, last))
-        .collect())
+    Ok(ProducerState {
+        last_records: out
+            .into_iter()
+            .filter(|(_, (_, ts))| now.saturating_sub(*ts) < PRODUCER_ID_EXPIRATION_MS)
+            .map(|(pid, (last, _))| (pid, last))
+            .collect(),
+        first_unstable: open.values().copied().min(),
+    })
 }

@@ -102,6 +102,41 @@ pub fn has_temp_files(entries: &[Entry]) -> bool {
     entries.iter().any(|e| is_temp(&e.name))
 }
 
+/// What completing an interrupted clean would do, for a read-only mount that may not do it:
+/// the `.log.swap` files to serve (base offset → size) and the offset range of the segment
+/// files they replace.
+#[derive(Debug, Default)]
+pub struct PendingSwap {
+    pub logs: std::collections::BTreeMap<i64, u64>,
+    pub replaced: std::ops::Range<i64>,
+}
+
+/// [`complete_interrupted`]'s decisions, without touching the directory.
+pub fn pending(dir: &Dir, entries: &[Entry]) -> Result<PendingSwap> {
+    let min_cleaned = entries
+        .iter()
+        .filter_map(|e| parse_segment_name(e.name.strip_suffix(CLEANED_SUFFIX)?))
+        .map(|(off, _)| off)
+        .min()
+        .unwrap_or(i64::MAX);
+    let mut p = PendingSwap::default();
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for e in entries {
+        let Some(stem) = e.name.strip_suffix(SWAP_SUFFIX) else {
+            continue;
+        };
+        if let Some((off, "log")) = parse_segment_name(stem)
+            && off < min_cleaned
+        {
+            p.logs.insert(off, e.len);
+            lo = lo.min(off);
+            hi = hi.max(next_offset_of(dir, &e.name, off)?);
+        }
+    }
+    p.replaced = if lo < hi { lo..hi } else { 0..0 };
+    Ok(p)
+}
+
 /// Completes or removes what an interrupted clean (or deletion) left in a partition
 /// directory, as Kafka's log loader does. `entries` is a listing of the directory.
 pub fn complete_interrupted(dir: &Dir, entries: &[Entry], what: &str) -> Result<()> {
