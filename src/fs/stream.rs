@@ -189,7 +189,7 @@ impl StreamHandle {
             return Err(e);
         }
         let format = self.name.format;
-        while self.pending.is_none() && self.out.len() < want {
+        while self.pending.is_none() && self.buffered() < want {
             if self.eof && !(self.grows() && self.grow()?) {
                 break;
             }
