@@ -34,19 +34,7 @@ fn cfg(segment_bytes: u64, interval: u64) -> Arc<LogConfig> {
 type Rec = (i64, Vec<u8>, Option<Vec<u8>>);
 
 fn read_from(log: &PartitionLog, from: i64) -> Vec<Rec> {
-    let mut r = log.read_from_offset(from).unwrap();
-    let mut out = Vec::new();
-    while r
-        .next_batch(&mut |rec| {
-            out.push((
-                rec.offset,
-                rec.key.unwrap_or_default().to_vec(),
-                rec.value.map(<[u8]>::to_vec),
-            ))
-        })
-        .unwrap()
-    {}
-    out
+    common::drain::keyed_records(log, from)
 }
 
 /// (base offset, last offset, record count, attributes, base timestamp) of every batch of every

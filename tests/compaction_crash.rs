@@ -73,19 +73,7 @@ fn open(dir: &Path, clean: bool) -> PartitionLog {
 }
 
 fn read_all(log: &PartitionLog) -> Vec<Rec> {
-    let mut r = log.read_from_offset(log.log_start_offset()).unwrap();
-    let mut out = Vec::new();
-    while r
-        .next_batch(&mut |rec| {
-            out.push((
-                rec.offset,
-                rec.key.unwrap().to_vec(),
-                rec.value.map(<[u8]>::to_vec),
-            ))
-        })
-        .unwrap()
-    {}
-    out
+    common::drain::keyed_records(log, log.log_start_offset())
 }
 
 /// Writes the records into a new log in `dir` and cleans it; returns the round's end offset.
