@@ -146,31 +146,37 @@ impl Parking {
     }
 }
 
+/// `/proc/<tid>/status` of a thread, and one field of it.
+fn proc_status(tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/status")).ok()
+}
+
+fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+}
+
 /// Whether thread `tid` has a signal pending that it neither blocks nor ignores, as
 /// `/proc/<tid>/status` shows it (a fatal signal shows as SIGKILL). A thread that is gone
 /// counts as interrupted.
 pub fn signal_pending(tid: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+    let Some(status) = proc_status(tid) else {
         return true;
     };
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    let mask = |name: &str| -> u64 {
+        status_field(&status, name)
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
             .unwrap_or(0)
     };
-    let pending = field("SigPnd:") | field("ShdPnd:");
-    pending & !field("SigBlk:") & !field("SigIgn:") != 0
+    let pending = mask("SigPnd:") | mask("ShdPnd:");
+    pending & !mask("SigBlk:") & !mask("SigIgn:") != 0
 }
 
 /// The process (thread group) of thread `tid`.
 pub fn tgid_of(tid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
+    status_field(&proc_status(tid)?, "Tgid:")?.parse().ok()
 }
 
 /// Starts the follow thread: it answers woken reads and interrupted ones until the state

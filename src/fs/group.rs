@@ -316,9 +316,7 @@ impl OffsetsHandle {
     }
 
     pub fn read(&self, offset: u64, size: usize) -> &[u8] {
-        let start = (offset as usize).min(self.content.len());
-        let end = start.saturating_add(size).min(self.content.len());
-        &self.content[start..end]
+        super::handle::slice_at(&self.content, offset, size)
     }
 
     /// One write is judged whole: every line parsed and checked, then all applied at once.

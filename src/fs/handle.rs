@@ -323,6 +323,15 @@ fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
     }
 }
 
+/// Up to `size` bytes of a file's fixed content at `offset` (empty past its end).
+pub fn slice_at(content: &[u8], offset: u64, size: usize) -> &[u8] {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(content.len());
+    let end = start.saturating_add(size).min(content.len());
+    &content[start..end]
+}
+
 /// What writing a small text file does.
 pub enum TextTarget {
     /// `<topic>/partitions`: a line `N` grows the topic to N partitions.
@@ -345,9 +354,7 @@ impl TextHandle {
     }
 
     pub fn read(&self, offset: u64, size: usize) -> &[u8] {
-        let start = (offset as usize).min(self.content.len());
-        let end = start.saturating_add(size).min(self.content.len());
-        &self.content[start..end]
+        slice_at(&self.content, offset, size)
     }
 
     /// One write is judged whole: its lines (the last one complete with or without `\n`) are
