@@ -55,6 +55,10 @@ pub enum Error {
     UntrustedLogDir(String),
     #[error("log directory is offline after an I/O error: {0}")]
     LogDirOffline(PathBuf),
+    /// The Kafka cluster refused or could not answer (remote mode): unreachable, timed out,
+    /// not enough in-sync replicas... The text names Kafka's error.
+    #[error("Kafka cluster: {0}")]
+    Cluster(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

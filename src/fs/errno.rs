@@ -22,6 +22,7 @@ pub fn errno(e: &Error) -> i32 {
         Error::LogDirLocked(_) => libc::EBUSY,
         Error::LogDirOffline(_) => libc::EIO,
         Error::UntrustedLogDir(_) => libc::EACCES,
+        Error::Cluster(_) => libc::EIO,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
         Error::Io(io) => crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
     }

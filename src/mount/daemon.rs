@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::options::{MountArgs, MountPlan};
 use crate::fs::{FsState, TopicFs};
 use crate::manager::LogManager;
+use crate::storage::{ClusterStorage, Storage};
 
 /// How the serving process tells its starter that the mount is live, or why it is not.
 enum Reporter {
@@ -252,13 +253,16 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
     let signals = block_shutdown_signals();
     raise_fd_limit();
 
-    let dirs = plan
-        .broker
-        .log_dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let dirs = match &plan.remote {
+        Some(c) => c.bootstrap_servers.clone(),
+        None => plan
+            .broker
+            .log_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    };
     // The pid file is opened before anything else happens, so a bad path fails the mount;
     // the pid is written once the mount is live.
     let pid_file = match PidFile::create(plan.pid_file.as_deref()) {
@@ -277,7 +281,12 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
     };
 
     let rx = spawn_event_threads(signals, session);
-    log::info!("serving log dir {dirs} at {}", plan.mountpoint.display());
+    let what = if plan.remote.is_some() {
+        "Kafka cluster"
+    } else {
+        "log dir"
+    };
+    log::info!("serving {what} {dirs} at {}", plan.mountpoint.display());
     reporter.ready();
 
     wait_for_the_end(&rx, &plan.mountpoint);
@@ -303,17 +312,17 @@ fn start(
     dirs: &str,
     mut pid_file: PidFile,
 ) -> Result<(std::sync::Arc<FsState>, fuser::Session<TopicFs>), String> {
-    let mgr = match LogManager::open(plan.broker.clone()) {
-        Ok(m) => m,
-        Err(e) => {
-            PidFile::remove(plan.pid_file.as_deref());
-            return Err(format!("cannot open log dir {dirs}: {e}"));
-        }
-    };
-    let state = match FsState::new(mgr.clone()) {
+    let storage = match open_storage(plan, dirs) {
         Ok(s) => s,
         Err(e) => {
-            if let Err(e) = mgr.shutdown() {
+            PidFile::remove(plan.pid_file.as_deref());
+            return Err(e);
+        }
+    };
+    let state = match FsState::new(storage.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Err(e) = storage.shutdown() {
                 log::error!("shutdown: {e}");
             }
             PidFile::remove(plan.pid_file.as_deref());
@@ -338,6 +347,21 @@ fn start(
         return fail(e);
     }
     Ok((state, session))
+}
+
+/// The log dirs, or in remote mode the cluster.
+fn open_storage(plan: &MountPlan, dirs: &str) -> Result<std::sync::Arc<dyn Storage>, String> {
+    if let Some(cluster) = &plan.remote {
+        let servers = cluster.bootstrap_servers.clone();
+        return match ClusterStorage::connect(cluster.clone()) {
+            Ok(c) => Ok(std::sync::Arc::new(c)),
+            Err(e) => Err(format!("cannot reach the Kafka cluster at {servers}: {e}")),
+        };
+    }
+    match LogManager::open(plan.broker.clone()) {
+        Ok(m) => Ok(m),
+        Err(e) => Err(format!("cannot open log dir {dirs}: {e}")),
+    }
 }
 
 /// `--pid-file`: opened (and so checked) before the mount, written once it is live.

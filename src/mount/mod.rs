@@ -4,6 +4,7 @@
 
 pub mod daemon;
 pub mod options;
+mod remote;
 
 pub use daemon::run;
 pub use options::{MountArgs, MountPlan};

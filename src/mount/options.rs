@@ -51,6 +51,23 @@ pub struct MountArgs {
     #[arg(long)]
     allow_untrusted_log_dir: bool,
 
+    /// Serve the topics of a live Kafka cluster instead of log dirs (remote mode)
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        conflicts_with = "log_dirs"
+    )]
+    pub(crate) bootstrap_servers: Option<String>,
+
+    /// Remote mode: a file of Kafka client properties (security.protocol, sasl.*, ssl.*,
+    /// timeouts) for every client of the mount
+    #[arg(long, value_name = "FILE")]
+    pub(crate) client_config: Option<PathBuf>,
+
+    /// Remote mode: the replication factor of topics made by mkdir [default: the cluster's]
+    #[arg(long, value_name = "N")]
+    pub(crate) replication_factor: Option<i32>,
+
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
     fuse_threads: usize,
@@ -119,6 +136,17 @@ kafka_args! {
     cleaner_dedupe_buffer_size, "log.cleaner.dedupe.buffer.size";
 }
 
+impl MountArgs {
+    /// The value of a Kafka long option (by server.properties key), if given.
+    pub(super) fn kafka_value(&self, key: &str) -> Option<&str> {
+        self.kafka
+            .pairs()
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+    }
+}
+
 /// Everything the daemon needs, resolved before it forks (so errors reach the terminal).
 pub struct MountPlan {
     pub mountpoint: PathBuf,
@@ -126,6 +154,8 @@ pub struct MountPlan {
     pub fuse: fuser::Config,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
+    /// Remote mode: the cluster served instead of `broker`'s log dirs.
+    pub remote: Option<crate::storage::ClusterConfig>,
 }
 
 /// Mount options mount(8) passes that mean nothing to topicfs.
@@ -264,7 +294,7 @@ fn broker_key(key: &str) -> Option<&'static str> {
 }
 
 /// What `-o` and the long options say besides config keys.
-struct MountFlags {
+pub(super) struct MountFlags {
     config_file: Option<PathBuf>,
     pid_file: Option<PathBuf>,
     log_file: Option<PathBuf>,
@@ -274,6 +304,9 @@ struct MountFlags {
     threads: usize,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
     o_log_dirs: Vec<PathBuf>,
+    /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
+    pub(super) o_bootstrap: Option<String>,
+    pub(super) o_client_config: Option<PathBuf>,
 }
 
 impl MountFlags {
@@ -287,6 +320,8 @@ impl MountFlags {
             read_only: false,
             threads: args.fuse_threads,
             o_log_dirs: Vec::new(),
+            o_bootstrap: None,
+            o_client_config: None,
         }
     }
 
@@ -318,6 +353,11 @@ impl MountFlags {
                         .parse()
                         .map_err(|_| format!("fuse_threads: {v:?} is not a number"))?
                 }
+                // Commas separate options, so several servers are separated by ';' here.
+                ("bootstrap.servers" | "bootstrap_servers", Some(v)) => {
+                    self.o_bootstrap = Some(v.replace(';', ","))
+                }
+                ("client_config", Some(v)) => self.o_client_config = Some(PathBuf::from(v)),
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs
@@ -408,9 +448,9 @@ fn check_overlaps(
 
 /// The FUSE session's configuration: source and subtype as mount(8) shows them, ro,
 /// allow_other (with the kernel checking the mode bits), threads.
-fn fuse_config(first_log_dir: &Path, flags: &MountFlags) -> fuser::Config {
+fn fuse_config(source: &str, flags: &MountFlags) -> fuser::Config {
     let mut fuse = fuser::Config::default();
-    let source = first_log_dir.to_string_lossy().into_owned();
+    let source = source.to_string();
     let source = if source.contains([',', ' ', '\t', '\n']) {
         "topicfs".to_string()
     } else {
@@ -456,6 +496,19 @@ impl MountPlan {
             broker.load_properties(f).map_err(|e| e.to_string())?;
         }
         let o_keys = flags.apply_o(&items)?;
+        if let Some(cluster) = super::remote::cluster_config(args, &flags)? {
+            let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
+            let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
+            let fuse = fuse_config(&cluster.bootstrap_servers, &flags);
+            return Ok(MountPlan {
+                mountpoint,
+                broker,
+                fuse,
+                pid_file,
+                log_file,
+                remote: Some(cluster),
+            });
+        }
         broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
         if !flags.o_log_dirs.is_empty() {
             broker.log_dirs = flags.o_log_dirs.clone();
@@ -482,7 +535,7 @@ impl MountPlan {
             &broker.log_dirs,
             [("pid file", &pid_file), ("log file", &log_file)],
         )?;
-        let fuse = fuse_config(&broker.log_dirs[0], &flags);
+        let fuse = fuse_config(&broker.log_dirs[0].to_string_lossy(), &flags);
         broker.read_only = flags.read_only;
         Ok(MountPlan {
             mountpoint,
@@ -490,6 +543,7 @@ impl MountPlan {
             fuse,
             pid_file,
             log_file,
+            remote: None,
         })
     }
 }

@@ -18,7 +18,7 @@ pub const ATTRIBUTES_OFFSET: usize = 21;
 pub const NO_PRODUCER_ID: i64 = -1;
 pub const NO_TIMESTAMP: i64 = -1;
 
-pub(super) const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+pub const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 pub(super) const TRANSACTIONAL_BIT: i16 = 0x10;
 pub(super) const CONTROL_BIT: i16 = 0x20;
 const DELETE_HORIZON_BIT: i16 = 0x40;

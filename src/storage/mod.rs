@@ -3,7 +3,10 @@
 //! a [`RecordStream`]. The local log (`local.rs`, over [`crate::manager::LogManager`]) is one
 //! implementation; the tree never asks which one it has.
 
+mod cluster;
 mod local;
+
+pub use cluster::{ClusterConfig, ClusterStorage};
 
 use std::collections::BTreeMap;
 use std::fs::File;

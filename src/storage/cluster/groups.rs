@@ -1,0 +1,125 @@
+//! Consumer groups in remote mode: committed offsets live in the cluster's group coordinator
+//! (OffsetFetch / OffsetCommit through a librdkafka consumer of each group).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{Inner, kafka};
+use crate::error::{Error, Result};
+use crate::storage::GroupStore;
+use crate::sync::MutexExt;
+
+pub(super) struct ClusterGroups {
+    inner: Arc<Inner>,
+    /// One client per group used, created on first use.
+    consumers: Mutex<HashMap<String, Arc<BaseConsumer>>>,
+}
+
+impl ClusterGroups {
+    pub(super) fn new(inner: Arc<Inner>) -> ClusterGroups {
+        ClusterGroups {
+            inner,
+            consumers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn consumer(&self, group: &str) -> Result<Arc<BaseConsumer>> {
+        if let Some(c) = self.consumers.guard().get(group) {
+            return Ok(c.clone());
+        }
+        let c: BaseConsumer = self
+            .inner
+            .cfg
+            .client_config(&[
+                ("enable.auto.commit", "false".into()),
+                ("enable.auto.offset.store", "false".into()),
+            ])
+            .set("group.id", group)
+            .create()
+            .map_err(|e| kafka(&format!("cannot create a client of group {group}"), e))?;
+        let c = Arc::new(c);
+        self.consumers.guard().insert(group.to_string(), c.clone());
+        Ok(c)
+    }
+
+    fn try_committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, i64>> {
+        let count = self.inner.topic(topic, false)?.count();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..count {
+            tpl.add_partition(topic, p as i32);
+        }
+        let what = format!("committed offsets of group {group} on {topic}");
+        let got = self
+            .consumer(group)?
+            .committed_offsets(tpl, self.inner.timeout)
+            .map_err(|e| kafka(&what, e))?;
+        let mut out = BTreeMap::new();
+        for el in got.elements() {
+            if let Offset::Offset(n) = el.offset()
+                && n >= 0
+            {
+                out.insert(el.partition() as u32, n);
+            }
+        }
+        Ok(out)
+    }
+
+    fn commit_list(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, n) in offsets {
+            tpl.add_partition_offset(t, *p as i32, Offset::Offset(*n))
+                .map_err(|e| kafka("commit", e))?;
+        }
+        self.consumer(group)?
+            .commit(&tpl, CommitMode::Sync)
+            .map_err(|e| kafka(&format!("committing offsets of group {group}"), e))
+    }
+}
+
+impl GroupStore for ClusterGroups {
+    fn groups_of(&self, topic: &str) -> Vec<String> {
+        let list = match self.inner.meta.fetch_group_list(None, self.inner.timeout) {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!("listing the cluster's groups: {e}");
+                return Vec::new();
+            }
+        };
+        let mut names: Vec<String> = list
+            .groups()
+            .iter()
+            .filter(|g| g.protocol_type() == "consumer" || g.protocol_type().is_empty())
+            .map(|g| g.name().to_string())
+            .collect();
+        names.sort();
+        names.retain(|g| self.try_committed(g, topic).is_ok_and(|m| !m.is_empty()));
+        names
+    }
+    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64> {
+        match self.try_committed(group, topic) {
+            Ok(m) => m,
+            Err(e) => {
+                log::error!("{e}");
+                BTreeMap::new()
+            }
+        }
+    }
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        self.commit_list(group, offsets)
+    }
+    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
+        let list: Vec<(&str, u32, i64)> = offsets.iter().map(|(p, n)| (topic, *p, *n)).collect();
+        if list.is_empty() {
+            return Err(Error::InvalidConfig(format!(
+                "group {group}: nothing to set on {topic}"
+            )));
+        }
+        self.commit_list(group, &list)
+    }
+}

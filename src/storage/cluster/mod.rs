@@ -1,0 +1,491 @@
+//! A live Kafka cluster as a [`Storage`] (remote mode), through librdkafka: topics are the
+//! cluster's, appends are produced with an idempotent `acks=all` producer and return once
+//! acknowledged, reads fetch from the brokers, group offsets commit to the cluster. Nothing
+//! is stored locally; `segments/` is absent.
+
+mod admin;
+mod block;
+mod groups;
+mod produce;
+mod read;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::AdminClient;
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+use super::{GroupStore, Live, PartitionStore, Storage, TopicStore};
+use crate::error::{Error, Result};
+use crate::record::RecordInput;
+use crate::sync::MutexExt;
+
+/// How a mount reaches its cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// Kafka client properties (`--client-config`), passed to every client.
+    pub client: Vec<(String, String)>,
+    /// Partitions of a topic made by `mkdir` (None: the cluster's default).
+    pub num_partitions: Option<i32>,
+    /// Replication factor of a topic made by `mkdir` (None: the cluster's default).
+    pub replication_factor: Option<i32>,
+}
+
+/// Client properties topicfs sets unless `--client-config` sets them: an outage must end in
+/// an error within a bounded time, not after librdkafka's five minutes.
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// Kafka's default `max.message.bytes`, for a topic whose config cannot be read.
+const KAFKA_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
+impl ClusterConfig {
+    /// The client's own timeout for one operation: `message.timeout.ms` when the client
+    /// config sets it (also bounding reads and admin calls), else 30 s.
+    fn timeout(&self) -> Duration {
+        let ms = self
+            .get("message.timeout.ms")
+            .or_else(|| self.get("delivery.timeout.ms"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(DEFAULT_TIMEOUT_MS);
+        Duration::from_millis(ms.max(1))
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.client
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
+    /// key), then the user's properties.
+    fn client_config(&self, defaults: &[(&str, String)]) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap_servers);
+        for (k, v) in defaults {
+            if self.get(k).is_none() {
+                c.set(*k, v);
+            }
+        }
+        for (k, v) in &self.client {
+            c.set(k, v);
+        }
+        c
+    }
+
+    /// A consumer that belongs to no group: metadata, watermarks, offsets for times, reads.
+    fn plain_consumer(&self) -> Result<BaseConsumer> {
+        let t = self.timeout().as_millis().to_string();
+        self.client_config(&[
+            ("enable.partition.eof", "true".into()),
+            // librdkafka assigns partitions only to a consumer with a group id; this one
+            // never joins it nor commits (reads are assigned, not subscribed).
+            ("group.id", "topicfs-reader".into()),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            // As local mode reads the log: every data record, committed or not.
+            ("isolation.level", "read_uncommitted".into()),
+            ("socket.timeout.ms", t.clone()),
+            ("session.timeout.ms", "45000".into()),
+            ("topic.metadata.refresh.interval.ms", "10000".into()),
+        ])
+        .create()
+        .map_err(|e| kafka("cannot create a consumer", e))
+    }
+}
+
+/// A Kafka error as the storage error it is (a log line names Kafka's error).
+pub(crate) fn kafka(what: &str, e: KafkaError) -> Error {
+    match e.rdkafka_error_code() {
+        Some(code) => code_error(what, code, &e.to_string()),
+        None => Error::Cluster(format!("{what}: {e}")),
+    }
+}
+
+fn code_error(what: &str, code: RDKafkaErrorCode, text: &str) -> Error {
+    use RDKafkaErrorCode as C;
+    match code {
+        C::MessageSizeTooLarge | C::MessageBatchTooLarge => {
+            Error::Cluster(format!("{what}: {text} (MESSAGE_TOO_LARGE)")).too_large()
+        }
+        C::InvalidConfig | C::InvalidRequest | C::PolicyViolation | C::InvalidReplicationFactor => {
+            Error::InvalidConfig(format!("{what}: {text}"))
+        }
+        C::InvalidTopic => Error::InvalidTopicName(format!("{what}: {text}")),
+        _ => Error::Cluster(format!("{what}: {text}")),
+    }
+}
+
+impl Error {
+    /// A produce refused for its size: EMSGSIZE, with Kafka's words in the log.
+    fn too_large(self) -> Error {
+        log::warn!("{self}");
+        Error::RecordTooLarge { size: 0, max: 0 }
+    }
+}
+
+/// The topics as the cluster last described them.
+struct Metadata {
+    at: Instant,
+    partitions: BTreeMap<String, u32>,
+}
+
+/// How long a metadata answer is reused (a `mkdir`/`rmdir` of ours refreshes it at once).
+const METADATA_TTL: Duration = Duration::from_millis(1000);
+
+pub(crate) struct Inner {
+    cfg: ClusterConfig,
+    timeout: Duration,
+    admin: AdminClient<DefaultClientContext>,
+    producer: produce::Producer,
+    /// Metadata, watermarks and offsets for times.
+    meta: BaseConsumer,
+    metadata: Mutex<Option<Metadata>>,
+    topics: Mutex<HashMap<String, Arc<ClusterTopic>>>,
+    next_incarnation: AtomicU64,
+    watch: Arc<read::Watch>,
+    closed: AtomicBool,
+    me: Weak<Inner>,
+}
+
+/// The cluster storage; clones share one set of clients.
+#[derive(Clone)]
+pub struct ClusterStorage(Arc<Inner>);
+
+impl ClusterStorage {
+    /// Connects: fails (with Kafka's words) when the cluster cannot be reached within the
+    /// client's timeout.
+    pub fn connect(cfg: ClusterConfig) -> Result<ClusterStorage> {
+        let timeout = cfg.timeout();
+        let admin: AdminClient<DefaultClientContext> = cfg
+            .client_config(&[])
+            .create()
+            .map_err(|e| kafka("cannot create the admin client", e))?;
+        let meta = cfg.plain_consumer()?;
+        // The cluster answers, or the mount fails now.
+        let md = meta
+            .fetch_metadata(None, timeout)
+            .map_err(|e| kafka(&format!("cannot reach {}", cfg.bootstrap_servers), e))?;
+        log::info!(
+            "connected to the Kafka cluster at {} ({} brokers, {} topics)",
+            cfg.bootstrap_servers,
+            md.brokers().len(),
+            md.topics().len()
+        );
+        let producer = produce::Producer::new(&cfg)?;
+        let inner = Arc::new_cyclic(|me| Inner {
+            timeout,
+            admin,
+            producer,
+            meta,
+            metadata: Mutex::new(None),
+            topics: Mutex::new(HashMap::new()),
+            next_incarnation: AtomicU64::new(1),
+            watch: read::Watch::start(me.clone()),
+            closed: AtomicBool::new(false),
+            me: me.clone(),
+            cfg,
+        });
+        Ok(ClusterStorage(inner))
+    }
+}
+
+impl Inner {
+    fn arc(&self) -> Arc<Inner> {
+        self.me.upgrade().expect("the storage outlives its topics")
+    }
+
+    /// The topics and partition counts, at most [`METADATA_TTL`] old (`fresh`: asked now).
+    fn metadata(&self, fresh: bool) -> Result<BTreeMap<String, u32>> {
+        let mut cached = self.metadata.guard();
+        if !fresh
+            && let Some(m) = cached.as_ref()
+            && m.at.elapsed() < METADATA_TTL
+        {
+            return Ok(m.partitions.clone());
+        }
+        let md = match self.meta.fetch_metadata(None, self.timeout) {
+            Ok(md) => md,
+            Err(e) => {
+                let err = kafka("metadata", e);
+                // A stale answer beats none for listing; errors reach the caller otherwise.
+                return match cached.as_ref() {
+                    Some(m) if !fresh => {
+                        log::warn!("{err}; using the topics known {:?} ago", m.at.elapsed());
+                        Ok(m.partitions.clone())
+                    }
+                    _ => Err(err),
+                };
+            }
+        };
+        let partitions: BTreeMap<String, u32> = md
+            .topics()
+            .iter()
+            .filter(|t| t.error().is_none())
+            .map(|t| (t.name().to_string(), t.partitions().len() as u32))
+            .collect();
+        *cached = Some(Metadata {
+            at: Instant::now(),
+            partitions: partitions.clone(),
+        });
+        drop(cached);
+        // Topics gone from the cluster: their files become stale.
+        let mut topics = self.topics.guard();
+        topics.retain(|name, t| {
+            let keep = partitions.contains_key(name);
+            if !keep {
+                t.deleted.store(true, Ordering::SeqCst);
+                self.watch.wake_topic(name);
+            }
+            keep
+        });
+        Ok(partitions)
+    }
+
+    fn topic(&self, name: &str, fresh: bool) -> Result<Arc<ClusterTopic>> {
+        let md = self.metadata(fresh)?;
+        let Some(&count) = md.get(name) else {
+            return Err(Error::UnknownTopic(name.to_string()));
+        };
+        let mut topics = self.topics.guard();
+        let t = topics.entry(name.to_string()).or_insert_with(|| {
+            Arc::new(ClusterTopic {
+                inner: self.arc(),
+                name: name.to_string(),
+                incarnation: self.next_incarnation.fetch_add(1, Ordering::SeqCst),
+                partitions: Mutex::new(Vec::new()),
+                count: AtomicU32::new(count),
+                deleted: AtomicBool::new(false),
+                round_robin: AtomicU32::new(0),
+                max_message_bytes: Mutex::new(None),
+            })
+        });
+        t.count.store(count, Ordering::SeqCst);
+        Ok(t.clone())
+    }
+
+    /// Forgets what is cached of `name` (it was created, deleted or grown by us).
+    fn invalidate(&self) {
+        *self.metadata.guard() = None;
+    }
+}
+
+impl Storage for ClusterStorage {
+    fn topics(&self) -> Vec<String> {
+        match self.0.metadata(false) {
+            Ok(md) => md.into_keys().collect(),
+            Err(e) => {
+                log::error!("listing topics: {e}");
+                Vec::new()
+            }
+        }
+    }
+    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Ok(self.0.topic(name, false)?)
+    }
+    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        crate::manager::validate_topic_name(name)?;
+        admin::create_topic(&self.0, name)?;
+        self.0.invalidate();
+        // The controller created it; wait until the metadata a broker serves shows it.
+        let deadline = Instant::now() + self.0.timeout;
+        loop {
+            match self.0.topic(name, true) {
+                Ok(t) if t.partition_count() > 0 => return Ok(t),
+                Err(Error::UnknownTopic(_)) | Ok(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Ok(_) | Err(Error::UnknownTopic(_)) => {
+                    return Err(Error::Cluster(format!(
+                        "topic {name} was created but its metadata did not show within {:?}",
+                        self.0.timeout
+                    )));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    fn delete_topic(&self, name: &str) -> Result<()> {
+        admin::delete_topic(&self.0, name)?;
+        if let Some(t) = self.0.topics.guard().remove(name) {
+            t.deleted.store(true, Ordering::SeqCst);
+        }
+        self.0.watch.wake_topic(name);
+        self.0.invalidate();
+        Ok(())
+    }
+    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
+        let t = self.0.topic(topic, true)?;
+        let current = t.partition_count();
+        if count < current {
+            return Err(Error::InvalidPartitionCount {
+                topic: topic.to_string(),
+                current,
+                requested: count,
+            });
+        }
+        if count == current {
+            return Ok(());
+        }
+        admin::create_partitions(&self.0, topic, count)?;
+        self.0.invalidate();
+        let deadline = Instant::now() + self.0.timeout;
+        while self.0.topic(topic, true)?.partition_count() < count && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+    fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        let t = self.0.topic(topic, true)?;
+        admin::alter_configs(&self.0, topic, changes)?;
+        *t.max_message_bytes.guard() = None;
+        Ok(())
+    }
+    fn sync_partition(&self, _topic: &str, _partition: u32) -> Result<()> {
+        // Every write returned only once the cluster acknowledged it (acks=all).
+        Ok(())
+    }
+    fn log_dirs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    fn shutdown(&self) -> Result<()> {
+        if self.0.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.0.watch.stop();
+        self.0.producer.flush(self.0.timeout)
+    }
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
+        Ok(Arc::new(groups::ClusterGroups::new(self.0.clone())))
+    }
+    fn is_internal(&self, topic: &str) -> bool {
+        topic.starts_with("__")
+    }
+}
+
+pub(crate) struct ClusterTopic {
+    inner: Arc<Inner>,
+    name: String,
+    incarnation: u64,
+    partitions: Mutex<Vec<Arc<read::ClusterPartition>>>,
+    count: AtomicU32,
+    deleted: AtomicBool,
+    round_robin: AtomicU32,
+    max_message_bytes: Mutex<Option<usize>>,
+}
+
+impl ClusterTopic {
+    fn count(&self) -> u32 {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    fn part(&self, p: u32) -> Result<Arc<read::ClusterPartition>> {
+        if p >= self.partition_count() {
+            return Err(Error::UnknownPartition {
+                topic: self.name.clone(),
+                partition: p,
+            });
+        }
+        let mut parts = self.partitions.guard();
+        while parts.len() <= p as usize {
+            let n = parts.len() as u32;
+            parts.push(Arc::new(read::ClusterPartition::new(
+                self.inner.clone(),
+                &self.name,
+                n,
+            )));
+        }
+        Ok(parts[p as usize].clone())
+    }
+}
+
+impl TopicStore for ClusterTopic {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+    fn live(&self) -> Result<Live<'_>> {
+        if !self.deleted.load(Ordering::SeqCst) {
+            // Notices a deletion by someone else within the metadata's lifetime.
+            let _ = self.inner.metadata(false);
+        }
+        if self.deleted.load(Ordering::SeqCst) {
+            return Err(Error::TopicDeleted(self.name.clone()));
+        }
+        Ok(Live::unguarded())
+    }
+    fn partition_count(&self) -> u32 {
+        self.count.load(Ordering::SeqCst)
+    }
+    fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
+        Ok(self.part(p)?)
+    }
+    fn config_text(&self) -> String {
+        match admin::topic_overrides(&self.inner, &self.name) {
+            Ok(entries) => entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect(),
+            Err(e) => {
+                log::error!("config of {}: {e}", self.name);
+                String::new()
+            }
+        }
+    }
+    fn max_message_bytes(&self) -> usize {
+        let mut cached = self.max_message_bytes.guard();
+        if let Some(v) = *cached {
+            return v;
+        }
+        let v = admin::topic_config(&self.inner, &self.name, "max.message.bytes")
+            .ok()
+            .flatten()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(KAFKA_MAX_MESSAGE_BYTES);
+        *cached = Some(v);
+        v
+    }
+    fn append(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let count = self.partition_count().max(1);
+        if records.iter().any(|r| r.key.is_some()) {
+            crate::produce::check_each_fits(records, max_record)?;
+        }
+        // Unkeyed records of one write go to one partition, the next write's to the next.
+        let unkeyed = self.round_robin.fetch_add(1, Ordering::Relaxed) % count;
+        let parts: Vec<u32> = records
+            .iter()
+            .map(|r| match r.key {
+                Some(k) => crate::produce::partition_for_key(k, count),
+                None => unkeyed,
+            })
+            .collect();
+        let res = self
+            .inner
+            .producer
+            .send(&self.name, records, &parts, self.inner.timeout, done);
+        written.extend(parts[..*done].iter().copied());
+        for p in written.iter() {
+            if let Ok(part) = self.part(*p) {
+                part.appended();
+            }
+        }
+        res
+    }
+}

@@ -1,0 +1,414 @@
+//! Reads in remote mode: a partition's watermarks (ListOffsets), offsets for times, record
+//! streams fetched by a consumer of no group, and the waits of `follow` readers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rdkafka::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::{Offset, Timestamp, TopicPartitionList};
+
+use super::{Inner, kafka};
+use crate::error::{Error, Result};
+use crate::record::varint::put_varint;
+use crate::record::{BatchHeader, Record, RecordInput};
+use crate::storage::{PartitionStore, RecordStream, SegmentFile, Waker};
+use crate::sync::MutexExt;
+
+/// How long a partition's watermarks are reused.
+const MARKS_TTL: Duration = Duration::from_millis(20);
+
+#[derive(Clone, Copy)]
+struct Marks {
+    start: i64,
+    end: i64,
+    at: Option<Instant>,
+}
+
+pub(crate) struct ClusterPartition {
+    inner: Arc<Inner>,
+    topic: String,
+    p: u32,
+    marks: Mutex<Marks>,
+}
+
+impl ClusterPartition {
+    pub(super) fn new(inner: Arc<Inner>, topic: &str, p: u32) -> ClusterPartition {
+        ClusterPartition {
+            inner,
+            topic: topic.to_string(),
+            p,
+            marks: Mutex::new(Marks {
+                start: 0,
+                end: 0,
+                at: None,
+            }),
+        }
+    }
+
+    /// Records were appended: the next look at the watermarks asks the cluster.
+    pub(super) fn appended(&self) {
+        self.marks.guard().at = None;
+    }
+
+    /// (log start, high watermark); asked anew when older than [`MARKS_TTL`] or `fresh`.
+    fn marks(&self, fresh: bool) -> Result<(i64, i64)> {
+        let mut m = self.marks.guard();
+        if !fresh
+            && let Some(at) = m.at
+            && at.elapsed() < MARKS_TTL
+        {
+            return Ok((m.start, m.end));
+        }
+        let (start, end) = self
+            .inner
+            .meta
+            .fetch_watermarks(&self.topic, self.p as i32, self.inner.timeout)
+            .map_err(|e| kafka(&format!("watermarks of {}-{}", self.topic, self.p), e))?;
+        *m = Marks {
+            start,
+            end,
+            at: Some(Instant::now()),
+        };
+        Ok((start, end))
+    }
+
+    /// The watermarks, or the last known ones (logged) when the cluster does not answer.
+    fn marks_or_last(&self) -> (i64, i64) {
+        match self.marks(false) {
+            Ok(m) => m,
+            Err(e) => {
+                log::error!("{e}");
+                let m = self.marks.guard();
+                (m.start, m.end)
+            }
+        }
+    }
+
+    fn stream(&self, offset: i64, end: i64) -> Result<ClusterStream> {
+        let consumer = if offset < end {
+            let c = self.inner.cfg.plain_consumer()?;
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(offset))
+                .map_err(|e| kafka("assign", e))?;
+            c.assign(&tpl).map_err(|e| kafka("assign", e))?;
+            Some(c)
+        } else {
+            None
+        };
+        Ok(ClusterStream {
+            consumer,
+            topic: format!("{}-{}", self.topic, self.p),
+            start: offset,
+            next: offset,
+            end,
+            timeout: self.inner.timeout,
+            headers: Vec::new(),
+        })
+    }
+}
+
+impl PartitionStore for ClusterPartition {
+    fn partition(&self) -> u32 {
+        self.p
+    }
+    fn log_start_offset(&self) -> i64 {
+        self.marks_or_last().0
+    }
+    fn log_end_offset(&self) -> i64 {
+        self.marks_or_last().1
+    }
+    fn check_offset(&self, offset: i64) -> Result<i64> {
+        let (start, end) = self.marks(true)?;
+        if offset < start || offset > end {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start: start,
+                log_end: end,
+            });
+        }
+        Ok(end)
+    }
+    fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(ts))
+            .map_err(|e| kafka("offsets for times", e))?;
+        let what = format!("offset for time {ts} of {}-{}", self.topic, self.p);
+        let r = self
+            .inner
+            .meta
+            .offsets_for_times(tpl, self.inner.timeout)
+            .map_err(|e| kafka(&what, e))?;
+        let Some(el) = r.elements().into_iter().next() else {
+            return Err(Error::Cluster(format!("{what}: no answer")));
+        };
+        if let Err(e) = el.error() {
+            return Err(kafka(&what, e));
+        }
+        Ok(match el.offset() {
+            Offset::Offset(n) if n >= 0 => Some(n),
+            _ => None,
+        })
+    }
+    fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
+        let end = self.check_offset(offset)?;
+        Ok(Box::new(self.stream(offset, end)?))
+    }
+    fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
+        match self.offset_for_time(ts)? {
+            Some(offset) => {
+                let (start, end) = self.marks(true)?;
+                Ok(Box::new(self.stream(offset.max(start), end)?))
+            }
+            None => Err(Error::NoRecordAtOrAfter(ts)),
+        }
+    }
+    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+        let parts = vec![self.p; records.len()];
+        let res = self
+            .inner
+            .producer
+            .send(&self.topic, records, &parts, self.inner.timeout, done);
+        self.appended();
+        res
+    }
+    fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
+        self.inner
+            .watch
+            .add(Waiter(self.topic.clone(), self.p, offset, w));
+    }
+    fn has_segment_files(&self) -> bool {
+        false
+    }
+    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
+        None
+    }
+    fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
+        Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no segment file {name} in remote mode"),
+        )))
+    }
+}
+
+/// A partition's records from `start` up to `end` (the high watermark when opened), fetched
+/// by a consumer of no group. Control records never reach it (librdkafka drops them).
+pub(crate) struct ClusterStream {
+    consumer: Option<BaseConsumer>,
+    topic: String,
+    start: i64,
+    next: i64,
+    end: i64,
+    timeout: Duration,
+    /// A record's headers in Kafka's record encoding (what [`Record`] carries).
+    headers: Vec<u8>,
+}
+
+/// `msg`'s headers as a record batch encodes them; returns their count.
+fn encode_headers(msg: &BorrowedMessage<'_>, out: &mut Vec<u8>) -> i32 {
+    out.clear();
+    let Some(h) = msg.headers() else { return 0 };
+    for hd in h.iter() {
+        put_varint(out, hd.key.len() as i32);
+        out.extend_from_slice(hd.key.as_bytes());
+        match hd.value {
+            Some(v) => {
+                put_varint(out, v.len() as i32);
+                out.extend_from_slice(v);
+            }
+            None => put_varint(out, -1),
+        }
+    }
+    h.count() as i32
+}
+
+/// The batch header a record as the cluster returns it implies (timestamp type included).
+fn header_of(offset: i64, ts: Timestamp) -> (BatchHeader, i64) {
+    let (attributes, t) = match ts {
+        Timestamp::LogAppendTime(t) => (crate::record::TIMESTAMP_TYPE_BIT, t),
+        Timestamp::CreateTime(t) => (0, t),
+        Timestamp::NotAvailable => (0, -1),
+    };
+    let h = BatchHeader {
+        base_offset: offset,
+        length: 0,
+        partition_leader_epoch: -1,
+        magic: 2,
+        crc: 0,
+        attributes,
+        last_offset_delta: 0,
+        base_timestamp: t,
+        max_timestamp: t,
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        records_count: 1,
+    };
+    (h, t)
+}
+
+impl RecordStream for ClusterStream {
+    fn start_offset(&self) -> i64 {
+        self.start
+    }
+    fn end_offset(&self) -> i64 {
+        self.end
+    }
+    fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
+        let Some(c) = self.consumer.as_ref() else {
+            return Ok(false);
+        };
+        if self.next >= self.end {
+            return Ok(false);
+        }
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Cluster(format!(
+                    "fetching {} at offset {}: no answer within {:?}",
+                    self.topic, self.next, self.timeout
+                )));
+            }
+            match c.poll(left.min(Duration::from_millis(200))) {
+                None => continue,
+                Some(Ok(msg)) => {
+                    let offset = msg.offset();
+                    if offset < self.next {
+                        continue;
+                    }
+                    let count = encode_headers(&msg, &mut self.headers);
+                    let (h, ts) = header_of(offset, msg.timestamp());
+                    let r = Record {
+                        offset,
+                        timestamp: ts,
+                        key: msg.key(),
+                        value: msg.payload(),
+                        header_count: count,
+                        headers_raw: &self.headers,
+                    };
+                    self.next = offset + 1;
+                    f(&h, &r);
+                    return Ok(true);
+                }
+                // The partition's end: what is left below `end` are control records or
+                // records compaction removed.
+                Some(Err(KafkaError::PartitionEOF(_))) => {
+                    self.next = self.end;
+                    return Ok(false);
+                }
+                Some(Err(e)) => {
+                    return Err(kafka(
+                        &format!("fetching {} at {}", self.topic, self.next),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A follow reader waiting for records: (topic, partition, offset, waker).
+pub(super) struct Waiter(String, u32, i64, Arc<dyn Waker>);
+
+/// The waits of `follow` readers: one thread asks the cluster for the watermarks of the
+/// partitions waited on and wakes the readers whose records arrived.
+pub(crate) struct Watch {
+    waiters: Mutex<Vec<Waiter>>,
+    changed: Condvar,
+    stopped: AtomicBool,
+}
+
+/// How often the watermarks of waited-on partitions are asked for.
+const WATCH_EVERY: Duration = Duration::from_millis(50);
+
+impl Watch {
+    pub(super) fn start(inner: Weak<Inner>) -> Arc<Watch> {
+        let w = Arc::new(Watch {
+            waiters: Mutex::new(Vec::new()),
+            changed: Condvar::new(),
+            stopped: AtomicBool::new(false),
+        });
+        let me = w.clone();
+        std::thread::Builder::new()
+            .name("topicfs-watch".into())
+            .spawn(move || me.run(inner))
+            .expect("spawning the watch thread");
+        w
+    }
+
+    pub(super) fn add(&self, w: Waiter) {
+        if self.stopped.load(Ordering::SeqCst) {
+            w.3.wake();
+            return;
+        }
+        self.waiters.guard().push(w);
+        self.changed.notify_all();
+    }
+
+    /// Wakes every reader of `topic` (it was deleted).
+    pub(super) fn wake_topic(&self, topic: &str) {
+        let mut ws = self.waiters.guard();
+        ws.retain(|w| {
+            if w.0 == topic {
+                w.3.wake();
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        for w in self.waiters.guard().drain(..) {
+            w.3.wake();
+        }
+        self.changed.notify_all();
+    }
+
+    fn run(&self, inner: Weak<Inner>) {
+        while !self.stopped.load(Ordering::SeqCst) {
+            let wanted: Vec<(String, u32)> = {
+                let mut ws = self.waiters.guard();
+                ws.retain(|w| !w.3.is_stale());
+                if ws.is_empty() {
+                    let _ = self.changed.wait_timeout(ws, Duration::from_secs(1));
+                    continue;
+                }
+                let mut v: Vec<(String, u32)> = ws.iter().map(|w| (w.0.clone(), w.1)).collect();
+                v.sort();
+                v.dedup();
+                v
+            };
+            let Some(inner) = inner.upgrade() else { return };
+            for (topic, p) in wanted {
+                let end = match inner.meta.fetch_watermarks(&topic, p as i32, inner.timeout) {
+                    Ok((_, end)) => Some(end),
+                    Err(e) => {
+                        log::debug!("watching {topic}-{p}: {e}");
+                        // A topic deleted elsewhere ends its readers (the metadata wakes them).
+                        let _ = inner.metadata(false);
+                        None
+                    }
+                };
+                if let Some(end) = end {
+                    let mut ws = self.waiters.guard();
+                    ws.retain(|w| {
+                        if w.0 == topic && w.1 == p && end > w.2 {
+                            w.3.wake();
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+            }
+            drop(inner);
+            std::thread::sleep(WATCH_EVERY);
+        }
+    }
+}
