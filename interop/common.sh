@@ -39,6 +39,7 @@ port_free() { # port -> 0 if nothing listens on 127.0.0.1:port
   python3 - "$1" <<'PY'
 import socket, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds: TIME_WAIT does not count
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError:
