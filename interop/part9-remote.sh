@@ -212,6 +212,7 @@ kill_under_appends() {
   wait_for 60 sh -c "[ \$(wc -l < '$S9/acked') -ge 30 ]" || { touch "$S9/stop"; wait "$lp"; return 1; }
   leader="$(timeout 30 kcat -b "$CBOOT" -L -t rf3 | sed -n 's/.*partition 0, leader \([0-9]*\),.*/\1/p')"
   echo "partition 0 leader: node $leader; $(acked_count) lines acknowledged before the kill"
+  echo "${leader:-1}" > "$S9/killed"
   "$INTEROP_DIR/cluster.sh" kill "$C9" "${leader:-1}" || { touch "$S9/stop"; wait "$lp"; return 1; }
   n0=$(acked_count); t0=$(date +%s)
   wait_for 90 sh -c "[ \$(wc -l < '$S9/acked') -ge $((n0 + 50)) ]"
@@ -277,6 +278,9 @@ EOF
   check "9b rf3 shows in the mount" wait_for 30 topic_in_mount "$MC/rf3/0"
   check "9b appends in a loop, the partition leader SIGKILLed: appends continue" kill_under_appends
   check "9b kcat reads every acknowledged line exactly once" acked_exactly_once
+  check "9b cluster.sh restart: the killed node registers again" \
+    sh -c "'$INTEROP_DIR/cluster.sh' restart '$C9' \"\$(cat '$S9/killed')\""
+  check "9b an append after the node's return" sh -c "/bin/echo after-return >> '$MC/rf3/0/append'"
   check "9b umount" tfs_umount_remote "$MC"
   check "9b cluster.sh stop" "$INTEROP_DIR/cluster.sh" stop "$C9"
 }
