@@ -218,7 +218,7 @@ kill_under_appends() {
   wait_for 90 sh -c "[ \$(wc -l < '$S9/acked') -ge $((n0 + 50)) ]"
   local rc=$?
   touch "$S9/stop"; wait "$lp"
-  echo "$(( $(acked_count) - n0 )) lines acknowledged after the kill (in $(( $(date +%s) - t0 ))s), $(wc -l < "$S9/acked.failed" 2>/dev/null || echo 0) failed writes"
+  echo "$(( $(acked_count) - n0 )) lines acknowledged after the kill (in $(( $(date +%s) - t0 ))s), $(cat "$S9/acked.failed" 2>/dev/null | wc -l) failed writes"
   tail -n 3 "$S9/loop.err" 2>/dev/null
   return $rc
 }
