@@ -6,6 +6,7 @@
 #                                                      prints the bootstrap address on stdout
 #   interop/broker.sh stop LOGDIR                     SIGTERM, wait for the clean shutdown
 #   interop/broker.sh status LOGDIR                   exit 0 when running
+#   interop/broker.sh kill LOGDIR                     SIGKILL (a crash: no clean shutdown)
 #
 # log.dirs is exactly LOGDIR. Extra key=value arguments are appended to server.properties
 # (e.g. log.segment.bytes=1048576 log.index.interval.bytes=128).
@@ -17,11 +18,15 @@
 #      TOPICFS_CONTROLLER_PORT (default broker port + 1),
 #      TOPICFS_BROKER_START_TIMEOUT (s, default 90), TOPICFS_BROKER_STOP_TIMEOUT (s, default 60),
 #      TOPICFS_BROKER_MAX_SECONDS (default 1800: a watchdog stops the broker after that, so a
-#      forgotten broker never outlives its test run).
+#      forgotten broker never outlives its test run),
+#      TOPICFS_BROKER_HEAP (JVM heap flags, default "-Xms512M -Xmx512M"),
+#      TOPICFS_BROKER_CLUSTER_ID (the cluster id to format with; default a new random one).
+# Later key=value arguments override the defaults written above them (node.id, the quorum...):
+# interop/cluster.sh runs three of these as one cluster.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd="$1"; shift
 LOGDIR="$(realpath -m -- "$1")"; shift
@@ -40,23 +45,6 @@ running_pid() {
   pid="$(cat "$PIDFILE" 2>/dev/null || true)"
   if is_our_broker "$pid"; then echo "$pid"; return 0; fi
   return 1
-}
-
-port_free() { # port -> 0 if nothing listens on 127.0.0.1:port
-  python3 - "$1" <<'PY'
-import socket, sys
-s = socket.socket()
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-finally:
-    s.close()
-PY
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
 stop_watchdog() {
@@ -155,6 +143,7 @@ EOF
   mapfile -t qopts < <(interop_java_opts)
   if [ ! -f "$LOGDIR/meta.properties" ] || [ ! -f "$STATE/metadata/meta.properties" ]; then
     cid="$(sed -n 's/^cluster.id=//p' "$LOGDIR/meta.properties" "$STATE/metadata/meta.properties" 2>/dev/null | head -1 || true)"
+    [ -n "$cid" ] || cid="${TOPICFS_BROKER_CLUSTER_ID:-}"
     if [ -z "$cid" ]; then
       cid="$(timeout 60 "$INTEROP_JAVA" "${qopts[@]}" -cp "$cp" kafka.tools.StorageTool random-uuid)"
     fi
@@ -166,7 +155,9 @@ EOF
   : > "$STATE/server.log"
   # setsid: the broker gets its own session, so it is not tied to the caller's terminal; $! is
   # the JVM's pid (setsid execs directly when not a group leader).
-  setsid "$INTEROP_JAVA" -Xms512M -Xmx512M -XX:+UseG1GC -Djava.awt.headless=true \
+  local heap
+  read -r -a heap <<< "${TOPICFS_BROKER_HEAP:--Xms512M -Xmx512M}"
+  setsid "$INTEROP_JAVA" "${heap[@]}" -XX:+UseG1GC -Djava.awt.headless=true \
     -Dlog4j2.disable.jmx=true "-Dkafka.logs.dir=$STATE" \
     "-Dlog4j2.configurationFile=$INTEROP_DIR/log4j2-broker.xml" \
     -cp "$cp" kafka.Kafka "$STATE/server.properties" >"$STATE/stdout.log" 2>&1 </dev/null &
@@ -203,9 +194,26 @@ EOF
   cat "$STATE/bootstrap"
 }
 
+do_kill() {
+  local pid
+  if ! pid="$(running_pid)"; then
+    stop_watchdog
+    echo "broker: not running ($LOGDIR)" >&2
+    return 0
+  fi
+  kill -KILL "$pid" 2>/dev/null || true
+  local i
+  for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  stop_watchdog
+  rm -f "$PIDFILE"
+  if kill -0 "$pid" 2>/dev/null; then echo "broker: pid $pid survived SIGKILL for 10 s" >&2; return 1; fi
+  echo "broker: killed pid $pid ($LOGDIR)" >&2
+}
+
 case "$cmd" in
   start) do_start "$@" ;;
   stop) do_stop ;;
+  kill) do_kill ;;
   status) if pid="$(running_pid)"; then echo "running pid $pid $(cat "$STATE/bootstrap")"; else echo "not running"; exit 1; fi ;;
   *) usage ;;
 esac

@@ -34,3 +34,21 @@ interop_java_opts() {
     "-Dlog4j2.configurationFile=$INTEROP_DIR/log4j2-quiet.xml" \
     -Dlog4j2.disable.jmx=true
 }
+
+port_free() { # port -> 0 if nothing listens on 127.0.0.1:port
+  python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds: TIME_WAIT does not count
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+PY
+}
+
+free_port() { # a port nothing listens on now (127.0.0.1)
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}

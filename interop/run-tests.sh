@@ -23,6 +23,9 @@
 #   8. Consumer groups (part8-groups.sh): kafka-consumer-groups commits, topicfs reads the group
 #      from there; topicfs commits, kafka-consumer-groups --describe and a console consumer in
 #      the group continue from there.
+#   9. Remote mode (part9-remote.sh): `topicfs mount --bootstrap-servers` over one broker and
+#      over a 3-node cluster (cluster.sh), checked with Kafka's tools and kcat; a node killed
+#      under running appends loses no acknowledged record.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -51,7 +54,7 @@ BOOT=""
 # ---------------------------------------------------------------------------------------------
 # cleanup: always unmount, always stop the brokers
 
-declare -a MOUNTS=() BROKERS=()
+declare -a MOUNTS=() BROKERS=() CLUSTERS=()
 declare -A MOUNT_PID=()
 CLEANED=0
 cleanup() {
@@ -75,6 +78,9 @@ cleanup() {
   done
   for m in "${BROKERS[@]}"; do
     "$INTEROP_DIR/broker.sh" stop "$m" >/dev/null 2>&1 || echo "cleanup: broker on $m did not stop cleanly" >&2
+  done
+  for m in "${CLUSTERS[@]}"; do
+    "$INTEROP_DIR/cluster.sh" stop "$m" >/dev/null 2>&1 || echo "cleanup: cluster in $m did not stop cleanly" >&2
   done
   if [ "${TOPICFS_INTEROP_KEEP:-0}" = 1 ]; then
     echo "work dir kept: $W" >&2
@@ -779,6 +785,11 @@ part7
 section "8. Consumer groups: commits of the broker's tool read by topicfs, and topicfs's by the broker"
 . "$INTEROP_DIR/part8-groups.sh"
 part8
+
+# =============================================================================================
+section "9. Remote mode: a mount over a live broker and a 3-node cluster, checked by Kafka's tools and kcat"
+. "$INTEROP_DIR/part9-remote.sh"
+part9
 
 # =============================================================================================
 section

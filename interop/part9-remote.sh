@@ -1,0 +1,286 @@
+# Part 9 of run-tests.sh (sourced by it): remote mode, `topicfs mount MNT --bootstrap-servers`,
+# checked only with Kafka's own tools and kcat (librdkafka), never with topicfs's code.
+#
+#   a. One broker (broker.sh): appends through the mount read by kcat (keyed ones where Kafka's
+#      murmur2 partitioner puts them); kcat's records (keys, headers) in by-offset/N.jsonl;
+#      by-time = ListOffsets; log-end-offset = kcat's watermark; mkdir/partitions/rmdir in
+#      kafka-topics --describe; config in kafka-configs --describe; groups/G/records commits in
+#      kafka-consumer-groups --describe; a mount of a dead port fails; broker stopped: EIO
+#      within the client's timeouts; broker back on the same port: appends resume.
+#   b. A 3-node cluster (cluster.sh): topic RF 3, min.insync.replicas=2, appends in a loop
+#      through the mount, one node SIGKILLed: appends continue, and kcat finds every
+#      acknowledged line exactly once.
+
+S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"
+CLIENT_CONF="$S9/client.properties"
+KT=("$INTEROP_DIR/kafka-topics.sh")
+CG9=("$INTEROP_DIR/kafka-consumer-groups.sh")
+CLUSTER_STARTED=0
+
+tfs_mount_remote() { # MNT BOOT [options...]
+  local mnt="$1" boot="$2"; shift 2
+  mkdir -p "$mnt"
+  MOUNTS+=("$mnt")
+  rm -f "$mnt.pid"
+  timeout 90 "$TOPICFS" mount "$mnt" --bootstrap-servers "$boot" --client-config "$CLIENT_CONF" \
+      --pid-file "$mnt.pid" --log-file "$mnt.log" "$@" \
+    || { echo "topicfs mount failed:"; tail -n 20 "$mnt.log" 2>/dev/null; return 1; }
+  MOUNT_PID[$mnt]="$(cat "$mnt.pid" 2>/dev/null || true)"
+  mountpoint -q "$mnt" || { echo "mount returned 0 but $mnt is not a mount point"; return 1; }
+  echo "mounted $boot at $mnt, daemon pid ${MOUNT_PID[$mnt]}"
+}
+tfs_umount_remote() { # MNT
+  local mnt="$1" pid="${MOUNT_PID[$1]:-}" i
+  timeout 60 umount "$mnt" || { echo "umount $mnt failed"; return 1; }
+  if [ -n "$pid" ]; then
+    for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then echo "topicfs daemon $pid still running 60 s after umount"; return 1; fi
+  fi
+  echo "unmounted $mnt"
+}
+wait_for() { # SECONDS CMD... : until CMD succeeds (bounded)
+  local limit="$1" t0; shift
+  t0=$(date +%s)
+  until "$@"; do
+    [ $(( $(date +%s) - t0 )) -lt "$limit" ] || { echo "not true after ${limit}s: $*"; return 1; }
+    sleep 0.5
+  done
+}
+
+dead_port_refused() {
+  local port rc=0 t0
+  port="$(free_port)"
+  mkdir -p "$S9/mnt-dead"
+  t0=$(date +%s)
+  timeout 120 "$TOPICFS" mount "$S9/mnt-dead" --bootstrap-servers "127.0.0.1:$port" \
+    --client-config "$CLIENT_CONF" > "$S9/dead.out" 2>&1 || rc=$?
+  if mountpoint -q "$S9/mnt-dead"; then
+    MOUNTS+=("$S9/mnt-dead"); echo "mounted although nothing listens on $port"; return 1
+  fi
+  cat "$S9/dead.out"
+  echo "exit $rc after $(( $(date +%s) - t0 ))s"
+  [ "$rc" != 124 ] || { echo "did not return within 120 s"; return 1; }
+  [ "$rc" != 0 ] && [ -s "$S9/dead.out" ]
+}
+
+describe_partitions() { # TOPIC N : kafka-topics --describe shows N partitions
+  local out
+  out="$(timeout 60 "${KT[@]}" --bootstrap-server "$BOOT" --describe --topic "$1" 2>&1)" || { echo "$out"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "PartitionCount: $2"$'\t'
+}
+topic_in_mount() { [ -d "$1" ]; }
+
+append_lines_p0() { # 5 lines through r9/0/append, kcat reads exactly those on partition 0
+  printf 'p0-a\np0-b\n' >> "$M9/r9/0/append" || return 1
+  printf 'p0-c\np0-d\np0-e\n' >> "$M9/r9/0/append" || return 1
+  timeout 60 kcat -b "$BOOT" -C -t r9 -p 0 -o beginning -e -q -f '%s\n' > "$S9/p0.kcat" || return 1
+  cat "$S9/p0.kcat"
+  [ "$(cat "$S9/p0.kcat")" = "$(printf 'p0-a\np0-b\np0-c\np0-d\np0-e')" ]
+}
+
+keyed_partitions() { # topic-level append.jsonl with keys: partition = Kafka's murmur2 partitioner
+  local k
+  for k in $(seq 1 30); do printf '{"key":"key-%d","value":"kv-%d"}\n' "$k" "$k"; done > "$S9/keyed.jsonl"
+  cat "$S9/keyed.jsonl" >> "$M9/r9/append.jsonl" || return 1
+  # the oracle: librdkafka's murmur2_random partitioner is Java's default for keyed records
+  timeout 60 "${KT[@]}" --bootstrap-server "$BOOT" --create --topic r9oracle --partitions 3 --replication-factor 1 >/dev/null || return 1
+  for k in $(seq 1 30); do echo "key-$k:kv-$k"; done \
+    | timeout 60 kcat -b "$BOOT" -P -t r9oracle -K: -X partitioner=murmur2_random || return 1
+  timeout 60 kcat -b "$BOOT" -C -t r9 -o beginning -e -q -f '%p %k %s\n' | grep ' key-' | sort > "$S9/keyed.got" || return 1
+  timeout 60 kcat -b "$BOOT" -C -t r9oracle -o beginning -e -q -f '%p %k %s\n' | sort > "$S9/keyed.want" || return 1
+  echo "$(wc -l < "$S9/keyed.got") keyed records through the mount, $(wc -l < "$S9/keyed.want") by kcat's murmur2"
+  diff "$S9/keyed.want" "$S9/keyed.got" && [ "$(wc -l < "$S9/keyed.got")" = 30 ]
+}
+
+kcat_records_in_jsonl() { # kcat produces keys and headers on partition 1; by-offset/0.jsonl shows them
+  printf 'k1:v1\nk2:v2\nk3:v3\n' | timeout 60 kcat -b "$BOOT" -P -t r9 -p 1 -K: -H h=v -H h2=w || return 1
+  timeout 60 kcat -b "$BOOT" -C -t r9 -p 1 -o beginning -e -q -J > "$S9/p1.kcat.json" || return 1
+  wait_for 20 sh -c "[ \"\$(cat '$M9/r9/1/log-end-offset')\" -ge 3 ]" || return 1
+  cat "$M9/r9/1/by-offset/0.jsonl" > "$S9/p1.tfs.jsonl" || return 1
+  python3 - "$S9/p1.kcat.json" "$S9/p1.tfs.jsonl" <<'PY'
+import json, sys
+want = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+got = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+bad = 0
+if len(want) != len(got):
+    print(f"kcat {len(want)} records, by-offset/0.jsonl {len(got)}"); bad = 1
+for w, g in zip(want, got):
+    wh = [[w["headers"][i], w["headers"][i + 1]] for i in range(0, len(w.get("headers") or []), 2)]
+    exp = {"offset": w["offset"], "timestamp": w["ts"], "key": w["key"], "value": w["payload"], "headers": wh}
+    have = {k: g.get(k) for k in exp}
+    if exp != have:
+        print("kcat:", exp); print("tfs: ", g); bad = 1
+print(f"{len(got)} records compared (offset, timestamp, key, value, headers)")
+sys.exit(bad)
+PY
+}
+
+by_time_agrees() { # by-time/<ts> starts where ListOffsets says, for each timestamp kcat saw on p0
+  local ts off line exp bad=0
+  timeout 60 kcat -b "$BOOT" -C -t r9 -p 0 -o beginning -e -q -f '%T %o %s\n' > "$S9/p0.ts" || return 1
+  awk '{ print "r9 0 " $1 }' "$S9/p0.ts" | sort -u > "$S9/times.in"
+  echo "r9 0 $(( $(tail -n1 "$S9/p0.ts" | cut -d' ' -f1) - 0 ))" >> "$S9/times.in"
+  timeout 120 "$INTEROP_DIR/list-offsets.sh" --bootstrap "$BOOT" < "$S9/times.in" > "$S9/times.out" || return 1
+  while read -r _ _ ts off; do
+    exp="$(awk -v o="$off" '$2 == o { print $3 }' "$S9/p0.ts")"
+    line="$(head -n 1 "$M9/r9/0/by-time/$ts")" || { echo "by-time/$ts: cannot read"; bad=1; continue; }
+    echo "T=$ts: ListOffsets $off ($exp), by-time starts with '$line'"
+    [ "$line" = "$exp" ] || bad=1
+  done < "$S9/times.out"
+  return $bad
+}
+
+leo_agrees() { # log-end-offset = the high watermark kcat reads (-Q with -1: the end offset)
+  local p w t bad=0
+  for p in 0 1 2; do
+    w="$(timeout 30 kcat -b "$BOOT" -Q -t "r9:$p:-1" | awk '{ print $NF }')"
+    t="$(cat "$M9/r9/$p/log-end-offset")"
+    echo "partition $p: kcat $w, log-end-offset $t"
+    [ -n "$w" ] && [ "$w" = "$t" ] || bad=1
+  done
+  return $bad
+}
+
+configs_describe() {
+  timeout 60 "$INTEROP_DIR/kafka-run-class.sh" kafka.admin.ConfigCommand \
+    --bootstrap-server "$BOOT" --describe --entity-type topics --entity-name r9 2>&1
+}
+config_set() { # two keys set one after the other: both show in kafka-configs, neither reset
+  echo retention.ms=7654321 >> "$M9/r9/config" || return 1
+  echo max.message.bytes=300000 >> "$M9/r9/config" || return 1
+  local out
+  out="$(configs_describe)" || { echo "$out"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q 'retention.ms=7654321' && echo "$out" | grep -q 'max.message.bytes=300000' \
+    && grep -qx 'retention.ms=7654321' "$M9/r9/config"
+}
+
+group_commits() { # reading groups/g9/records commits the log ends
+  local n out p e bad=0
+  n="$(wc -l < "$M9/r9/groups/g9/records")" || return 1
+  echo "$n records read as g9"
+  out="$(timeout 60 "${CG9[@]}" --bootstrap-server "$BOOT" --describe --group g9 2>&1)" || { echo "$out"; return 1; }
+  echo "$out"
+  for p in 0 1 2; do
+    e="$(cat "$M9/r9/$p/log-end-offset")"
+    echo "$out" | awk -v p="$p" -v e="$e" '$2 == "r9" && $3 == p && $4 == e && $5 == e { f = 1 } END { exit !f }' \
+      || { echo "partition $p: not committed at $e"; bad=1; }
+  done
+  return $bad
+}
+
+rmdir_gone() {
+  rmdir "$M9/r9oracle" || return 1
+  wait_for 30 sh -c "! timeout 60 '${KT[0]}' --bootstrap-server '$BOOT' --list | grep -qx r9oracle"
+}
+
+append_eio_when_down() { # broker stopped: an append fails with EIO within 60 s
+  local rc=0 t0
+  "$INTEROP_DIR/broker.sh" stop "$L9" || return 1
+  t0=$(date +%s)
+  timeout 60 sh -c "/bin/echo while-down >> '$M9/r9/0/append'" > "$S9/down.err" 2>&1 || rc=$?
+  echo "exit $rc after $(( $(date +%s) - t0 ))s: $(cat "$S9/down.err")"
+  [ "$rc" != 124 ] || { echo "the append hung for 60 s"; return 1; }
+  [ "$rc" != 0 ] && grep -q 'Input/output error' "$S9/down.err"
+}
+appends_resume() { # broker back on its ports: an append succeeds again, without a remount
+  local port cport
+  port="${BOOT##*:}"
+  cport="$(sed -n 's/^listeners=.*CONTROLLER:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$L9.broker/server.properties")"
+  TOPICFS_BROKER_PORT="$port" TOPICFS_CONTROLLER_PORT="$cport" "$INTEROP_DIR/broker.sh" start "$L9" >/dev/null || return 1
+  wait_for 60 sh -c "/bin/echo after-restart >> '$M9/r9/0/append'" || return 1
+  timeout 60 kcat -b "$BOOT" -C -t r9 -p 0 -o beginning -e -q -f '%s\n' | tee "$S9/p0.after" | tail -n 3
+  grep -qx after-restart "$S9/p0.after"
+}
+
+# -- b: the cluster
+append_loop() { # FILE: /bin/echo lines into the mount until $S9/stop exists; acked lines to FILE
+  local i=0
+  while [ ! -e "$S9/stop" ] && [ "$i" -lt 100000 ]; do
+    i=$((i + 1))
+    if /bin/echo "line-$i" >> "$MC/rf3/0/append" 2>>"$S9/loop.err"; then echo "line-$i" >> "$1"; else echo "line-$i" >> "$1.failed"; fi
+  done
+}
+acked_count() { wc -l < "$S9/acked" 2>/dev/null || echo 0; }
+kill_under_appends() {
+  local leader n0 t0
+  : > "$S9/acked"
+  rm -f "$S9/stop"
+  append_loop "$S9/acked" &
+  local lp=$!
+  wait_for 60 sh -c "[ \$(wc -l < '$S9/acked') -ge 30 ]" || { touch "$S9/stop"; wait "$lp"; return 1; }
+  leader="$(timeout 30 kcat -b "$CBOOT" -L -t rf3 | sed -n 's/.*partition 0, leader \([0-9]*\),.*/\1/p')"
+  echo "partition 0 leader: node $leader; $(acked_count) lines acknowledged before the kill"
+  echo "${leader:-1}" > "$S9/killed"
+  "$INTEROP_DIR/cluster.sh" kill "$C9" "${leader:-1}" || { touch "$S9/stop"; wait "$lp"; return 1; }
+  n0=$(acked_count); t0=$(date +%s)
+  wait_for 90 sh -c "[ \$(wc -l < '$S9/acked') -ge $((n0 + 50)) ]"
+  local rc=$?
+  touch "$S9/stop"; wait "$lp"
+  echo "$(( $(acked_count) - n0 )) lines acknowledged after the kill (in $(( $(date +%s) - t0 ))s), $(cat "$S9/acked.failed" 2>/dev/null | wc -l) failed writes"
+  tail -n 3 "$S9/loop.err" 2>/dev/null
+  return $rc
+}
+acked_exactly_once() {
+  timeout 60 kcat -b "$CBOOT" -C -t rf3 -o beginning -e -q -f '%s\n' > "$S9/rf3.kcat" || return 1
+  python3 - "$S9/acked" "$S9/rf3.kcat" <<'PY'
+import collections, sys
+acked = [l.rstrip("\n") for l in open(sys.argv[1])]
+got = collections.Counter(l.rstrip("\n") for l in open(sys.argv[2]))
+missing = [a for a in acked if got[a] == 0]
+dup = [k for k, c in got.items() if c > 1]
+print(f"{len(acked)} acknowledged, {sum(got.values())} in the topic, {len(missing)} missing, {len(dup)} duplicated")
+print("missing:", missing[:10]); print("duplicated:", dup[:10])
+sys.exit(1 if missing or dup else 0)
+PY
+}
+
+part9() {
+  mkdir -p "$S9"
+  cat > "$CLIENT_CONF" <<'EOF'
+# short client timeouts: an outage becomes EIO quickly
+message.timeout.ms=10000
+request.timeout.ms=5000
+socket.timeout.ms=10000
+EOF
+  check "9a broker: start on a fresh log dir" broker_start "$L9"
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "9a a mount of a port where nothing listens exits non-zero with a message" dead_port_refused
+  check "9a mount --bootstrap-servers (3 partitions for mkdir)" tfs_mount_remote "$M9" "$BOOT" --num-partitions 3
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "9a mkdir r9" mkdir "$M9/r9"
+  check "9a kafka-topics --describe r9: PartitionCount 3" describe_partitions r9 3
+  check "9a lines through r9/0/append: kcat reads exactly those" append_lines_p0
+  check "9a keyed records through r9/append.jsonl: kcat finds them where murmur2 puts them" keyed_partitions
+  check "9a kcat's records (keys, headers) in r9/1/by-offset/0.jsonl = kcat -J" kcat_records_in_jsonl
+  check "9a by-time/T starts where Kafka's ListOffsets says" by_time_agrees
+  check "9a log-end-offset = kcat's end offset, every partition" leo_agrees
+  check "9a echo 4 > r9/partitions" sh -c "echo 4 > '$M9/r9/partitions'"
+  check "9a kafka-topics --describe r9: PartitionCount 4" describe_partitions r9 4
+  check "9a config: two keys set, both in kafka-configs --describe" config_set
+  check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
+  check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
+  check "9a broker stopped under the mount: an append fails with EIO within 60 s" append_eio_when_down
+  check "9a broker back on its port: appends resume without a remount" appends_resume
+  check "9a umount" tfs_umount_remote "$M9"
+  check "9a broker: stop" "$INTEROP_DIR/broker.sh" stop "$L9"
+
+  CLUSTERS+=("$C9")
+  check "9b cluster.sh: 3 nodes, every broker registered" sh -c "'$INTEROP_DIR/cluster.sh' start '$C9' >/dev/null"
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  CBOOT="$(cat "$C9/bootstrap")"
+  check "9b topic rf3: replication factor 3, min.insync.replicas=2" \
+    timeout 90 "${KT[@]}" --bootstrap-server "$CBOOT" --create --topic rf3 --partitions 1 \
+      --replication-factor 3 --config min.insync.replicas=2
+  check "9b mount --bootstrap-servers (all 3)" tfs_mount_remote "$MC" "$CBOOT"
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "9b rf3 shows in the mount" wait_for 30 topic_in_mount "$MC/rf3/0"
+  check "9b appends in a loop, the partition leader SIGKILLed: appends continue" kill_under_appends
+  check "9b kcat reads every acknowledged line exactly once" acked_exactly_once
+  check "9b cluster.sh restart: the killed node registers again" \
+    sh -c "'$INTEROP_DIR/cluster.sh' restart '$C9' \"\$(cat '$S9/killed')\""
+  check "9b an append after the node's return" sh -c "/bin/echo after-return >> '$MC/rf3/0/append'"
+  check "9b umount" tfs_umount_remote "$MC"
+  check "9b cluster.sh stop" "$INTEROP_DIR/cluster.sh" stop "$C9"
+}
