@@ -13,6 +13,10 @@ command -v java >/dev/null || need+=(default-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v kcat >/dev/null || need+=(kcat)
 command -v cc >/dev/null || need+=(build-essential)
+# librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
+[ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v make >/dev/null || need+=(make)
 if ((${#need[@]})); then
     echo "installing: ${need[*]}"
     apt-get update -qq
