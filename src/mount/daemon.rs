@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::options::{MountArgs, MountPlan};
 use crate::fs::{FsState, TopicFs};
 use crate::manager::LogManager;
-use crate::storage::{ClusterStorage, Storage};
+use crate::storage::Storage;
 
 /// How the serving process tells its starter that the mount is live, or why it is not.
 enum Reporter {
@@ -353,10 +353,15 @@ fn start(
 fn open_storage(plan: &MountPlan, dirs: &str) -> Result<std::sync::Arc<dyn Storage>, String> {
     if let Some(cluster) = &plan.remote {
         let servers = cluster.bootstrap_servers.clone();
-        return match ClusterStorage::connect(cluster.clone()) {
+        #[cfg(feature = "remote")]
+        return match crate::storage::ClusterStorage::connect(cluster.clone()) {
             Ok(c) => Ok(std::sync::Arc::new(c)),
             Err(e) => Err(format!("cannot reach the Kafka cluster at {servers}: {e}")),
         };
+        #[cfg(not(feature = "remote"))]
+        return Err(format!(
+            "cannot serve {servers}: this topicfs was built without the `remote` feature"
+        ));
     }
     match LogManager::open(plan.broker.clone()) {
         Ok(m) => Ok(m),

@@ -3,10 +3,14 @@
 //! a [`RecordStream`]. The local log (`local.rs`, over [`crate::manager::LogManager`]) is one
 //! implementation; the tree never asks which one it has.
 
+#[cfg(feature = "remote")]
 mod cluster;
+mod cluster_config;
 mod local;
 
-pub use cluster::{ClusterConfig, ClusterStorage};
+#[cfg(feature = "remote")]
+pub use cluster::ClusterStorage;
+pub use cluster_config::ClusterConfig;
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -21,51 +21,13 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
-use super::{GroupStore, Live, PartitionStore, Storage, TopicStore};
+use super::cluster_config::KAFKA_MAX_MESSAGE_BYTES;
+use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
 use crate::sync::MutexExt;
 
-/// How a mount reaches its cluster.
-#[derive(Clone, Debug)]
-pub struct ClusterConfig {
-    /// `bootstrap.servers`.
-    pub bootstrap_servers: String,
-    /// Kafka client properties (`--client-config`), passed to every client.
-    pub client: Vec<(String, String)>,
-    /// Partitions of a topic made by `mkdir` (None: the cluster's default).
-    pub num_partitions: Option<i32>,
-    /// Replication factor of a topic made by `mkdir` (None: the cluster's default).
-    pub replication_factor: Option<i32>,
-}
-
-/// Client properties topicfs sets unless `--client-config` sets them: an outage must end in
-/// an error within a bounded time, not after librdkafka's five minutes.
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-
-/// Kafka's default `max.message.bytes`, for a topic whose config cannot be read.
-const KAFKA_MAX_MESSAGE_BYTES: usize = 1_048_588;
-
 impl ClusterConfig {
-    /// The client's own timeout for one operation: `message.timeout.ms` when the client
-    /// config sets it (also bounding reads and admin calls), else 30 s.
-    fn timeout(&self) -> Duration {
-        let ms = self
-            .get("message.timeout.ms")
-            .or_else(|| self.get("delivery.timeout.ms"))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(DEFAULT_TIMEOUT_MS);
-        Duration::from_millis(ms.max(1))
-    }
-
-    fn get(&self, key: &str) -> Option<&str> {
-        self.client
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
     /// key), then the user's properties.
     fn client_config(&self, defaults: &[(&str, String)]) -> ClientConfig {
