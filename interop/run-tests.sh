@@ -34,6 +34,8 @@
 #      TOPICFS_INTEROP_CACHE (jars and the fixture, default ~/.cache/topicfs-interop)
 #      TOPICFS_INTEROP_KEEP=1 keeps the work dir (printed at the start)
 #      TOPICFS_INTEROP_VERBOSE=1 shows the output of passing checks too
+#      TOPICFS_INTEROP_PARTS="7 9" runs only those parts (default: all; the fixture is built
+#        only for parts 2, 3, 4 and 6)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROOT="$(cd "$INTEROP_DIR/.." && pwd)"
@@ -404,8 +406,16 @@ ensure_fixture() {
   exec 9>&-
   echo "$(find "$FIX" -mindepth 2 -name '*.log' | wc -l) .log files; $(wc -l < "$FIX.expected/produced.jsonl") records produced"
 }
-check "Kafka-written fixture (make-kafka-fixture.sh, cached in $FIXDIR)" ensure_fixture
-FIXTURE_OK=$OK
+# TOPICFS_INTEROP_PARTS: the parts to run (all by default).
+part_wanted() { [ -z "${TOPICFS_INTEROP_PARTS:-}" ] || [[ " $TOPICFS_INTEROP_PARTS " == *" $1 "* ]]; }
+run_part() { # N: runs partN when selected
+  if part_wanted "$1"; then "part$1"; else echo "     (part $1 not selected: TOPICFS_INTEROP_PARTS=$TOPICFS_INTEROP_PARTS)"; fi
+}
+FIXTURE_OK=0
+if part_wanted 2 || part_wanted 3 || part_wanted 4 || part_wanted 6; then
+  check "Kafka-written fixture (make-kafka-fixture.sh, cached in $FIXDIR)" ensure_fixture
+  FIXTURE_OK=$OK
+fi
 
 # =============================================================================================
 section "1. Kafka's DumpLogSegments and kafka-python on files topicfs wrote"
@@ -490,7 +500,7 @@ part1() {
       "${PY[@]}" indexsim "$L1/interop-$p" 500
   done
 }
-part1
+run_part 1
 
 # =============================================================================================
 section "2. topicfs dump-log prints exactly what Kafka's DumpLogSegments prints"
@@ -512,7 +522,7 @@ part2() {
     echo "     (no fixture: skipped)"
   fi
 }
-part2
+run_part 2
 
 # =============================================================================================
 section "3. A real Kafka broker serves what topicfs wrote"
@@ -694,7 +704,7 @@ part3() {
   check "3 topicfs stamps its batch with the broker's latest leader epoch (leader-epoch-checkpoint)" \
     "${PY[@]}" lastepoch "$L3/handoff-0"
 }
-part3
+run_part 3
 
 # =============================================================================================
 section "4. topicfs serves what a real Kafka broker wrote"
@@ -759,7 +769,7 @@ part4() {
     consume4
   check "4 broker: clean stop" broker_stop "$L4"
 }
-part4
+run_part 4
 
 # =============================================================================================
 section "6. topicfs's partitioner against Kafka's producer (murmur2)"
@@ -774,22 +784,22 @@ part6() {
     timeout 60 python3 "$INTEROP_DIR/keyed_check.py" "$FIX.expected/pydecode.jsonl" "$S6/mnt/keyed"
   check "6 umount: clean shutdown" tfs_umount "$S6/mnt" "$S6/logs"
 }
-part6
+run_part 6
 
 # =============================================================================================
 section "7. Log compaction: topicfs's cleaner and the broker's, each read by the other"
 . "$INTEROP_DIR/part7-compaction.sh"
-part7
+run_part 7
 
 # =============================================================================================
 section "8. Consumer groups: commits of the broker's tool read by topicfs, and topicfs's by the broker"
 . "$INTEROP_DIR/part8-groups.sh"
-part8
+run_part 8
 
 # =============================================================================================
 section "9. Remote mode: a mount over a live broker and a 3-node cluster, checked by Kafka's tools and kcat"
 . "$INTEROP_DIR/part9-remote.sh"
-part9
+run_part 9
 
 # =============================================================================================
 section

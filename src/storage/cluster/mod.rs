@@ -98,6 +98,8 @@ impl Error {
 /// The topics as the cluster last described them.
 struct Metadata {
     at: Instant,
+    /// Changed by us since: asked again at the next use.
+    stale: bool,
     partitions: BTreeMap<String, u32>,
 }
 
@@ -112,6 +114,8 @@ pub(crate) struct Inner {
     /// Metadata, watermarks and offsets for times.
     meta: BaseConsumer,
     metadata: Mutex<Option<Metadata>>,
+    /// A background metadata refresh is under way.
+    refreshing: AtomicBool,
     topics: Mutex<HashMap<String, Arc<ClusterTopic>>>,
     next_incarnation: AtomicU64,
     watch: Arc<read::Watch>,
@@ -150,6 +154,7 @@ impl ClusterStorage {
             producer,
             meta,
             metadata: Mutex::new(None),
+            refreshing: AtomicBool::new(false),
             topics: Mutex::new(HashMap::new()),
             next_incarnation: AtomicU64::new(1),
             watch: read::Watch::start(me.clone()),
@@ -166,40 +171,57 @@ impl Inner {
         self.me.upgrade().expect("the storage outlives its topics")
     }
 
-    /// The topics and partition counts, at most [`METADATA_TTL`] old (`fresh`: asked now).
+    /// The topics and partition counts (`fresh`: asked now). Otherwise an answer older than
+    /// [`METADATA_TTL`] is still returned at once while a background refresh asks the cluster
+    /// again, so a lookup never waits for a cluster that is down once it has been seen.
     fn metadata(&self, fresh: bool) -> Result<BTreeMap<String, u32>> {
-        let mut cached = self.metadata.guard();
-        if !fresh
-            && let Some(m) = cached.as_ref()
-            && m.at.elapsed() < METADATA_TTL
-        {
+        if !fresh && let Some(m) = self.metadata.guard().as_ref() {
+            if (m.stale || m.at.elapsed() >= METADATA_TTL)
+                && !self.refreshing.swap(true, Ordering::SeqCst)
+            {
+                let inner = self.arc();
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("metadata".into())
+                        .spawn(move || {
+                            if let Err(e) = inner.fetch_metadata() {
+                                log::warn!("{e}; the topics known before are shown");
+                            }
+                            inner.refreshing.store(false, Ordering::SeqCst);
+                        });
+                if spawned.is_err() {
+                    self.refreshing.store(false, Ordering::SeqCst);
+                }
+            }
             return Ok(m.partitions.clone());
         }
-        let md = match self.meta.fetch_metadata(None, self.timeout) {
-            Ok(md) => md,
-            Err(e) => {
-                let err = kafka("metadata", e);
-                // A stale answer beats none for listing; errors reach the caller otherwise.
-                return match cached.as_ref() {
-                    Some(m) if !fresh => {
-                        log::warn!("{err}; using the topics known {:?} ago", m.at.elapsed());
-                        Ok(m.partitions.clone())
-                    }
-                    _ => Err(err),
-                };
-            }
-        };
+        self.fetch_metadata()
+    }
+
+    fn metadata_is_old(&self) -> bool {
+        self.metadata
+            .guard()
+            .as_ref()
+            .is_none_or(|m| m.stale || m.at.elapsed() >= METADATA_TTL)
+    }
+
+    /// Asks the cluster for its topics now and caches the answer.
+    fn fetch_metadata(&self) -> Result<BTreeMap<String, u32>> {
+        let md = self
+            .meta
+            .fetch_metadata(None, self.timeout)
+            .map_err(|e| kafka("metadata", e))?;
         let partitions: BTreeMap<String, u32> = md
             .topics()
             .iter()
             .filter(|t| t.error().is_none())
             .map(|t| (t.name().to_string(), t.partitions().len() as u32))
             .collect();
-        *cached = Some(Metadata {
+        *self.metadata.guard() = Some(Metadata {
             at: Instant::now(),
+            stale: false,
             partitions: partitions.clone(),
         });
-        drop(cached);
         // Topics gone from the cluster: their files become stale.
         let mut topics = self.topics.guard();
         topics.retain(|name, t| {
@@ -214,7 +236,11 @@ impl Inner {
     }
 
     fn topic(&self, name: &str, fresh: bool) -> Result<Arc<ClusterTopic>> {
-        let md = self.metadata(fresh)?;
+        let mut md = self.metadata(fresh)?;
+        // A name an old answer lacks may have been created since (by another client): asked.
+        if !fresh && !md.contains_key(name) && self.metadata_is_old() {
+            md = self.fetch_metadata()?;
+        }
         let Some(&count) = md.get(name) else {
             return Err(Error::UnknownTopic(name.to_string()));
         };
@@ -235,9 +261,16 @@ impl Inner {
         Ok(t.clone())
     }
 
-    /// Forgets what is cached of `name` (it was created, deleted or grown by us).
-    fn invalidate(&self) {
-        *self.metadata.guard() = None;
+    /// What is cached changed by our own call (`deleted`: that topic is gone): the next use
+    /// asks the cluster again, and meanwhile the rest of the answer is kept, so a cluster
+    /// that goes down right after never leaves lookups without one.
+    fn expire(&self, deleted: Option<&str>) {
+        if let Some(m) = self.metadata.guard().as_mut() {
+            m.stale = true;
+            if let Some(name) = deleted {
+                m.partitions.remove(name);
+            }
+        }
     }
 }
 
@@ -257,7 +290,7 @@ impl Storage for ClusterStorage {
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
         crate::manager::validate_topic_name(name)?;
         admin::create_topic(&self.0, name)?;
-        self.0.invalidate();
+        self.0.expire(None);
         // The controller created it; wait until the metadata a broker serves shows it.
         let deadline = Instant::now() + self.0.timeout;
         loop {
@@ -282,7 +315,7 @@ impl Storage for ClusterStorage {
             t.deleted.store(true, Ordering::SeqCst);
         }
         self.0.watch.wake_topic(name);
-        self.0.invalidate();
+        self.0.expire(Some(name));
         Ok(())
     }
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
@@ -299,7 +332,7 @@ impl Storage for ClusterStorage {
             return Ok(());
         }
         admin::create_partitions(&self.0, topic, count)?;
-        self.0.invalidate();
+        self.0.expire(None);
         let deadline = Instant::now() + self.0.timeout;
         while self.0.topic(topic, true)?.partition_count() < count && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
@@ -309,7 +342,9 @@ impl Storage for ClusterStorage {
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         let t = self.0.topic(topic, true)?;
         admin::alter_configs(&self.0, topic, changes)?;
+        // Read back while the cluster answers, not at the next open of an append file.
         *t.max_message_bytes.guard() = None;
+        TopicStore::max_message_bytes(&*t);
         Ok(())
     }
     fn sync_partition(&self, _topic: &str, _partition: u32) -> Result<()> {
@@ -407,13 +442,24 @@ impl TopicStore for ClusterTopic {
         if let Some(v) = *cached {
             return v;
         }
-        let v = admin::topic_config(&self.inner, &self.name, "max.message.bytes")
-            .ok()
-            .flatten()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(KAFKA_MAX_MESSAGE_BYTES);
-        *cached = Some(v);
-        v
+        match admin::topic_config(&self.inner, &self.name, "max.message.bytes") {
+            Ok(v) => {
+                let v = v
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(KAFKA_MAX_MESSAGE_BYTES);
+                *cached = Some(v);
+                v
+            }
+            // Not kept: asked again at the next open. The cluster refuses what is too large
+            // anyway (EMSGSIZE).
+            Err(e) => {
+                log::warn!(
+                    "{e}; {}: the default max.message.bytes is assumed",
+                    self.name
+                );
+                KAFKA_MAX_MESSAGE_BYTES
+            }
+        }
     }
     fn append(
         &self,
