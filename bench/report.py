@@ -214,6 +214,44 @@ def rows(r, failures):
             out.append(Row("8", what, m("rss.allsegments"), None, "", "MiB", None, "<= 100 MiB",
                            m("rss.allsegments") <= 100 and failed == 0))
 
+    # 9. The same file into topics with compression.type set, against the uncompressed one.
+    codecs = sorted({k.split(".")[2] for k in med if k.startswith("comp.append.")}
+                    - {"uncompressed"})
+    for c in codecs:
+        add_ratio("9", f"bulk append, `compression.type={c}` vs uncompressed", f"{c} append vs uncompressed",
+                  f"comp.append.{c}", "comp.append.uncompressed", "uncompressed topic",
+                  "MiB/s")
+        add_read("9", f"sequential read (`cat by-offset/0`), `{c}` vs uncompressed (ratio of "
+                 "times)", f"{c} read vs uncompressed", f"comp.read.{c}", "comp.read.uncompressed",
+                 "comp.read.bytes", "uncompressed topic")
+        if f"comp.bytes.{c}" in med:
+            add_context("9", f"… `{c}` log size on disk vs uncompressed (context)",
+                        m(f"comp.bytes.{c}") / 2**20, m("comp.bytes.uncompressed") / 2**20,
+                        "uncompressed topic", "MiB",
+                        ratio(m(f"comp.bytes.{c}"), m("comp.bytes.uncompressed")))
+
+    # 10. A peer on the same data: a Kafka broker on the same disk, fed and read by kcat.
+    add_ratio("10", "peer: bulk append, `cat file >> append` vs `kcat -P` (acks=all, "
+              "idempotent) to a Kafka broker", "append vs kcat + Kafka", "peer.append.topicfs",
+              "peer.append.kcat", "kcat -P, Kafka broker", "MiB/s")
+    if "peer.read.records" in med:
+        what = (f"peer: sequential read of {m('peer.read.records'):,.0f} records, `cat "
+                "by-offset/0` vs `kcat -C -e` (ratio of times)")
+    else:
+        what = "peer: sequential read"
+    add_read("10", what, "read vs kcat + Kafka", "peer.read.topicfs", "peer.read.kcat",
+             "peer.read.bytes", "kcat -C, Kafka broker")
+    add_ratio("10", "peer: random lookups, one process each, `head -n1 by-offset/N` vs `kcat -C "
+              "-o N -c 1`", "lookups vs kcat + Kafka", "peer.lookup.topicfs", "peer.lookup.kcat",
+              "kcat -C -o N -c 1", "lookups/s")
+
+    # 11. A remote-mode mount of that broker against kcat on it.
+    add_ratio("11", "remote mount: bulk append, `cat file >> append` vs `kcat -P` (both acks=all, "
+              "idempotent) to the same broker", "remote append vs kcat",
+              "remote.append.topicfs", "remote.append.kcat", "kcat -P, same broker", "MiB/s")
+    add_read("11", "remote mount: sequential read of the topic, `cat by-offset/0` vs `kcat -C -e`"
+             " (ratio of times)", "remote read vs kcat", "remote.read.topicfs",
+             "remote.read.kcat", "remote.read.bytes", "kcat -C, same broker")
     return out
 
 
@@ -222,7 +260,7 @@ def met_text(met):
 
 
 def markdown(table, machine, runs):
-    lines = ["| # | figure | topicfs | ceiling | ratio | goal | |",
+    lines = ["| # | figure | topicfs | ceiling or peer | ratio | goal | |",
              "|---|---|---|---|---|---|---|"]
     for x in table:
         ceiling = f"{fmt(x.ceiling, x.unit)} ({x.ceiling_name})" if x.ceiling is not None else "–"
@@ -235,8 +273,8 @@ def markdown(table, machine, runs):
         lines.append(f"| {x.fig} | {x.what} | {fmt(x.ours, x.unit)} | {ceiling} | {ratio} | "
                      f"{x.goal} | {met_text(x.met)} |")
     head = ["Each side: the median of its runs. Ratio: the median of the per-run ratios "
-            "(topicfs and its ceiling measured back to back, alternating which goes first), "
-            "with their range; above 1, topicfs is the faster.", ""]
+            "(topicfs and its ceiling or peer measured back to back, alternating which goes "
+            "first), with their range; above 1, topicfs is the faster.", ""]
     head += [f"- {line}" for line in machine]
     head += [f"- measurements: {sum(len(v) for v in runs.values())} (bench/results.tsv)", ""]
     return "\n".join(head + lines) + "\n"
