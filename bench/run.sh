@@ -551,7 +551,9 @@ fi
 if [ "$BROKER_NEEDED" = 1 ]; then
     say "starting a Kafka broker (interop/broker.sh) on $TMPBASE"
     BROKER_DIR=$WORK/kafka
+    # Generous start-up time: the JVM starts slowly on a loaded machine.
     BOOT=$(TOPICFS_BROKER_PORT=0 TOPICFS_BROKER_MAX_SECONDS=${BENCH_BROKER_MAX_SECONDS:-7200} \
+        TOPICFS_BROKER_START_TIMEOUT=${TOPICFS_BROKER_START_TIMEOUT:-240} \
         "$ROOT/interop/broker.sh" start "$BROKER_DIR" 2>"$WORK/broker-start.log") \
         || { cat "$WORK/broker-start.log" >&2; exit 1; }
     grep -v '^$' "$WORK/broker-start.log" >&2 || true
