@@ -4,7 +4,7 @@
 Usage: report.py RESULTS.tsv MACHINE.txt FAILURES.txt OUT.md OUT.svg
 RESULTS.tsv lines are `key<TAB>run<TAB>value`. Each side of a figure shows the median over its
 runs; the ratio is the median of the per-run ratios (run i of topicfs against run i of its
-ceiling, measured back to back), with their range, which is steadier than a ratio of medians
+ceiling or peer, measured back to back), with their range, which is steadier than a ratio of medians
 on a machine whose load changes.
 Prints the table and an ASCII chart; writes the Markdown table and an SVG bar chart.
 """
@@ -79,34 +79,29 @@ def rows(r, failures):
             return None
         return q[0] <= goal if at_most else q[0] >= goal
 
-    def add_ratio(fig, what, short, ours_key, ceil_key, ceil_name, unit, goal=None, plot=True):
+    def add_ratio(fig, what, short, ours_key, ceil_key, ceil_name, unit, goal=None):
         q = paired(r, ours_key, ceil_key)
         if q is None and ours_key not in med:
             return
         goal_text = f">= {goal}" if goal is not None else "report"
         out.append(Row(fig, what, m(ours_key), m(ceil_key), ceil_name, unit, q, goal_text,
                        goal_met(q, goal),
-                       (q[0], goal, f"{fig}. {short}") if q is not None and plot else None))
+                       (q[0], goal, f"{fig}. {short}") if q is not None else None))
 
     def add_context(fig, what, ours, ceiling, ceil_name, unit, q):
         out.append(Row(fig, what, ours, ceiling, ceil_name, unit, q, "–", None))
 
     # Figures measured as times of the same bytes: MiB/s from the median time, and the ratio
     # of times per run (the other side's time over ours: higher is better for us).
-    def add_read(fig, what, short, ours_key, other_key, bytes_key, other_name, goal=None,
-                 plot=True, context=False):
+    def add_read(fig, what, short, ours_key, other_key, bytes_key, other_name, goal=None):
         if ours_key not in med or other_key not in med:
             return
         b = m(bytes_key)
         q = paired(r, other_key, ours_key)
-        if context:
-            add_context(fig, what, b / m(ours_key) / 2**20, b / m(other_key) / 2**20,
-                        other_name, "MiB/s", q)
-            return
         goal_text = f">= {goal}" if goal is not None else "report"
         out.append(Row(fig, what, b / m(ours_key) / 2**20, b / m(other_key) / 2**20,
                        other_name, "MiB/s", q, goal_text, goal_met(q, goal),
-                       (q[0], goal, f"{fig}. {short}") if plot else None))
+                       (q[0], goal, f"{fig}. {short}") if q is not None else None))
 
     # 1. Each write waits for the FUSE transfer, then for the same page-cache write a plain
     # file does: the best topicfs can do is both times added, 1 / (1/plain + 1/nullfs) MiB/s.
