@@ -4,8 +4,8 @@
 Usage: report.py RESULTS.tsv MACHINE.txt FAILURES.txt OUT.md OUT.svg
 RESULTS.tsv lines are `key<TAB>run<TAB>value`. Each side of a figure shows the median over its
 runs; the ratio is the median of the per-run ratios (run i of topicfs against run i of its
-ceiling or peer, measured back to back), with their range, which is steadier than a ratio of medians
-on a machine whose load changes.
+ceiling or peer, measured back to back), with their range, which is steadier than a ratio of
+medians on a machine whose load changes.
 Prints the table and an ASCII chart; writes the Markdown table and an SVG bar chart.
 """
 
