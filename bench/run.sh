@@ -60,12 +60,14 @@ TOPICFS=$ROOT/target/release/topicfs
 NULLFS=$ROOT/target/release/examples/bench_nullfs
 
 say() { printf '== %s\n' "$*" >&2; }
+die() { printf '%s\n' "$*" >&2; exit 1; }
 
 BROKER_NEEDED=0
 if [ "$PEER" = 1 ] || [ "$REMOTE" = 1 ]; then BROKER_NEEDED=1; fi
 if [ "$BROKER_NEEDED" = 1 ]; then
     if ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" >/dev/null; then
-        echo "the Kafka broker of figures 10 and 11 needs Java; BENCH_PEER=0 BENCH_REMOTE=0 skips them" >&2
+        echo "the Kafka broker of figures 10 and 11 needs Java;" \
+            "BENCH_PEER=0 BENCH_REMOTE=0 skips them" >&2
         exit 2
     fi
     if ! command -v kcat >/dev/null; then
@@ -531,11 +533,12 @@ if ((${#CODECS[@]})); then
     fi
     for c in uncompressed "${CODECS[@]}"; do
         leo=$(cat "$MNT2/c-$c/0/log-end-offset")
-        [ "$leo" = "$BULK_LINES" ] || { echo "c-$c: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
-        cmp "$MNT2/c-$c/0/by-offset/0" "$BULK" >&2 || { echo "c-$c: by-offset/0 differs from what was appended" >&2; exit 1; }
+        [ "$leo" = "$BULK_LINES" ] || die "c-$c: log end offset $leo, expected $BULK_LINES"
+        cmp "$MNT2/c-$c/0/by-offset/0" "$BULK" >&2 \
+            || die "c-$c: by-offset/0 differs from what was appended"
         check_codec "$LOGC/c-$c-0" "$c"
         grep -qx "compression.type=$c" "$MNT2/c-$c/config" || [ "$c" = uncompressed ] \
-            || { echo "c-$c: config does not show compression.type=$c" >&2; exit 1; }
+            || die "c-$c: config does not show compression.type=$c"
         record "comp.bytes.$c" 0 "$(file_size "$LOGC/c-$c-0"/*.log)"
     done
     record comp.read.bytes 0 "$BULK_BYTES"
@@ -585,12 +588,15 @@ if [ "$BROKER_NEEDED" = 1 ]; then
         echo warm | "${KCAT_P[@]}" -t warmup 2>>"$WORK/kcat.log" && break
         sleep 1
     done
-    [ "$(kcat_end warmup)" -ge 1 ] || { echo "kcat could not produce to the broker" >&2; exit 1; }
+    [ "$(kcat_end warmup)" -ge 1 ] || die "kcat could not produce to the broker"
 fi
 
 # lookup_offsets SEED N MAX: N random offsets below MAX, one a line.
 lookup_offsets() {
-    python3 -c 'import random, sys; r = random.Random(int(sys.argv[1])); print("\n".join(str(r.randrange(int(sys.argv[3]))) for _ in range(int(sys.argv[2]))))' "$@"
+    python3 -c '
+import random, sys
+r = random.Random(int(sys.argv[1]))
+print("\n".join(str(r.randrange(int(sys.argv[3]))) for _ in range(int(sys.argv[2]))))' "$@"
 }
 # check_lookups OFFSETS OUT: line k of OUT is the record at the offset on line k of OFFSETS
 # (its first 19 characters are that offset, and it has all 99 bytes of the line).
@@ -624,17 +630,17 @@ if [ "$PEER" = 1 ]; then
         record peer.append.kcat "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
         local end
         end=$(kcat_end "peer-$1")
-        [ "$end" = "$BULK_LINES" ] || { echo "peer-$1: kcat produced $end records, expected $BULK_LINES" >&2; exit 1; }
+        [ "$end" = "$BULK_LINES" ] || die "peer-$1: kcat produced $end records, expected $BULK_LINES"
     }
     alternate peer_append_topicfs peer_append_kcat
     leo=$(cat "$MNT2/peer/0/log-end-offset")
-    [ "$leo" = "$BULK_LINES" ] || { echo "peer: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
+    [ "$leo" = "$BULK_LINES" ] || die "peer: log end offset $leo, expected $BULK_LINES"
 
     PEER_T=peer-$RUNS
     # Both read back exactly the file: the same records, in the same order.
     "${KCAT_C[@]}" -t "$PEER_T" -o beginning -e | cmp - "$BULK" >&2 \
-        || { echo "kcat -C of $PEER_T differs from the file produced" >&2; exit 1; }
-    cmp "$MNT2/peer/0/by-offset/0" "$BULK" >&2 || { echo "peer: by-offset/0 differs from the file" >&2; exit 1; }
+        || die "kcat -C of $PEER_T differs from the file produced"
+    cmp "$MNT2/peer/0/by-offset/0" "$BULK" >&2 || die "peer: by-offset/0 differs from the file"
     record peer.read.records 0 "$BULK_LINES"
     peer_read_topicfs() {
         local t0 t1
@@ -657,7 +663,8 @@ if [ "$PEER" = 1 ]; then
         t0=$(now)
         for n in "${offs[@]}"; do head -n1 "$MNT2/peer/0/by-offset/$n"; done >"$WORK/peer-lookups"
         t1=$(now)
-        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" || { echo "peer lookups (topicfs) returned other records" >&2; exit 1; }
+        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" \
+            || die "peer lookups (topicfs) returned other records"
         record peer.lookup.topicfs "$1" "$(div "$PEER_LOOKUPS" "$(elapsed "$t0" "$t1")")"
     }
     peer_lookup_kcat() {
@@ -667,7 +674,8 @@ if [ "$PEER" = 1 ]; then
         t0=$(now)
         for n in "${offs[@]}"; do "${KCAT_C[@]}" -t "$PEER_T" -o "$n" -c 1 -e; done >"$WORK/peer-lookups"
         t1=$(now)
-        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" || { echo "peer lookups (kcat) returned other records" >&2; exit 1; }
+        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" \
+            || die "peer lookups (kcat) returned other records"
         record peer.lookup.kcat "$1" "$(div "$PEER_LOOKUPS" "$(elapsed "$t0" "$t1")")"
     }
     alternate peer_lookup_topicfs peer_lookup_kcat
@@ -701,7 +709,7 @@ if [ "$REMOTE" = 1 ]; then
         record remote.append.topicfs "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
         local leo
         leo=$(cat "$RMNT/rt-$1/0/log-end-offset")
-        [ "$leo" = "$REMOTE_LINES" ] || { echo "rt-$1: log end offset $leo, expected $REMOTE_LINES" >&2; exit 1; }
+        [ "$leo" = "$REMOTE_LINES" ] || die "rt-$1: log end offset $leo, expected $REMOTE_LINES"
     }
     remote_append_kcat() {
         kcat_topic "rk-$1"
@@ -713,15 +721,15 @@ if [ "$REMOTE" = 1 ]; then
         record remote.append.kcat "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
         local end
         end=$(kcat_end "rk-$1")
-        [ "$end" = "$REMOTE_LINES" ] || { echo "rk-$1: kcat produced $end records, expected $REMOTE_LINES" >&2; exit 1; }
+        [ "$end" = "$REMOTE_LINES" ] || die "rk-$1: kcat produced $end records, expected $REMOTE_LINES"
     }
     alternate remote_append_topicfs remote_append_kcat
     # Both read the same topic of the broker: the one the mount wrote last.
     RT=rt-$RUNS
-    [ "$(kcat_end "$RT")" = "$REMOTE_LINES" ] || { echo "$RT: kcat sees another log end" >&2; exit 1; }
+    [ "$(kcat_end "$RT")" = "$REMOTE_LINES" ] || die "$RT: kcat sees another log end"
     "${KCAT_C[@]}" -t "$RT" -o beginning -e | cmp - "$RFILE" >&2 \
-        || { echo "kcat -C of $RT differs from the file appended through the mount" >&2; exit 1; }
-    cmp "$RMNT/$RT/0/by-offset/0" "$RFILE" >&2 || { echo "$RT: remote by-offset/0 differs from the file" >&2; exit 1; }
+        || die "kcat -C of $RT differs from the file appended through the mount"
+    cmp "$RMNT/$RT/0/by-offset/0" "$RFILE" >&2 || die "$RT: remote by-offset/0 differs from the file"
     remote_read_topicfs() {
         local t0 t1
         t0=$(now); cat "$RMNT/$RT/0/by-offset/0" >/dev/null; t1=$(now)
