@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of a topicfs mount against its ceilings on the same machine: a plain
-# file on the log dir's disk (bulk appends, reads) and a do-nothing FUSE file (per-request
-# cost). Each figure alternates topicfs and its ceiling for BENCH_RUNS runs; the report prints
-# medians and ratios and writes bench/results.md (Markdown table), bench/results.svg (plot)
-# and bench/results.tsv (every measurement).
+# file on the log dir's disk (bulk appends, reads), a do-nothing FUSE file (per-request cost),
+# the same data compressed (lz4, zstd), and a peer: a Kafka broker fed and read by kcat, also
+# through a remote-mode topicfs mount of that broker. Each figure alternates topicfs and what it
+# is compared with for BENCH_RUNS runs; the report prints medians and ratios and writes
+# bench/results.md (Markdown table), bench/results.svg (plot) and bench/results.tsv (every
+# measurement).
 #
-#   bench/run.sh                  full run (about 10 minutes on 2 cores)
-#   BENCH_QUICK=1 bench/run.sh    smaller sizes, under 2 minutes
+#   bench/run.sh                  full run (about 15 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh    smaller sizes, a few minutes
 #
 # Environment (defaults: full / quick):
 #   BENCH_RUNS=3              runs of each side of each figure
-#   BENCH_BULK_MB=256/64      figures 1 and 4: file of 100-byte lines appended, then read
+#   BENCH_BULK_MB=256/64      figures 1, 4, 9-11: file of 100-byte lines appended, then read
 #   BENCH_SMALL_N=200000/20000   figure 2: one-line writes on one open file
 #   BENCH_ECHO_N=20000/2000   figure 3: `echo line >> append` iterations
 #   BENCH_LOOKUP_BIG=4000000  figure 5: records of the big log (the small one has 20000)
 #   BENCH_LOOKUPS=2000/300    figure 5: random lookups per run
 #   BENCH_PAR_MB=256/32       figure 6: MiB each writer appends
 #   BENCH_PARTITIONS=1000 BENCH_SEGMENTS=10   figures 7 and 8: the generated log dir
+#   BENCH_CODECS="lz4 zstd"   figure 9: compression.type values against uncompressed ("" skips)
+#   BENCH_PEER=1              figure 10: a Kafka broker (interop/broker.sh, Java) and kcat on
+#                             the same data; 0 skips it (when Java is absent)
+#   BENCH_PEER_LOOKUPS=200/50 figure 10: lookups per run, one process each
+#   BENCH_REMOTE=1            figure 11: a remote-mode mount of that broker against kcat; 0 skips
+#   BENCH_REMOTE_MB=BULK_MB   figure 11: MiB appended and read through the remote mount
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
 #   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
 #   BENCH_OUT=bench           where results.{md,svg,tsv} are written
-# Everything runs on local files; every mount is unmounted and every daemon ended on exit.
+# kcat is installed with apt-get when missing and the broker is needed. Every mount is
+# unmounted, every daemon ended and the broker stopped on exit, also on Ctrl-C.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,11 +50,32 @@ SEGMENTS=${BENCH_SEGMENTS:-10}
 THREADS=${BENCH_THREADS:-4}
 TMPBASE=${BENCH_TMPDIR:-/var/tmp}
 OUTDIR=${BENCH_OUT:-$HERE}
+read -r -a CODECS <<<"${BENCH_CODECS-lz4 zstd}"
+PEER=${BENCH_PEER:-1}
+PEER_LOOKUPS=${BENCH_PEER_LOOKUPS:-$(pick 200 50)}
+REMOTE=${BENCH_REMOTE:-1}
+REMOTE_MB=${BENCH_REMOTE_MB:-$BULK_MB}
 
 TOPICFS=$ROOT/target/release/topicfs
 NULLFS=$ROOT/target/release/examples/bench_nullfs
 
 say() { printf '== %s\n' "$*" >&2; }
+die() { printf '%s\n' "$*" >&2; exit 1; }
+
+BROKER_NEEDED=0
+if [ "$PEER" = 1 ] || [ "$REMOTE" = 1 ]; then BROKER_NEEDED=1; fi
+if [ "$BROKER_NEEDED" = 1 ]; then
+    if ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" >/dev/null; then
+        echo "the Kafka broker of figures 10 and 11 needs Java;" \
+            "BENCH_PEER=0 BENCH_REMOTE=0 skips them" >&2
+        exit 2
+    fi
+    if ! command -v kcat >/dev/null; then
+        say "installing kcat"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+    fi
+fi
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
     say "building (release)"
@@ -57,6 +87,7 @@ RES=$WORK/results.tsv
 : >"$RES"
 MOUNTS=()
 PIDS=()
+BROKER_DIR=
 
 is_mounted() { mountpoint -q "$1" 2>/dev/null; }
 # Only a daemon this script started, still running under its own name, is ever signalled.
@@ -91,6 +122,8 @@ cleanup() {
             wait_exit "$p" 10 || kill -KILL "$p" 2>/dev/null
         fi
     done
+    # The broker goes last: a remote mount's daemon may still talk to it while it shuts down.
+    if [ -n "$BROKER_DIR" ]; then "$ROOT/interop/broker.sh" stop "$BROKER_DIR" >&2; fi
     if [ "${BENCH_KEEP:-0}" = 1 ]; then
         say "kept $WORK"
     else
@@ -165,8 +198,24 @@ mkdir -p "$PLAIN"
 LINE=$(printf '%099d' 0)
 BULK_LINES=$((BULK_MB * 1048576 / 100))
 BULK=$WORK/bulk.txt
-{ yes "$LINE" || true; } | head -n "$BULK_LINES" >"$BULK"
+# gen_lines FILE N: N 100-byte lines, line i is i (19 digits), a space, 79 random hex digits
+# and a newline: every record can be told from the others (lookups check which one they got),
+# and the data compresses about as much as text does (hex: 4 bits of entropy per byte).
+gen_lines() {
+    python3 - "$1" "$2" <<'PYEOF'
+import os, sys
+n = int(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    for start in range(0, n, 10000):
+        end = min(n, start + 10000)
+        h = os.urandom(40 * (end - start)).hex()
+        f.write("".join(f"{i:019d} {h[80 * (i - start):80 * (i - start) + 79]}\n"
+                        for i in range(start, end)))
+PYEOF
+}
+gen_lines "$BULK" "$BULK_LINES"
 BULK_BYTES=$(file_size "$BULK")
+[ "$BULK_BYTES" = $((BULK_LINES * 100)) ] || { echo "bulk file: $BULK_BYTES bytes" >&2; exit 1; }
 
 # Its file reads as BULK_BYTES zeros: the ceiling of a FUSE read stream of the same length.
 "$NULLFS" "$NMNT" "$THREADS" "$BULK_BYTES" 2>"$WORK/nullfs.log" &
@@ -181,6 +230,13 @@ alternate() {
     local r
     for ((r = 1; r <= RUNS; r++)); do
         if ((r % 2)); then "$1" "$r"; "$2" "$r"; else "$2" "$r"; "$1" "$r"; fi
+    done
+}
+# The same for three: run r starts with the ((r - 1) % 3)-th and goes round.
+alternate3() {
+    local r i fs=("$1" "$2" "$3")
+    for ((r = 1; r <= RUNS; r++)); do
+        for ((i = 0; i < 3; i++)); do "${fs[(r - 1 + i) % 3]}" "$r"; done
     done
 }
 
@@ -201,11 +257,13 @@ bulk_plain() {
     t0=$(now); cat "$BULK" >"$PLAIN/bulk.out"; t1=$(now)
     record bulk.plain "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
 }
-alternate bulk_topicfs bulk_plain
-for ((r = 1; r <= RUNS; r++)); do
+bulk_null() {
+    sync
+    local t0 t1
     t0=$(now); cat "$BULK" >"$NMNT/null"; t1=$(now)
-    record bulk.nullfs "$r" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
-done
+    record bulk.nullfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+}
+alternate3 bulk_topicfs bulk_plain bulk_null
 leo=$(cat "$MNT/bulk/0/log-end-offset")
 [ "$leo" = "$BULK_LINES" ] || { echo "bulk: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
 
@@ -258,11 +316,12 @@ read_raw() {
     t0=$(now); cat "${LOG_FILES[@]}" >/dev/null; t1=$(now)
     record read.raw "$1" "$(elapsed "$t0" "$t1")"
 }
-alternate read_topicfs read_raw
-for ((r = 1; r <= RUNS; r++)); do
+read_null() {
+    local t0 t1
     t0=$(now); cat "$NMNT/null" >/dev/null; t1=$(now)
-    record read.nullfs "$r" "$(elapsed "$t0" "$t1")"
-done
+    record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
+}
+alternate3 read_topicfs read_null read_raw
 record read.topicfs_bytes 0 "$BULK_BYTES"
 record read.raw_bytes 0 "$LOG_BYTES"
 
@@ -414,6 +473,276 @@ if [ "$QUICK" != 1 ] || [ "${BENCH_UNCLEAN_SEGMENTS:-0}" = 1 ]; then
     say "7. unclean mount of the $SEGS_TOTAL-segment log dir"
     make_unclean "$LOGB"
     timed_mount recover.segments 1 "$LOGB"
+fi
+
+# Figures 9 to 11 use a log dir of their own, so the recovery figure above keeps its data.
+LOGC=$WORK/logs2
+MNT2=$WORK/mnt2
+mkdir -p "$LOGC"
+mount_topicfs extra "$MNT2" "$LOGC"
+EXTRA_PID=$TFS_PID
+
+# check_codec DIR CODEC: the first batch of DIR's first segment has attributes & 7 == CODEC's
+# id in Kafka's record batch format (0 none, 3 lz4, 4 zstd), read from the bytes on disk.
+check_codec() {
+    python3 - "$1" "$2" <<'PYEOF'
+import glob, struct, sys
+ids = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+seg = sorted(glob.glob(sys.argv[1] + "/*.log"))[0]
+with open(seg, "rb") as f:
+    head = f.read(23)
+magic, attrs = head[16], struct.unpack(">h", head[21:23])[0]
+if magic != 2 or attrs & 7 != ids[sys.argv[2]]:
+    sys.exit(f"{seg}: magic {magic}, attributes {attrs:#x}, expected codec {sys.argv[2]}")
+PYEOF
+}
+
+# ---- 9. compressed topics ------------------------------------------------------------------
+if ((${#CODECS[@]})); then
+    say "9. compressed topics: bulk append and sequential read, ${CODECS[*]} vs uncompressed"
+    # A topic per codec: c-uncompressed (the default, compression.type=producer: lines are
+    # written uncompressed), c-lz4, c-zstd.
+    comp_topic() { # CODEC: a new topic with that compression.type
+        local t=$MNT2/c-$1
+        if [ -d "$t" ]; then rmdir "$t"; fi
+        mkdir "$t"
+        if [ "$1" != uncompressed ]; then echo "compression.type=$1" >>"$t/config"; fi
+    }
+    comp_append() { # CODEC RUN
+        local t0 t1
+        comp_topic "$1"
+        sync
+        t0=$(now); cat "$BULK" >>"$MNT2/c-$1/0/append"; t1=$(now)
+        record "comp.append.$1" "$2" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    comp_read() { # CODEC RUN
+        local t0 t1
+        t0=$(now); cat "$MNT2/c-$1/0/by-offset/0" >/dev/null; t1=$(now)
+        record "comp.read.$1" "$2" "$(elapsed "$t0" "$t1")"
+    }
+    for c in "${CODECS[@]}"; do
+        eval "comp_append_$c() { comp_append $c \"\$1\"; }; comp_read_$c() { comp_read $c \"\$1\"; }"
+    done
+    comp_append_uncompressed() { comp_append uncompressed "$1"; }
+    comp_read_uncompressed() { comp_read uncompressed "$1"; }
+    # Each codec against uncompressed, alternating (two codecs: three sides going round).
+    if ((${#CODECS[@]} == 2)); then
+        alternate3 comp_append_uncompressed "comp_append_${CODECS[0]}" "comp_append_${CODECS[1]}"
+    else
+        for c in "${CODECS[@]}"; do alternate comp_append_uncompressed "comp_append_$c"; done
+    fi
+    for c in uncompressed "${CODECS[@]}"; do
+        leo=$(cat "$MNT2/c-$c/0/log-end-offset")
+        [ "$leo" = "$BULK_LINES" ] || die "c-$c: log end offset $leo, expected $BULK_LINES"
+        cmp "$MNT2/c-$c/0/by-offset/0" "$BULK" >&2 \
+            || die "c-$c: by-offset/0 differs from what was appended"
+        check_codec "$LOGC/c-$c-0" "$c"
+        grep -qx "compression.type=$c" "$MNT2/c-$c/config" || [ "$c" = uncompressed ] \
+            || die "c-$c: config does not show compression.type=$c"
+        record "comp.bytes.$c" 0 "$(file_size "$LOGC/c-$c-0"/*.log)"
+    done
+    record comp.read.bytes 0 "$BULK_BYTES"
+    if ((${#CODECS[@]} == 2)); then
+        alternate3 comp_read_uncompressed "comp_read_${CODECS[0]}" "comp_read_${CODECS[1]}"
+    else
+        for c in "${CODECS[@]}"; do alternate comp_read_uncompressed "comp_read_$c"; done
+    fi
+    for c in uncompressed "${CODECS[@]}"; do rmdir "$MNT2/c-$c"; done
+fi
+
+# ---- the broker of figures 10 and 11 -------------------------------------------------------
+if [ "$BROKER_NEEDED" = 1 ]; then
+    say "starting a Kafka broker (interop/broker.sh) on $TMPBASE"
+    BROKER_DIR=$WORK/kafka
+    # Generous start-up time: the JVM starts slowly on a loaded machine.
+    BOOT=$(TOPICFS_BROKER_PORT=0 TOPICFS_BROKER_MAX_SECONDS=${BENCH_BROKER_MAX_SECONDS:-7200} \
+        TOPICFS_BROKER_START_TIMEOUT=${TOPICFS_BROKER_START_TIMEOUT:-240} \
+        "$ROOT/interop/broker.sh" start "$BROKER_DIR" 2>"$WORK/broker-start.log") \
+        || { cat "$WORK/broker-start.log" >&2; exit 1; }
+    grep -v '^$' "$WORK/broker-start.log" >&2 || true
+    # A durable producer: every record acknowledged by all in-sync replicas, idempotent (what a
+    # remote mount's appends do).
+    KCAT_P=(kcat -b "$BOOT" -P -p 0 -X acks=all -X enable.idempotence=true)
+    KCAT_C=(kcat -b "$BOOT" -C -p 0 -q)
+    # kcat_topic T: creates T on the broker (a metadata request; the broker auto-creates
+    # topics) and waits until its partition 0 has a leader.
+    kcat_topic() {
+        local i
+        for ((i = 0; i < 100; i++)); do
+            kcat -b "$BOOT" -L -t "$1" 2>/dev/null | grep -q 'partition 0, leader 1' && return 0
+            sleep 0.2
+        done
+        echo "topic $1 was not created on the broker" >&2
+        return 1
+    }
+    # kcat_end T: the offset after the last record of T's partition 0.
+    kcat_end() {
+        local last
+        last=$("${KCAT_C[@]}" -t "$1" -o -1 -c 1 -e -f '%o\n')
+        echo $((last + 1))
+    }
+    # The first idempotent producer waits for the broker's transaction coordinator to load:
+    # once here, not inside a timed run.
+    kcat_topic warmup
+    for i in $(seq 60); do
+        echo warm | "${KCAT_P[@]}" -t warmup 2>>"$WORK/kcat.log" && break
+        sleep 1
+    done
+    [ "$(kcat_end warmup)" -ge 1 ] || die "kcat could not produce to the broker"
+fi
+
+# lookup_offsets SEED N MAX: N random offsets below MAX, one a line.
+lookup_offsets() {
+    python3 -c '
+import random, sys
+r = random.Random(int(sys.argv[1]))
+print("\n".join(str(r.randrange(int(sys.argv[3]))) for _ in range(int(sys.argv[2]))))' "$@"
+}
+# check_lookups OFFSETS OUT: line k of OUT is the record at the offset on line k of OFFSETS
+# (its first 19 characters are that offset, and it has all 99 bytes of the line).
+check_lookups() {
+    awk 'NR == FNR { want[FNR] = sprintf("%019d", $1); n = FNR; next }
+         { got++
+           if (substr($0, 1, 19) != want[FNR] || length($0) != 99) {
+               if (++bad <= 5) print "lookup " FNR ": got " substr($0, 1, 19) " (" length($0) " bytes), want " want[FNR]
+           } }
+         END { if (got != n) { print got + 0 " records for " n " lookups"; bad++ } exit (bad ? 1 : 0) }' "$1" "$2" >&2
+}
+
+# ---- 10. peer: a Kafka broker and kcat -------------------------------------------------------
+if [ "$PEER" = 1 ]; then
+    say "10. peer: kcat and a Kafka broker on the same data, as whole processes"
+    peer_append_topicfs() {
+        if [ -d "$MNT2/peer" ]; then rmdir "$MNT2/peer"; fi
+        mkdir "$MNT2/peer"
+        sync
+        local t0 t1
+        t0=$(now); cat "$BULK" >>"$MNT2/peer/0/append"; t1=$(now)
+        record peer.append.topicfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    peer_append_kcat() {
+        kcat_topic "peer-$1"
+        sync
+        local t0 t1
+        t0=$(now)
+        "${KCAT_P[@]}" -t "peer-$1" <"$BULK" 2>>"$WORK/kcat.log" || { tail -5 "$WORK/kcat.log" >&2; exit 1; }
+        t1=$(now)
+        record peer.append.kcat "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+        local end
+        end=$(kcat_end "peer-$1")
+        [ "$end" = "$BULK_LINES" ] || die "peer-$1: kcat produced $end records, expected $BULK_LINES"
+    }
+    alternate peer_append_topicfs peer_append_kcat
+    leo=$(cat "$MNT2/peer/0/log-end-offset")
+    [ "$leo" = "$BULK_LINES" ] || die "peer: log end offset $leo, expected $BULK_LINES"
+
+    PEER_T=peer-$RUNS
+    # Both read back exactly the file: the same records, in the same order.
+    "${KCAT_C[@]}" -t "$PEER_T" -o beginning -e | cmp - "$BULK" >&2 \
+        || die "kcat -C of $PEER_T differs from the file produced"
+    cmp "$MNT2/peer/0/by-offset/0" "$BULK" >&2 || die "peer: by-offset/0 differs from the file"
+    record peer.read.records 0 "$BULK_LINES"
+    peer_read_topicfs() {
+        local t0 t1
+        t0=$(now); cat "$MNT2/peer/0/by-offset/0" >/dev/null; t1=$(now)
+        record peer.read.topicfs "$1" "$(elapsed "$t0" "$t1")"
+    }
+    peer_read_kcat() {
+        local t0 t1
+        t0=$(now); "${KCAT_C[@]}" -t "$PEER_T" -o beginning -e >/dev/null; t1=$(now)
+        record peer.read.kcat "$1" "$(elapsed "$t0" "$t1")"
+    }
+    alternate peer_read_topicfs peer_read_kcat
+    record peer.read.bytes 0 "$BULK_BYTES"
+
+    # Each lookup a process of its own: `head -n1 by-offset/N` against `kcat -C -o N -c 1`.
+    peer_lookup_topicfs() {
+        local t0 t1 n
+        lookup_offsets "$1" "$PEER_LOOKUPS" "$BULK_LINES" >"$WORK/peer-offsets"
+        mapfile -t offs <"$WORK/peer-offsets"
+        t0=$(now)
+        for n in "${offs[@]}"; do head -n1 "$MNT2/peer/0/by-offset/$n"; done >"$WORK/peer-lookups"
+        t1=$(now)
+        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" \
+            || die "peer lookups (topicfs) returned other records"
+        record peer.lookup.topicfs "$1" "$(div "$PEER_LOOKUPS" "$(elapsed "$t0" "$t1")")"
+    }
+    peer_lookup_kcat() {
+        local t0 t1 n
+        lookup_offsets "$1" "$PEER_LOOKUPS" "$BULK_LINES" >"$WORK/peer-offsets"
+        mapfile -t offs <"$WORK/peer-offsets"
+        t0=$(now)
+        for n in "${offs[@]}"; do "${KCAT_C[@]}" -t "$PEER_T" -o "$n" -c 1 -e; done >"$WORK/peer-lookups"
+        t1=$(now)
+        check_lookups "$WORK/peer-offsets" "$WORK/peer-lookups" \
+            || die "peer lookups (kcat) returned other records"
+        record peer.lookup.kcat "$1" "$(div "$PEER_LOOKUPS" "$(elapsed "$t0" "$t1")")"
+    }
+    alternate peer_lookup_topicfs peer_lookup_kcat
+    rmdir "$MNT2/peer"
+fi
+unmount "$MNT2" "$EXTRA_PID"
+
+# ---- 11. remote mode -----------------------------------------------------------------------
+if [ "$REMOTE" = 1 ]; then
+    say "11. remote mode: a topicfs mount of the broker against kcat on it"
+    REMOTE_LINES=$((REMOTE_MB * 1048576 / 100))
+    RFILE=$BULK
+    if [ "$REMOTE_LINES" != "$BULK_LINES" ]; then
+        RFILE=$WORK/remote.txt
+        gen_lines "$RFILE" "$REMOTE_LINES"
+    fi
+    REMOTE_BYTES=$(file_size "$RFILE")
+    RMNT=$WORK/rmnt
+    mkdir -p "$RMNT"
+    "$TOPICFS" mount "$RMNT" --bootstrap-servers "$BOOT" --fuse-threads "$THREADS" \
+        --pid-file "$WORK/remote.pid" --log-file "$WORK/remote.log" \
+        || { tail -5 "$WORK/remote.log" >&2; exit 1; }
+    REMOTE_PID=$(cat "$WORK/remote.pid")
+    PIDS+=("$REMOTE_PID")
+    MOUNTS+=("$RMNT")
+    remote_append_topicfs() {
+        mkdir "$RMNT/rt-$1"
+        sync
+        local t0 t1
+        t0=$(now); cat "$RFILE" >>"$RMNT/rt-$1/0/append"; t1=$(now)
+        record remote.append.topicfs "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
+        local leo
+        leo=$(cat "$RMNT/rt-$1/0/log-end-offset")
+        [ "$leo" = "$REMOTE_LINES" ] || die "rt-$1: log end offset $leo, expected $REMOTE_LINES"
+    }
+    remote_append_kcat() {
+        kcat_topic "rk-$1"
+        sync
+        local t0 t1
+        t0=$(now)
+        "${KCAT_P[@]}" -t "rk-$1" <"$RFILE" 2>>"$WORK/kcat.log" || { tail -5 "$WORK/kcat.log" >&2; exit 1; }
+        t1=$(now)
+        record remote.append.kcat "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
+        local end
+        end=$(kcat_end "rk-$1")
+        [ "$end" = "$REMOTE_LINES" ] || die "rk-$1: kcat produced $end records, expected $REMOTE_LINES"
+    }
+    alternate remote_append_topicfs remote_append_kcat
+    # Both read the same topic of the broker: the one the mount wrote last.
+    RT=rt-$RUNS
+    [ "$(kcat_end "$RT")" = "$REMOTE_LINES" ] || die "$RT: kcat sees another log end"
+    "${KCAT_C[@]}" -t "$RT" -o beginning -e | cmp - "$RFILE" >&2 \
+        || die "kcat -C of $RT differs from the file appended through the mount"
+    cmp "$RMNT/$RT/0/by-offset/0" "$RFILE" >&2 || die "$RT: remote by-offset/0 differs from the file"
+    remote_read_topicfs() {
+        local t0 t1
+        t0=$(now); cat "$RMNT/$RT/0/by-offset/0" >/dev/null; t1=$(now)
+        record remote.read.topicfs "$1" "$(elapsed "$t0" "$t1")"
+    }
+    remote_read_kcat() {
+        local t0 t1
+        t0=$(now); "${KCAT_C[@]}" -t "$RT" -o beginning -e >/dev/null; t1=$(now)
+        record remote.read.kcat "$1" "$(elapsed "$t0" "$t1")"
+    }
+    alternate remote_read_topicfs remote_read_kcat
+    record remote.read.bytes 0 "$REMOTE_BYTES"
+    unmount "$RMNT" "$REMOTE_PID"
 fi
 
 unmount "$NMNT" "$NULL_PID"
