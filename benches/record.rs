@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use topicfs::record::{BatchBuilder, BatchOptions, BatchView, RecordInput};
+use topicfs::record::{BatchBuilder, BatchOptions, BatchView, Compression, RecordInput};
 
 /// One 100-byte line (the value of one record).
 const VALUE: &[u8; 100] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz.!";
@@ -137,6 +137,53 @@ fn crc(c: &mut Criterion) {
     g.finish();
 }
 
+/// 128 KiB of records region as a bulk append makes it: numbered lines of random hex (as
+/// `bench/run.sh` appends), compressed and decompressed with every codec. Throughput is in
+/// uncompressed bytes.
+fn codec(c: &mut Criterion) {
+    use topicfs::record::compression::{compress, decompress};
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut input = Vec::with_capacity(128 * 1024);
+    let mut i = 0u64;
+    while input.len() < 128 * 1024 {
+        input.extend_from_slice(format!("{i:019}").as_bytes());
+        for _ in 0..79 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            input.push(b"0123456789abcdef"[(x % 16) as usize]);
+        }
+        input.push(b'\n');
+        i += 1;
+    }
+    let mut g = c.benchmark_group("codec");
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let mut packed = Vec::new();
+        compress(codec, &input, &mut packed).unwrap();
+        let mut back = Vec::new();
+        decompress(codec, &packed, &mut back).unwrap();
+        assert_eq!(back, input);
+        g.bench_function(format!("compress_{}_128KiB", codec.name()), |b| {
+            let mut out = Vec::new();
+            b.iter(|| {
+                out.clear();
+                compress(codec, black_box(&input), &mut out).unwrap();
+            })
+        });
+        g.bench_function(format!("decompress_{}_128KiB", codec.name()), |b| {
+            let mut out = Vec::new();
+            b.iter(|| decompress(codec, black_box(&packed), &mut out).unwrap())
+        });
+    }
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(20)
@@ -147,6 +194,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = encode, decode, crc
+    targets = encode, decode, crc, codec
 }
 criterion_main!(benches);

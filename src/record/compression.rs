@@ -126,10 +126,7 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
         Compression::Lz4 => {
             read_bounded(codec, lz4_flex::frame::FrameDecoder::new(input), out)?;
         }
-        Compression::Zstd => {
-            let d = zstd::stream::read::Decoder::new(input).map_err(|e| dec_err(codec, e))?;
-            read_bounded(codec, d, out)?;
-        }
+        Compression::Zstd => zstd_decompress(input, out).map_err(|e| dec_err(codec, e))?,
     }
     Ok(())
 }
@@ -162,13 +159,103 @@ pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> std::io:
             e.write_all(input)?;
             e.finish().map_err(std::io::Error::other)?;
         }
-        Compression::Zstd => {
-            let mut e = zstd::stream::write::Encoder::new(out, 3)?;
-            e.write_all(input)?;
-            e.finish()?;
-        }
+        Compression::Zstd => zstd_compress(input, out)?,
     }
     Ok(())
+}
+
+/// Kafka's default `compression.zstd.level`.
+const ZSTD_LEVEL: i32 = 3;
+
+thread_local! {
+    // One zstd context per thread, reused: creating one for each batch (its window and
+    // tables) cost more than compressing a 128 KiB batch.
+    static ZSTD_C: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { std::cell::RefCell::new(None) };
+    static ZSTD_D: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+fn zstd_error(code: usize) -> std::io::Error {
+    std::io::Error::other(zstd::zstd_safe::get_error_name(code))
+}
+
+/// One zstd frame of `input` (its size in the frame header), appended to `out`.
+fn zstd_compress(input: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end;
+    use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
+    ZSTD_C.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            let mut c = CCtx::try_create()
+                .ok_or_else(|| std::io::Error::other("cannot create a zstd context"))?;
+            c.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))
+                .map_err(zstd_error)?;
+            *slot = Some(c);
+        }
+        let c = slot.as_mut().expect("created above");
+        c.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+        c.set_pledged_src_size(Some(input.len() as u64))
+            .map_err(zstd_error)?;
+        out.reserve(zstd::zstd_safe::compress_bound(input.len()));
+        let mut inb = InBuffer::around(input);
+        loop {
+            let pos = out.len();
+            let left = {
+                let mut outb = OutBuffer::around_pos(out, pos);
+                c.compress_stream2(&mut outb, &mut inb, ZSTD_e_end)
+                    .map_err(zstd_error)?
+            };
+            if left == 0 {
+                return Ok(());
+            }
+            out.reserve(left);
+        }
+    })
+}
+
+/// Every zstd frame of `input` (Kafka's producers write one, without its size), appended to
+/// `out`, at most [`MAX_DECOMPRESSED`] bytes.
+fn zstd_decompress(input: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
+    ZSTD_D.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(
+                DCtx::try_create()
+                    .ok_or_else(|| std::io::Error::other("cannot create a zstd context"))?,
+            );
+        }
+        let d = slot.as_mut().expect("created above");
+        d.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+        let mut inb = InBuffer::around(input);
+        // A frame that states its size is decoded in one step.
+        let hint = zstd::zstd_safe::get_frame_content_size(input)
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+            .min(16 << 20);
+        out.reserve((hint as usize).max(input.len() * 4).max(4096));
+        loop {
+            if out.len() == out.capacity() {
+                out.reserve(out.len().max(64 * 1024));
+            }
+            let (in_before, out_before) = (inb.pos(), out.len());
+            let left = {
+                let mut outb = OutBuffer::around_pos(out, out_before);
+                d.decompress_stream(&mut outb, &mut inb)
+                    .map_err(zstd_error)?
+            };
+            if out.len() as u64 > MAX_DECOMPRESSED {
+                return Err(std::io::Error::other("decompressed records exceed 256 MiB"));
+            }
+            if left == 0 && inb.pos() == input.len() {
+                return Ok(());
+            }
+            // No progress with room left: the input ends inside a frame.
+            if inb.pos() == in_before && out.len() == out_before && out.len() < out.capacity() {
+                return Err(std::io::Error::other("truncated zstd frame"));
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -215,6 +302,36 @@ mod tests {
 #[cfg(test)]
 mod bomb_tests {
     use super::*;
+
+    #[test]
+    fn zstd_frames_without_size_several_frames_and_truncation() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 97) as u8).collect();
+        // A streamed frame, as Kafka's producers write it (no content size in its header).
+        let mut streamed = Vec::new();
+        let mut e = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+        e.write_all(&data).unwrap();
+        e.finish().unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&streamed)
+                .ok()
+                .flatten(),
+            None
+        );
+        let mut out = Vec::new();
+        decompress(Compression::Zstd, &streamed, &mut out).unwrap();
+        assert_eq!(out, data);
+        // Ours states its size; two frames back to back decode as one stream.
+        let mut two = Vec::new();
+        compress(Compression::Zstd, &data[..1000], &mut two).unwrap();
+        compress(Compression::Zstd, &data[1000..], &mut two).unwrap();
+        decompress(Compression::Zstd, &two, &mut out).unwrap();
+        assert_eq!(out, data);
+        // Cut short anywhere, or garbage: an error, never a hang or a partial success.
+        for cut in [1, 5, streamed.len() / 2, streamed.len() - 1] {
+            assert!(decompress(Compression::Zstd, &streamed[..cut], &mut out).is_err());
+        }
+        assert!(decompress(Compression::Zstd, b"not zstd at all", &mut out).is_err());
+    }
 
     #[test]
     fn a_block_claiming_gigabytes_is_refused_without_allocating() {
