@@ -286,6 +286,21 @@ impl FsState {
         }
     }
 
+    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
+    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
+        let open: Vec<Arc<OpenFile>> = self
+            .handles
+            .guard()
+            .values()
+            .filter(|of| of.ino == ino)
+            .cloned()
+            .collect();
+        open.iter().find_map(|of| match &*of.handle.guard() {
+            Handle::Segment(f) => Some(f.clone()),
+            _ => None,
+        })
+    }
+
     fn handle(&self, fh: u64) -> FsResult<Arc<OpenFile>> {
         match self.handles.guard().get(&fh) {
             Some(h) => Ok(h.clone()),

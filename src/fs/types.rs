@@ -60,12 +60,14 @@ impl Access {
     }
 }
 
-/// An opened file: its handle, and whether the kernel must bypass its page cache (every
-/// generated file: its bytes depend on when it is read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An opened file: its handle, whether the kernel must bypass its page cache (every
+/// generated file: its bytes depend on when it is read), and the real file whose bytes the
+/// open file shows unchanged (a `segments/` file), which the kernel may then read itself.
+#[derive(Debug, Clone)]
 pub struct Opened {
     pub fh: u64,
     pub direct_io: bool,
+    pub backing: Option<std::sync::Arc<std::fs::File>>,
 }
 
 /// What `df` shows: the log dirs' disks.
