@@ -2,8 +2,8 @@
 //! holding one file, `null`, whose writes are accepted and dropped and whose reads return
 //! READ_BYTES zero bytes in all (then end of file), without any work behind them.
 //! It is served the way topicfs serves its append files (same fuser, worker threads, cloned
-//! fds, 1 MiB max_write, direct I/O, zero attribute TTL), so the difference between the two
-//! is the work topicfs does per request.
+//! fds, 1 MiB max_write and st_blksize, direct I/O, zero attribute TTL), so the difference
+//! between the two is the work topicfs does per request.
 //!
 //! Usage: `bench_nullfs MOUNTPOINT [THREADS] [READ_BYTES]` (foreground; `umount MOUNTPOINT`
 //! ends it).
@@ -43,7 +43,8 @@ fn attr(ino: INodeNo) -> FileAttr {
         uid,
         gid,
         rdev: 0,
-        blksize: 4096,
+        // As topicfs's files: the largest request, so `cat` reads in requests that large.
+        blksize: if dir { 4096 } else { 1 << 20 },
         flags: 0,
     }
 }
