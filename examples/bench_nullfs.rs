@@ -2,8 +2,8 @@
 //! holding one file, `null`, whose writes are accepted and dropped and whose reads return
 //! READ_BYTES zero bytes in all (then end of file), without any work behind them.
 //! It is served the way topicfs serves its append files (same fuser, worker threads, cloned
-//! fds, 1 MiB max_write and st_blksize, direct I/O, zero attribute TTL), so the difference
-//! between the two is the work topicfs does per request.
+//! fds, 1 MiB max_write and st_blksize, direct I/O, no flush for read-only opens, zero
+//! attribute TTL), so the difference between the two is the work topicfs does per request.
 //!
 //! Usage: `bench_nullfs MOUNTPOINT [THREADS] [READ_BYTES]` (foreground; `umount MOUNTPOINT`
 //! ends it).
@@ -108,8 +108,14 @@ impl Filesystem for NullFs {
         reply.attr(&ttl(ino), &attr(ino));
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(1), FopenFlags::FOPEN_DIRECT_IO);
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        // As topicfs: a file opened only for reading gets no flush at close (its streams),
+        // one opened for writing does (its append files).
+        let mut fopen = FopenFlags::FOPEN_DIRECT_IO;
+        if flags.0 & libc::O_ACCMODE == libc::O_RDONLY {
+            fopen |= FopenFlags::FOPEN_NOFLUSH;
+        }
+        reply.opened(FileHandle(1), fopen);
     }
 
     fn read(

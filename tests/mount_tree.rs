@@ -227,3 +227,22 @@ fn files_report_the_largest_request_as_their_io_size() {
     );
     assert_eq!(m.ok("stat -c %o . t t/0/segments"), "4096\n4096\n4096\n");
 }
+
+#[test]
+fn no_extended_attributes() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo x >> t/0/append");
+    let out = m.ok(r#"python3 -c '
+import errno, os
+for p in ("t", "t/0/by-offset/0", "t/0/segments/00000000000000000000.log"):
+    assert os.listxattr(p) == [], p
+    try:
+        os.getxattr(p, "user.x")
+        print("present")
+    except OSError as e:
+        print("EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else errno.errorcode[e.errno])
+'"#);
+    assert_eq!(out, "EOPNOTSUPP\nEOPNOTSUPP\nEOPNOTSUPP\n");
+    // `ls -l` and the rest still work.
+    assert!(m.ok("ls -l t/0").contains("append"));
+}

@@ -340,11 +340,14 @@ impl Filesystem for TopicFs {
             .open(ino.0, Access::from_flags(flags.0), req.pid())
         {
             Ok(o) => {
-                let fopen = if o.direct_io {
+                let mut fopen = if o.direct_io {
                     FopenFlags::FOPEN_DIRECT_IO
                 } else {
                     FopenFlags::empty()
                 };
+                if !o.flush {
+                    fopen |= FopenFlags::FOPEN_NOFLUSH;
+                }
                 match &o.backing {
                     Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
                     None => reply.opened(FileHandle(o.fh), fopen),
@@ -493,7 +496,9 @@ impl Filesystem for TopicFs {
         _size: u32,
         reply: ReplyXattr,
     ) {
-        reply.error(Errno::from_i32(libc::ENODATA));
+        // ENOSYS: the kernel then knows there are no extended attributes and stops asking
+        // (`ls -l` asks for ACLs on every file); callers get EOPNOTSUPP.
+        reply.error(Errno::from_i32(libc::ENOSYS));
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {

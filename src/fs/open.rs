@@ -149,6 +149,7 @@ impl FsState {
         handle: Handle,
         pid: u32,
     ) -> FsResult<Opened> {
+        let flush = matches!(handle, Handle::Append(_) | Handle::Group(_));
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {
@@ -169,6 +170,7 @@ impl FsState {
             fh,
             direct_io: true,
             backing: None,
+            flush,
         })
     }
 }

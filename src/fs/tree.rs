@@ -151,6 +151,9 @@ impl FsState {
             // and it lives as long as its partition directory: cached like a directory, it
             // saves `echo >> append` its lookup.
             Kind::File if node.is_append() => DIR_TTL,
+            // A group's files likewise (size 0, their mode, the mount's time), and any valid
+            // group name exists as long as its topic.
+            Kind::File if matches!(node, Node::GroupFile(..)) => DIR_TTL,
             // Sizes and existence of other files change behind the kernel's back: never
             // cache them.
             Kind::File => Duration::ZERO,

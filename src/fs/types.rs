@@ -68,6 +68,9 @@ pub struct Opened {
     pub fh: u64,
     pub direct_io: bool,
     pub backing: Option<std::sync::Arc<std::fs::File>>,
+    /// Whether close(2) of it has work to do (a partial line to append, a group reader
+    /// leaving its group); the kernel sends no flush for the others.
+    pub flush: bool,
 }
 
 /// What `df` shows: the log dirs' disks.
