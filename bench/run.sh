@@ -260,7 +260,7 @@ read_raw() {
 }
 alternate read_topicfs read_raw
 for ((r = 1; r <= RUNS; r++)); do
-    t0=$(now); cat "$NMNT/null" >/dev/null; t1=$(now)
+    t0=$(now); cat "$NMNT/zero" >/dev/null; t1=$(now)
     record read.nullfs "$r" "$(elapsed "$t0" "$t1")"
 done
 record read.topicfs_bytes 0 "$BULK_BYTES"

@@ -19,7 +19,7 @@ use fuser::{
 };
 
 use super::types::{Access, Attr, Kind, ReadReply};
-use super::{FsResult, FsState, IO_SIZE, MAX_WRITE, report};
+use super::{FsResult, FsState, MAX_WRITE, report};
 use crate::sync::MutexExt;
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
@@ -150,10 +150,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         uid: a.uid,
         gid: a.gid,
         rdev: 0,
-        blksize: match a.kind {
-            Kind::Directory => 4096,
-            Kind::File => IO_SIZE,
-        },
+        blksize: a.io_size,
         flags: 0,
     }
 }

@@ -36,10 +36,10 @@ use types::{Attr, DirEntry, Kind, Statfs};
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
 
-/// The I/O size files report (`st_blksize`): the largest request the kernel sends (its
-/// default request limit, 256 pages, is 1 MiB too), so that tools sizing their buffers by it
-/// (`cat`, `cp`, Python's buffered files) read and write in requests that large instead of
-/// 128 KiB ones.
+/// The I/O size files but append files report (`st_blksize`): the largest request the
+/// kernel sends (its default request limit, 256 pages, is 1 MiB too), so that tools sizing
+/// their buffers by it (`cat`, `cp`, Python's buffered files) read in requests that large
+/// instead of 128 KiB ones.
 pub const IO_SIZE: u32 = MAX_WRITE;
 
 /// Attribute and entry lifetime of directories whose existence only changes through us.

@@ -22,6 +22,8 @@ pub struct Attr {
     pub gid: u32,
     /// atime, mtime, ctime and crtime.
     pub time: SystemTime,
+    /// The I/O size (`st_blksize`) tools size their buffers by.
+    pub io_size: u32,
 }
 
 /// One directory entry; `next` is the offset a later readdir continues from.
