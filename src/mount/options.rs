@@ -710,6 +710,14 @@ mod tests {
     }
 
     #[test]
+    fn passthrough_unless_refused() {
+        let d = dirs();
+        assert!(plan(&d, &[]).unwrap().passthrough);
+        assert!(!plan(&d, &["--no-passthrough"]).unwrap().passthrough);
+        assert!(!plan(&d, &["-o", "rw,no_passthrough"]).unwrap().passthrough);
+    }
+
+    #[test]
     fn log_dirs_in_o_are_colon_separated_and_the_long_option_wins() {
         let d = dirs();
         let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string()];
