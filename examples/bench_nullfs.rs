@@ -1,9 +1,11 @@
 //! A FUSE filesystem that does nothing, the per-request ceiling of `bench/run.sh`: a root
-//! holding one file, `null`, whose writes are accepted and dropped and whose reads return
-//! READ_BYTES zero bytes in all (then end of file), without any work behind them.
-//! It is served the way topicfs serves its append files (same fuser, worker threads, cloned
-//! fds, 1 MiB max_write, direct I/O, zero attribute TTL), so the difference between the two
-//! is the work topicfs does per request.
+//! holding two files, without any work behind them: `null`, whose writes are accepted and
+//! dropped, served the way topicfs serves its append files, and `zero`, whose reads return
+//! READ_BYTES zero bytes in all (then end of file), served the way topicfs serves its
+//! streams. Both as topicfs: same fuser, worker threads, cloned fds, 1 MiB max_write,
+//! direct I/O, zero attribute TTL; st_blksize 4096 for `null` and 1 MiB for `zero`; no flush
+//! at close for read-only opens. So the difference between the two is the work topicfs does
+//! per request.
 //!
 //! Usage: `bench_nullfs MOUNTPOINT [THREADS] [READ_BYTES]` (foreground; `umount MOUNTPOINT`
 //! ends it).
@@ -18,6 +20,7 @@ use fuser::{
 };
 
 const NULL_INO: INodeNo = INodeNo(2);
+const ZERO_INO: INodeNo = INodeNo(3);
 const DIR_TTL: Duration = Duration::from_secs(1);
 const FILE_TTL: Duration = Duration::ZERO;
 
@@ -43,7 +46,9 @@ fn attr(ino: INodeNo) -> FileAttr {
         uid,
         gid,
         rdev: 0,
-        blksize: 4096,
+        // As topicfs's streams: the largest request, so `cat` reads in requests that large;
+        // as its append files and directories: 4096.
+        blksize: if ino == ZERO_INO { 1 << 20 } else { 4096 },
         flags: 0,
     }
 }
@@ -74,6 +79,8 @@ impl Filesystem for NullFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent == INodeNo::ROOT && name == "null" {
             reply.entry(&FILE_TTL, &attr(NULL_INO), Generation(0));
+        } else if parent == INodeNo::ROOT && name == "zero" {
+            reply.entry(&FILE_TTL, &attr(ZERO_INO), Generation(0));
         } else {
             reply.error(Errno::ENOENT);
         }
@@ -81,7 +88,7 @@ impl Filesystem for NullFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match ino {
-            INodeNo::ROOT | NULL_INO => reply.attr(&ttl(ino), &attr(ino)),
+            INodeNo::ROOT | NULL_INO | ZERO_INO => reply.attr(&ttl(ino), &attr(ino)),
             _ => reply.error(Errno::ENOENT),
         }
     }
@@ -107,8 +114,14 @@ impl Filesystem for NullFs {
         reply.attr(&ttl(ino), &attr(ino));
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(1), FopenFlags::FOPEN_DIRECT_IO);
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        // As topicfs: a file opened only for reading gets no flush at close (its streams),
+        // one opened for writing does (its append files).
+        let mut fopen = FopenFlags::FOPEN_DIRECT_IO;
+        if flags.0 & libc::O_ACCMODE == libc::O_RDONLY {
+            fopen |= FopenFlags::FOPEN_NOFLUSH;
+        }
+        reply.opened(FileHandle(1), fopen);
     }
 
     fn read(
@@ -167,6 +180,7 @@ impl Filesystem for NullFs {
             (INodeNo::ROOT, FileType::Directory, "."),
             (INodeNo::ROOT, FileType::Directory, ".."),
             (NULL_INO, FileType::RegularFile, "null"),
+            (ZERO_INO, FileType::RegularFile, "zero"),
         ];
         for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
             if reply.add(ino, (i + 1) as u64, kind, name) {

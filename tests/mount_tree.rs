@@ -213,3 +213,38 @@ fn statfs_reports_the_log_dir_disk() {
     // df works on the mount.
     m.ok("df -P .");
 }
+
+#[test]
+fn files_report_the_largest_request_as_their_io_size() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo x >> t/0/append");
+    // `cat` and `cp` size their buffers by st_blksize: 1 MiB, the largest request, for files
+    // that are read; append files keep 4096 (`cat` then writes 128 KiB requests).
+    assert_eq!(
+        m.ok("stat -c %o t/0/by-offset/0 t/config t/0/segments/00000000000000000000.log"),
+        "1048576\n1048576\n1048576\n"
+    );
+    assert_eq!(
+        m.ok("stat -c %o . t t/0/segments t/0/append t/append.jsonl"),
+        "4096\n4096\n4096\n4096\n4096\n"
+    );
+}
+
+#[test]
+fn no_extended_attributes() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo x >> t/0/append");
+    let out = m.ok(r#"python3 -c '
+import errno, os
+for p in ("t", "t/0/by-offset/0", "t/0/segments/00000000000000000000.log"):
+    assert os.listxattr(p) == [], p
+    try:
+        os.getxattr(p, "user.x")
+        print("present")
+    except OSError as e:
+        print("EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else errno.errorcode[e.errno])
+'"#);
+    assert_eq!(out, "EOPNOTSUPP\nEOPNOTSUPP\nEOPNOTSUPP\n");
+    // `ls -l` and the rest still work.
+    assert!(m.ok("ls -l t/0").contains("append"));
+}

@@ -2,28 +2,129 @@
 //! converts its arguments, asks the core, and turns the answer into fuser's reply; errors
 //! were already logged by the core. This is the only file that uses fuser's types.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::sync::Arc;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags, PollNotifier, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags,
+    PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
 };
 
 use super::types::{Access, Attr, Kind, ReadReply};
 use super::{FsResult, FsState, MAX_WRITE, report};
+use crate::sync::MutexExt;
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
 pub struct TopicFs {
     state: Arc<FsState>,
+    /// Whether opens of files backed by a real file (`segments/`) are handed to the kernel
+    /// (FUSE passthrough: it then reads the real file itself, no request reaches us). Asked
+    /// for at mount, cleared when the kernel lacks it or refuses a backing file.
+    passthrough: AtomicBool,
+    backings: Mutex<Backings>,
+}
+
+/// The real files registered with the kernel for passthrough. The kernel takes one backing
+/// file per inode at a time, so the opens of an inode share one registration, kept until
+/// the last of them is released.
+#[derive(Default)]
+struct Backings {
+    by_ino: HashMap<u64, Backing>,
+    /// The inode of each passthrough open file.
+    ino_of: HashMap<u64, u64>,
+}
+
+struct Backing {
+    id: BackingId,
+    /// The real file's (device, inode).
+    file: (u64, u64),
+    opens: usize,
+}
+
+/// (device, inode) of a real file.
+fn identity(f: &File) -> std::io::Result<(u64, u64)> {
+    let md = f.metadata()?;
+    Ok((md.dev(), md.ino()))
 }
 
 impl TopicFs {
-    pub fn new(state: Arc<FsState>) -> TopicFs {
-        TopicFs { state }
+    /// `passthrough`: let the kernel read `segments/` files itself where it can.
+    pub fn new(state: Arc<FsState>, passthrough: bool) -> TopicFs {
+        TopicFs {
+            state,
+            passthrough: AtomicBool::new(passthrough),
+            backings: Mutex::new(Backings::default()),
+        }
+    }
+
+    /// Replies to the open of `ino` (handle `fh`, backed by `file`) with passthrough to the
+    /// real file when the kernel takes it; otherwise the daemon serves its reads.
+    fn open_backed(&self, ino: u64, fh: u64, file: &File, flags: FopenFlags, reply: ReplyOpen) {
+        let mut b = self.backings.guard();
+        if let Some(shared) = b.by_ino.get_mut(&ino) {
+            if identity(file).ok() == Some(shared.file) {
+                shared.opens += 1;
+                b.ino_of.insert(fh, ino);
+                log::debug!("open file {fh}: passthrough to the real file (shared)");
+                return reply.opened_passthrough(FileHandle(fh), flags, &b.by_ino[&ino].id);
+            }
+            // The core gives another file another inode (the cleaner's rewrite of a segment),
+            // so this is not expected; the kernel takes only one backing file per inode, and
+            // only passthrough opens of it: it is told to look the name up again.
+            let _ = self.state.release(fh);
+            log::info!("open of inode {ino}: its file changed under an open passthrough file");
+            return reply.error(Errno::from_i32(libc::ESTALE));
+        }
+        if !self.passthrough.load(Ordering::Acquire) {
+            return reply.opened(FileHandle(fh), flags);
+        }
+        let registered = identity(file).and_then(|key| Ok((key, reply.open_backing(file)?)));
+        match registered {
+            Ok((key, id)) => {
+                log::debug!("open file {fh}: passthrough to the real file");
+                reply.opened_passthrough(FileHandle(fh), flags, &id);
+                b.ino_of.insert(fh, ino);
+                b.by_ino.insert(
+                    ino,
+                    Backing {
+                        id,
+                        file: key,
+                        opens: 1,
+                    },
+                );
+            }
+            Err(e) => {
+                if self.passthrough.swap(false, Ordering::AcqRel) {
+                    log::warn!(
+                        "passthrough refused by the kernel ({e}): segments/ files are read through the daemon from now on"
+                    );
+                }
+                reply.opened(FileHandle(fh), flags)
+            }
+        }
+    }
+
+    /// The release of `fh`: the last open of an inode unregisters its backing file.
+    fn release_backing(&self, fh: u64) {
+        let mut b = self.backings.guard();
+        let Some(ino) = b.ino_of.remove(&fh) else {
+            return;
+        };
+        if let Some(shared) = b.by_ino.get_mut(&ino) {
+            shared.opens -= 1;
+            if shared.opens == 0 {
+                // Dropping the id closes it in the kernel.
+                b.by_ino.remove(&ino);
+            }
+        }
     }
 }
 
@@ -49,7 +150,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         uid: a.uid,
         gid: a.gid,
         rdev: 0,
-        blksize: 4096,
+        blksize: a.io_size,
         flags: 0,
     }
 }
@@ -96,6 +197,19 @@ impl Filesystem for TopicFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         if let Err(nearest) = config.set_max_write(MAX_WRITE) {
             let _ = config.set_max_write(nearest);
+        }
+        if self.passthrough.load(Ordering::Acquire) {
+            // Depth 1: the backing files are on a plain filesystem (not a stacked one such as
+            // overlayfs), and this mount may itself be stacked under one.
+            let taken = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+                && config.set_max_stack_depth(1).is_ok();
+            if !taken {
+                let _ = config.set_max_stack_depth(0);
+                self.passthrough.store(false, Ordering::Release);
+                log::warn!(
+                    "the kernel has no FUSE passthrough: segments/ files are read through the daemon"
+                );
+            }
         }
         Ok(())
     }
@@ -223,12 +337,18 @@ impl Filesystem for TopicFs {
             .open(ino.0, Access::from_flags(flags.0), req.pid())
         {
             Ok(o) => {
-                let fopen = if o.direct_io {
+                let mut fopen = if o.direct_io {
                     FopenFlags::FOPEN_DIRECT_IO
                 } else {
                     FopenFlags::empty()
                 };
-                reply.opened(FileHandle(o.fh), fopen)
+                if !o.flush {
+                    fopen |= FopenFlags::FOPEN_NOFLUSH;
+                }
+                match &o.backing {
+                    Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
+                    None => reply.opened(FileHandle(o.fh), fopen),
+                }
             }
             Err(e) => reply.error(errno(report("open", &ino.0, e))),
         }
@@ -289,6 +409,7 @@ impl Filesystem for TopicFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.release_backing(fh.0);
         empty(self.state.release(fh.0), "release", &fh.0, reply);
     }
 
@@ -372,7 +493,9 @@ impl Filesystem for TopicFs {
         _size: u32,
         reply: ReplyXattr,
     ) {
-        reply.error(Errno::from_i32(libc::ENODATA));
+        // ENOSYS: the kernel then knows there are no extended attributes and stops asking
+        // (`ls -l` asks for ACLs on every file); callers get EOPNOTSUPP.
+        reply.error(Errno::from_i32(libc::ENOSYS));
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {

@@ -21,7 +21,8 @@ pub enum Handle {
     Group(super::group::GroupHandle),
     GroupOffsets(super::group::OffsetsHandle),
     Text(TextHandle),
-    Segment(File),
+    /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
+    Segment(Arc<File>),
 }
 
 impl Handle {

@@ -55,8 +55,10 @@ pub enum Node {
     PartitionDir(TopicName, u32, PartitionDir),
     /// `by-offset/<N>` or `by-time/<T>`.
     Lookup(TopicName, u32, LookupName),
-    /// `segments/<name>`.
-    Segment(TopicName, u32, Arc<str>),
+    /// `segments/<name>`, and the inode number of the real file it is: a file put in its
+    /// place under that name (the cleaner's rewrite) is another node, as on a disk, while
+    /// the kernel may still hold the old one open.
+    Segment(TopicName, u32, Arc<str>, u64),
     /// `<topic>/groups/`.
     Groups(TopicName),
     /// `<topic>/groups/<G>/`.
@@ -371,7 +373,7 @@ impl Node {
                 Node::Partition(t.clone(), *p)
             }
             Node::Lookup(t, p, l) => Node::PartitionDir(t.clone(), *p, l.by.dir()),
-            Node::Segment(t, p, _) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
+            Node::Segment(t, p, ..) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
             Node::Groups(t) => Node::Topic(t.clone()),
             Node::Group(t, _) => Node::Groups(t.clone()),
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
@@ -390,7 +392,7 @@ impl std::fmt::Display for Node {
             Node::PartitionFile(t, p, file) => write!(f, "{t}/{p}/{}", file.name()),
             Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
             Node::Lookup(t, p, l) => write!(f, "{t}/{p}/{}/{l}", l.by.dir().name()),
-            Node::Segment(t, p, name) => write!(f, "{t}/{p}/segments/{name}"),
+            Node::Segment(t, p, name, _) => write!(f, "{t}/{p}/segments/{name}"),
             Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
             Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
             Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),

@@ -36,6 +36,12 @@ use types::{Attr, DirEntry, Kind, Statfs};
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
 
+/// The I/O size files but append files report (`st_blksize`): the largest request the
+/// kernel sends (its default request limit, 256 pages, is 1 MiB too), so that tools sizing
+/// their buffers by it (`cat`, `cp`, Python's buffered files) read in requests that large
+/// instead of 128 KiB ones.
+pub const IO_SIZE: u32 = MAX_WRITE;
+
 /// Attribute and entry lifetime of directories whose existence only changes through us.
 const DIR_TTL: Duration = Duration::from_secs(1);
 
@@ -284,6 +290,21 @@ impl FsState {
             Some(files) => Ok(files),
             None => tree(libc::ENOENT, "this storage has no segment files"),
         }
+    }
+
+    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
+    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
+        let open: Vec<Arc<OpenFile>> = self
+            .handles
+            .guard()
+            .values()
+            .filter(|of| of.ino == ino)
+            .cloned()
+            .collect();
+        open.iter().find_map(|of| match &*of.handle.guard() {
+            Handle::Segment(f) => Some(f.clone()),
+            _ => None,
+        })
     }
 
     fn handle(&self, fh: u64) -> FsResult<Arc<OpenFile>> {

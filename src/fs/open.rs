@@ -36,6 +36,7 @@ impl FsState {
                 format!("{node}: an internal topic is written by topicfs only"),
             );
         }
+        let mut backing = None;
         let (handle, direct_io) = match &node {
             Node::GroupFile(t, g, GroupFile::Offsets) => {
                 let topic = self.topic(t)?;
@@ -108,11 +109,20 @@ impl FsState {
                 let log = self.partition(t, *p)?;
                 (Handle::Stream(StreamHandle::open(log, *name)?), true)
             }
-            Node::Segment(t, p, name) => {
+            Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;
                 let seg = self.segment_file(&*log, name, &node)?;
                 // Through the page cache (mmap works); a new open always sees fresh pages.
-                (Handle::Segment(log.open_segment_file(&seg.name)?), false)
+                let file = Arc::new(log.open_segment_file(&seg.name)?);
+                if std::os::unix::fs::MetadataExt::ino(&file.metadata()?) != *file_ino {
+                    // The kernel looks the name up again.
+                    return tree(
+                        libc::ESTALE,
+                        format!("{node}: the file was replaced by another one"),
+                    );
+                }
+                backing = Some(file.clone());
+                (Handle::Segment(file), false)
             }
             Node::Root
             | Node::Topic(_)
@@ -126,6 +136,7 @@ impl FsState {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
         opened.direct_io = direct_io;
+        opened.backing = backing;
         Ok(opened)
     }
 
@@ -138,6 +149,7 @@ impl FsState {
         handle: Handle,
         pid: u32,
     ) -> FsResult<Opened> {
+        let flush = matches!(handle, Handle::Append(_) | Handle::Group(_));
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {
@@ -157,6 +169,8 @@ impl FsState {
         Ok(Opened {
             fh,
             direct_io: true,
+            backing: None,
+            flush,
         })
     }
 }

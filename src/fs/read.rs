@@ -107,7 +107,14 @@ impl FsState {
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
-                Ok(data) => reply.data(&data),
+                Ok(data) => {
+                    // Never reached by an open file the kernel reads itself (passthrough).
+                    log::debug!(
+                        "read of open file {fh} (a segment file) served: {} bytes at {offset}",
+                        data.len()
+                    );
+                    reply.data(&data)
+                }
                 Err(e) => fail(reply, e.into()),
             },
             Handle::Append(_) => fail(

@@ -2,6 +2,7 @@
 //! attributes are, and what a directory lists (docs/contract.md, "The tree").
 
 use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,7 +115,8 @@ impl FsState {
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
                 let log = self.partition(t, *p)?;
                 if self.segments_of(&*log)?.iter().any(|s| s.name == name) {
-                    Ok(Node::Segment(t.clone(), *p, Arc::from(name)))
+                    let file = log.open_segment_file(name)?.metadata()?.ino();
+                    Ok(Node::Segment(t.clone(), *p, Arc::from(name), file))
                 } else {
                     missing()
                 }
@@ -149,6 +151,9 @@ impl FsState {
             // and it lives as long as its partition directory: cached like a directory, it
             // saves `echo >> append` its lookup.
             Kind::File if node.is_append() => DIR_TTL,
+            // A group's files likewise (size 0, their mode, the mount's time), and any valid
+            // group name exists as long as its topic.
+            Kind::File if matches!(node, Node::GroupFile(..)) => DIR_TTL,
             // Sizes and existence of other files change behind the kernel's back: never
             // cache them.
             Kind::File => Duration::ZERO,
@@ -199,10 +204,25 @@ impl FsState {
                 self.topic(t)?;
                 0
             }
-            Node::Segment(t, p, name) => {
+            Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;
-                let seg = self.segment_file(&*log, name, node)?;
-                let md = log.open_segment_file(&seg.name)?.metadata()?;
+                let live = self
+                    .segment_file(&*log, name, node)
+                    .and_then(|seg| Ok(log.open_segment_file(&seg.name)?.metadata()?));
+                let md = match live {
+                    Ok(md) if md.ino() == *file_ino => md,
+                    // Replaced or removed since: what an open file of it holds (its `fstat`).
+                    live => match self.open_segment_file(ino) {
+                        Some(f) => f.metadata()?,
+                        None => {
+                            live?;
+                            return tree(
+                                libc::ENOENT,
+                                format!("{node}: the file was replaced by another one"),
+                            );
+                        }
+                    },
+                };
                 time = md.modified().unwrap_or(self.mounted_at);
                 // A segment file grants group and others no more than its own mode does.
                 file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
@@ -211,6 +231,13 @@ impl FsState {
         };
         let kind = node.kind();
         let perm = self.perm(node) & (0o700 | file_mode);
+        // Files are read in requests as large as the kernel sends; append files keep the
+        // 128 KiB writes `cat` and `cp` make by default (bulk appends in 1 MiB requests
+        // measured slower).
+        let io_size = match kind {
+            Kind::File if !node.is_append() => super::IO_SIZE,
+            _ => 4096,
+        };
         Ok(Attr {
             ino,
             size,
@@ -220,6 +247,7 @@ impl FsState {
             uid: self.uid,
             gid: self.gid,
             time,
+            io_size,
         })
     }
 
@@ -285,8 +313,12 @@ impl FsState {
             }
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
                 for s in self.segments_of(&*self.partition(t, *p)?)? {
+                    // Gone since it was listed: not shown.
+                    let Ok(md) = std::fs::symlink_metadata(&s.path) else {
+                        continue;
+                    };
                     out.push((
-                        Node::Segment(t.clone(), *p, Arc::from(s.name.as_str())),
+                        Node::Segment(t.clone(), *p, Arc::from(s.name.as_str()), md.ino()),
                         s.name,
                     ));
                 }

@@ -22,6 +22,8 @@ pub struct Attr {
     pub gid: u32,
     /// atime, mtime, ctime and crtime.
     pub time: SystemTime,
+    /// The I/O size (`st_blksize`) tools size their buffers by.
+    pub io_size: u32,
 }
 
 /// One directory entry; `next` is the offset a later readdir continues from.
@@ -60,12 +62,17 @@ impl Access {
     }
 }
 
-/// An opened file: its handle, and whether the kernel must bypass its page cache (every
-/// generated file: its bytes depend on when it is read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An opened file: its handle, whether the kernel must bypass its page cache (every
+/// generated file: its bytes depend on when it is read), and the real file whose bytes the
+/// open file shows unchanged (a `segments/` file), which the kernel may then read itself.
+#[derive(Debug, Clone)]
 pub struct Opened {
     pub fh: u64,
     pub direct_io: bool,
+    pub backing: Option<std::sync::Arc<std::fs::File>>,
+    /// Whether close(2) of it has work to do (a partial line to append, a group reader
+    /// leaving its group); the kernel sends no flush for the others.
+    pub flush: bool,
 }
 
 /// What `df` shows: the log dirs' disks.

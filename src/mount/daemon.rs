@@ -336,11 +336,11 @@ fn start(
         PidFile::remove(plan.pid_file.as_deref());
         Err(msg)
     };
-    let session =
-        match fuser::Session::new(TopicFs::new(state.clone()), &plan.mountpoint, &plan.fuse) {
-            Ok(s) => s,
-            Err(e) => return fail(format!("cannot mount {}: {e}", plan.mountpoint.display())),
-        };
+    let fs = TopicFs::new(state.clone(), plan.passthrough);
+    let session = match fuser::Session::new(fs, &plan.mountpoint, &plan.fuse) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot mount {}: {e}", plan.mountpoint.display())),
+    };
     if let Err(e) = pid_file.write_pid() {
         // Not live yet for anyone waiting on us: unmount again and fail.
         drop(session);

@@ -29,7 +29,8 @@ pub struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, ro; generic mount flags are ignored
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, ro; generic mount
+    /// flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -71,6 +72,11 @@ pub struct MountArgs {
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
     fuse_threads: usize,
+
+    /// Serve reads of segments/ files from the daemon instead of letting the kernel read the
+    /// real files itself (FUSE passthrough, used when the kernel allows it)
+    #[arg(long)]
+    no_passthrough: bool,
 
     #[command(flatten)]
     kafka: KafkaArgs,
@@ -156,6 +162,8 @@ pub struct MountPlan {
     pub log_file: Option<PathBuf>,
     /// Remote mode: the cluster served instead of `broker`'s log dirs.
     pub remote: Option<crate::storage::ClusterConfig>,
+    /// Whether the kernel may read `segments/` files itself (FUSE passthrough).
+    pub passthrough: bool,
 }
 
 /// Mount options mount(8) passes that mean nothing to topicfs.
@@ -302,6 +310,7 @@ pub(super) struct MountFlags {
     allow_untrusted_log_dir: bool,
     read_only: bool,
     threads: usize,
+    no_passthrough: bool,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
     o_log_dirs: Vec<PathBuf>,
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
@@ -319,6 +328,7 @@ impl MountFlags {
             allow_untrusted_log_dir: args.allow_untrusted_log_dir,
             read_only: false,
             threads: args.fuse_threads,
+            no_passthrough: args.no_passthrough,
             o_log_dirs: Vec::new(),
             o_bootstrap: None,
             o_client_config: None,
@@ -339,6 +349,7 @@ impl MountFlags {
                 ("config", Some(_)) => {}
                 ("allow_other", None) => self.allow_other = true,
                 ("allow_untrusted_log_dir", None) => self.allow_untrusted_log_dir = true,
+                ("no_passthrough", None) => self.no_passthrough = true,
                 // mount(8) applies the last of `ro` and `rw`.
                 ("ro", None) => self.read_only = true,
                 ("rw", None) => self.read_only = false,
@@ -507,6 +518,7 @@ impl MountPlan {
                 pid_file,
                 log_file,
                 remote: Some(cluster),
+                passthrough: !flags.no_passthrough,
             });
         }
         broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
@@ -544,6 +556,7 @@ impl MountPlan {
             pid_file,
             log_file,
             remote: None,
+            passthrough: !flags.no_passthrough,
         })
     }
 }
@@ -694,6 +707,14 @@ mod tests {
         assert!(e.contains("log.roll.hours"), "{e}");
         let e = plan(&d, &["-o", "fuse_threads=x"]).err().unwrap();
         assert!(e.contains("fuse_threads"), "{e}");
+    }
+
+    #[test]
+    fn passthrough_unless_refused() {
+        let d = dirs();
+        assert!(plan(&d, &[]).unwrap().passthrough);
+        assert!(!plan(&d, &["--no-passthrough"]).unwrap().passthrough);
+        assert!(!plan(&d, &["-o", "rw,no_passthrough"]).unwrap().passthrough);
     }
 
     #[test]
