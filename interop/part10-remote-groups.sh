@@ -1,0 +1,212 @@
+# Part 10 of run-tests.sh (sourced by it, after part 9 whose mount helpers it uses): remote
+# mode's consumer groups are real Kafka consumer groups, checked with Kafka's own
+# kafka-consumer-groups and kcat, never with topicfs's code.
+#
+#   One broker, TWO topicfs daemons mounted on it, topic g10 with 4 partitions, a `follow`
+#   reader of group G10 on each mount: kafka-consumer-groups --describe --members --verbose
+#   shows 2 members whose partitions are disjoint and cover all 4; records kcat produces reach
+#   exactly one reader each, from the partitions its mount was given; `records` and `offsets`
+#   of G10 are EBUSY on a mount without readers while the group has members; one reader
+#   closes: its mount leaves the group, the other member gets all 4 partitions and every record
+#   after; the committed offsets kafka-consumer-groups --describe shows are what was read.
+
+S10="$W/s10"; L10="$S10/logs"; MA="$S10/mnt-a"; MB="$S10/mnt-b"
+G10=G10
+READER_A=""; READER_B=""
+
+g10_describe_members() { # OUT : --describe --members --verbose
+  timeout 60 "$INTEROP_DIR/kafka-consumer-groups.sh" --bootstrap-server "$BOOT" \
+    --describe --group "$G10" --members --verbose > "$1" 2>&1
+}
+g10_members_are() { # N SPEC... : exactly N members with topicfs client ids; SPEC "PID:any" or
+  # "PID:0,1,2,3" (a member of that daemon with those partitions); partitions disjoint, all 4
+  local out="$S10/members.out"
+  g10_describe_members "$out" || { cat "$out"; return 1; }
+  python3 - "$out" "$G10" "$@" <<'PY'
+import re, sys
+out, group, n, specs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+members = []
+for line in open(out):
+    f = line.split()
+    if len(f) >= 5 and f[0] == group and f[1] != "CONSUMER-ID":
+        client = f[3]
+        parts = []
+        for m in re.finditer(r"g10[:(]([0-9,]+)", line):
+            parts += [int(p) for p in m.group(1).split(",") if p]
+        members.append((client, sorted(parts)))
+print(open(out).read().rstrip())
+print("members:", members)
+ok = len(members) == n and all(c.startswith("topicfs-") for c, _ in members)
+allp = sorted(p for _, ps in members for p in ps)
+ok = ok and allp == [0, 1, 2, 3]
+for s in specs:
+    pid, want = s.split(":")
+    mine = [ps for c, ps in members if c.endswith("-" + pid)]
+    ok = ok and len(mine) == 1 and (want == "any" and mine[0] or want != "any" and mine[0] == [int(x) for x in want.split(",")])
+sys.exit(0 if ok else 1)
+PY
+}
+g10_assignment_of() { # PID : the partitions kafka-consumer-groups shows for that daemon's member
+  python3 - "$S10/members.out" "$1" <<'PY'
+import re, sys
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[3].endswith("-" + sys.argv[2]):
+        print(" ".join(m for g in re.findall(r"g10[:(]([0-9,]+)", line) for m in g.split(",") if m))
+PY
+}
+
+g10_start_reader() { # MNT OUTFILE : a follow reader of G10 in the background; sets LAST_READER
+  cat "$1/g10/groups/$G10/follow" > "$2" 2> "$2.err" &
+  LAST_READER=$!
+  sleep 0.5
+  kill -0 "$LAST_READER" 2>/dev/null || { echo "the reader ended at once:"; cat "$2.err"; return 1; }
+  echo "reader $LAST_READER on $1"
+}
+g10_readers() {
+  g10_start_reader "$MA" "$S10/a.out" || return 1
+  READER_A=$LAST_READER
+  g10_start_reader "$MB" "$S10/b.out" || return 1
+  READER_B=$LAST_READER
+}
+g10_produce() { # PREFIX : 10 records to each partition with kcat: PREFIX<p>-<i>
+  local p i
+  for p in 0 1 2 3; do
+    for i in $(seq 0 9); do echo "$1$p-$i"; done | timeout 60 kcat -b "$BOOT" -P -t g10 -p "$p" || return 1
+  done
+}
+g10_lines() { cat "$S10/a.out" "$S10/b.out" 2>/dev/null | wc -l; }
+g10_exactly_once() { # N : a.out + b.out hold N lines, each once; with PID_A PID_B: each reader
+  # only from the partitions its mount's member has (ASSIGN_A / ASSIGN_B)
+  wait_for 60 sh -c "[ \$(cat '$S10/a.out' '$S10/b.out' | wc -l) -ge $1 ]" || { wc -l "$S10/a.out" "$S10/b.out"; }
+  python3 - "$S10/a.out" "$S10/b.out" "$1" "${ASSIGN_A:-}" "${ASSIGN_B:-}" "$S10/produced" <<'PY'
+import collections, sys
+a = [l.rstrip("\n") for l in open(sys.argv[1])]
+b = [l.rstrip("\n") for l in open(sys.argv[2])]
+n = int(sys.argv[3])
+produced = [l.rstrip("\n") for l in open(sys.argv[6])]
+got = collections.Counter(a + b)
+dup = [k for k, c in got.items() if c > 1]
+missing = [p for p in produced if got[p] == 0]
+extra = [k for k in got if k not in set(produced)]
+print(f"reader A {len(a)} records, reader B {len(b)}; {len(dup)} duplicated, {len(missing)} missing, {len(extra)} unknown")
+print("duplicated:", dup[:10]); print("missing:", missing[:10]); print("unknown:", extra[:10])
+bad = bool(dup or missing or extra) or len(a) + len(b) != n
+for name, lines, spec in (("A", a, sys.argv[4]), ("B", b, sys.argv[5])):
+    if spec:
+        allowed = set(spec.split())
+        parts = sorted({l.split("-")[0][1:] for l in lines})
+        print(f"reader {name}: records of partitions {parts}, its member has {sorted(allowed)}")
+        bad = bad or not set(parts) <= allowed
+    # each partition in offset order
+    for p in "0123":
+        seq = [l for l in lines if l.split("-")[0][1:] == p]
+        if seq != sorted(seq, key=lambda l: (l[0], int(l.split("-")[1]))):
+            print(f"reader {name}: partition {p} out of order: {seq}"); bad = True
+sys.exit(1 if bad else 0)
+PY
+}
+g10_first_round() {
+  g10_members_are 2 "$(cat "$MA.pid")":any "$(cat "$MB.pid")":any || return 1
+  ASSIGN_A="$(g10_assignment_of "$(cat "$MA.pid")")"
+  ASSIGN_B="$(g10_assignment_of "$(cat "$MB.pid")")"
+  echo "member of mount A: $ASSIGN_A; of mount B: $ASSIGN_B"
+  g10_produce p || return 1
+  for p in 0 1 2 3; do for i in $(seq 0 9); do echo "p$p-$i"; done; done > "$S10/produced"
+  g10_exactly_once 40
+}
+g10_busy() { # MNT : records and offsets of G10 are EBUSY on a mount without readers
+  local rc=0
+  timeout 60 cat "$1/g10/groups/$G10/records" > "$S10/busy.out" 2>&1 || rc=$?
+  echo "cat records: exit $rc: $(cat "$S10/busy.out")"
+  grep -q 'Device or resource busy' "$S10/busy.out" || return 1
+  rc=0
+  timeout 60 sh -c "/bin/echo earliest > '$1/g10/groups/$G10/offsets'" > "$S10/busy.out" 2>&1 || rc=$?
+  echo "echo earliest > offsets: exit $rc: $(cat "$S10/busy.out")"
+  grep -q 'Device or resource busy' "$S10/busy.out"
+}
+g10_close_a() {
+  kill "$READER_A" || return 1
+  wait "$READER_A" 2>/dev/null || true
+  READER_A=""
+  wait_for 60 g10_members_are 1 "$(cat "$MB.pid")":0,1,2,3
+}
+g10_second_round() {
+  ASSIGN_A=""; ASSIGN_B="0 1 2 3"
+  local before_a
+  before_a="$(wc -l < "$S10/a.out")"
+  g10_produce q || return 1
+  for p in 0 1 2 3; do for i in $(seq 0 9); do echo "q$p-$i"; done; done >> "$S10/produced"
+  g10_exactly_once 80 || return 1
+  [ "$(wc -l < "$S10/a.out")" = "$before_a" ] || { echo "the closed reader's file grew"; return 1; }
+  grep -c '^q' "$S10/b.out" | grep -qx 40
+}
+g10_committed_is_read() { # every partition committed at the log end, = the records read of it
+  local out="$S10/describe.out"
+  wait_for 30 sh -c "timeout 60 '$INTEROP_DIR/kafka-consumer-groups.sh' --bootstrap-server '$BOOT' --describe --group '$G10' > '$out' 2>&1 && awk '\$2 == \"g10\" && \$4 == 20 && \$5 == 20 { n++ } END { exit n != 4 }' '$out'"
+  local rc=$?
+  cat "$out"
+  python3 - "$out" "$S10/a.out" "$S10/b.out" <<'PY' || return 1
+import collections, sys
+read = collections.Counter(l.split("-")[0][1:] for f in sys.argv[2:] for l in open(f))
+bad = 0
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[1] == "g10":
+        p, cur, end = f[2], f[3], f[4]
+        print(f"partition {p}: committed {cur}, log end {end}, records read {read[p]}")
+        bad |= not (cur.isdigit() and int(cur) == read[p] == int(end))
+sys.exit(bad)
+PY
+  return $rc
+}
+g10_close_b() {
+  kill "$READER_B" || return 1
+  wait "$READER_B" 2>/dev/null || true
+  READER_B=""
+  local out="$S10/state.out"
+  wait_for 60 sh -c "timeout 60 '$INTEROP_DIR/kafka-consumer-groups.sh' --bootstrap-server '$BOOT' --describe --group '$G10' --state > '$out' 2>&1 && grep -q Empty '$out'"
+  local rc=$?
+  cat "$out"
+  return $rc
+}
+g10_kill_readers() {
+  local r
+  for r in $READER_A $READER_B; do kill "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
+  READER_A=""; READER_B=""
+}
+
+part10() {
+  mkdir -p "$S10"
+  CLIENT_CONF="$S10/client.properties"
+  cat > "$CLIENT_CONF" <<'EOF2'
+message.timeout.ms=10000
+request.timeout.ms=5000
+socket.timeout.ms=10000
+EOF2
+  check "10 broker: start on a fresh log dir" broker_start "$L10"
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "10 kafka-topics --create g10 (4 partitions)" \
+    timeout 90 "$INTEROP_DIR/kafka-topics.sh" --bootstrap-server "$BOOT" --create --topic g10 \
+      --partitions 4 --replication-factor 1
+  check "10 mount A --bootstrap-servers" tfs_mount_remote "$MA" "$BOOT"
+  check "10 mount B --bootstrap-servers (a second daemon)" tfs_mount_remote "$MB" "$BOOT"
+  [ "$OK" = 1 ] || { skip_rest; return 0; }
+  check "10 a follow reader of G10 on each mount" g10_readers
+  [ "$OK" = 1 ] || { g10_kill_readers; skip_rest; return 0; }
+  check "10 kafka-consumer-groups --describe --members: 2 members, partitions disjoint, all 4" \
+    wait_for 60 g10_members_are 2 "$(cat "$MA.pid")":any "$(cat "$MB.pid")":any
+  check "10 40 records by kcat: each read exactly once, by the reader whose member has its partition" \
+    g10_first_round
+  check "10 reader A closes: its mount leaves, B's member has all 4 partitions" g10_close_a
+  check "10 records and offsets of G10 on mount A (no reader there): EBUSY while B's member is active" \
+    g10_busy "$MA"
+  check "10 40 more records: all read by B, none twice, none lost" g10_second_round
+  check "10 kafka-consumer-groups --describe: committed = log end = the records read, every partition" \
+    g10_committed_is_read
+  check "10 reader B closes: the group is Empty" g10_close_b
+  g10_kill_readers
+  check "10 umount A" tfs_umount_remote "$MA"
+  check "10 umount B" tfs_umount_remote "$MB"
+  check "10 broker: stop" "$INTEROP_DIR/broker.sh" stop "$L10"
+}
