@@ -219,8 +219,14 @@ impl GroupHandle {
             self.delivered.insert(p, next);
             self.marks.pop_front();
         }
-        if self.follow && self.last_commit.elapsed() >= COMMIT_INTERVAL {
-            self.commit()?;
+        if self.follow
+            && self.last_commit.elapsed() >= COMMIT_INTERVAL
+            && let Err(e) = self.commit()
+        {
+            // These bytes are delivered now (and committed by a later commit): the read
+            // answers them; the commit is tried again at the next interval.
+            log::error!("group {}: periodic commit failed: {e}", self.group);
+            self.last_commit = Instant::now();
         }
         Ok(&self.out[start..start + n])
     }
