@@ -7,12 +7,13 @@
 #   shows 2 members whose partitions are disjoint and cover all 4; records kcat produces reach
 #   exactly one reader each, from the partitions its mount was given; `records` and `offsets`
 #   of G10 are EBUSY on a mount without readers while the group has members; one reader
-#   closes: its mount leaves the group, the other member gets all 4 partitions and every record
-#   after; the committed offsets kafka-consumer-groups --describe shows are what was read.
+#   closes: its mount leaves the group, the other member gets all 4 partitions; a second reader
+#   on that mount shares them with the first (no second member); they read every record after,
+#   once; the committed offsets kafka-consumer-groups --describe shows are what was read.
 
 S10="$W/s10"; L10="$S10/logs"; MA="$S10/mnt-a"; MB="$S10/mnt-b"
 G10=G10
-READER_A=""; READER_B=""
+READER_A=""; READER_B=""; READER_B2=""
 
 g10_describe_members() { # OUT : --describe --members --verbose
   timeout 60 "$INTEROP_DIR/kafka-consumer-groups.sh" --bootstrap-server "$BOOT" \
@@ -75,34 +76,41 @@ g10_produce() { # PREFIX : 10 records to each partition with kcat: PREFIX<p>-<i>
     for i in $(seq 0 9); do echo "$1$p-$i"; done | timeout 60 kcat -b "$BOOT" -P -t g10 -p "$p" || return 1
   done
 }
-g10_lines() { cat "$S10/a.out" "$S10/b.out" 2>/dev/null | wc -l; }
-g10_exactly_once() { # N : a.out + b.out hold N lines, each once; with PID_A PID_B: each reader
-  # only from the partitions its mount's member has (ASSIGN_A / ASSIGN_B)
-  wait_for 60 sh -c "[ \$(cat '$S10/a.out' '$S10/b.out' | wc -l) -ge $1 ]" || { wc -l "$S10/a.out" "$S10/b.out"; }
-  python3 - "$S10/a.out" "$S10/b.out" "$1" "${ASSIGN_A:-}" "${ASSIGN_B:-}" "$S10/produced" <<'PY'
+g10_exactly_once() { # N READER... : the readers' files hold N lines in all, each produced line
+  # once, each partition in offset order; READER = FILE[:PREFIX:PARTITIONS]: the lines of FILE
+  # starting with PREFIX are all of those partitions (space-separated)
+  local n="$1"; shift
+  local files=() r
+  for r in "$@"; do files+=("${r%%:*}"); done
+  wait_for 60 sh -c "[ \$(cat ${files[*]} | wc -l) -ge $n ]" || wc -l "${files[@]}"
+  python3 - "$S10/produced" "$n" "$@" <<'PY'
 import collections, sys
-a = [l.rstrip("\n") for l in open(sys.argv[1])]
-b = [l.rstrip("\n") for l in open(sys.argv[2])]
-n = int(sys.argv[3])
-produced = [l.rstrip("\n") for l in open(sys.argv[6])]
-got = collections.Counter(a + b)
+produced = [l.rstrip("\n") for l in open(sys.argv[1])]
+n = int(sys.argv[2])
+readers = []
+for r in sys.argv[3:]:
+    f, _, rest = r.partition(":")
+    prefix, _, parts = rest.partition(":")
+    readers.append((f, prefix, parts.split(), [l.rstrip("\n") for l in open(f)]))
+part = lambda l: l.split("-")[0][1:]
+got = collections.Counter(l for *_, lines in readers for l in lines)
 dup = [k for k, c in got.items() if c > 1]
 missing = [p for p in produced if got[p] == 0]
 extra = [k for k in got if k not in set(produced)]
-print(f"reader A {len(a)} records, reader B {len(b)}; {len(dup)} duplicated, {len(missing)} missing, {len(extra)} unknown")
+print(", ".join(f"{f.rsplit('/', 1)[-1]} {len(lines)} records" for f, _, _, lines in readers)
+      + f"; {len(dup)} duplicated, {len(missing)} missing, {len(extra)} unknown")
 print("duplicated:", dup[:10]); print("missing:", missing[:10]); print("unknown:", extra[:10])
-bad = bool(dup or missing or extra) or len(a) + len(b) != n
-for name, lines, spec in (("A", a, sys.argv[4]), ("B", b, sys.argv[5])):
-    if spec:
-        allowed = set(spec.split())
-        parts = sorted({l.split("-")[0][1:] for l in lines})
-        print(f"reader {name}: records of partitions {parts}, its member has {sorted(allowed)}")
-        bad = bad or not set(parts) <= allowed
-    # each partition in offset order
+bad = bool(dup or missing or extra) or sum(got.values()) != n
+for f, prefix, allowed, lines in readers:
+    name = f.rsplit("/", 1)[-1]
+    if prefix:
+        mine = sorted({part(l) for l in lines if l.startswith(prefix)})
+        print(f"{name}: {prefix}-records of partitions {mine}, expected {sorted(allowed)}")
+        bad = bad or mine != sorted(allowed)
     for p in "0123":
-        seq = [l for l in lines if l.split("-")[0][1:] == p]
+        seq = [l for l in lines if part(l) == p]
         if seq != sorted(seq, key=lambda l: (l[0], int(l.split("-")[1]))):
-            print(f"reader {name}: partition {p} out of order: {seq}"); bad = True
+            print(f"{name}: partition {p} out of order: {seq}"); bad = True
 sys.exit(1 if bad else 0)
 PY
 }
@@ -113,7 +121,7 @@ g10_first_round() {
   echo "member of mount A: $ASSIGN_A; of mount B: $ASSIGN_B"
   g10_produce p || return 1
   for p in 0 1 2 3; do for i in $(seq 0 9); do echo "p$p-$i"; done; done > "$S10/produced"
-  g10_exactly_once 40
+  g10_exactly_once 40 "$S10/a.out:p:$ASSIGN_A" "$S10/b.out:p:$ASSIGN_B"
 }
 g10_busy() { # MNT : records and offsets of G10 are EBUSY on a mount without readers
   local rc=0
@@ -131,22 +139,26 @@ g10_close_a() {
   READER_A=""
   wait_for 60 g10_members_are 1 "$(cat "$MB.pid")":0,1,2,3
 }
-g10_second_round() {
-  ASSIGN_A=""; ASSIGN_B="0 1 2 3"
+g10_second_reader_b() { # a second reader on mount B: still one member; the two share its 4
+  g10_start_reader "$MB" "$S10/b2.out" || return 1
+  READER_B2=$LAST_READER
+  sleep 2
+  g10_members_are 1 "$(cat "$MB.pid")":0,1,2,3
+}
+g10_second_round() { # the first reader on B has 0 and 1, the second 2 and 3 (range, by open order)
   local before_a
   before_a="$(wc -l < "$S10/a.out")"
   g10_produce q || return 1
   for p in 0 1 2 3; do for i in $(seq 0 9); do echo "q$p-$i"; done; done >> "$S10/produced"
-  g10_exactly_once 80 || return 1
+  g10_exactly_once 80 "$S10/a.out" "$S10/b.out:q:0 1" "$S10/b2.out:q:2 3" || return 1
   [ "$(wc -l < "$S10/a.out")" = "$before_a" ] || { echo "the closed reader's file grew"; return 1; }
-  grep -c '^q' "$S10/b.out" | grep -qx 40
 }
 g10_committed_is_read() { # every partition committed at the log end, = the records read of it
   local out="$S10/describe.out"
   wait_for 30 sh -c "timeout 60 '$INTEROP_DIR/kafka-consumer-groups.sh' --bootstrap-server '$BOOT' --describe --group '$G10' > '$out' 2>&1 && awk '\$2 == \"g10\" && \$4 == 20 && \$5 == 20 { n++ } END { exit n != 4 }' '$out'"
   local rc=$?
   cat "$out"
-  python3 - "$out" "$S10/a.out" "$S10/b.out" <<'PY' || return 1
+  python3 - "$out" "$S10/a.out" "$S10/b.out" "$S10/b2.out" <<'PY' || return 1
 import collections, sys
 read = collections.Counter(l.split("-")[0][1:] for f in sys.argv[2:] for l in open(f))
 bad = 0
@@ -161,9 +173,9 @@ PY
   return $rc
 }
 g10_close_b() {
-  kill "$READER_B" || return 1
-  wait "$READER_B" 2>/dev/null || true
-  READER_B=""
+  kill "$READER_B" "$READER_B2" || return 1
+  wait "$READER_B" "$READER_B2" 2>/dev/null || true
+  READER_B=""; READER_B2=""
   local out="$S10/state.out"
   wait_for 60 sh -c "timeout 60 '$INTEROP_DIR/kafka-consumer-groups.sh' --bootstrap-server '$BOOT' --describe --group '$G10' --state > '$out' 2>&1 && grep -q Empty '$out'"
   local rc=$?
@@ -172,8 +184,8 @@ g10_close_b() {
 }
 g10_kill_readers() {
   local r
-  for r in $READER_A $READER_B; do kill "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
-  READER_A=""; READER_B=""
+  for r in $READER_A $READER_B $READER_B2; do kill "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
+  READER_A=""; READER_B=""; READER_B2=""
 }
 
 part10() {
@@ -201,10 +213,13 @@ EOF2
   check "10 reader A closes: its mount leaves, B's member has all 4 partitions" g10_close_a
   check "10 records and offsets of G10 on mount A (no reader there): EBUSY while B's member is active" \
     g10_busy "$MA"
-  check "10 40 more records: all read by B, none twice, none lost" g10_second_round
+  check "10 a second reader on mount B: still one member there, holding all 4 partitions" \
+    g10_second_reader_b
+  check "10 40 more records: B's two readers share them (range: 0,1 and 2,3), none twice, none lost" \
+    g10_second_round
   check "10 kafka-consumer-groups --describe: committed = log end = the records read, every partition" \
     g10_committed_is_read
-  check "10 reader B closes: the group is Empty" g10_close_b
+  check "10 B's readers close: the group is Empty" g10_close_b
   g10_kill_readers
   check "10 umount A" tfs_umount_remote "$MA"
   check "10 umount B" tfs_umount_remote "$MB"
