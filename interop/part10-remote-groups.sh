@@ -9,7 +9,9 @@
 #   of G10 are EBUSY on a mount without readers while the group has members; one reader
 #   closes: its mount leaves the group, the other member gets all 4 partitions; a second reader
 #   on that mount shares them with the first (no second member); they read every record after,
-#   once; the committed offsets kafka-consumer-groups --describe shows are what was read.
+#   once; the committed offsets kafka-consumer-groups --describe shows are what was read. Then a
+#   slow reader on A reads a backlog alone and B's joins while it reads: the partitions B is given
+#   change hands mid-stream at the commit of A's revocation, every record read once.
 
 S10="$W/s10"; L10="$S10/logs"; MA="$S10/mnt-a"; MB="$S10/mnt-b"
 G10=G10
@@ -96,7 +98,8 @@ part = lambda l: l.split("-")[0][1:]
 got = collections.Counter(l for *_, lines in readers for l in lines)
 dup = [k for k, c in got.items() if c > 1]
 missing = [p for p in produced if got[p] == 0]
-extra = [k for k in got if k not in set(produced)]
+known = set(produced)
+extra = [k for k in got if k not in known]
 print(", ".join(f"{f.rsplit('/', 1)[-1]} {len(lines)} records" for f, _, _, lines in readers)
       + f"; {len(dup)} duplicated, {len(missing)} missing, {len(extra)} unknown")
 print("duplicated:", dup[:10]); print("missing:", missing[:10]); print("unknown:", extra[:10])
@@ -182,10 +185,57 @@ g10_close_b() {
   cat "$out"
   return $rc
 }
+g10_handover_mid_stream() { # A reads a backlog of 4 x N records alone; B joins while A reads: the
+  # partitions B is given change hands mid-stream, committed by A's revocation; each record once
+  local n=5000 p
+  for p in 0 1 2 3; do
+    seq -f "r$p-%.0f" 0 $((n - 1)) | timeout 120 kcat -b "$BOOT" -P -t g10 -p "$p" || return 1
+  done
+  for p in 0 1 2 3; do seq -f "r$p-%.0f" 0 $((n - 1)); done > "$S10/produced"
+  # A slow reader (512 bytes every 20 ms, the files are direct I/O): still reading when B joins
+  python3 -c '
+import os, sys, time
+f = os.open(sys.argv[1], os.O_RDONLY)
+with open(sys.argv[2], "wb") as out:
+    while True:
+        d = os.read(f, 512)
+        if not d:
+            break
+        out.write(d); out.flush(); time.sleep(0.02)
+' "$MA/g10/groups/$G10/follow" "$S10/a3.out" 2> "$S10/a3.err" &
+  READER_A=$!
+  wait_for 30 sh -c "[ -s '$S10/a3.out' ]" || { cat "$S10/a3.err"; return 1; }
+  g10_start_reader "$MB" "$S10/b3.out" || return 1
+  READER_B=$LAST_READER
+  echo "B joined with $(wc -l < "$S10/a3.out") records read by A"
+  wait_for 120 sh -c "[ \$(cat '$S10/a3.out' '$S10/b3.out' | wc -l) -ge $((4 * n)) ]" || wc -l "$S10/a3.out" "$S10/b3.out"
+  g10_members_are 2 "$(cat "$MA.pid")":any "$(cat "$MB.pid")":any || return 1
+  ASSIGN_B="$(g10_assignment_of "$(cat "$MB.pid")")"
+  g10_exactly_once $((4 * n)) "$S10/a3.out" "$S10/b3.out" || return 1
+  # B's partitions: A read their start, B the rest, from A's commit
+  python3 - "$S10/a3.out" "$S10/b3.out" "$ASSIGN_B" <<'PY'
+import sys
+a = [l.split("-")[0][1:] for l in open(sys.argv[1])]
+b = [l.split("-")[0][1:] for l in open(sys.argv[2])]
+bad = 0
+for p in sys.argv[3].split():
+    print(f"partition {p} (B's now): {a.count(p)} records read by A before the handover, {b.count(p)} by B after it")
+    bad |= not (a.count(p) > 0 and b.count(p) > 0)
+sys.exit(bad)
+PY
+  local rc=$?
+  g10_kill_readers
+  return $rc
+}
 g10_kill_readers() {
   local r
-  for r in $READER_A $READER_B $READER_B2; do kill "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
+  for r in $READER_A $READER_B $READER_B2; do
+    [ "$r" -gt 1 ] 2>/dev/null || continue
+    kill "$r" 2>/dev/null || true
+    wait "$r" 2>/dev/null || true
+  done
   READER_A=""; READER_B=""; READER_B2=""
+  return 0
 }
 
 part10() {
@@ -220,6 +270,8 @@ EOF2
   check "10 kafka-consumer-groups --describe: committed = log end = the records read, every partition" \
     g10_committed_is_read
   check "10 B's readers close: the group is Empty" g10_close_b
+  check "10 A reads a backlog alone, B joins mid-stream: B's partitions change hands at A's commit, each record once" \
+    g10_handover_mid_stream
   g10_kill_readers
   check "10 umount A" tfs_umount_remote "$MA"
   check "10 umount B" tfs_umount_remote "$MB"
