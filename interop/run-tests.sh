@@ -26,6 +26,8 @@
 #   9. Remote mode (part9-remote.sh): `topicfs mount --bootstrap-servers` over one broker and
 #      over a 3-node cluster (cluster.sh), checked with Kafka's tools and kcat; a node killed
 #      under running appends loses no acknowledged record.
+#  10. Remote consumer groups (part10-remote-groups.sh): two daemons on one broker share a
+#      group's partitions as two members of a Kafka consumer group (kafka-consumer-groups).
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -34,8 +36,7 @@
 #      TOPICFS_INTEROP_CACHE (jars and the fixture, default ~/.cache/topicfs-interop)
 #      TOPICFS_INTEROP_KEEP=1 keeps the work dir (printed at the start)
 #      TOPICFS_INTEROP_VERBOSE=1 shows the output of passing checks too
-#      TOPICFS_INTEROP_PARTS="7 9" runs only those parts (default: all; the fixture is built
-#        only for parts 2, 3, 4 and 6)
+#      TOPICFS_INTEROP_PARTS="9 10" runs only those parts (default: all)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROOT="$(cd "$INTEROP_DIR/.." && pwd)"
@@ -349,6 +350,11 @@ compare_dumps() { # LABEL DIR KAFKA_DIR(outputs) TFS_DIR(outputs)
 # ---------------------------------------------------------------------------------------------
 # setup
 
+want_part() { # N : whether part N runs (TOPICFS_INTEROP_PARTS)
+  [ -z "${TOPICFS_INTEROP_PARTS:-}" ] && return 0
+  [[ " ${TOPICFS_INTEROP_PARTS//,/ } " == *" $1 "* ]]
+}
+
 section "setup"
 echo "work dir $W"
 check "interop/fetch.sh: Apache Kafka $KAFKA_VERSION jars and kafka-python in the cache" \
@@ -406,13 +412,8 @@ ensure_fixture() {
   exec 9>&-
   echo "$(find "$FIX" -mindepth 2 -name '*.log' | wc -l) .log files; $(wc -l < "$FIX.expected/produced.jsonl") records produced"
 }
-# TOPICFS_INTEROP_PARTS: the parts to run (all by default).
-part_wanted() { [ -z "${TOPICFS_INTEROP_PARTS:-}" ] || [[ " $TOPICFS_INTEROP_PARTS " == *" $1 "* ]]; }
-run_part() { # N: runs partN when selected
-  if part_wanted "$1"; then "part$1"; else echo "     (part $1 not selected: TOPICFS_INTEROP_PARTS=$TOPICFS_INTEROP_PARTS)"; fi
-}
 FIXTURE_OK=0
-if part_wanted 2 || part_wanted 3 || part_wanted 4 || part_wanted 6; then
+if want_part 2 || want_part 4 || want_part 6; then
   check "Kafka-written fixture (make-kafka-fixture.sh, cached in $FIXDIR)" ensure_fixture
   FIXTURE_OK=$OK
 fi
@@ -500,7 +501,7 @@ part1() {
       "${PY[@]}" indexsim "$L1/interop-$p" 500
   done
 }
-run_part 1
+want_part 1 && part1
 
 # =============================================================================================
 section "2. topicfs dump-log prints exactly what Kafka's DumpLogSegments prints"
@@ -522,7 +523,7 @@ part2() {
     echo "     (no fixture: skipped)"
   fi
 }
-run_part 2
+want_part 2 && part2
 
 # =============================================================================================
 section "3. A real Kafka broker serves what topicfs wrote"
@@ -704,7 +705,7 @@ part3() {
   check "3 topicfs stamps its batch with the broker's latest leader epoch (leader-epoch-checkpoint)" \
     "${PY[@]}" lastepoch "$L3/handoff-0"
 }
-run_part 3
+want_part 3 && part3
 
 # =============================================================================================
 section "4. topicfs serves what a real Kafka broker wrote"
@@ -769,7 +770,7 @@ part4() {
     consume4
   check "4 broker: clean stop" broker_stop "$L4"
 }
-run_part 4
+want_part 4 && part4
 
 # =============================================================================================
 section "6. topicfs's partitioner against Kafka's producer (murmur2)"
@@ -784,22 +785,27 @@ part6() {
     timeout 60 python3 "$INTEROP_DIR/keyed_check.py" "$FIX.expected/pydecode.jsonl" "$S6/mnt/keyed"
   check "6 umount: clean shutdown" tfs_umount "$S6/mnt" "$S6/logs"
 }
-run_part 6
+want_part 6 && part6
 
 # =============================================================================================
 section "7. Log compaction: topicfs's cleaner and the broker's, each read by the other"
 . "$INTEROP_DIR/part7-compaction.sh"
-run_part 7
+want_part 7 && part7
 
 # =============================================================================================
 section "8. Consumer groups: commits of the broker's tool read by topicfs, and topicfs's by the broker"
 . "$INTEROP_DIR/part8-groups.sh"
-run_part 8
+want_part 8 && part8
 
 # =============================================================================================
 section "9. Remote mode: a mount over a live broker and a 3-node cluster, checked by Kafka's tools and kcat"
 . "$INTEROP_DIR/part9-remote.sh"
-run_part 9
+want_part 9 && part9
+
+# =============================================================================================
+section "10. Remote consumer groups: two mounts are two members of one Kafka consumer group"
+. "$INTEROP_DIR/part10-remote-groups.sh"
+want_part 10 && part10
 
 # =============================================================================================
 section

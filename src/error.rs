@@ -59,6 +59,9 @@ pub enum Error {
     /// not enough in-sync replicas... The text names Kafka's error.
     #[error("Kafka cluster: {0}")]
     Cluster(String),
+    /// A consumer group is in use elsewhere (remote mode: it has active members).
+    #[error("{0}")]
+    GroupBusy(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

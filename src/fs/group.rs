@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::stream::{compact, format_record};
 use crate::error::{Error, Result};
 use crate::fs::inode::Format;
-use crate::storage::{GroupStore, PartitionStore, RecordStream, TopicStore};
+use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, TopicStore};
 
 /// How often a follow reader that keeps reading commits.
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
@@ -32,6 +32,8 @@ pub struct GroupHandle {
     format: Format,
     follow: bool,
     groups: Arc<dyn GroupStore>,
+    /// The mount as a member of a group with members elsewhere: commits go through it.
+    member: Option<Arc<dyn GroupMember>>,
     cursors: BTreeMap<u32, Cursor>,
     /// Where the round robin over partitions goes on.
     turn: u32,
@@ -56,6 +58,7 @@ impl GroupHandle {
         format: Format,
         follow: bool,
         groups: Arc<dyn GroupStore>,
+        member: Option<Arc<dyn GroupMember>>,
         partitions: &[u32],
     ) -> Result<GroupHandle> {
         let mut h = GroupHandle {
@@ -64,6 +67,7 @@ impl GroupHandle {
             format,
             follow,
             groups,
+            member,
             cursors: BTreeMap::new(),
             turn: 0,
             out: Vec::new(),
@@ -123,9 +127,11 @@ impl GroupHandle {
     }
 
     /// Gives up every partition not in `keep`: commits what was delivered of them, and
-    /// forgets what was read but not delivered (the kept partitions read it again).
+    /// forgets what was read but not delivered (the kept partitions read it again). The
+    /// partitions are given up also when the commit fails (its error is returned): another
+    /// reader takes them on from the last commit.
     pub fn revoke_all_but(&mut self, keep: &[u32]) -> Result<()> {
-        self.commit()?;
+        let committed = self.commit();
         self.out.truncate(self.out_pos);
         self.marks.clear();
         self.pending = None;
@@ -136,7 +142,7 @@ impl GroupHandle {
             c.next = self.delivered[p];
             c.reader = None;
         }
-        Ok(())
+        committed
     }
 
     /// Commits the delivered offsets that changed.
@@ -151,7 +157,10 @@ impl GroupHandle {
         if changed.is_empty() {
             return Ok(());
         }
-        self.groups.commit(&self.group, &changed)?;
+        match &self.member {
+            Some(m) => m.commit(&changed)?,
+            None => self.groups.commit(&self.group, &changed)?,
+        }
         for (_, p, d) in &changed {
             self.committed.insert(*p, *d);
         }
@@ -210,8 +219,14 @@ impl GroupHandle {
             self.delivered.insert(p, next);
             self.marks.pop_front();
         }
-        if self.follow && self.last_commit.elapsed() >= COMMIT_INTERVAL {
-            self.commit()?;
+        if self.follow
+            && self.last_commit.elapsed() >= COMMIT_INTERVAL
+            && let Err(e) = self.commit()
+        {
+            // These bytes are delivered now (and committed by a later commit): the read
+            // answers them; the commit is tried again at the next interval.
+            log::error!("group {}: periodic commit failed: {e}", self.group);
+            self.last_commit = Instant::now();
         }
         Ok(&self.out[start..start + n])
     }

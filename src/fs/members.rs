@@ -1,22 +1,42 @@
 //! The readers of a consumer group's record files, and their partitions. `records` reads
-//! every partition alone (EBUSY while the group has another reader); the `follow` readers
-//! share the partitions with Kafka's range assignor, reassigned when one opens or closes:
-//! first every reader gives up (and commits) the partitions it loses, then every reader
-//! takes on its new ones from the group's committed offsets, so nothing is read twice or
-//! skipped between commits.
+//! every partition alone (EBUSY while the group has another reader, here or, in remote mode,
+//! active members elsewhere); the `follow` readers share the partitions with Kafka's range
+//! assignor, reassigned when one opens or closes: first every reader gives up (and commits)
+//! the partitions it loses, then every reader takes on its new ones from the group's
+//! committed offsets, so nothing is read twice or skipped between commits.
+//!
+//! Which partitions the follow readers share depends on the storage ([`GroupStore::join`]):
+//! all of them when the group has no members but this process's readers (local mode), or
+//! those the group's coordinator gives this mount, one member of a group with members on
+//! other mounts (remote mode), reported through [`MemberEvents`].
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use super::group::GroupHandle;
 use super::handle::Handle;
 use super::inode::{Format, TopicName};
 use super::{FsResult, FsState, tree};
 use crate::group::range_assign;
-use crate::storage::TopicStore;
+use crate::storage::{GroupMember, MemberEvents, TopicStore};
 use crate::sync::MutexExt;
 
 /// A group of one topic incarnation: (topic, incarnation, group).
 pub(super) type GroupKey = (String, u64, String);
+
+/// The open record files of one group of one topic on this mount.
+pub(super) struct GroupMembers {
+    /// (fh, follow), in the order they opened.
+    readers: Vec<(u64, bool)>,
+    /// The mount as a member of a group that has members elsewhere (remote mode).
+    member: Option<Arc<dyn GroupMember>>,
+    /// Which membership this is: reports of an earlier one are ignored.
+    serial: u64,
+    /// The partitions the group's coordinator gave this mount; `None`: every partition.
+    owned: Option<Vec<u32>>,
+}
+
+static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 fn key(t: &TopicName, group: &str) -> GroupKey {
     (t.to_string(), t.incarnation(), group.to_string())
@@ -25,6 +45,24 @@ fn key(t: &TopicName, group: &str) -> GroupKey {
 /// Member ids in the order the readers opened (the assignor sorts them).
 fn member_id(fh: u64) -> String {
     format!("topicfs-{fh:020}")
+}
+
+/// The storage's reports for one membership of the mount.
+struct Events {
+    state: Weak<FsState>,
+    topic: Arc<dyn TopicStore>,
+    t: TopicName,
+    group: String,
+    serial: u64,
+}
+
+impl MemberEvents for Events {
+    fn owned(&self, partitions: &[u32]) {
+        let Some(state) = self.state.upgrade() else {
+            return;
+        };
+        state.owned(&self.topic, &self.t, &self.group, self.serial, partitions);
+    }
 }
 
 impl FsState {
@@ -41,7 +79,10 @@ impl FsState {
     ) -> FsResult<GroupHandle> {
         let mut members = self.members.guard();
         let k = key(t, group);
-        let current = members.get(&k).cloned().unwrap_or_default();
+        let current: Vec<(u64, bool)> = members
+            .get(&k)
+            .map(|m| m.readers.clone())
+            .unwrap_or_default();
         if !follow && !current.is_empty() {
             return tree(
                 libc::EBUSY,
@@ -54,25 +95,72 @@ impl FsState {
                 format!("group {group} of {t} is being read by its `records` file"),
             );
         }
+        let fresh = current.is_empty();
+        if fresh {
+            let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+            let member = if follow {
+                let events = Arc::new(Events {
+                    state: self.me.clone(),
+                    topic: topic.clone(),
+                    t: t.clone(),
+                    group: group.to_string(),
+                    serial,
+                });
+                self.groups.join(group, topic.name(), events)?
+            } else {
+                // `records` reads alone: not while the group has members elsewhere.
+                self.groups.check_idle(group)?;
+                None
+            };
+            let owned = member.as_ref().map(|_| Vec::new());
+            members.insert(
+                k.clone(),
+                GroupMembers {
+                    readers: Vec::new(),
+                    member,
+                    serial,
+                    owned,
+                },
+            );
+        }
+        let gm = members.get_mut(&k).expect("inserted above");
         let mut all = current.clone();
         all.push((fh, follow));
-        let assignment = self.rebalance(topic, group, &all, Some(fh))?;
-        let handle = GroupHandle::new(
-            topic.clone(),
-            group,
-            format,
-            follow,
-            self.groups.clone(),
-            assignment.get(&member_id(fh)).map_or(&[][..], |v| v),
-        )?;
-        members.insert(k, all);
+        let owned = gm.owned.clone();
+        let member = gm.member.clone();
+        let made = self
+            .rebalance(topic, group, &all, Some(fh), owned.as_deref())
+            .and_then(|assignment| {
+                Ok(GroupHandle::new(
+                    topic.clone(),
+                    group,
+                    format,
+                    follow,
+                    self.groups.clone(),
+                    member,
+                    assignment.get(&member_id(fh)).map_or(&[][..], |v| v),
+                )?)
+            });
+        let handle = match made {
+            Ok(h) => h,
+            Err(e) => {
+                if fresh && let Some(gm) = members.remove(&k) {
+                    drop(members);
+                    if let Some(m) = gm.member {
+                        m.leave();
+                    }
+                }
+                return Err(e);
+            }
+        };
+        members.get_mut(&k).expect("present").readers = all;
         drop(members);
         self.resume_members(&current);
         Ok(handle)
     }
 
-    /// Reader `fh` closed (it committed already): the others take over its partitions.
-    /// Nothing happens when it left already.
+    /// Reader `fh` closed (it committed already): the others take over its partitions; the
+    /// last one's close makes the mount leave the group. Nothing happens when it left already.
     pub(super) fn leave_group(
         &self,
         topic: &Arc<dyn TopicStore>,
@@ -82,24 +170,63 @@ impl FsState {
     ) {
         let mut members = self.members.guard();
         let k = key(t, group);
-        let Some(list) = members.get_mut(&k) else {
+        let Some(gm) = members.get_mut(&k) else {
             return;
         };
-        let before = list.len();
-        list.retain(|(f, _)| *f != fh);
-        if list.len() == before {
+        let before = gm.readers.len();
+        gm.readers.retain(|(f, _)| *f != fh);
+        if gm.readers.len() == before {
             return;
         }
-        let rest = list.clone();
+        let rest = gm.readers.clone();
         if rest.is_empty() {
-            members.remove(&k);
+            let gm = members.remove(&k);
+            drop(members);
+            if let Some(m) = gm.and_then(|gm| gm.member) {
+                m.leave();
+            }
             return;
         }
-        if let Err(e) = self.rebalance(topic, group, &rest, None) {
+        let owned = gm.owned.clone();
+        if let Err(e) = self.rebalance(topic, group, &rest, None, owned.as_deref()) {
             log::error!("group {group} of {t}: rebalance after a reader left failed: {e}");
         }
         drop(members);
         self.resume_members(&rest);
+    }
+
+    /// The group's coordinator gave this mount `partitions` (membership `serial`): the
+    /// mount's readers share them from now on.
+    fn owned(
+        &self,
+        topic: &Arc<dyn TopicStore>,
+        t: &TopicName,
+        group: &str,
+        serial: u64,
+        partitions: &[u32],
+    ) {
+        let mut members = self.members.guard();
+        let Some(gm) = members.get_mut(&key(t, group)) else {
+            return;
+        };
+        if gm.serial != serial {
+            return;
+        }
+        gm.owned = Some(partitions.to_vec());
+        let readers = gm.readers.clone();
+        if let Err(e) = self.rebalance(topic, group, &readers, None, Some(partitions)) {
+            log::error!("group {group} of {t}: taking on partitions {partitions:?} failed: {e}");
+        }
+        drop(members);
+        self.resume_members(&readers);
+    }
+
+    /// The mount leaves every group it is a member of (unmount).
+    pub(super) fn leave_all_groups(&self) {
+        let all: Vec<GroupMembers> = self.members.guard().drain().map(|(_, m)| m).collect();
+        for m in all.into_iter().filter_map(|m| m.member) {
+            m.leave();
+        }
     }
 
     /// Whether `group` of `t` has a reader.
@@ -107,22 +234,33 @@ impl FsState {
         self.members
             .guard()
             .get(&key(t, group))
-            .is_some_and(|m| !m.is_empty())
+            .is_some_and(|m| !m.readers.is_empty())
     }
 
-    /// Computes the range assignment of `all` and applies it to the open readers (every
-    /// member but `new`, whose handle does not exist yet): revocations first, then the new
-    /// partitions. Returns the assignment by member id.
+    /// Computes the range assignment of `owned` (every partition when `None`) among `all`
+    /// and applies it to the open readers (every member but `new`, whose handle does not
+    /// exist yet): revocations first, then the new partitions. Returns the assignment by
+    /// member id.
     fn rebalance(
         &self,
         topic: &Arc<dyn TopicStore>,
         group: &str,
         all: &[(u64, bool)],
         new: Option<u64>,
+        owned: Option<&[u32]>,
     ) -> FsResult<std::collections::BTreeMap<String, Vec<u32>>> {
         let ids: Vec<String> = all.iter().map(|(fh, _)| member_id(*fh)).collect();
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let assignment = range_assign(&refs, topic.partition_count());
+        let partitions: Vec<u32> = match owned {
+            Some(p) => p.to_vec(),
+            None => (0..topic.partition_count()).collect(),
+        };
+        // The range assignor over the partitions this mount has, in their order.
+        let assignment: std::collections::BTreeMap<String, Vec<u32>> =
+            range_assign(&refs, partitions.len() as u32)
+                .into_iter()
+                .map(|(m, idx)| (m, idx.iter().map(|&i| partitions[i as usize]).collect()))
+                .collect();
         let open: Vec<(u64, Arc<super::OpenFile>)> = all
             .iter()
             .filter(|(fh, _)| Some(*fh) != new)

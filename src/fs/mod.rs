@@ -133,8 +133,11 @@ pub struct FsState {
     parking: follow::Parking,
     /// Consumer groups' committed offsets.
     groups: Arc<dyn GroupStore>,
-    /// The open record files of each group (topic, incarnation, group): (fh, follow).
-    members: Mutex<HashMap<members::GroupKey, Vec<(u64, bool)>>>,
+    /// The open record files of each group (topic, incarnation, group), and the mount's
+    /// membership of it.
+    members: Mutex<HashMap<members::GroupKey, members::GroupMembers>>,
+    /// This state, for the storage's reports on group membership.
+    me: std::sync::Weak<FsState>,
     /// Set when shutdown begins: follow files end (EOF) from then on.
     ending: std::sync::atomic::AtomicBool,
     /// The open stream files of each inode, with the process (tgid) that opened each: their
@@ -186,7 +189,8 @@ impl FsState {
             }
         }
         let groups = mgr.clone().open_groups()?;
-        let state = Arc::new(FsState {
+        let state = Arc::new_cyclic(|me| FsState {
+            me: me.clone(),
             mgr,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
@@ -244,6 +248,7 @@ impl FsState {
                 log::error!("shutdown: pending line of open file {fh} not appended: {e}");
             }
         }
+        self.leave_all_groups();
         self.mgr.shutdown()
     }
 
@@ -454,6 +459,8 @@ impl FsState {
                         format!("group {} of {t} has a reader: offsets not moved", o.group()),
                     );
                 }
+                // Nor while it has active members elsewhere (remote mode).
+                self.groups.check_idle(o.group())?;
                 o.write(&*self.groups, data)?
             }
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
@@ -653,5 +660,7 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_members;
 #[cfg(test)]
 mod tests_memory;

@@ -33,7 +33,7 @@ fn state(dir: &std::path::Path, partitions: u32) -> Arc<FsState> {
 
 /// What a read answered.
 #[derive(Debug, PartialEq)]
-enum Answer {
+pub(super) enum Answer {
     Data(Vec<u8>),
     Errno(i32),
 }
@@ -223,13 +223,18 @@ fn shutdown_appends_pending_lines_then_refuses_calls() {
 }
 
 /// Starts a read and returns where its answer will land.
-fn read_later(fs: &FsState, fh: u64, offset: u64, size: u32) -> Arc<Mutex<Option<Answer>>> {
+pub(super) fn read_later(
+    fs: &FsState,
+    fh: u64,
+    offset: u64,
+    size: u32,
+) -> Arc<Mutex<Option<Answer>>> {
     let slot = Arc::new(Mutex::new(None));
     fs.read(fh, offset, size, me(), Box::new(Capture(slot.clone())));
     slot
 }
 
-fn wait_answer(slot: &Arc<Mutex<Option<Answer>>>) -> Answer {
+pub(super) fn wait_answer(slot: &Arc<Mutex<Option<Answer>>>) -> Answer {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         if let Some(a) = slot.lock().unwrap().take() {

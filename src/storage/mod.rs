@@ -70,6 +70,43 @@ pub trait GroupStore: Send + Sync {
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()>;
     /// Sets `group`'s committed offsets on `topic` to exactly `offsets`.
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()>;
+    /// Makes this mount one member of `group` for `topic`, for its `follow` readers.
+    /// `None` (the default, local storage): the group has no members but this process's
+    /// readers, and the fs core shares every partition among them itself. `Some`: the group
+    /// also has members elsewhere; the partitions this mount owns arrive through `events`
+    /// (on a thread of the storage), and the mount's commits go through the member.
+    fn join(
+        &self,
+        _group: &str,
+        _topic: &str,
+        _events: Arc<dyn MemberEvents>,
+    ) -> Result<Option<Arc<dyn GroupMember>>> {
+        Ok(None)
+    }
+    /// Fails with [`crate::error::Error::GroupBusy`] when `group` has active members outside
+    /// this process (what `records` and `offsets` need: they read or set the group alone).
+    fn check_idle(&self, _group: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// This mount as one member of a consumer group that has members elsewhere (see
+/// [`GroupStore::join`]).
+pub trait GroupMember: Send + Sync {
+    /// Commits (topic, partition, next offset) as this member (its generation), so the
+    /// group's coordinator accepts them while the member owns the partitions.
+    fn commit(&self, offsets: &[(&str, u32, i64)]) -> Result<()>;
+    /// Leaves the group (the other members rebalance); returns within the client's
+    /// timeouts. Nothing is reported to the events after it returns.
+    fn leave(&self);
+}
+
+/// What the fs core does when the partitions a group's coordinator gives this mount change.
+pub trait MemberEvents: Send + Sync {
+    /// From now on this mount owns exactly `partitions`. Called with the partitions left
+    /// when some are taken away (an empty list in Kafka's eager protocol): it returns once
+    /// the local readers gave up the others and committed what they delivered of them.
+    fn owned(&self, partitions: &[u32]);
 }
 
 pub trait TopicStore: Send + Sync {

@@ -1,5 +1,7 @@
 //! Consumer groups in remote mode: committed offsets live in the cluster's group coordinator
-//! (OffsetFetch / OffsetCommit through a librdkafka consumer of each group).
+//! (OffsetFetch / OffsetCommit through a librdkafka consumer of each group, a member of none:
+//! the coordinator takes such commits only while the group has no active member). The
+//! `follow` readers of a mount make it one member of the group ([`member`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -7,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::member::{ClusterMember, not_a_member};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
-use crate::storage::GroupStore;
+use crate::storage::{GroupMember, GroupStore, MemberEvents};
 use crate::sync::MutexExt;
 
 pub(super) struct ClusterGroups {
@@ -75,7 +78,16 @@ impl ClusterGroups {
         }
         self.consumer(group)?
             .commit(&tpl, CommitMode::Sync)
-            .map_err(|e| kafka(&format!("committing offsets of group {group}"), e))
+            .map_err(|e| {
+                let what = format!("committing offsets of group {group}");
+                if not_a_member(&e) {
+                    Error::GroupBusy(format!(
+                        "{what}: {e}: the group has active members in the cluster"
+                    ))
+                } else {
+                    kafka(&what, e)
+                }
+            })
     }
 }
 
@@ -121,5 +133,32 @@ impl GroupStore for ClusterGroups {
             )));
         }
         self.commit_list(group, &list)
+    }
+    fn join(
+        &self,
+        group: &str,
+        topic: &str,
+        events: Arc<dyn MemberEvents>,
+    ) -> Result<Option<Arc<dyn GroupMember>>> {
+        let m: Arc<dyn GroupMember> = ClusterMember::join(&self.inner, group, topic, events)?;
+        Ok(Some(m))
+    }
+    fn check_idle(&self, group: &str) -> Result<()> {
+        let list = self
+            .inner
+            .meta
+            .fetch_group_list(Some(group), self.inner.timeout)
+            .map_err(|e| kafka(&format!("describing group {group}"), e))?;
+        for g in list.groups().iter().filter(|g| g.name() == group) {
+            if !g.members().is_empty() {
+                return Err(Error::GroupBusy(format!(
+                    "group {group} has {} active members in the cluster (state {}); \
+                     `records` and `offsets` use it alone",
+                    g.members().len(),
+                    g.state()
+                )));
+            }
+        }
+        Ok(())
     }
 }

@@ -6,6 +6,7 @@
 mod admin;
 mod block;
 mod groups;
+mod member;
 mod produce;
 mod read;
 

@@ -1,0 +1,276 @@
+//! The membership hook ([`GroupStore::join`]) without a cluster: a storage whose groups have
+//! members elsewhere, played by the test, which reports the partitions the "coordinator"
+//! gives the mount. The mount's follow readers share exactly those, commit through the
+//! member, give revoked partitions up (committed) before the report returns, and the last
+//! reader's close makes the mount leave.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::FsState;
+use super::tests::{Answer, RO, ROOT, WO, me, read_later, wait_answer, walk};
+use crate::config::BrokerConfig;
+use crate::error::Result;
+use crate::manager::LogManager;
+use crate::storage::{GroupMember, GroupStore, MemberEvents, Storage, TopicStore};
+
+type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
+
+/// What the test sees of the membership.
+#[derive(Default, Clone)]
+struct Probe {
+    events: Arc<Mutex<Option<Arc<dyn MemberEvents>>>>,
+    joins: Arc<AtomicUsize>,
+    leaves: Arc<AtomicUsize>,
+    member_commits: Commits,
+    plain_commits: Commits,
+}
+
+/// The local log, whose groups have members elsewhere.
+struct Joined {
+    inner: Arc<LogManager>,
+    probe: Probe,
+}
+
+struct JoinedGroups {
+    inner: Arc<dyn GroupStore>,
+    probe: Probe,
+}
+
+struct Member {
+    inner: Arc<dyn GroupStore>,
+    group: String,
+    probe: Probe,
+}
+
+impl Storage for Joined {
+    fn topics(&self) -> Vec<String> {
+        Storage::topics(&*self.inner)
+    }
+    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Storage::topic(&*self.inner, name)
+    }
+    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
+        Storage::create_topic(&*self.inner, name)
+    }
+    fn delete_topic(&self, name: &str) -> Result<()> {
+        Storage::delete_topic(&*self.inner, name)
+    }
+    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
+        Storage::set_partition_count(&*self.inner, topic, count)
+    }
+    fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        Storage::set_topic_configs(&*self.inner, topic, changes)
+    }
+    fn sync_partition(&self, topic: &str, partition: u32) -> Result<()> {
+        Storage::sync_partition(&*self.inner, topic, partition)
+    }
+    fn log_dirs(&self) -> Vec<PathBuf> {
+        Storage::log_dirs(&*self.inner)
+    }
+    fn shutdown(&self) -> Result<()> {
+        Storage::shutdown(&*self.inner)
+    }
+    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
+        Ok(Arc::new(JoinedGroups {
+            inner: self.inner.clone().open_groups()?,
+            probe: self.probe.clone(),
+        }))
+    }
+    fn is_internal(&self, topic: &str) -> bool {
+        Storage::is_internal(&*self.inner, topic)
+    }
+}
+
+impl GroupStore for JoinedGroups {
+    fn groups_of(&self, topic: &str) -> Vec<String> {
+        self.inner.groups_of(topic)
+    }
+    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64> {
+        self.inner.committed(group, topic)
+    }
+    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let mut c = self.probe.plain_commits.lock().unwrap();
+        c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
+        self.inner.commit(group, offsets)
+    }
+    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
+        self.inner.reset(group, topic, offsets)
+    }
+    fn join(
+        &self,
+        group: &str,
+        _topic: &str,
+        events: Arc<dyn MemberEvents>,
+    ) -> Result<Option<Arc<dyn GroupMember>>> {
+        self.probe.joins.fetch_add(1, Ordering::SeqCst);
+        *self.probe.events.lock().unwrap() = Some(events);
+        Ok(Some(Arc::new(Member {
+            inner: self.inner.clone(),
+            group: group.to_string(),
+            probe: self.probe.clone(),
+        })))
+    }
+}
+
+impl GroupMember for Member {
+    fn commit(&self, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let mut c = self.probe.member_commits.lock().unwrap();
+        c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
+        self.inner.commit(&self.group, offsets)
+    }
+    fn leave(&self) {
+        self.probe.leaves.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The coordinator gives the mount `partitions` (as the storage's thread would report it).
+fn coordinator_gives(probe: &Probe, partitions: &[u32]) {
+    let events = probe.events.lock().unwrap().clone().expect("joined");
+    let p = partitions.to_vec();
+    // From another thread, as a storage reports it.
+    std::thread::spawn(move || events.owned(&p)).join().unwrap();
+}
+
+/// Reads reader `fh` from `*at` until `n` lines came (waiting as a follow read waits).
+fn lines(fs: &FsState, fh: u64, at: &mut u64, n: usize) -> Vec<String> {
+    let mut out = String::new();
+    while out.lines().count() < n {
+        match wait_answer(&read_later(fs, fh, *at, 4096)) {
+            Answer::Data(d) => {
+                *at += d.len() as u64;
+                out.push_str(std::str::from_utf8(&d).unwrap());
+            }
+            Answer::Errno(e) => panic!("read failed with errno {e}"),
+        }
+    }
+    let mut v: Vec<String> = out.lines().map(String::from).collect();
+    v.sort();
+    v
+}
+
+fn want(parts: &[u32], from: usize, to: usize) -> Vec<String> {
+    let mut v: Vec<String> = parts
+        .iter()
+        .flat_map(|p| (from..to).map(move |i| format!("p{p}-{i}")))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = BrokerConfig::default();
+    c.log_dirs = vec![d.path().to_path_buf()];
+    c.num_partitions = 4;
+    let probe = Probe::default();
+    let storage = Arc::new(Joined {
+        inner: LogManager::open(c).unwrap(),
+        probe: probe.clone(),
+    });
+    let fs = FsState::new(storage).unwrap();
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let append = |p: u32, from: usize, to: usize| {
+        let w = fs
+            .open(walk(&fs, &format!("t/{p}/append")), WO, me())
+            .unwrap();
+        let data: String = (from..to).map(|i| format!("p{p}-{i}\n")).collect();
+        fs.write(w.fh, data.as_bytes(), None).unwrap();
+        fs.release(w.fh).unwrap();
+    };
+    for p in 0..4 {
+        append(p, 0, 3);
+    }
+    let follow = walk(&fs, "t/groups/g/follow");
+
+    // The mount joins; until the coordinator gives it partitions, a read waits.
+    let f1 = fs.open(follow, RO, me()).unwrap().fh;
+    assert_eq!(probe.joins.load(Ordering::SeqCst), 1);
+    let first = read_later(&fs, f1, 0, 4096);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(first.lock().unwrap().is_none(), "read before any partition");
+    coordinator_gives(&probe, &[1, 3]);
+    let mut at1: u64;
+    let got = match wait_answer(&first) {
+        Answer::Data(d) => {
+            at1 = d.len() as u64;
+            String::from_utf8(d).unwrap()
+        }
+        a => panic!("{a:?}"),
+    };
+    let mut got: Vec<String> = got.lines().map(String::from).collect();
+    if got.len() < 6 {
+        got.extend(lines(&fs, f1, &mut at1, 6 - got.len()));
+    }
+    got.sort();
+    assert_eq!(got, want(&[1, 3], 0, 3), "only the mount's partitions");
+
+    // A second reader on this mount: no second member; the two share partitions 1 and 3.
+    let f2 = fs.open(follow, RO, me()).unwrap().fh;
+    assert_eq!(probe.joins.load(Ordering::SeqCst), 1);
+    append(1, 3, 5);
+    append(3, 3, 5);
+    append(0, 3, 5);
+    assert_eq!(lines(&fs, f1, &mut at1, 2), want(&[1], 3, 5));
+    let mut at2 = 0;
+    assert_eq!(lines(&fs, f2, &mut at2, 2), want(&[3], 3, 5));
+
+    // The coordinator takes everything back: both readers commit, through the member,
+    // before the report returns.
+    probe.member_commits.lock().unwrap().clear();
+    coordinator_gives(&probe, &[]);
+    let mut commits = probe.member_commits.lock().unwrap().clone();
+    commits.sort();
+    assert_eq!(commits, [("t".to_string(), 1, 5), ("t".to_string(), 3, 5)]);
+    let r = read_later(&fs, f1, at1, 4096);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(r.lock().unwrap().is_none(), "no partitions, nothing read");
+
+    // Then all four: f1 gets 0 and 1, f2 2 and 3 (range), each from the group's commits.
+    coordinator_gives(&probe, &[0, 1, 2, 3]);
+    let mut got = match wait_answer(&r) {
+        Answer::Data(d) => {
+            at1 += d.len() as u64;
+            String::from_utf8(d)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        }
+        a => panic!("{a:?}"),
+    };
+    if got.len() < 5 {
+        got.extend(lines(&fs, f1, &mut at1, 5 - got.len()));
+    }
+    got.sort();
+    assert_eq!(
+        got,
+        want(&[0], 0, 5),
+        "partition 0 from its start, 1 had nothing new"
+    );
+    assert_eq!(lines(&fs, f2, &mut at2, 3), want(&[2], 0, 3));
+    assert!(probe.plain_commits.lock().unwrap().is_empty());
+
+    // The first reader closes: the other takes all the mount's partitions, the mount stays.
+    fs.flush(f1, 0).unwrap();
+    fs.release(f1).unwrap();
+    assert_eq!(probe.leaves.load(Ordering::SeqCst), 0);
+    append(0, 5, 6);
+    assert_eq!(lines(&fs, f2, &mut at2, 1), want(&[0], 5, 6));
+    // The last one closes: the mount leaves; a late report changes nothing.
+    fs.flush(f2, 0).unwrap();
+    fs.release(f2).unwrap();
+    assert_eq!(probe.leaves.load(Ordering::SeqCst), 1);
+    coordinator_gives(&probe, &[0]);
+    let committed = fs.groups.committed("g", "t");
+    assert_eq!(
+        committed,
+        BTreeMap::from([(0, 6), (1, 5), (2, 3), (3, 5)]),
+        "what was read, committed by the member"
+    );
+    assert!(probe.plain_commits.lock().unwrap().is_empty());
+}
