@@ -10,9 +10,7 @@ use super::FsState;
 use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{
-    GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
-};
+use crate::storage::{GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Waker};
 
 #[derive(Default)]
 struct Memory {
@@ -197,18 +195,6 @@ impl PartitionStore for MemPartition {
         if self.log_end_offset() > offset {
             w.wake();
         }
-    }
-    fn has_segment_files(&self) -> bool {
-        false
-    }
-    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
-        None
-    }
-    fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
-        Err(Error::Io(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no segment file {name}"),
-        )))
     }
 }
 

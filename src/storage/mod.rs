@@ -153,11 +153,24 @@ pub trait PartitionStore: Send + Sync {
     /// partition goes away (topic deleted, shutdown).
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);
     /// Whether the partition has segment files to show (`segments/`).
-    fn has_segment_files(&self) -> bool;
+    /// (None by default: a storage whose data is elsewhere.)
+    fn has_segment_files(&self) -> bool {
+        false
+    }
     /// The partition's segment files (`segments/`), or None when it has none to show.
-    fn segment_files(&self) -> Option<Vec<SegmentFile>>;
+    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
+        None
+    }
     /// Opens one of the files `segment_files` lists, for reading.
-    fn open_segment_file(&self, name: &str) -> Result<File>;
+    fn open_segment_file(&self, name: &str) -> Result<File> {
+        Err(crate::error::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "no segment file {name}: partition {} has none",
+                self.partition()
+            ),
+        )))
+    }
 }
 
 /// Records from a start offset to an end fixed when the stream was opened.

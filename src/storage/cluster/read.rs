@@ -15,7 +15,7 @@ use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{PartitionStore, RecordStream, SegmentFile, Waker};
+use crate::storage::{PartitionStore, RecordStream, Waker};
 use crate::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
@@ -179,18 +179,6 @@ impl PartitionStore for ClusterPartition {
         self.inner
             .watch
             .add(Waiter(self.topic.clone(), self.p, offset, w));
-    }
-    fn has_segment_files(&self) -> bool {
-        false
-    }
-    fn segment_files(&self) -> Option<Vec<SegmentFile>> {
-        None
-    }
-    fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
-        Err(Error::Io(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no segment file {name} in remote mode"),
-        )))
     }
 }
 
