@@ -61,6 +61,19 @@ pub(super) fn format_record(
     }
 }
 
+/// How many bytes [`format_record`] makes of a record; a line is counted without copying it
+/// (`fstat` of a stream counts the records up to its end: `cat` asks before it reads).
+fn formatted_len(format: Format, h: &BatchHeader, r: &Record<'_>, scratch: &mut Vec<u8>) -> u64 {
+    match format {
+        Format::Lines => r.value.map_or(0, <[u8]>::len) as u64 + 1,
+        Format::Jsonl => {
+            scratch.clear();
+            format_record(format, None, h, r, scratch);
+            scratch.len() as u64
+        }
+    }
+}
+
 /// Drops the consumed front of a stream's buffer once it is half the buffer (moving the
 /// unread tail on every refill copied the data a second time).
 pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
@@ -257,9 +270,7 @@ impl StreamHandle {
         let mut counted_to = from;
         while reader.next_batch_meta(&mut |h, r| {
             if r.offset < limit && r.offset >= counted_to {
-                scratch.clear();
-                format_record(format, None, h, r, &mut scratch);
-                bytes += scratch.len() as u64;
+                bytes += formatted_len(format, h, r, &mut scratch);
                 counted_to = r.offset + 1;
             }
         })? {
