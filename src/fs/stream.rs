@@ -194,13 +194,16 @@ impl StreamHandle {
                 break;
             }
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
-            let more = self.reader.next_batch_meta(&mut |h, r| {
-                if r.offset >= end || r.offset < *next {
-                    return;
-                }
-                format_record(format, None, h, r, out);
-                *next = r.offset + 1;
-            });
+            let more = match format {
+                Format::Lines => self.reader.next_batch_lines(next, end, out),
+                Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
+                    if r.offset >= end || r.offset < *next {
+                        return;
+                    }
+                    format_record(format, None, h, r, out);
+                    *next = r.offset + 1;
+                }),
+            };
             match more {
                 Ok(true) => {}
                 Ok(false) => self.eof = true,
