@@ -204,6 +204,11 @@ impl StreamHandle {
                     *next = r.offset + 1;
                 }),
             };
+            if more.is_ok() {
+                // Past the batches read, control batches too: a stream ending in a
+                // transaction marker must not reopen at it after its EOF.
+                self.next = self.next.max(self.reader.passed().min(self.end));
+            }
             match more {
                 Ok(true) => {}
                 Ok(false) => self.eof = true,

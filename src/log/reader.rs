@@ -91,6 +91,12 @@ impl LogReader {
     pub fn start_offset(&self) -> i64 {
         self.start
     }
+    /// The offset after the last batch read whole (data or control), at least the start.
+    pub fn passed(&self) -> i64 {
+        self.last_served
+            .map_or(self.start, |l| l + 1)
+            .max(self.start)
+    }
 
     pub(super) fn position_at(&mut self, offset: i64, scan: &AtomicU64) -> Result<()> {
         while self.seg < self.segments.len() {
