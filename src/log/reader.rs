@@ -28,6 +28,10 @@ pub struct LogReader {
     unmapped: bool,
     /// Reads by position only (tests compare the two ways of reading).
     by_position: bool,
+    /// Batches read in the current segment: the first is read by position unless the
+    /// segment is mapped already (a lookup reads one batch: mapping a segment for it would
+    /// cost more than the read), the next ones map it.
+    batches_here: u32,
     scratch: Vec<u8>,
     /// The last offset of the last batch read: the next one must start after it.
     last_served: Option<i64>,
@@ -80,6 +84,7 @@ impl LogReader {
             map: None,
             unmapped: false,
             by_position: false,
+            batches_here: 0,
             scratch: Vec::new(),
             last_served: None,
         }
@@ -127,6 +132,7 @@ impl LogReader {
         self.window.clear();
         self.map = None;
         self.unmapped = false;
+        self.batches_here = 0;
     }
 
     /// The current segment's mapping if it covers its first `end` bytes (asking the segment
@@ -135,6 +141,10 @@ impl LogReader {
         match &self.map {
             Some(m) if m.len() as u64 >= end => Some(m.clone()),
             _ if self.unmapped || self.by_position => None,
+            _ if self.batches_here == 0 => {
+                self.map = self.segments[self.seg].cached_mapping(end);
+                self.map.clone()
+            }
             _ => {
                 self.map = self.segments[self.seg].mapping(end);
                 self.unmapped = self.map.is_none();
@@ -247,6 +257,7 @@ impl LogReader {
             };
             let h = view.header;
             self.last_served = Some(h.last_offset());
+            self.batches_here += 1;
             let pos = self.pos;
             self.pos += size as u64;
             if h.last_offset() < self.start || h.is_control() {
@@ -295,23 +306,28 @@ mod tests {
             let mut lines = Vec::new();
             let mut next = start;
             r.by_position = !mapped;
-            loop {
-                if !r.next_batch_lines(&mut next, i64::MAX, &mut lines).unwrap() {
-                    break;
-                }
-                assert_eq!(r.map.is_some(), mapped);
+            let mut any_mapped = false;
+            while r.next_batch_lines(&mut next, i64::MAX, &mut lines).unwrap() {
+                any_mapped |= r.map.is_some();
             }
+            // The first batch of a segment not mapped yet is read by position.
+            assert!(mapped || !any_mapped);
             let mut values = Vec::new();
             let mut r = log.read_from_offset(start).unwrap();
             while r
                 .next_batch(&mut |rec| values.push(rec.value.unwrap().to_vec()))
                 .unwrap()
             {}
-            (lines, values, next)
+            (lines, values, next, any_mapped)
         };
         for start in [0, 1, 50, 179] {
-            let (mapped, values, next) = read(true, start);
-            let (by_position, _, next_by_position) = read(false, start);
+            let (mapped, values, next, any_mapped) = read(true, start);
+            assert_eq!(
+                any_mapped,
+                start < 170,
+                "from {start}: mapped after a segment's first batch"
+            );
+            let (by_position, _, next_by_position, _) = read(false, start);
             assert_eq!(mapped, by_position, "from {start}");
             assert_eq!(next, 180);
             assert_eq!(next_by_position, 180);

@@ -305,6 +305,15 @@ impl LogSegment {
     /// the size when it is mapped. An active segment is mapped up to the size it may grow to
     /// (pages past the end of the file are reserved, never touched), so the records appended
     /// after mapping are read through the same mapping.
+    /// The mapping readers already share, if it covers the first `end` bytes: none is made.
+    pub fn cached_mapping(&self, end: u64) -> Option<Arc<Mmap>> {
+        self.map
+            .guard()
+            .as_ref()
+            .filter(|m| m.len() as u64 >= end)
+            .cloned()
+    }
+
     pub fn mapping(&self, end: u64) -> Option<Arc<Mmap>> {
         if let Some(m) = self.map.guard().as_ref()
             && m.len() as u64 >= end
