@@ -382,5 +382,20 @@ proptest! {
             .for_each_record(|r| each.push(owned(r)))
             .unwrap();
         prop_assert_eq!(&each, &want);
+        // The lines loop: each value (empty for null) and a newline, from a start offset.
+        let from = base + (recs.len() as i64 / 3);
+        let mut next = from;
+        let mut lines = b"before".to_vec();
+        view.records(&mut scratch)
+            .unwrap()
+            .lines_into(&mut next, i64::MAX, &mut lines)
+            .unwrap();
+        let mut want_lines = b"before".to_vec();
+        for r in &recs[(from - base) as usize..] {
+            want_lines.extend_from_slice(r.value.as_deref().unwrap_or_default());
+            want_lines.push(b'\n');
+        }
+        prop_assert!(lines == want_lines, "lines differ");
+        prop_assert_eq!(next, base + recs.len() as i64);
     }
 }

@@ -5,17 +5,27 @@
 //! followed by `\n`. The partition has several segments and batches of one to many records,
 //! null values among them, so the reader's fast decoding path (`for_each_record`) and its
 //! general path both serve data.
+//!
+//! The second property serves segments written by kafka-protocol's encoder (batches compressed
+//! with each codec, control batches among them) as lines and as JSON lines; the expected JSON
+//! is built here from kafka-protocol's decoded records.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::decode::decode_dir_records;
+use base64::Engine;
+use common::decode::{decode_dir_records, decode_log};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression as KCompression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions,
+    TimestampType as KTimestampType,
+};
 use proptest::prelude::*;
 use topicfs::config::LogConfig;
 use topicfs::fs::inode::{Format, LookupBy, LookupName};
 use topicfs::fs::stream::StreamHandle;
-use topicfs::log::PartitionLog;
+use topicfs::log::{LoadParams, PartitionLog};
 use topicfs::record::RecordInput;
 
 fn cfg(segment_bytes: u64) -> Arc<LogConfig> {
@@ -94,5 +104,230 @@ proptest! {
             whole.extend_from_slice(piece);
         }
         prop_assert!(whole == want, "whole stream: {} bytes, want {}", whole.len(), want.len());
+    }
+}
+
+/// A record for kafka-protocol's encoder: key, value, headers (ASCII keys).
+type Rec = (
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(String, Option<Vec<u8>>)>,
+);
+
+/// Text, binary (invalid UTF-8 among it) and null keys, values and header values.
+fn kp_record() -> impl Strategy<Value = Rec> {
+    let bytes = || {
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..200),
+            "[ -~\\n\"\\\\é]{0,120}".prop_map(String::into_bytes),
+        ]
+    };
+    (
+        prop::option::weighted(0.3, bytes()),
+        prop::option::weighted(0.9, bytes()),
+        prop::collection::vec(("[a-z]{1,4}", prop::option::weighted(0.8, bytes())), 0..3),
+    )
+}
+
+fn kp_codec(i: u8) -> KCompression {
+    [
+        KCompression::None,
+        KCompression::Gzip,
+        KCompression::Snappy,
+        KCompression::Lz4,
+        KCompression::Zstd,
+    ][i as usize % 5]
+}
+
+/// One batch encoded by kafka-protocol at `base`: data records, or (`control`) one
+/// transaction marker, as a broker writes it.
+fn kp_batch(base: i64, recs: &[Rec], codec: KCompression, control: bool) -> Vec<u8> {
+    let records: Vec<KRecord> = if control {
+        vec![KRecord {
+            transactional: true,
+            control: true,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: 7,
+            producer_epoch: 0,
+            timestamp_type: KTimestampType::Creation,
+            offset: base,
+            sequence: -1,
+            timestamp: 1_700_000_000_000,
+            // COMMIT marker: version 0, type 1; value: version 0, coordinator epoch 0.
+            key: Some(vec![0, 0, 0, 1].into()),
+            value: Some(vec![0, 0, 0, 0, 0, 0].into()),
+            headers: Default::default(),
+        }]
+    } else {
+        recs.iter()
+            .enumerate()
+            .map(|(i, (k, v, h))| KRecord {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: KTimestampType::Creation,
+                offset: base + i as i64,
+                // The first record's -1 is the batch's base sequence (none).
+                sequence: (i as i32).wrapping_sub(1),
+                timestamp: 1_700_000_000_000 + (i as i64 * 7919) % 5000,
+                key: k.clone().map(Into::into),
+                value: v.clone().map(Into::into),
+                headers: h
+                    .iter()
+                    .map(|(hk, hv)| {
+                        (
+                            StrBytes::from_string(hk.clone()),
+                            hv.clone().map(Into::into),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    RecordBatchEncoder::encode(
+        &mut out,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: codec,
+        },
+    )
+    .expect("kafka-protocol encodes");
+    out
+}
+
+/// Bytes as the JSON lines show them: a string when UTF-8, else `{"base64": ...}`.
+fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
+    match b {
+        None => serde_json::Value::Null,
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => serde_json::json!(s),
+            Err(_) => serde_json::json!({
+                "base64": base64::engine::general_purpose::STANDARD.encode(b)
+            }),
+        },
+    }
+}
+
+/// Reads `want.len() + 100` bytes of `h` as random pieces, then all of it in 128 KiB
+/// requests, comparing each piece with `want`.
+fn check_pieces(
+    h: &mut StreamHandle,
+    want: &[u8],
+    reads: &[(prop::sample::Index, usize)],
+) -> Result<(), TestCaseError> {
+    for (at, size) in reads {
+        let offset = at.index(want.len() + 100) as u64;
+        let got = h.read(offset, *size).unwrap().to_vec();
+        let from = (offset as usize).min(want.len());
+        let to = (from + size).min(want.len());
+        prop_assert!(
+            got == want[from..to],
+            "read({offset}, {size}): {} bytes, want {}",
+            got.len(),
+            to - from
+        );
+    }
+    let mut whole = Vec::new();
+    loop {
+        let piece = h.read(whole.len() as u64, 128 * 1024).unwrap();
+        if piece.is_empty() {
+            break;
+        }
+        whole.extend_from_slice(piece);
+    }
+    prop_assert!(
+        whole == want,
+        "whole stream: {} bytes, want {}",
+        whole.len(),
+        want.len()
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn broker_batches_compressed_and_control_serve_their_records_as_lines_and_json(
+        batches in prop::collection::vec(
+            (prop::collection::vec(kp_record(), 1..60), 0u8..5, prop::bool::weighted(0.15), prop::bool::weighted(0.3)),
+            1..14,
+        ),
+        start_pick in any::<prop::sample::Index>(),
+        reads in prop::collection::vec((any::<prop::sample::Index>(), 1usize..40_000), 1..16),
+    ) {
+        // Segment files as a broker leaves them: each batch starts a new segment or follows
+        // the one before.
+        let dir = tempfile::tempdir().unwrap();
+        let pdir = dir.path().join("t-0");
+        std::fs::create_dir(&pdir).unwrap();
+        let mut segments: Vec<(i64, Vec<u8>)> = Vec::new();
+        let mut next = 0i64;
+        for (i, (recs, codec, control, new_segment)) in batches.iter().enumerate() {
+            let bytes = kp_batch(next, recs, kp_codec(*codec), *control);
+            if i == 0 || *new_segment {
+                segments.push((next, Vec::new()));
+            }
+            segments.last_mut().unwrap().1.extend_from_slice(&bytes);
+            next += if *control { 1 } else { recs.len() as i64 };
+        }
+        for (base, bytes) in &segments {
+            std::fs::write(pdir.join(format!("{base:020}.log")), bytes).unwrap();
+        }
+        // The oracle: kafka-protocol's records of the files, control records left out.
+        let all: Vec<_> = segments
+            .iter()
+            .flat_map(|(base, bytes)| decode_log(bytes, &format!("{base:020}.log")))
+            .filter(|r| !r.control)
+            .collect();
+        let log = Arc::new(
+            PartitionLog::load(
+                &pdir,
+                "t",
+                0,
+                cfg(1 << 30),
+                LoadParams {
+                    recovery_point: 0,
+                    log_start_offset: 0,
+                    had_clean_shutdown: false,
+                    read_only: false,
+                },
+            )
+            .unwrap(),
+        );
+        prop_assert_eq!(log.log_end_offset(), next);
+        let start = start_pick.index(next as usize + 1) as i64;
+        let mut lines = Vec::new();
+        let mut json = Vec::new();
+        for r in all.iter().filter(|r| r.offset >= start) {
+            lines.extend_from_slice(r.value.as_deref().unwrap_or_default());
+            lines.push(b'\n');
+            let headers: Vec<serde_json::Value> = r
+                .headers
+                .iter()
+                .map(|(k, v)| serde_json::json!([k.to_string(), json_bytes(v.as_deref())]))
+                .collect();
+            let line = serde_json::json!({
+                "offset": r.offset,
+                "timestamp": r.timestamp,
+                "timestampType": "CreateTime",
+                "key": json_bytes(r.key.as_deref()),
+                "value": json_bytes(r.value.as_deref()),
+                "headers": headers,
+            });
+            serde_json::to_writer(&mut json, &line).unwrap();
+            json.push(b'\n');
+        }
+        for (format, want) in [(Format::Lines, &lines), (Format::Jsonl, &json)] {
+            let name = LookupName { by: LookupBy::Offset, start, format };
+            let mut h = StreamHandle::open(log.clone(), name).unwrap();
+            check_pieces(&mut h, want, &reads)?;
+        }
     }
 }

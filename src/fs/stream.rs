@@ -207,13 +207,21 @@ impl StreamHandle {
                 break;
             }
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
-            let more = self.reader.next_batch_meta(&mut |h, r| {
-                if r.offset >= end || r.offset < *next {
-                    return;
-                }
-                format_record(format, None, h, r, out);
-                *next = r.offset + 1;
-            });
+            let more = match format {
+                Format::Lines => self.reader.next_batch_lines(next, end, out),
+                Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
+                    if r.offset >= end || r.offset < *next {
+                        return;
+                    }
+                    format_record(format, None, h, r, out);
+                    *next = r.offset + 1;
+                }),
+            };
+            if more.is_ok() {
+                // Past the batches read, control batches too: a stream ending in a
+                // transaction marker must not reopen at it after its EOF.
+                self.next = self.next.max(self.reader.passed().min(self.end));
+            }
             match more {
                 Ok(true) => {}
                 Ok(false) => self.eof = true,

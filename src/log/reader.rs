@@ -3,10 +3,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use memmap2::Mmap;
+
 use super::segment::{self, BatchPos, LogSegment};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
-use crate::record::{BatchHeader, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record};
+use crate::record::{
+    BatchError, BatchHeader, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record, RecordIter,
+};
 
 /// Streams the records of one partition from a start offset to the end offset fixed at open.
 /// Holds its own snapshot of the segments, so appends and retention never disturb it.
@@ -17,6 +21,17 @@ pub struct LogReader {
     start: i64,
     end: i64,
     window: ReadWindow,
+    /// The current segment's mapping, when it has one: batches are checked and decoded in
+    /// place instead of being copied into `window` first.
+    map: Option<Arc<Mmap>>,
+    /// The current segment could not be mapped: it is read by position.
+    unmapped: bool,
+    /// Reads by position only (tests compare the two ways of reading).
+    by_position: bool,
+    /// Batches read in the current segment: the first is read by position unless the
+    /// segment is mapped already (a lookup reads one batch: mapping a segment for it would
+    /// cost more than the read), the next ones map it.
+    batches_here: u32,
     scratch: Vec<u8>,
     /// The last offset of the last batch read: the next one must start after it.
     last_served: Option<i64>,
@@ -66,6 +81,10 @@ impl LogReader {
             start,
             end,
             window: ReadWindow::new(FIRST_READ_CHUNK, READ_CHUNK),
+            map: None,
+            unmapped: false,
+            by_position: false,
+            batches_here: 0,
             scratch: Vec::new(),
             last_served: None,
         }
@@ -76,6 +95,12 @@ impl LogReader {
     }
     pub fn start_offset(&self) -> i64 {
         self.start
+    }
+    /// The offset after the last batch read whole (data or control), at least the start.
+    pub fn passed(&self) -> i64 {
+        self.last_served
+            .map_or(self.start, |l| l + 1)
+            .max(self.start)
     }
 
     pub(super) fn position_at(&mut self, offset: i64, scan: &AtomicU64) -> Result<()> {
@@ -105,6 +130,27 @@ impl LogReader {
         }
         self.pos = 0;
         self.window.clear();
+        self.map = None;
+        self.unmapped = false;
+        self.batches_here = 0;
+    }
+
+    /// The current segment's mapping if it covers its first `end` bytes (asking the segment
+    /// for one that does when it does not).
+    fn mapped(&mut self, end: u64) -> Option<Arc<Mmap>> {
+        match &self.map {
+            Some(m) if m.len() as u64 >= end => Some(m.clone()),
+            _ if self.unmapped || self.by_position => None,
+            _ if self.batches_here == 0 => {
+                self.map = self.segments[self.seg].cached_mapping(end);
+                self.map.clone()
+            }
+            _ => {
+                self.map = self.segments[self.seg].mapping(end);
+                self.unmapped = self.map.is_none();
+                self.map.clone()
+            }
+        }
     }
 
     /// The error for bytes at `pos` of the current segment that are not a valid batch.
@@ -124,6 +170,35 @@ impl LogReader {
         &mut self,
         f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
     ) -> Result<bool> {
+        let (start, end) = (self.start, self.end);
+        self.next_batch_with(|header, records| {
+            records.for_each_record(|r| {
+                if r.offset >= start && r.offset < end {
+                    f(header, r);
+                }
+            })
+        })
+    }
+
+    /// The next batch as lines: the value and `\n` of each data record at offsets in
+    /// [`*from`, `to`) (and in the reader's range), appended to `out`; `*from` moves past each
+    /// one. Ok(false) at the end.
+    pub fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        let (lo, to) = ((*from).max(self.start), to.min(self.end));
+        let mut at = lo;
+        let more = self.next_batch_with(|_, records| records.lines_into(&mut at, to, out));
+        if at > lo {
+            *from = at;
+        }
+        more
+    }
+
+    /// Checks the next batch and hands its header and records to `decode` (control batches and
+    /// batches before the start are skipped). Returns Ok(false) at the end.
+    fn next_batch_with(
+        &mut self,
+        mut decode: impl FnMut(&BatchHeader, RecordIter<'_>) -> std::result::Result<(), BatchError>,
+    ) -> Result<bool> {
         loop {
             if self.seg >= self.segments.len() {
                 return Ok(false);
@@ -139,14 +214,20 @@ impl LogReader {
                     format!("a partial batch header before the end ({limit} bytes)"),
                 ));
             }
-            let (base, size_field, _) = BatchHeader::peek(fill(
-                &mut self.window,
-                &self.segments[self.seg],
-                self.pos,
-                PREFIX_SIZE,
-                limit,
-            )?)
-            .expect("fill made PREFIX_SIZE bytes available");
+            // Mapped segments are read in place: up to the segment's size, which is in the
+            // file (checked when mapped).
+            let map = self.mapped(limit);
+            let (base, size_field, _) = match &map {
+                Some(m) => BatchHeader::peek(&m[self.pos as usize..]),
+                None => BatchHeader::peek(fill(
+                    &mut self.window,
+                    &self.segments[self.seg],
+                    self.pos,
+                    PREFIX_SIZE,
+                    limit,
+                )?),
+            }
+            .expect("PREFIX_SIZE bytes are available");
             if base >= self.end {
                 self.segments[self.seg].release_file();
                 self.seg = self.segments.len();
@@ -165,7 +246,10 @@ impl LogReader {
                 ));
             }
             let seg = &self.segments[self.seg];
-            let bytes = fill(&mut self.window, seg, self.pos, size, limit)?;
+            let bytes = match &map {
+                Some(m) => &m[self.pos as usize..self.pos as usize + size],
+                None => fill(&mut self.window, seg, self.pos, size, limit)?,
+            };
             // Every batch served is verified by the segment's one validity rule.
             let view = match seg.check_batch(bytes, self.last_served) {
                 Ok(v) => v,
@@ -173,26 +257,86 @@ impl LogReader {
             };
             let h = view.header;
             self.last_served = Some(h.last_offset());
+            self.batches_here += 1;
             let pos = self.pos;
             self.pos += size as u64;
             if h.last_offset() < self.start || h.is_control() {
                 continue;
             }
-            let (start, end) = (self.start, self.end);
             let path = self.segments[self.seg].log_path();
-            let bad =
-                |e: crate::record::BatchError| -> Error { segment::corrupt(path, pos, e).into() };
+            let bad = |e: BatchError| -> Error { segment::corrupt(path, pos, e).into() };
             let header = view.header;
             view.records(&mut self.scratch)
-                .and_then(|records| {
-                    records.for_each_record(|r| {
-                        if r.offset >= start && r.offset < end {
-                            f(&header, r);
-                        }
-                    })
-                })
+                .and_then(|records| decode(&header, records))
                 .map_err(bad)?;
             return Ok(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::config::LogConfig;
+    use crate::log::PartitionLog;
+    use crate::record::RecordInput;
+
+    /// A reader of mapped segments and one reading by position serve the same records, lines
+    /// and all, across sealed segments and the active one.
+    #[test]
+    fn mapped_and_positional_reads_serve_the_same_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Arc::new(LogConfig {
+            segment_bytes: 3000,
+            ..LogConfig::default()
+        });
+        let log = PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg).unwrap();
+        for i in 0..60 {
+            let v = format!("value {i} {}", "x".repeat(i * 3));
+            let recs = [RecordInput {
+                value: Some(v.as_bytes()),
+                ..Default::default()
+            }; 3];
+            log.append(&recs).unwrap();
+        }
+        assert!(log.segments().len() > 3, "several sealed segments");
+        let read = |mapped: bool, start: i64| {
+            let mut r = log.read_from_offset(start).unwrap();
+            let mut lines = Vec::new();
+            let mut next = start;
+            r.by_position = !mapped;
+            let mut any_mapped = false;
+            while r.next_batch_lines(&mut next, i64::MAX, &mut lines).unwrap() {
+                any_mapped |= r.map.is_some();
+            }
+            // The first batch of a segment not mapped yet is read by position.
+            assert!(mapped || !any_mapped);
+            let mut values = Vec::new();
+            let mut r = log.read_from_offset(start).unwrap();
+            while r
+                .next_batch(&mut |rec| values.push(rec.value.unwrap().to_vec()))
+                .unwrap()
+            {}
+            (lines, values, next, any_mapped)
+        };
+        for start in [0, 1, 50, 179] {
+            let (mapped, values, next, any_mapped) = read(true, start);
+            assert_eq!(
+                any_mapped,
+                start < 170,
+                "from {start}: mapped after a segment's first batch"
+            );
+            let (by_position, _, next_by_position, _) = read(false, start);
+            assert_eq!(mapped, by_position, "from {start}");
+            assert_eq!(next, 180);
+            assert_eq!(next_by_position, 180);
+            let want: Vec<u8> = values
+                .iter()
+                .flat_map(|v| [&v[..], b"\n"].concat())
+                .collect();
+            assert_eq!(mapped, want);
+            assert_eq!(values.len() as i64, 180 - start);
         }
     }
 }

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use memmap2::{Mmap, MmapOptions};
+
 use super::offset_index::{self, OffsetIndex};
 use super::time_index::{self, TimeIndex};
 use crate::config::LogConfig;
@@ -86,6 +88,12 @@ pub struct LogSegment {
     /// The open `.log`; released for inactive segments when nobody reads them, so a log of
     /// thousands of segments does not hold thousands of descriptors.
     log: Mutex<Option<Arc<File>>>,
+    /// A read-only mapping of the `.log` for readers (see [`LogSegment::mapping`]); released
+    /// with the descriptor.
+    map: Mutex<Option<Arc<Mmap>>>,
+    /// How much of an active segment's file a mapping reserves: the segment size it may grow
+    /// to (`segment.bytes` when it was opened).
+    map_reserve: u64,
     /// Whether this is the active (appended-to) segment.
     active: AtomicBool,
     /// Set once retention deleted it: the `.log` lives on as `*.log.deleted` for readers.
@@ -139,6 +147,8 @@ impl LogSegment {
             read_only,
             index_untrusted: AtomicBool::new(false),
             log: Mutex::new(None),
+            map: Mutex::new(None),
+            map_reserve: cfg.segment_bytes,
             active: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             size: AtomicU64::new(size),
@@ -278,7 +288,78 @@ impl LogSegment {
     pub fn release_file(&self) {
         if !self.active.load(Ordering::Acquire) && !self.deleted.load(Ordering::Acquire) {
             *self.log.guard() = None;
+            *self.map.guard() = None;
         }
+    }
+
+    /// A read-only mapping of the `.log` covering at least its first `end` bytes, for readers
+    /// to take batches from the page cache without copying them; None when `end` is past the
+    /// segment's size, the file is shorter than that size, or mapping fails (the reader then
+    /// reads by position).
+    ///
+    /// A mapped file that is cut below the bytes read from it would kill the daemon (SIGBUS).
+    /// Only bytes below [`LogSegment::size`] are ever read through a mapping, and the daemon
+    /// itself only ever cuts a file above that size (a failed append) or before mapping it
+    /// (recovery at load or at the first index check, which a mapping waits for); the log dir is one no other user may write (`logdir_trust`) and
+    /// its `.lock` keeps out other daemons and brokers. The file's length is checked against
+    /// the size when it is mapped. An active segment is mapped up to the size it may grow to
+    /// (pages past the end of the file are reserved, never touched), so the records appended
+    /// after mapping are read through the same mapping.
+    /// The mapping readers already share, if it covers the first `end` bytes: none is made.
+    pub fn cached_mapping(&self, end: u64) -> Option<Arc<Mmap>> {
+        self.map
+            .guard()
+            .as_ref()
+            .filter(|m| m.len() as u64 >= end)
+            .cloned()
+    }
+
+    pub fn mapping(&self, end: u64) -> Option<Arc<Mmap>> {
+        if let Some(m) = self.map.guard().as_ref()
+            && m.len() as u64 >= end
+        {
+            return Some(m.clone());
+        }
+        // The one lazy cut of a file is the recovery an index check may run: mapped only
+        // once it is done (its lock waits for a check under way).
+        self.ensure_indexes().ok()?;
+        let _checked = self.check_lock.guard();
+        let mut g = self.map.guard();
+        if let Some(m) = g.as_ref()
+            && m.len() as u64 >= end
+        {
+            return Some(m.clone());
+        }
+        let size = self.size();
+        if end > size || size == 0 || size > usize::MAX as u64 {
+            return None;
+        }
+        let file = self.file().ok()?;
+        let file_len = file.metadata().ok()?.len();
+        if file_len < size {
+            // The reader reports the short file by reading it.
+            return None;
+        }
+        let len = if self.active.load(Ordering::Acquire) {
+            size.max(self.map_reserve.min(usize::MAX as u64))
+        } else {
+            size
+        };
+        // SAFETY: a read-only shared mapping; only bytes below `size()` (present in the file,
+        // checked above, and never cut while the daemon runs, see above) are read through it.
+        let m = match unsafe { MmapOptions::new().len(len as usize).map(&*file) } {
+            Ok(m) => m,
+            Err(e) => {
+                log::debug!(
+                    "{}: not mapped ({e}); reading by position",
+                    self.log_path.display()
+                );
+                return None;
+            }
+        };
+        let m = Arc::new(m);
+        *g = Some(m.clone());
+        Some(m)
     }
 
     /// Bytes of complete batches in the `.log`.
@@ -593,6 +674,7 @@ impl LogSegment {
         self.offset_index.close();
         self.time_index.close();
         *self.log.guard() = None;
+        *self.map.guard() = None;
     }
 
     /// Deletes the segment as Kafka does: its files are renamed to `*.deleted`; the indexes go

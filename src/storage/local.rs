@@ -150,4 +150,10 @@ impl RecordStream for LogReader {
     fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
         LogReader::next_batch_meta(self, f)
     }
+    fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        LogReader::next_batch_lines(self, from, to, out)
+    }
+    fn passed(&self) -> i64 {
+        LogReader::passed(self)
+    }
 }

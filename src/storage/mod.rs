@@ -181,4 +181,22 @@ pub trait RecordStream: Send {
     /// Calls `f` for each data record of the next batch (control batches skipped).
     /// Ok(false) at the end.
     fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool>;
+    /// The offset after the last batch read whole, control batches included (those have no
+    /// record to show, yet a stream has passed them); `i64::MIN` when the stream does not
+    /// tell.
+    fn passed(&self) -> i64 {
+        i64::MIN
+    }
+    /// The next batch as a stream of lines shows it: the value and `\n` of each data record
+    /// at offsets in [`*from`, `to`), appended to `out`, `*from` moved past each one written.
+    /// Ok(false) at the end.
+    fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        self.next_batch_meta(&mut |_, r| {
+            if r.offset >= *from && r.offset < to {
+                out.extend_from_slice(r.value.unwrap_or_default());
+                out.push(b'\n');
+                *from = r.offset + 1;
+            }
+        })
+    }
 }
