@@ -175,6 +175,18 @@ rmdir_gone() {
   wait_for 30 sh -c "! timeout 60 '${KT[0]}' --bootstrap-server '$BOOT' --list | grep -qx r9oracle"
 }
 
+txn_tail_read_twice() { # a committed transaction (its marker last): read, then read on at EOF
+  timeout 120 "$INTEROP_DIR/produce.sh" --bootstrap "$BOOT" --topic r9txn --transactional-id r9-tx \
+    --count 3 --value-prefix tx- > /dev/null || return 1
+  wait_for 30 sh -c "[ -d '$M9/r9txn/0' ]" || return 1
+  timeout 60 cat "$M9/r9txn/0/by-offset/0" > "$S9/txn.out" || return 1
+  printf 'tx-0\ntx-1\ntx-2\n' | cmp - "$S9/txn.out" || return 1
+  echo "log end $(cat "$M9/r9txn/0/log-end-offset") (3 records and the marker)"
+  # The second cat reads the open file past its EOF: nothing new, so EOF again, at once.
+  timeout 30 sh -c "exec 3< '$M9/r9txn/0/by-offset/0'; cat <&3 > /dev/null; cat <&3" > "$S9/txn.again" \
+    || { echo "a read after EOF at the transaction marker did not return"; return 1; }
+  [ ! -s "$S9/txn.again" ]
+}
 append_eio_when_down() { # broker stopped: `>>` and `>` fail with EIO within one client timeout
   local rc t0 dt op
   "$INTEROP_DIR/broker.sh" stop "$L9" || return 1
@@ -185,8 +197,10 @@ append_eio_when_down() { # broker stopped: `>>` and `>` fail with EIO within one
     echo "$op: exit $rc after ${dt}s: $(cat "$S9/down.err")"
     [ "$rc" != 124 ] || { echo "the append hung for 60 s"; return 1; }
     [ "$rc" != 0 ] && grep -q 'Input/output error' "$S9/down.err" || return 1
-    # message.timeout.ms is 10 s: one timeout and its slack, not a wait per lookup.
-    [ "$dt" -lt 18 ] || { echo "$op took ${dt}s: more than one client timeout"; return 1; }
+    # message.timeout.ms is 10 s. After a first timed-out record librdkafka's idempotent
+    # producer holds the next one while it recovers, up to about two timeouts: never a
+    # metadata wait per lookup on top (that was 30 s and more).
+    [ "$dt" -lt 25 ] || { echo "$op took ${dt}s: more than the producer's timeouts"; return 1; }
   done
 }
 appends_resume() { # broker back on its ports: an append succeeds again, without a remount
@@ -260,13 +274,14 @@ EOF
   check "9a keyed records through r9/append.jsonl: kcat finds them where murmur2 puts them" keyed_partitions
   check "9a kcat's records (keys, headers) in r9/1/by-offset/0.jsonl = kcat -J" kcat_records_in_jsonl
   check "9a by-time/T starts where Kafka's ListOffsets says" by_time_agrees
+  check "9a a transaction kafka's producer committed: its records, then a read after EOF ends at once" txn_tail_read_twice
   check "9a log-end-offset = kcat's end offset, every partition" leo_agrees
   check "9a echo 4 > r9/partitions" sh -c "echo 4 > '$M9/r9/partitions'"
   check "9a kafka-topics --describe r9: PartitionCount 4" describe_partitions r9 4
   check "9a config: two keys set, both in kafka-configs --describe" config_set
   check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
   check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
-  check "9a broker stopped under the mount: >> and > appends fail with EIO within one client timeout" append_eio_when_down
+  check "9a broker stopped under the mount: >> and > appends fail with EIO within the producer timeouts" append_eio_when_down
   check "9a broker back on its port: appends resume without a remount" appends_resume
   check "9a umount" tfs_umount_remote "$M9"
   check "9a broker: stop" "$INTEROP_DIR/broker.sh" stop "$L9"

@@ -245,6 +245,12 @@ impl RecordStream for ClusterStream {
     fn end_offset(&self) -> i64 {
         self.end
     }
+    /// Everything below `next` was fetched: at the partition's end, the control records
+    /// librdkafka drops are passed too (a stream ending in a transaction marker must not
+    /// reopen at it for ever).
+    fn passed(&self) -> i64 {
+        self.next
+    }
     fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
         let Some(c) = self.consumer.as_ref() else {
             return Ok(false);
