@@ -258,17 +258,30 @@ impl RecordStream for ClusterStream {
         if self.next >= self.end {
             return Ok(false);
         }
-        let deadline = Instant::now() + self.timeout;
+        // The records librdkafka has queued already are taken in one call (a poll per call
+        // and a clock read per record were most of a remote read); the wait for the first
+        // one is bounded by the client's timeout.
+        let mut delivered = 0usize;
+        let mut deadline: Option<Instant> = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Cluster(format!(
-                    "fetching {} at offset {}: no answer within {:?}",
-                    self.topic, self.next, self.timeout
-                )));
-            }
-            match c.poll(left.min(Duration::from_millis(200))) {
-                None => continue,
+            let wait = match deadline {
+                Some(d) if delivered == 0 => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(Error::Cluster(format!(
+                            "fetching {} at offset {}: no answer within {:?}",
+                            self.topic, self.next, self.timeout
+                        )));
+                    }
+                    left.min(Duration::from_millis(200))
+                }
+                _ => Duration::ZERO,
+            };
+            match c.poll(wait) {
+                None if delivered > 0 => return Ok(true),
+                None => {
+                    deadline.get_or_insert_with(|| Instant::now() + self.timeout);
+                }
                 Some(Ok(msg)) => {
                     let offset = msg.offset();
                     if offset < self.next {
@@ -286,13 +299,16 @@ impl RecordStream for ClusterStream {
                     };
                     self.next = offset + 1;
                     f(&h, &r);
-                    return Ok(true);
+                    delivered += 1;
+                    if self.next >= self.end || delivered >= MAX_RECORDS_PER_CALL {
+                        return Ok(true);
+                    }
                 }
                 // The partition's end: what is left below `end` are control records or
                 // records compaction removed.
                 Some(Err(KafkaError::PartitionEOF(_))) => {
                     self.next = self.end;
-                    return Ok(false);
+                    return Ok(delivered > 0);
                 }
                 Some(Err(e)) => {
                     return Err(kafka(
@@ -304,6 +320,22 @@ impl RecordStream for ClusterStream {
         }
     }
 }
+
+impl Drop for ClusterStream {
+    /// librdkafka's client can take up to a second to shut down its broker threads; a
+    /// stream is often dropped inside a request (the count behind `fstat`), so the consumer
+    /// is closed on a thread of its own.
+    fn drop(&mut self) {
+        if let Some(c) = self.consumer.take() {
+            let _ = std::thread::Builder::new()
+                .name("consumer-close".into())
+                .spawn(move || drop(c));
+        }
+    }
+}
+
+/// The most records one [`ClusterStream::next_batch_meta`] call hands over (about a batch).
+const MAX_RECORDS_PER_CALL: usize = 2048;
 
 /// A follow reader waiting for records: (topic, partition, offset, waker).
 pub(super) struct Waiter(String, u32, i64, Arc<dyn Waker>);
