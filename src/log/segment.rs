@@ -292,19 +292,6 @@ impl LogSegment {
         }
     }
 
-    /// A read-only mapping of the `.log` covering at least its first `end` bytes, for readers
-    /// to take batches from the page cache without copying them; None when `end` is past the
-    /// segment's size, the file is shorter than that size, or mapping fails (the reader then
-    /// reads by position).
-    ///
-    /// A mapped file that is cut below the bytes read from it would kill the daemon (SIGBUS).
-    /// Only bytes below [`LogSegment::size`] are ever read through a mapping, and the daemon
-    /// itself only ever cuts a file above that size (a failed append) or before mapping it
-    /// (recovery at load or at the first index check, which a mapping waits for); the log dir is one no other user may write (`logdir_trust`) and
-    /// its `.lock` keeps out other daemons and brokers. The file's length is checked against
-    /// the size when it is mapped. An active segment is mapped up to the size it may grow to
-    /// (pages past the end of the file are reserved, never touched), so the records appended
-    /// after mapping are read through the same mapping.
     /// The mapping readers already share, if it covers the first `end` bytes: none is made.
     pub fn cached_mapping(&self, end: u64) -> Option<Arc<Mmap>> {
         self.map
@@ -314,11 +301,23 @@ impl LogSegment {
             .cloned()
     }
 
+    /// A read-only mapping of the `.log` covering at least its first `end` bytes, for readers
+    /// to take batches from the page cache without copying them; None when `end` is past the
+    /// segment's size, the file is shorter than that size, or mapping fails (the reader then
+    /// reads by position).
+    ///
+    /// A mapped file that is cut below the bytes read from it would kill the daemon (SIGBUS).
+    /// Only bytes below [`LogSegment::size`] are ever read through a mapping, and the daemon
+    /// itself only ever cuts a file above that size (a failed append) or before mapping it
+    /// (recovery at load or at the first index check, which a mapping waits for); the log
+    /// dir is one no other user may write (`logdir_trust`) and its `.lock` keeps out other
+    /// daemons and brokers. The file's length is checked against
+    /// the size when it is mapped. An active segment is mapped up to the size it may grow to
+    /// (pages past the end of the file are reserved, never touched), so the records appended
+    /// after mapping are read through the same mapping.
     pub fn mapping(&self, end: u64) -> Option<Arc<Mmap>> {
-        if let Some(m) = self.map.guard().as_ref()
-            && m.len() as u64 >= end
-        {
-            return Some(m.clone());
+        if let Some(m) = self.cached_mapping(end) {
+            return Some(m);
         }
         // The one lazy cut of a file is the recovery an index check may run: mapped only
         // once it is done (its lock waits for a check under way).

@@ -409,32 +409,18 @@ impl<'a> RecordIter<'a> {
 impl RecordIter<'_> {
     /// What a stream of lines shows of the records at offsets in [`*from`, `to`): each value
     /// (nothing for a null one) and `\n`, appended to `out`; `*from` moves past each record
-    /// written. The records are decoded and checked as [`RecordIter::for_each_record`] does
-    /// (the lines before a bad record are written, then its error is returned), without a
-    /// call per record.
-    pub fn lines_into(
-        mut self,
-        from: &mut i64,
-        to: i64,
-        out: &mut Vec<u8>,
-    ) -> Result<(), BatchError> {
+    /// written. The records are decoded and checked by [`RecordIter::for_each_record`] (the
+    /// lines before a bad record are written, then its error is returned).
+    pub fn lines_into(self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<(), BatchError> {
         // A record takes more bytes than its value and a newline: one reservation per batch.
         out.reserve(self.body.len() - self.pos);
-        while self.remaining > 0 {
-            self.remaining -= 1;
-            let r = self.decode_next()?;
+        self.for_each_record(|r| {
             if r.offset >= *from && r.offset < to {
                 out.extend_from_slice(r.value.unwrap_or_default());
                 out.push(b'\n');
                 *from = r.offset + 1;
             }
-        }
-        if self.pos < self.body.len() {
-            return Err(BatchError::InvalidRecord(
-                "Incorrect declared batch size, records still remaining in file".into(),
-            ));
-        }
-        Ok(())
+        })
     }
 }
 
