@@ -108,6 +108,13 @@ struct Metadata {
     partitions: BTreeMap<String, u32>,
 }
 
+impl Metadata {
+    /// Changed by us, or older than [`METADATA_TTL`]: to be asked again.
+    fn is_old(&self) -> bool {
+        self.stale || self.at.elapsed() >= METADATA_TTL
+    }
+}
+
 /// How long a metadata answer is reused (a `mkdir`/`rmdir` of ours refreshes it at once).
 const METADATA_TTL: Duration = Duration::from_millis(1000);
 
@@ -176,38 +183,37 @@ impl Inner {
         self.me.upgrade().expect("the storage outlives its topics")
     }
 
-    /// The topics and partition counts (`fresh`: asked now). Otherwise an answer older than
-    /// [`METADATA_TTL`] is still returned at once while a background refresh asks the cluster
-    /// again, so a lookup never waits for a cluster that is down once it has been seen.
+    /// The topics and partition counts (`fresh`: asked now). Otherwise an old answer (see
+    /// [`Metadata::is_old`]) is still returned at once while a background refresh asks the
+    /// cluster again, so a lookup never waits for a cluster that is down once it has been
+    /// seen.
     fn metadata(&self, fresh: bool) -> Result<BTreeMap<String, u32>> {
         if !fresh && let Some(m) = self.metadata.guard().as_ref() {
-            if (m.stale || m.at.elapsed() >= METADATA_TTL)
-                && !self.refreshing.swap(true, Ordering::SeqCst)
-            {
-                let inner = self.arc();
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("metadata".into())
-                        .spawn(move || {
-                            if let Err(e) = inner.fetch_metadata() {
-                                log::warn!("{e}; the topics known before are shown");
-                            }
-                            inner.refreshing.store(false, Ordering::SeqCst);
-                        });
-                if spawned.is_err() {
-                    self.refreshing.store(false, Ordering::SeqCst);
-                }
+            if m.is_old() {
+                self.refresh_in_background();
             }
             return Ok(m.partitions.clone());
         }
         self.fetch_metadata()
     }
 
-    fn metadata_is_old(&self) -> bool {
-        self.metadata
-            .guard()
-            .as_ref()
-            .is_none_or(|m| m.stale || m.at.elapsed() >= METADATA_TTL)
+    /// Starts a thread asking the cluster for its topics, unless one is under way.
+    fn refresh_in_background(&self) {
+        if self.refreshing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let inner = self.arc();
+        let spawned = std::thread::Builder::new()
+            .name("metadata".into())
+            .spawn(move || {
+                if let Err(e) = inner.fetch_metadata() {
+                    log::warn!("{e}; the topics known before are shown");
+                }
+                inner.refreshing.store(false, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.refreshing.store(false, Ordering::SeqCst);
+        }
     }
 
     /// Asks the cluster for its topics now and caches the answer.
@@ -241,11 +247,14 @@ impl Inner {
     }
 
     fn topic(&self, name: &str, fresh: bool) -> Result<Arc<ClusterTopic>> {
-        let mut md = self.metadata(fresh)?;
-        // A name an old answer lacks may have been created since (by another client): asked.
-        if !fresh && !md.contains_key(name) && self.metadata_is_old() {
-            md = self.fetch_metadata()?;
-        }
+        // A name an old answer lacks may have been created since (by another client): asked
+        // now, not in the background.
+        let missing = self
+            .metadata
+            .guard()
+            .as_ref()
+            .is_some_and(|m| m.is_old() && !m.partitions.contains_key(name));
+        let md = self.metadata(fresh || missing)?;
         let Some(&count) = md.get(name) else {
             return Err(Error::UnknownTopic(name.to_string()));
         };
