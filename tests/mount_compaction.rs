@@ -26,14 +26,6 @@ fn parse(jsonl: &str) -> Vec<(i64, String, Option<String>)> {
         .collect()
 }
 
-fn first_dirty(m: &TestMount) -> Option<i64> {
-    let root = m.partition_dir("t", 0).parent().unwrap().to_path_buf();
-    let text = std::fs::read_to_string(root.join("cleaner-offset-checkpoint")).ok()?;
-    text.lines()
-        .skip(2)
-        .find_map(|l| l.strip_prefix("t 0 ")?.parse().ok())
-}
-
 #[test]
 fn a_compacted_topic_reads_through_by_offset_as_a_consumer_reads_it() {
     let m = TestMount::start(&[
@@ -71,8 +63,10 @@ fn a_compacted_topic_reads_through_by_offset_as_a_consumer_reads_it() {
     let mut first = String::new();
     open_stream.read_line(&mut first).unwrap();
     m.ok("echo min.cleanable.dirty.ratio=0.5 >> t/config");
-    wait_until("the cleaner checkpoints t-0", || first_dirty(&m).is_some());
-    let end = first_dirty(&m).unwrap();
+    wait_until("the cleaner checkpoints t-0", || {
+        m.first_dirty("t", 0).is_some()
+    });
+    let end = m.first_dirty("t", 0).unwrap();
     assert!(end > 0 && end < 80, "{end}");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut open_stream, &mut rest).unwrap();

@@ -194,14 +194,6 @@ print("ok")
     );
 }
 
-fn first_dirty(m: &TestMount) -> Option<i64> {
-    let root = m.partition_dir("t", 0).parent().unwrap().to_path_buf();
-    let text = std::fs::read_to_string(root.join("cleaner-offset-checkpoint")).ok()?;
-    text.lines()
-        .skip(2)
-        .find_map(|l| l.strip_prefix("t 0 ")?.parse().ok())
-}
-
 #[test]
 fn a_segment_replaced_while_open_through_passthrough() {
     use std::os::unix::fs::{FileExt, MetadataExt};
@@ -223,7 +215,9 @@ fn a_segment_replaced_while_open_through_passthrough() {
     assert_eq!(held.read_at(&mut buf, 0).unwrap(), before.len());
     // The cleaner rewrites the first segments into a new 00000000000000000000.log.
     m.ok("echo min.cleanable.dirty.ratio=0.5 >> t/config");
-    wait_until("the cleaner checkpoints t-0", || first_dirty(&m).is_some());
+    wait_until("the cleaner checkpoints t-0", || {
+        m.first_dirty("t", 0).is_some()
+    });
     let after = std::fs::read(&raw).unwrap();
     assert_ne!(after, before, "the segment was rewritten");
     // The name is another file now, so another inode (as on a disk): a new open reads the

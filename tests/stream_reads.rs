@@ -83,27 +83,7 @@ proptest! {
         }
         let name = LookupName { by: LookupBy::Offset, start, format: Format::Lines };
         let mut h = StreamHandle::open(Arc::new(log), name).unwrap();
-        for (at, size) in reads {
-            // Anywhere in the stream or a little past its end.
-            let offset = at.index(want.len() + 100) as u64;
-            let got = h.read(offset, size).unwrap().to_vec();
-            let from = (offset as usize).min(want.len());
-            let to = (from + size).min(want.len());
-            // A read gets every byte asked for that the stream has: a short read happens only
-            // at the end.
-            prop_assert!(got == want[from..to],
-                "read({offset}, {size}): {} bytes, want {}", got.len(), to - from);
-        }
-        // And to the end in 128 KiB requests, from the start.
-        let mut whole = Vec::new();
-        loop {
-            let piece = h.read(whole.len() as u64, 128 * 1024).unwrap();
-            if piece.is_empty() {
-                break;
-            }
-            whole.extend_from_slice(piece);
-        }
-        prop_assert!(whole == want, "whole stream: {} bytes, want {}", whole.len(), want.len());
+        check_pieces(&mut h, &want, &reads)?;
     }
 }
 

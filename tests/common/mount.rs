@@ -358,6 +358,16 @@ impl TestMount {
         self.mount();
     }
 
+    /// The first dirty offset of `<topic>-<p>` in the cleaner's checkpoint, once it has one.
+    pub fn first_dirty(&self, topic: &str, p: u32) -> Option<i64> {
+        let root = self.partition_dir(topic, p).parent()?.to_path_buf();
+        let text = std::fs::read_to_string(root.join("cleaner-offset-checkpoint")).ok()?;
+        let prefix = format!("{topic} {p} ");
+        text.lines()
+            .skip(2)
+            .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+    }
+
     /// The real partition directory `<topic>-<p>` (in whichever log dir holds it).
     pub fn partition_dir(&self, topic: &str, p: u32) -> PathBuf {
         let name = format!("{topic}-{p}");
