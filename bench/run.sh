@@ -575,6 +575,19 @@ if [ "$BROKER_NEEDED" = 1 ]; then
         echo "topic $1 was not created on the broker" >&2
         return 1
     }
+    # kcat_append KEY RUN TOPIC FILE BYTES LINES: one timed `kcat -P` of FILE into a new
+    # TOPIC, recorded as KEY (MiB/s), then checked: the broker has LINES records.
+    kcat_append() {
+        kcat_topic "$3"
+        sync
+        local t0 t1 end
+        t0=$(now)
+        "${KCAT_P[@]}" -t "$3" <"$4" 2>>"$WORK/kcat.log" || { tail -5 "$WORK/kcat.log" >&2; exit 1; }
+        t1=$(now)
+        record "$1" "$2" "$(div "$(mib "$5")" "$(elapsed "$t0" "$t1")")"
+        end=$(kcat_end "$3")
+        [ "$end" = "$6" ] || die "$3: kcat produced $end records, expected $6"
+    }
     # kcat_end T: the offset after the last record of T's partition 0.
     kcat_end() {
         local last
@@ -620,18 +633,7 @@ if [ "$PEER" = 1 ]; then
         t0=$(now); cat "$BULK" >>"$MNT2/peer/0/append"; t1=$(now)
         record peer.append.topicfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
     }
-    peer_append_kcat() {
-        kcat_topic "peer-$1"
-        sync
-        local t0 t1
-        t0=$(now)
-        "${KCAT_P[@]}" -t "peer-$1" <"$BULK" 2>>"$WORK/kcat.log" || { tail -5 "$WORK/kcat.log" >&2; exit 1; }
-        t1=$(now)
-        record peer.append.kcat "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
-        local end
-        end=$(kcat_end "peer-$1")
-        [ "$end" = "$BULK_LINES" ] || die "peer-$1: kcat produced $end records, expected $BULK_LINES"
-    }
+    peer_append_kcat() { kcat_append peer.append.kcat "$1" "peer-$1" "$BULK" "$BULK_BYTES" "$BULK_LINES"; }
     alternate peer_append_topicfs peer_append_kcat
     leo=$(cat "$MNT2/peer/0/log-end-offset")
     [ "$leo" = "$BULK_LINES" ] || die "peer: log end offset $leo, expected $BULK_LINES"
@@ -712,16 +714,7 @@ if [ "$REMOTE" = 1 ]; then
         [ "$leo" = "$REMOTE_LINES" ] || die "rt-$1: log end offset $leo, expected $REMOTE_LINES"
     }
     remote_append_kcat() {
-        kcat_topic "rk-$1"
-        sync
-        local t0 t1
-        t0=$(now)
-        "${KCAT_P[@]}" -t "rk-$1" <"$RFILE" 2>>"$WORK/kcat.log" || { tail -5 "$WORK/kcat.log" >&2; exit 1; }
-        t1=$(now)
-        record remote.append.kcat "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
-        local end
-        end=$(kcat_end "rk-$1")
-        [ "$end" = "$REMOTE_LINES" ] || die "rk-$1: kcat produced $end records, expected $REMOTE_LINES"
+        kcat_append remote.append.kcat "$1" "rk-$1" "$RFILE" "$REMOTE_BYTES" "$REMOTE_LINES"
     }
     alternate remote_append_topicfs remote_append_kcat
     # Both read the same topic of the broker: the one the mount wrote last.
