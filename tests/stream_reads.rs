@@ -195,12 +195,14 @@ fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
 }
 
 /// Reads `want.len() + 100` bytes of `h` as random pieces, then all of it in 128 KiB
-/// requests, comparing each piece with `want`.
+/// requests (read ahead from the second), comparing each piece with `want`; the length
+/// `fstat` shows is `want`'s, at open and while a read-ahead is under way.
 fn check_pieces(
     h: &mut StreamHandle,
     want: &[u8],
     reads: &[(prop::sample::Index, usize)],
 ) -> Result<(), TestCaseError> {
+    prop_assert_eq!(h.length().unwrap(), want.len() as u64, "length at open");
     for (at, size) in reads {
         let offset = at.index(want.len() + 100) as u64;
         let got = h.read(offset, *size).unwrap().to_vec();
@@ -220,6 +222,11 @@ fn check_pieces(
             break;
         }
         whole.extend_from_slice(piece);
+        prop_assert_eq!(
+            h.length().unwrap(),
+            want.len() as u64,
+            "length while reading"
+        );
     }
     prop_assert!(
         whole == want,
@@ -310,4 +317,65 @@ proptest! {
             check_pieces(&mut h, want, &reads)?;
         }
     }
+}
+
+/// A corrupt batch met by a read-ahead: what lies before it is served, then the read that
+/// reaches it fails, and nothing of it or after it is ever served.
+#[test]
+fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let mut want = Vec::new();
+    for b in 0..400 {
+        let values: Vec<String> = (0..50)
+            .map(|i| format!("{b:05}-{i:03}-{}", "v".repeat(90)))
+            .collect();
+        let recs: Vec<RecordInput> = values
+            .iter()
+            .map(|v| RecordInput {
+                value: Some(v.as_bytes()),
+                ..Default::default()
+            })
+            .collect();
+        log.append(&recs).unwrap();
+        for v in &values {
+            want.extend_from_slice(v.as_bytes());
+            want.push(b'\n');
+        }
+    }
+    let seg = pdir.join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() * 3 / 4;
+    bytes[at] ^= 0x20;
+    std::os::unix::fs::FileExt::write_all_at(
+        &std::fs::OpenOptions::new().write(true).open(&seg).unwrap(),
+        &bytes[at..at + 1],
+        at as u64,
+    )
+    .unwrap();
+    let name = LookupName {
+        by: LookupBy::Offset,
+        start: 0,
+        format: Format::Lines,
+    };
+    let mut h = StreamHandle::open(log, name).unwrap();
+    let mut served = Vec::new();
+    let err = loop {
+        match h.read(served.len() as u64, 128 * 1024) {
+            Ok([]) => panic!("the stream ended after {} bytes", served.len()),
+            Ok(piece) => served.extend_from_slice(piece),
+            Err(e) => break e,
+        }
+    };
+    assert!(err.to_string().contains("corrupt"), "{err}");
+    assert!(
+        served.len() > want.len() / 2,
+        "{} bytes served",
+        served.len()
+    );
+    assert!(served.len() < want.len() * 3 / 4 + 1);
+    assert_eq!(served, want[..served.len()], "what was served is the log's");
+    // The error stays: no later read serves what lies past it.
+    assert!(h.read(served.len() as u64, 128 * 1024).is_err());
 }

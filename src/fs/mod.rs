@@ -3,6 +3,7 @@
 //! which [`report`] logs once and turns into the errno of `errno.rs`. It knows nothing of
 //! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
 
+mod ahead;
 pub mod errno;
 mod follow;
 pub mod fuse;

@@ -16,7 +16,30 @@ use crate::jsonl;
 use crate::record::{BatchHeader, Record};
 use crate::storage::{PartitionStore, RecordStream};
 
+use super::ahead::{self, Ahead};
+
+/// An open stream file: its cursor, which a read-ahead thread holds while it prepares the
+/// next reply (see [`StreamHandle::read`]).
 pub struct StreamHandle {
+    cursor: Option<Box<Cursor>>,
+    ahead: Option<Ahead<Box<Cursor>>>,
+    /// The bytes of the last reply, once they were taken out of the cursor's buffer for a
+    /// read-ahead (and the buffer the next such reply takes).
+    reply: Vec<u8>,
+    /// Where the last read ended: a read starting there is sequential.
+    last_end: u64,
+    /// Consecutive sequential reads of at least [`READ_AHEAD_MIN`] bytes.
+    sequential: u32,
+    follow: bool,
+    log: Arc<dyn PartitionStore>,
+}
+
+/// Reads ahead from the second of consecutive sequential reads of at least this size (a
+/// lookup such as `head -n 1` reads little and stops: it gets no read-ahead).
+const READ_AHEAD_MIN: usize = 64 * 1024;
+
+/// Where a stream is and the bytes it prepared.
+struct Cursor {
     log: Arc<dyn PartitionStore>,
     name: LookupName,
     reader: Box<dyn RecordStream>,
@@ -61,19 +84,6 @@ pub(super) fn format_record(
     }
 }
 
-/// How many bytes [`format_record`] makes of a record; a line is counted without copying it
-/// (`fstat` of a stream counts the records up to its end: `cat` asks before it reads).
-fn formatted_len(format: Format, h: &BatchHeader, r: &Record<'_>, scratch: &mut Vec<u8>) -> u64 {
-    match format {
-        Format::Lines => r.value.map_or(0, <[u8]>::len) as u64 + 1,
-        Format::Jsonl => {
-            scratch.clear();
-            format_record(format, None, h, r, scratch);
-            scratch.len() as u64
-        }
-    }
-}
-
 /// Drops the consumed front of a stream's buffer once it is half the buffer (moving the
 /// unread tail on every refill copied the data a second time).
 pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
@@ -86,6 +96,93 @@ pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
 impl StreamHandle {
     /// Opens the stream a lookup name asks for (ENOENT-class errors when it does not open).
     pub fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<StreamHandle> {
+        let cursor = Cursor::open(log.clone(), name)?;
+        Ok(StreamHandle {
+            follow: cursor.is_follow(),
+            cursor: Some(Box::new(cursor)),
+            ahead: None,
+            reply: Vec::new(),
+            last_end: u64::MAX,
+            sequential: 0,
+            log,
+        })
+    }
+
+    pub fn is_follow(&self) -> bool {
+        self.follow
+    }
+
+    /// The partition it reads.
+    pub fn log(&self) -> &Arc<dyn PartitionStore> {
+        &self.log
+    }
+
+    /// For a follow stream with nothing to serve: the offset whose arrival it waits for.
+    pub fn waits_at(&self) -> Option<i64> {
+        // A cursor away on a read-ahead is never a follow stream's.
+        self.cursor.as_ref().and_then(|c| c.waits_at())
+    }
+
+    /// Whether a read would return at once (data, an error or an EOF).
+    pub fn readable_now(&self) -> bool {
+        self.cursor.as_ref().is_none_or(|c| c.readable_now())
+    }
+
+    /// The cursor, back from its read-ahead if it is away.
+    fn cursor(&mut self) -> Result<&mut Cursor> {
+        if let Some(ahead) = self.ahead.take() {
+            self.cursor = ahead.wait();
+        }
+        self.cursor.as_deref_mut().ok_or_else(|| {
+            Error::Io(std::io::Error::other(
+                "the stream's read-ahead failed: the file must be opened again",
+            ))
+        })
+    }
+
+    /// Bytes at `offset`, at most `size`. Sequential reads continue from the cursor. An
+    /// empty answer is an EOF, or, for a follow stream, "nothing yet" ([`Self::waits_at`]).
+    ///
+    /// From the second sequential read on, the answer's bytes are moved out of the cursor,
+    /// and the cursor goes to a read-ahead thread to prepare the next `size` bytes while the
+    /// caller hands these to the reader.
+    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+        let follow = self.follow;
+        let sequential = offset == self.last_end && size >= READ_AHEAD_MIN;
+        self.sequential = if sequential { self.sequential + 1 } else { 0 };
+        let read_ahead = self.sequential > 0 && !follow;
+        let cursor = self.cursor()?;
+        let (start, n) = cursor.read(offset, size)?;
+        let end = offset + n as u64;
+        self.last_end = end;
+        let mut cursor = self.cursor.take().expect("the cursor is here");
+        if !(read_ahead && n == size && cursor.more_to_read()) {
+            let cursor = self.cursor.insert(cursor);
+            return Ok(&cursor.out[start..start + n]);
+        }
+        // The reply keeps the buffer; the cursor goes on with the bytes after it, in the
+        // buffer of the previous reply.
+        let mut rest = std::mem::take(&mut self.reply);
+        rest.clear();
+        rest.extend_from_slice(&cursor.out[start + n..]);
+        self.reply = std::mem::replace(&mut cursor.out, rest);
+        cursor.out_pos = 0;
+        self.ahead = Some(ahead::spawn(move || {
+            cursor.fill_ahead(size);
+            cursor
+        }));
+        Ok(&self.reply[start..start + n])
+    }
+
+    /// The stream's length so far, as `fstat` of the open file shows it (see
+    /// [`Cursor::length`]).
+    pub fn length(&mut self) -> Result<u64> {
+        self.cursor()?.length()
+    }
+}
+
+impl Cursor {
+    fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<Cursor> {
         let reader = match (name.by, name.start) {
             (LookupBy::Offset, n) => log.read_from_offset(n)?,
             (LookupBy::Time, ts) => log.read_from_time(ts)?,
@@ -94,7 +191,7 @@ impl StreamHandle {
             (LookupBy::Follow, n) => log.read_from_offset(n)?,
         };
         let start = reader.start_offset();
-        Ok(StreamHandle {
+        Ok(Cursor {
             end: reader.end_offset(),
             log,
             name,
@@ -111,31 +208,23 @@ impl StreamHandle {
         })
     }
 
-    pub fn is_follow(&self) -> bool {
+    fn is_follow(&self) -> bool {
         self.name.by == LookupBy::Follow
     }
 
-    /// For a follow stream with nothing to serve: the offset whose arrival it waits for.
-    pub fn waits_at(&self) -> Option<i64> {
+    fn waits_at(&self) -> Option<i64> {
         (self.is_follow() && self.buffered() == 0 && self.pending.is_none()).then_some(self.next)
     }
 
-    /// Whether a read would return at once (data, an error or an EOF).
-    pub fn readable_now(&self) -> bool {
+    fn readable_now(&self) -> bool {
         !self.is_follow()
             || self.buffered() > 0
             || self.pending.is_some()
             || self.log.log_end_offset() > self.next
     }
 
-    /// The partition it reads.
-    pub fn log(&self) -> &Arc<dyn PartitionStore> {
-        &self.log
-    }
-
-    /// Bytes at `offset`, at most `size`. Sequential reads continue from the cursor. An
-    /// empty answer is an EOF, or, for a follow stream, "nothing yet" ([`Self::waits_at`]).
-    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+    /// Bytes at `offset`, at most `size`, as (start, length) in `out`.
+    fn read(&mut self, offset: u64, size: usize) -> Result<(usize, usize)> {
         if offset < self.pos {
             self.restart()?;
         }
@@ -143,7 +232,7 @@ impl StreamHandle {
         while self.pos < offset {
             if self.buffered() == 0 && !self.fill(64 * 1024)? {
                 self.eof_served = true;
-                return Ok(&[]);
+                return Ok((0, 0));
             }
             let n = (self.buffered() as u64).min(offset - self.pos) as usize;
             self.out_pos += n;
@@ -159,7 +248,21 @@ impl StreamHandle {
         let start = self.out_pos;
         self.out_pos += n;
         self.pos += n as u64;
-        Ok(&self.out[start..start + n])
+        Ok((start, n))
+    }
+
+    /// Whether a read-ahead could prepare anything: the stream has not ended (nor been
+    /// read to its end, after which it grows) and met no error.
+    fn more_to_read(&self) -> bool {
+        !self.eof && !self.eof_served && self.pending.is_none()
+    }
+
+    /// Prepares `size` bytes past those buffered (on a read-ahead thread). An error is kept
+    /// for the read that reaches it.
+    fn fill_ahead(&mut self, size: usize) {
+        if let Err(e) = self.fill(size) {
+            self.pending.get_or_insert(e);
+        }
     }
 
     fn buffered(&self) -> usize {
@@ -253,7 +356,7 @@ impl StreamHandle {
     /// `tail -f` reads when it grows): the bytes from the start up to the stream's end; once
     /// the reader has read all of those, up to the log end, and the stream then goes on to
     /// what it was shown. Each record is counted once.
-    pub fn length(&mut self) -> Result<u64> {
+    fn length(&mut self) -> Result<u64> {
         let (counted_to, at_end) = self.count_to(self.end)?;
         if counted_to <= self.end && !self.grows() && self.pos < at_end {
             return Ok(at_end);
@@ -272,13 +375,21 @@ impl StreamHandle {
             return Ok(self.counted);
         }
         let from = from.max(self.log.log_start_offset());
-        let mut reader = self.log.read_from_offset(from)?;
         let format = self.name.format;
+        if format == Format::Lines {
+            bytes += self.log.lines_len(from, limit)?;
+            self.counted = (limit, bytes);
+            return Ok(self.counted);
+        }
+        // JSON lines are formatted to be counted.
+        let mut reader = self.log.read_from_offset(from)?;
         let mut scratch = Vec::new();
         let mut counted_to = from;
         while reader.next_batch_meta(&mut |h, r| {
             if r.offset < limit && r.offset >= counted_to {
-                bytes += formatted_len(format, h, r, &mut scratch);
+                scratch.clear();
+                format_record(format, None, h, r, &mut scratch);
+                bytes += scratch.len() as u64;
                 counted_to = r.offset + 1;
             }
         })? {

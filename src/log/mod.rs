@@ -215,6 +215,10 @@ impl PartitionLog {
         let meta = AppendMeta {
             last_offset,
             max_timestamp: max_ts,
+            lines: records
+                .iter()
+                .map(|r| r.value.map_or(0, <[u8]>::len) as u64 + 1)
+                .sum(),
         };
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset
@@ -405,6 +409,29 @@ impl PartitionLog {
             reader.position_at(offset, &self.last_lookup_scan)?;
         }
         Ok(reader)
+    }
+
+    /// The bytes a lines stream shows of the data records at offsets in [from, to): each value
+    /// and `\n`. A segment the range covers from its start is counted once and remembered
+    /// (appends keep the count), so `fstat` of `by-offset/0` does not read the log again.
+    pub fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
+        let mut total = 0;
+        for seg in self.snapshot_from(from) {
+            if seg.base_offset >= to {
+                break;
+            }
+            if from > seg.base_offset {
+                total += LogReader::segment_lines_between(&seg, from, to)?;
+                continue;
+            }
+            let count = LogReader::count_segment_lines(&seg)?;
+            total += count.bytes;
+            if count.next > to {
+                // Records appended since the range's end was taken.
+                total -= LogReader::segment_lines_between(&seg, to, count.next)?;
+            }
+        }
+        Ok(total)
     }
 
     /// `by-offset/N` exists when log-start-offset <= N <= log-end-offset. Returns the log end.

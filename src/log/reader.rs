@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use super::segment::{self, BatchPos, LogSegment};
+use super::segment::{self, BatchPos, LinesCount, LogSegment};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
 use crate::record::{
@@ -35,6 +35,9 @@ pub struct LogReader {
     scratch: Vec<u8>,
     /// The last offset of the last batch read: the next one must start after it.
     last_served: Option<i64>,
+    /// Stops at the end of its first segment, its position kept there (a count of one
+    /// segment's lines).
+    one_segment: bool,
 }
 
 impl Drop for LogReader {
@@ -87,7 +90,43 @@ impl LogReader {
             batches_here: 0,
             scratch: Vec::new(),
             last_served: None,
+            one_segment: false,
         }
+    }
+
+    /// Extends `seg`'s lines count (see [`LinesCount`]) to the segment's end and returns it.
+    pub(super) fn count_segment_lines(seg: &Arc<LogSegment>) -> Result<LinesCount> {
+        let mut count = seg.lines_count();
+        if count.pos >= seg.size() {
+            return Ok(count);
+        }
+        let mut r = LogReader::new(vec![seg.clone()], count.next, i64::MAX);
+        r.pos = count.pos;
+        r.one_segment = true;
+        let mut bytes = count.bytes;
+        loop {
+            let more = r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())?;
+            count = LinesCount {
+                pos: r.pos,
+                next: r.passed(),
+                bytes,
+            };
+            if !more {
+                break;
+            }
+        }
+        seg.store_lines_count(count);
+        Ok(count)
+    }
+
+    /// The bytes a lines stream makes of the data records of `seg` at offsets in [from, to).
+    pub(super) fn segment_lines_between(seg: &Arc<LogSegment>, from: i64, to: i64) -> Result<u64> {
+        let mut r = LogReader::new(vec![seg.clone()], from, to);
+        r.one_segment = true;
+        r.position_at(from, &AtomicU64::new(0))?;
+        let mut bytes = 0;
+        while r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())? {}
+        Ok(bytes)
     }
 
     pub fn end_offset(&self) -> i64 {
@@ -205,6 +244,9 @@ impl LogReader {
             }
             let limit = self.segments[self.seg].size();
             if self.pos >= limit {
+                if self.one_segment {
+                    return Ok(false);
+                }
                 self.next_segment();
                 continue;
             }
@@ -228,11 +270,6 @@ impl LogReader {
                 )?),
             }
             .expect("PREFIX_SIZE bytes are available");
-            if base >= self.end {
-                self.segments[self.seg].release_file();
-                self.seg = self.segments.len();
-                return Ok(false);
-            }
             if size_field < MIN_SIZE_FIELD {
                 return Err(self.corrupt_here(self.pos, format!("invalid batch size {size_field}")));
             }
@@ -256,6 +293,13 @@ impl LogReader {
                 Err(e) => return Err(segment::corrupt(seg.log_path(), self.pos, e).into()),
             };
             let h = view.header;
+            if base >= self.end {
+                // Appended after the end was fixed (checked like any other batch: a corrupt
+                // base offset must not pass for the end of the stream).
+                self.segments[self.seg].release_file();
+                self.seg = self.segments.len();
+                return Ok(false);
+            }
             self.last_served = Some(h.last_offset());
             self.batches_here += 1;
             let pos = self.pos;
@@ -266,8 +310,17 @@ impl LogReader {
             let path = self.segments[self.seg].log_path();
             let bad = |e: BatchError| -> Error { segment::corrupt(path, pos, e).into() };
             let header = view.header;
+            // The next batch, as far as it is mapped and as long as this one.
+            let ahead = match &map {
+                Some(m) => {
+                    let end = m.len().min(limit as usize);
+                    let from = (self.pos as usize).min(end);
+                    &m[from..(from + size).min(end)]
+                }
+                None => &[],
+            };
             view.records(&mut self.scratch)
-                .and_then(|records| decode(&header, records))
+                .and_then(|records| decode(&header, records.prefetching(ahead)))
                 .map_err(bad)?;
             return Ok(true);
         }
@@ -279,8 +332,85 @@ mod tests {
     use std::sync::Arc;
 
     use crate::config::LogConfig;
-    use crate::log::PartitionLog;
+    use crate::log::{LoadParams, PartitionLog};
     use crate::record::RecordInput;
+
+    /// `lines_len` is the length of what a lines stream reads: whole segments from their kept
+    /// count (kept by appends, or counted once after a load), partial ones by reading, and a
+    /// range that ends before records appended since.
+    #[test]
+    fn lines_len_is_the_length_of_the_lines_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let pdir = dir.path().join("t-0");
+        let cfg = Arc::new(LogConfig {
+            segment_bytes: 3000,
+            ..LogConfig::default()
+        });
+        let log = PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap();
+        for i in 0..60 {
+            let v = format!("value {i} {}", "x".repeat(i * 3));
+            let recs = [
+                RecordInput {
+                    value: Some(v.as_bytes()),
+                    ..Default::default()
+                },
+                RecordInput::default(),
+                RecordInput {
+                    key: Some(b"k"),
+                    value: Some(&v.as_bytes()[..i]),
+                    ..Default::default()
+                },
+            ];
+            log.append(&recs).unwrap();
+        }
+        let end = log.log_end_offset();
+        assert_eq!(end, 180);
+        assert!(log.segments().len() > 3, "several segments");
+        let read_len = |log: &PartitionLog, from: i64, to: i64| {
+            let mut r = log.read_from_offset(from).unwrap();
+            let mut n = 0;
+            while r
+                .next_batch(&mut |rec| {
+                    if rec.offset < to {
+                        n += rec.line_len();
+                    }
+                })
+                .unwrap()
+            {}
+            n
+        };
+        let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+        let mut ranges = vec![(0, end), (0, 50), (1, end), (50, 121), (179, 180), (7, 7)];
+        for &b in &bases[1..] {
+            ranges.extend([(b, end), (0, b), (b, b + 1), (b - 1, end)]);
+        }
+        let check = |log: &PartitionLog, ranges: &[(i64, i64)]| {
+            for &(from, to) in ranges {
+                let want = read_len(log, from, to);
+                assert_eq!(log.lines_len(from, to).unwrap(), want, "[{from}, {to})");
+            }
+        };
+        check(&log, &ranges);
+        // Appended records past a range's end are not counted in it.
+        log.append(&[RecordInput {
+            value: Some(b"later"),
+            ..Default::default()
+        }])
+        .unwrap();
+        check(&log, &ranges);
+        ranges.push((0, end + 1));
+        drop(log);
+        // Loaded again (recovered: every count starts from nothing), then counted as read.
+        let params = LoadParams {
+            recovery_point: 0,
+            log_start_offset: 0,
+            had_clean_shutdown: false,
+            read_only: false,
+        };
+        let log = PartitionLog::load(&pdir, "t", 0, cfg, params).unwrap();
+        check(&log, &ranges);
+        check(&log, &ranges);
+    }
 
     /// A reader of mapped segments and one reading by position serve the same records, lines
     /// and all, across sealed segments and the active one.

@@ -71,6 +71,20 @@ struct SegmentAppendState {
 pub struct AppendMeta {
     pub last_offset: i64,
     pub max_timestamp: i64,
+    /// The bytes a lines stream makes of the batch's records (each value and `\n`).
+    pub lines: u64,
+}
+
+/// How many bytes a lines stream makes of a segment's first batches: each data record's value
+/// and `\n` (`fstat` of an open stream shows its length). Appends keep it and a count extends
+/// it from where it stopped, so a segment is counted once, not at every `fstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinesCount {
+    /// The batches in [0, pos) of the `.log` are counted.
+    pub pos: u64,
+    /// The offset after the last batch counted (the base offset when none is).
+    pub next: i64,
+    pub bytes: u64,
 }
 
 pub struct LogSegment {
@@ -107,6 +121,7 @@ pub struct LogSegment {
     /// Set once both index files passed the sanity check (or were rebuilt).
     indexes_checked: AtomicBool,
     check_lock: Mutex<()>,
+    lines: Mutex<LinesCount>,
 }
 
 /// A batch's position and header, found by a scan.
@@ -177,6 +192,11 @@ impl LogSegment {
             index_interval_bytes: cfg.index_interval_bytes,
             indexes_checked: AtomicBool::new(size == 0),
             check_lock: Mutex::new(()),
+            lines: Mutex::new(LinesCount {
+                pos: 0,
+                next: base_offset,
+                bytes: 0,
+            }),
         }
     }
 
@@ -626,7 +646,37 @@ impl LogSegment {
         st.bytes_since_last_index_entry += batch.len() as u64;
         self.size
             .store(position + batch.len() as u64, Ordering::Release);
+        let mut lines = self.lines.guard();
+        if lines.pos == position {
+            *lines = LinesCount {
+                pos: position + batch.len() as u64,
+                next: meta.last_offset + 1,
+                bytes: lines.bytes + meta.lines,
+            };
+        }
         Ok(())
+    }
+
+    /// The lines count so far (see [`LinesCount`]): it may stop before the segment's end.
+    pub fn lines_count(&self) -> LinesCount {
+        *self.lines.guard()
+    }
+
+    /// Keeps a count that reaches further than the one kept.
+    pub fn store_lines_count(&self, count: LinesCount) {
+        let mut lines = self.lines.guard();
+        if count.pos > lines.pos {
+            *lines = count;
+        }
+    }
+
+    /// Forgets the lines count (the `.log` was rewritten from its start).
+    fn reset_lines_count(&self) {
+        *self.lines.guard() = LinesCount {
+            pos: 0,
+            next: self.base_offset,
+            bytes: 0,
+        };
     }
 
     /// Kafka's `onBecomeInactiveSegment` / close: final time-index entry, trim both indexes.

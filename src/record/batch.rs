@@ -240,6 +240,7 @@ impl<'a> BatchView<'a> {
             body,
             pos: 0,
             remaining: self.header.records_count.max(0),
+            ahead: &[],
         })
     }
 }
@@ -257,6 +258,11 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
+    /// The bytes of the record in a lines stream: its value (empty when null) and `\n`.
+    pub fn line_len(&self) -> u64 {
+        self.value.map_or(0, <[u8]>::len) as u64 + 1
+    }
+
     /// Header (key, value) pairs; value `None` for a null header value.
     pub fn headers(&self) -> Vec<(&'a [u8], Option<&'a [u8]>)> {
         let mut out = Vec::with_capacity(self.header_count.max(0) as usize);
@@ -311,6 +317,9 @@ pub struct RecordIter<'a> {
     body: &'a [u8],
     pos: usize,
     remaining: i32,
+    /// Bytes to bring into the cache while lines are decoded (the next batch): see
+    /// [`RecordIter::prefetching`].
+    ahead: &'a [u8],
 }
 
 impl<'a> RecordIter<'a> {
@@ -409,18 +418,141 @@ impl<'a> RecordIter<'a> {
 impl RecordIter<'_> {
     /// What a stream of lines shows of the records at offsets in [`*from`, `to`): each value
     /// (nothing for a null one) and `\n`, appended to `out`; `*from` moves past each record
-    /// written. The records are decoded and checked by [`RecordIter::for_each_record`] (the
-    /// lines before a bad record are written, then its error is returned).
-    pub fn lines_into(self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<(), BatchError> {
-        // A record takes more bytes than its value and a newline: one reservation per batch.
+    /// written. Records are checked as [`RecordIter::for_each_record`] checks them (the lines
+    /// before a bad record are written, then its error is returned); a record of a line's
+    /// shape is read by [`RecordIter::value_only_line`] without building a [`Record`].
+    pub fn lines_into(
+        mut self,
+        from: &mut i64,
+        to: i64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BatchError> {
+        // A record's line is shorter than the record: one reservation covers the batch.
         out.reserve(self.body.len() - self.pos);
-        self.for_each_record(|r| {
-            if r.offset >= *from && r.offset < to {
-                out.extend_from_slice(r.value.unwrap_or_default());
-                out.push(b'\n');
-                *from = r.offset + 1;
+        while self.remaining > 0 {
+            self.remaining -= 1;
+            prefetch(self.ahead, self.pos);
+            let (offset, value) = match self.value_only_line() {
+                Some(line) => line,
+                None => {
+                    let r = self.decode_next()?;
+                    (r.offset, r.value)
+                }
+            };
+            if offset >= *from && offset < to {
+                push_line(out, value.unwrap_or_default(), self.body);
+                *from = offset + 1;
             }
-        })
+        }
+        if self.pos < self.body.len() {
+            return Err(BatchError::InvalidRecord(
+                "Incorrect declared batch size, records still remaining in file".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<'a> RecordIter<'a> {
+    /// Makes [`RecordIter::lines_into`] bring `ahead` (the next batch of a mapped segment)
+    /// into the CPU cache as it goes, at the pace it reads this one: its CRC then reads from
+    /// the cache instead of memory (a stream read from a mapping spent a third of its time
+    /// on that CRC, waiting for memory).
+    pub fn prefetching(mut self, ahead: &'a [u8]) -> Self {
+        self.ahead = ahead;
+        self
+    }
+
+    /// The offset and value of the record at `pos` when it has the shape of a line (length,
+    /// deltas and value length in one or two varint bytes, null key, no headers), moving past
+    /// it; None, and nothing moved, for any other record, which [`RecordIter::decode_next`]
+    /// then reads (and rejects when it is malformed). What it accepts, `decode_next` accepts
+    /// with the same offset and value.
+    #[inline(always)]
+    fn value_only_line(&mut self) -> Option<(i64, Option<&'a [u8]>)> {
+        #[inline(always)]
+        fn short_varint(buf: &[u8], p: &mut usize) -> Option<i32> {
+            let b = *buf.get(*p)?;
+            let u = if b < 0x80 {
+                *p += 1;
+                b as u32
+            } else {
+                let b2 = *buf.get(*p + 1)?;
+                if b2 >= 0x80 {
+                    return None;
+                }
+                *p += 2;
+                (b & 0x7f) as u32 | (b2 as u32) << 7
+            };
+            Some(((u >> 1) as i32) ^ -((u & 1) as i32))
+        }
+        let body = self.body;
+        let mut pos = self.pos;
+        let len = short_varint(body, &mut pos)?;
+        if len <= 0 {
+            return None;
+        }
+        let rec = body.get(pos..pos + len as usize)?;
+        let mut p = 1;
+        short_varint(rec, &mut p)?; // timestamp delta
+        let offset_delta = short_varint(rec, &mut p)?;
+        let (value, _) = value_only(rec, p)?;
+        self.pos = pos + len as usize;
+        Some((
+            self.header.base_offset.wrapping_add(offset_delta as i64),
+            value,
+        ))
+    }
+}
+
+/// Asks the CPU to cache the 128 bytes of `bytes` at `at` (nothing past its end).
+#[inline(always)]
+fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at + 128 <= bytes.len() {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p = bytes[at..].as_ptr() as *const i8;
+        // SAFETY: a prefetch reads nothing and cannot fault; both addresses lie in `bytes`.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.add(64));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
+/// Appends `value` and `\n` to `out`. `value` lies in `body`: a short one is copied 16 bytes
+/// at a time, reading up to 15 bytes past its end while those are in `body` (a call to
+/// `memcpy` per line was a tenth of a stream's read).
+#[inline(always)]
+fn push_line(out: &mut Vec<u8>, value: &[u8], body: &[u8]) {
+    const CHUNK: usize = 16;
+    let padded = value.len().next_multiple_of(CHUNK);
+    out.reserve(padded + 1);
+    let len = out.len();
+    // Where `value` starts in `body` (it is a part of it, or empty).
+    let at = (value.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
+    let chunked = padded <= 8 * CHUNK && at <= body.len() && padded <= body.len() - at;
+    // SAFETY: `reserve` made room for `padded + 1 >= value.len() + 1` bytes past `len`, and
+    // the length covers only the `value.len() + 1` bytes written. The chunked copy reads
+    // `body[at..at + padded]`, in bounds (checked), and the spare capacity of `out` cannot
+    // overlap `body`.
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        if chunked {
+            let src = body.as_ptr().add(at);
+            let mut i = 0;
+            while i < padded {
+                let chunk = std::ptr::read_unaligned(src.add(i) as *const [u8; CHUNK]);
+                std::ptr::write_unaligned(dst.add(i) as *mut [u8; CHUNK], chunk);
+                i += CHUNK;
+            }
+        } else {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), dst, value.len());
+        }
+        *dst.add(value.len()) = b'\n';
+        out.set_len(len + value.len() + 1);
     }
 }
 

@@ -120,6 +120,9 @@ impl PartitionStore for PartitionLog {
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
         Ok(Box::new(PartitionLog::read_from_offset(self, offset)?))
     }
+    fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
+        PartitionLog::lines_len(self, from, to)
+    }
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
         Ok(Box::new(PartitionLog::read_from_time(self, ts)?))
     }

@@ -146,6 +146,24 @@ pub trait PartitionStore: Send + Sync {
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>>;
     /// The records from the first whose timestamp >= `ts` (NoRecordAtOrAfter when none).
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>>;
+    /// The bytes a lines stream shows of the data records at offsets in [from, to): each
+    /// value and `\n` (the length `fstat` shows). By default the records are read and counted.
+    fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
+        let mut reader = self.read_from_offset(from)?;
+        let mut bytes = 0;
+        let mut counted_to = from;
+        while reader.next_batch_meta(&mut |_, r| {
+            if r.offset >= counted_to && r.offset < to {
+                bytes += r.line_len();
+                counted_to = r.offset + 1;
+            }
+        })? {
+            if counted_to >= to {
+                break;
+            }
+        }
+        Ok(bytes)
+    }
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;

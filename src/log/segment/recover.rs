@@ -111,6 +111,7 @@ impl LogSegment {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
+        self.reset_lines_count();
         *self.state.guard() = st;
         self.indexes_checked.store(true, Ordering::Release);
         Ok((truncated, next_offset))
