@@ -89,6 +89,21 @@ fn decode(c: &mut Criterion) {
             })
         });
     }
+    // What a lines stream does per batch (no CRC): each value and `\n` into a reused buffer.
+    let bytes = encoded(1000);
+    g.bench_with_input(BenchmarkId::new("lines", 1000), &bytes, |b, bytes| {
+        let mut scratch = Vec::new();
+        let mut out = Vec::new();
+        b.iter(|| {
+            out.clear();
+            let view = BatchView::new(black_box(bytes)).unwrap();
+            let mut from = 0;
+            let records = view.records(&mut scratch).unwrap();
+            records.lines_into(&mut from, i64::MAX, &mut out).unwrap();
+            assert_eq!(from, 1000);
+            black_box(out.len())
+        })
+    });
     // What recovery does per batch: the CRC of the whole batch, then the records.
     let bytes = encoded(1000);
     g.bench_with_input(BenchmarkId::new("validated", 1000), &bytes, |b, bytes| {
