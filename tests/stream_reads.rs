@@ -379,3 +379,62 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
     // The error stays: no later read serves what lies past it.
     assert!(h.read(served.len() as u64, 128 * 1024).is_err());
 }
+
+/// Batches larger than a read (a producer's 1 MiB batches and more), read in 128 KiB
+/// requests with read-ahead: every byte is the log's, in order.
+#[test]
+fn batches_larger_than_a_read_stream_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Arc::new(LogConfig {
+        max_message_bytes: 4 << 20,
+        ..LogConfig::default()
+    });
+    let log = Arc::new(PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg).unwrap());
+    let mut want = Vec::new();
+    for b in 0..6 {
+        let values: Vec<String> = (0..20_000)
+            .map(|i| format!("{b}-{i:05}-{}", "w".repeat(90)))
+            .collect();
+        let recs: Vec<RecordInput> = values
+            .iter()
+            .map(|v| RecordInput {
+                value: Some(v.as_bytes()),
+                ..Default::default()
+            })
+            .collect();
+        log.append(&recs).unwrap();
+        for v in &values {
+            want.extend_from_slice(v.as_bytes());
+            want.push(b'\n');
+        }
+    }
+    for start in [0i64, 12_345] {
+        let name = LookupName {
+            by: LookupBy::Offset,
+            start,
+            format: Format::Lines,
+        };
+        let mut h = StreamHandle::open(log.clone(), name).unwrap();
+        let from: usize = want
+            .split_inclusive(|&b| b == b'\n')
+            .take(start as usize)
+            .map(<[u8]>::len)
+            .sum();
+        let want = &want[from..];
+        assert_eq!(h.length().unwrap(), want.len() as u64);
+        let mut got = Vec::new();
+        loop {
+            let piece = h.read(got.len() as u64, 128 * 1024).unwrap();
+            if piece.is_empty() {
+                break;
+            }
+            got.extend_from_slice(piece);
+        }
+        assert!(
+            got == want,
+            "from {start}: {} bytes, want {}",
+            got.len(),
+            want.len()
+        );
+    }
+}

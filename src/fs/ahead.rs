@@ -10,8 +10,8 @@ use crate::sync::MutexExt;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Threads of the pool: enough for a few readers at once, never more than the machine's
-/// cores (they only decode).
+/// Threads of the pool: one per core, at least two, at most four (they decode; a reader
+/// whose work waits behind others' takes it back, see [`Ahead::wait`]).
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
 }
@@ -44,27 +44,42 @@ fn pool() -> &'static Mutex<Sender<Job>> {
     })
 }
 
+/// The work of an [`Ahead`], taken by whichever comes first: a pool thread, or the waiter.
+type Work<T> = Arc<Mutex<Option<Box<dyn FnOnce() -> T + Send>>>>;
+
 /// Work running on the pool: `wait` returns what it made.
 pub struct Ahead<T> {
+    work: Work<T>,
     rx: Receiver<T>,
 }
 
 /// Runs `work` on the pool. Should the pool be gone (it never ends), `work` runs here.
 pub fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Ahead<T> {
     let (tx, rx) = mpsc::sync_channel(1);
+    let work: Work<T> = Arc::new(Mutex::new(Some(Box::new(work))));
+    let slot = work.clone();
     let job: Job = Box::new(move || {
-        // The receiver may be gone (the file was closed): what was made is dropped here.
-        let _ = tx.send(work());
+        // None: the waiter took the work back before a pool thread came to it.
+        let work = slot.guard().take();
+        if let Some(work) = work {
+            // The receiver may be gone (the file was closed): what was made is dropped here.
+            let _ = tx.send(work());
+        }
     });
     if let Err(mpsc::SendError(job)) = pool().guard().send(job) {
         job();
     }
-    Ahead { rx }
+    Ahead { work, rx }
 }
 
 impl<T> Ahead<T> {
-    /// What the work made; None if it panicked.
+    /// What the work made; None if it panicked. Work no pool thread has started yet (the
+    /// pool busy with other streams' work) is done here instead of waiting behind it.
     pub fn wait(self) -> Option<T> {
+        let work = self.work.guard().take();
+        if let Some(work) = work {
+            return std::panic::catch_unwind(AssertUnwindSafe(work)).ok();
+        }
         self.rx.recv().ok()
     }
 }
@@ -73,6 +88,15 @@ impl<T> Ahead<T> {
 mod tests {
     use super::*;
 
+    /// Waits until a pool thread took the work (it is no longer the waiter's to take).
+    fn started<T>(job: &Ahead<T>) {
+        let t0 = std::time::Instant::now();
+        while job.work.guard().is_some() {
+            assert!(t0.elapsed().as_secs() < 60, "no pool thread took the work");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn work_runs_on_another_thread_and_comes_back() {
         let here = std::thread::current().id();
@@ -80,9 +104,35 @@ mod tests {
             .map(|i| spawn(move || (i * 2, std::thread::current().id())))
             .collect();
         for (i, job) in jobs.into_iter().enumerate() {
+            started(&job);
             let (v, id) = job.wait().unwrap();
             assert_eq!(v, i * 2);
             assert_ne!(id, here);
+        }
+    }
+
+    /// Work still queued behind a busy pool is done by its waiter instead.
+    #[test]
+    fn a_waiter_takes_back_work_no_thread_started() {
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let blocked = Arc::new(Mutex::new(blocked));
+        // Every pool thread busy until released.
+        let busy: Vec<_> = (0..threads())
+            .map(|_| {
+                let b = blocked.clone();
+                spawn(move || {
+                    let _ = b.guard().recv_timeout(std::time::Duration::from_secs(60));
+                })
+            })
+            .collect();
+        let here = std::thread::current().id();
+        let queued = spawn(|| std::thread::current().id());
+        assert_eq!(queued.wait(), Some(here), "done by the waiter");
+        for _ in 0..threads() {
+            release.send(()).unwrap();
+        }
+        for b in busy {
+            assert_eq!(b.wait(), Some(()));
         }
     }
 
@@ -91,6 +141,7 @@ mod tests {
         // More panics than threads: a thread that died with its job would leave none.
         for _ in 0..=threads() {
             let job = spawn(|| -> usize { panic!("a job that panics") });
+            started(&job);
             assert_eq!(job.wait(), None);
         }
         let job = spawn(|| 7usize);

@@ -107,7 +107,8 @@ impl FsState {
             }
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                (Handle::Stream(StreamHandle::open(log, *name)?), true)
+                let stream = StreamHandle::open(log, *name)?.kept_live_by(self.topic(t)?);
+                (Handle::Stream(stream), true)
             }
             Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;

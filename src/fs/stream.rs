@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::fs::inode::{EARLIEST, Format, LATEST, LookupBy, LookupName};
 use crate::jsonl;
 use crate::record::{BatchHeader, Record};
-use crate::storage::{PartitionStore, RecordStream};
+use crate::storage::{PartitionStore, RecordStream, TopicStore};
 
 use super::ahead::{self, Ahead};
 
@@ -32,6 +32,8 @@ pub struct StreamHandle {
     sequential: u32,
     follow: bool,
     log: Arc<dyn PartitionStore>,
+    /// The topic a read-ahead holds live (see [`StreamHandle::kept_live_by`]).
+    topic: Option<Arc<dyn TopicStore>>,
 }
 
 /// Reads ahead from the second of consecutive sequential reads of at least this size (a
@@ -105,6 +107,7 @@ impl StreamHandle {
             last_end: u64::MAX,
             sequential: 0,
             log,
+            topic: None,
         })
     }
 
@@ -128,10 +131,22 @@ impl StreamHandle {
         self.cursor.as_ref().is_none_or(|c| c.readable_now())
     }
 
+    /// Makes read-aheads hold `topic` live while they read (deletion waits for them).
+    pub fn kept_live_by(mut self, topic: Arc<dyn TopicStore>) -> StreamHandle {
+        self.topic = Some(topic);
+        self
+    }
+
     /// The cursor, back from its read-ahead if it is away.
     fn cursor(&mut self) -> Result<&mut Cursor> {
         if let Some(ahead) = self.ahead.take() {
             self.cursor = ahead.wait();
+            if self.cursor.is_none() {
+                log::error!(
+                    "partition {}: the read-ahead of a stream failed (a panic); its reads fail with EIO until it is opened again",
+                    self.log.partition()
+                );
+            }
         }
         self.cursor.as_deref_mut().ok_or_else(|| {
             Error::Io(std::io::Error::other(
@@ -156,7 +171,9 @@ impl StreamHandle {
         let end = offset + n as u64;
         self.last_end = end;
         let mut cursor = self.cursor.take().expect("the cursor is here");
-        if !(read_ahead && n == size && cursor.more_to_read()) {
+        // Only when the next read would decode (what is left is less than a reply: the copy
+        // below is never more than one reply, whatever the batches' size).
+        if !(read_ahead && n == size && cursor.buffered() < size && cursor.more_to_read()) {
             let cursor = self.cursor.insert(cursor);
             return Ok(&cursor.out[start..start + n]);
         }
@@ -167,8 +184,13 @@ impl StreamHandle {
         rest.extend_from_slice(&cursor.out[start + n..]);
         self.reply = std::mem::replace(&mut cursor.out, rest);
         cursor.out_pos = 0;
+        let topic = self.topic.clone();
         self.ahead = Some(ahead::spawn(move || {
-            cursor.fill_ahead(size);
+            // Deletion waits for a read-ahead as for any request; a deleted topic's stream
+            // prepares nothing (its next read fails, or ends a follow file).
+            if let Ok(_live) = topic.as_deref().map(|t| t.live()).transpose() {
+                cursor.fill_ahead(size);
+            }
             cursor
         }));
         Ok(&self.reply[start..start + n])

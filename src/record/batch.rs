@@ -469,11 +469,16 @@ impl<'a> RecordIter<'a> {
         let body = self.body;
         let base = self.header.base_offset;
         let (mut pos, mut remaining, mut next) = (self.pos, self.remaining, *from);
+        // `self.ahead` is asked for up to here: two lines past the record being read.
+        let mut fetched = pos;
         let mut w = out.len();
         let cap = out.capacity();
         let dst = out.as_mut_ptr();
         while remaining > 0 && pos + 18 <= body.len() {
-            prefetch(self.ahead, pos);
+            while fetched < pos + 128 {
+                prefetch(self.ahead, fetched);
+                fetched += 64;
+            }
             // Direct loads (a copy of these bytes on the stack put a store-to-load forward on
             // the chain from one record's length to the next record's position). In bounds:
             // the record's fixed part lies within its first 11 bytes.
@@ -622,18 +627,14 @@ impl<'a> RecordIter<'a> {
     }
 }
 
-/// Asks the CPU to cache the 128 bytes of `bytes` at `at` (nothing past its end).
+/// Asks the CPU to cache the 64-byte line of `bytes` at `at` (nothing past its end).
 #[inline(always)]
 fn prefetch(bytes: &[u8], at: usize) {
     #[cfg(target_arch = "x86_64")]
-    if at + 128 <= bytes.len() {
+    if at < bytes.len() {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let p = bytes[at..].as_ptr() as *const i8;
-        // SAFETY: a prefetch reads nothing and cannot fault; both addresses lie in `bytes`.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p);
-            _mm_prefetch::<_MM_HINT_T0>(p.add(64));
-        }
+        // SAFETY: a prefetch reads nothing and cannot fault; the address lies in `bytes`.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes[at..].as_ptr() as *const i8) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (bytes, at);
