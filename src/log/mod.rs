@@ -403,11 +403,14 @@ impl PartitionLog {
     /// index interval.
     pub fn read_from_offset(&self, offset: i64) -> Result<LogReader> {
         let end = self.check_offset(offset)?;
+        if offset == end {
+            // Nothing to read (`follow/latest`, a stream opened at the log end): a reader
+            // given the active segment would check every batch of it to find that out.
+            return Ok(LogReader::new(Vec::new(), offset, end));
+        }
         let segments = self.snapshot_from(offset);
         let mut reader = LogReader::new(segments, offset, end);
-        if offset < end {
-            reader.position_at(offset, &self.last_lookup_scan)?;
-        }
+        reader.position_at(offset, &self.last_lookup_scan)?;
         Ok(reader)
     }
 

@@ -335,6 +335,38 @@ mod tests {
     use crate::log::{LoadParams, PartitionLog};
     use crate::record::RecordInput;
 
+    /// A reader opened at the log end (`follow/latest`) reads nothing of the segment: a
+    /// corrupt batch before the end is not its business.
+    #[test]
+    fn a_reader_at_the_log_end_reads_no_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let pdir = dir.path().join("t-0");
+        let log = PartitionLog::create(&pdir, "t", 0, Arc::new(LogConfig::default())).unwrap();
+        for i in 0..3 {
+            let v = format!("value {i}");
+            log.append(&[RecordInput {
+                value: Some(v.as_bytes()),
+                ..Default::default()
+            }])
+            .unwrap();
+        }
+        // A value byte of the first batch flipped: its CRC fails.
+        let path = pdir.join(format!("{:020}.log", 0));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.windows(7).position(|w| w == b"value 0").unwrap();
+        bytes[at] ^= 1;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &bytes[at..at + 1], at as u64).unwrap();
+        assert!(
+            log.read_from_offset(0)
+                .unwrap()
+                .next_batch(&mut |_| {})
+                .is_err()
+        );
+        let mut r = log.read_from_offset(3).unwrap();
+        assert!(!r.next_batch(&mut |_| panic!("no record")).unwrap());
+    }
+
     /// `lines_len` is the length of what a lines stream reads: whole segments from their kept
     /// count (kept by appends, or counted once after a load), partial ones by reading, and a
     /// range that ends before records appended since.
