@@ -319,17 +319,13 @@ proptest! {
     }
 }
 
-/// A corrupt batch met by a read-ahead: what lies before it is served, then the read that
-/// reaches it fails, and nothing of it or after it is ever served.
-#[test]
-fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let pdir = dir.path().join("t-0");
-    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+/// Appends `batches` batches of `per_batch` numbered lines of about 100 bytes; returns them
+/// as a lines stream shows them.
+fn append_numbered(log: &PartitionLog, batches: usize, per_batch: usize) -> Vec<u8> {
     let mut want = Vec::new();
-    for b in 0..400 {
-        let values: Vec<String> = (0..50)
-            .map(|i| format!("{b:05}-{i:03}-{}", "v".repeat(90)))
+    for b in 0..batches {
+        let values: Vec<String> = (0..per_batch)
+            .map(|i| format!("{b:05}-{i:05}-{}", "v".repeat(88)))
             .collect();
         let recs: Vec<RecordInput> = values
             .iter()
@@ -344,6 +340,17 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
             want.push(b'\n');
         }
     }
+    want
+}
+
+/// A corrupt batch met by a read-ahead: what lies before it is served, then the read that
+/// reaches it fails, and nothing of it or after it is ever served.
+#[test]
+fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let want = append_numbered(&log, 400, 50);
     let seg = pdir.join(format!("{:020}.log", 0));
     let mut bytes = std::fs::read(&seg).unwrap();
     let at = bytes.len() * 3 / 4;
@@ -390,24 +397,7 @@ fn batches_larger_than_a_read_stream_whole() {
         ..LogConfig::default()
     });
     let log = Arc::new(PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg).unwrap());
-    let mut want = Vec::new();
-    for b in 0..6 {
-        let values: Vec<String> = (0..20_000)
-            .map(|i| format!("{b}-{i:05}-{}", "w".repeat(90)))
-            .collect();
-        let recs: Vec<RecordInput> = values
-            .iter()
-            .map(|v| RecordInput {
-                value: Some(v.as_bytes()),
-                ..Default::default()
-            })
-            .collect();
-        log.append(&recs).unwrap();
-        for v in &values {
-            want.extend_from_slice(v.as_bytes());
-            want.push(b'\n');
-        }
-    }
+    let want = append_numbered(&log, 6, 20_000);
     for start in [0i64, 12_345] {
         let name = LookupName {
             by: LookupBy::Offset,

@@ -484,56 +484,38 @@ impl<'a> RecordIter<'a> {
             // the record's fixed part lies within its first 11 bytes.
             let h = &body[pos..pos + 16];
             // Record length, one or two varint bytes (zigzag: a positive length is even).
-            let (len_code, n) = match (h[0] < 0x80, h[1] < 0x80) {
-                (true, _) => (h[0] as usize, 1),
-                (false, true) => ((h[0] & 0x7f) as usize | (h[1] as usize) << 7, 2),
-                _ => break,
+            let mut n = 0;
+            let Some(len_code) = short_code(h, &mut n) else {
+                break;
             };
             if len_code == 0 || len_code & 1 != 0 {
                 break;
             }
-            let len = len_code >> 1;
+            let len = (len_code >> 1) as usize;
             let rec = pos + n;
             if rec + len > body.len() {
                 break;
             }
-            // attributes (h[n]), timestamp delta, offset delta: one or two bytes each.
+            // attributes (h[n]), timestamp delta, offset delta, a null key, the value length.
             let mut p = n + 1;
-            if h[p] >= 0x80 {
-                if h[p + 1] >= 0x80 {
-                    break;
-                }
-                p += 1;
+            if short_code(h, &mut p).is_none() {
+                break;
             }
-            p += 1;
-            let off_code = if h[p] < 0x80 {
-                p += 1;
-                h[p - 1] as u32
-            } else if h[p + 1] < 0x80 {
-                p += 2;
-                (h[p - 2] & 0x7f) as u32 | (h[p - 1] as u32) << 7
-            } else {
+            let Some(off_code) = short_code(h, &mut p) else {
                 break;
             };
-            // Null key, then the value length.
-            if h[p] != 1 {
+            if h.get(p) != Some(&1) {
                 break;
             }
             p += 1;
-            let value_code = if h[p] < 0x80 {
-                p += 1;
-                h[p - 1] as usize
-            } else if h[p + 1] < 0x80 {
-                p += 2;
-                (h[p - 2] & 0x7f) as usize | (h[p - 1] as usize) << 7
-            } else {
+            let Some(value_code) = short_code(h, &mut p) else {
                 break;
             };
             // The value, then a header count of 0 as the record's last byte.
             let value_at = pos + p;
             let value_len = match value_code {
                 1 => 0, // null
-                c if c & 1 == 0 => c >> 1,
+                c if c & 1 == 0 => (c >> 1) as usize,
                 _ => break,
             };
             if value_at + value_len + 1 != rec + len || body[rec + len - 1] != 0 {
@@ -543,8 +525,7 @@ impl<'a> RecordIter<'a> {
             if w + padded + 1 > cap {
                 break;
             }
-            let offset =
-                base.wrapping_add((((off_code >> 1) as i32) ^ -((off_code & 1) as i32)) as i64);
+            let offset = base.wrapping_add(zigzag_decode(off_code) as i64);
             if offset >= next && offset < to {
                 // SAFETY: `w + padded + 1 <= cap`: the bytes written lie in the capacity of
                 // `out`, which cannot overlap `body`; the chunked copy reads
@@ -592,22 +573,7 @@ impl<'a> RecordIter<'a> {
     /// with the same offset and value.
     #[inline(always)]
     fn value_only_line(&mut self) -> Option<(i64, Option<&'a [u8]>)> {
-        #[inline(always)]
-        fn short_varint(buf: &[u8], p: &mut usize) -> Option<i32> {
-            let b = *buf.get(*p)?;
-            let u = if b < 0x80 {
-                *p += 1;
-                b as u32
-            } else {
-                let b2 = *buf.get(*p + 1)?;
-                if b2 >= 0x80 {
-                    return None;
-                }
-                *p += 2;
-                (b & 0x7f) as u32 | (b2 as u32) << 7
-            };
-            Some(((u >> 1) as i32) ^ -((u & 1) as i32))
-        }
+        let short_varint = |buf: &[u8], p: &mut usize| short_code(buf, p).map(zigzag_decode);
         let body = self.body;
         let mut pos = self.pos;
         let len = short_varint(body, &mut pos)?;
@@ -625,6 +591,28 @@ impl<'a> RecordIter<'a> {
             value,
         ))
     }
+}
+
+/// The raw code (before zigzag) of a varint of one or two bytes at `buf[*p]`, moving `*p`
+/// past it; None for a longer or cut one (the general decoder reads those).
+#[inline(always)]
+fn short_code(buf: &[u8], p: &mut usize) -> Option<u32> {
+    let b = *buf.get(*p)?;
+    if b < 0x80 {
+        *p += 1;
+        return Some(b as u32);
+    }
+    let b2 = *buf.get(*p + 1)?;
+    if b2 >= 0x80 {
+        return None;
+    }
+    *p += 2;
+    Some((b & 0x7f) as u32 | (b2 as u32) << 7)
+}
+
+#[inline(always)]
+fn zigzag_decode(u: u32) -> i32 {
+    ((u >> 1) as i32) ^ -((u & 1) as i32)
 }
 
 /// Asks the CPU to cache the 64-byte line of `bytes` at `at` (nothing past its end).
