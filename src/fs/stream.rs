@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::fs::inode::{EARLIEST, Format, LATEST, LookupBy, LookupName};
 use crate::jsonl;
 use crate::record::{BatchHeader, Record};
-use crate::storage::{PartitionStore, RecordStream, TopicStore};
+use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
 
@@ -397,29 +397,20 @@ impl Cursor {
             return Ok(self.counted);
         }
         let from = from.max(self.log.log_start_offset());
-        let format = self.name.format;
-        if format == Format::Lines {
-            bytes += self.log.lines_len(from, limit)?;
-            self.counted = (limit, bytes);
-            return Ok(self.counted);
-        }
-        // JSON lines are formatted to be counted.
-        let mut reader = self.log.read_from_offset(from)?;
-        let mut scratch = Vec::new();
-        let mut counted_to = from;
-        while reader.next_batch_meta(&mut |h, r| {
-            if r.offset < limit && r.offset >= counted_to {
-                scratch.clear();
-                format_record(format, None, h, r, &mut scratch);
-                bytes += scratch.len() as u64;
-                counted_to = r.offset + 1;
+        bytes += match self.name.format {
+            Format::Lines => self.log.lines_len(from, limit)?,
+            // JSON lines are formatted to be counted.
+            format @ Format::Jsonl => {
+                let mut scratch = Vec::new();
+                let mut reader = self.log.read_from_offset(from)?;
+                measure_records(&mut *reader, from, limit, |h, r| {
+                    scratch.clear();
+                    format_record(format, None, h, r, &mut scratch);
+                    scratch.len() as u64
+                })?
             }
-        })? {
-            if counted_to >= limit {
-                break;
-            }
-        }
-        self.counted = (limit.max(counted_to), bytes);
+        };
+        self.counted = (limit, bytes);
         Ok(self.counted)
     }
 }

@@ -94,15 +94,21 @@ impl LogReader {
         }
     }
 
+    /// A reader of `seg` alone that stops at its end with its position kept.
+    fn of_segment(seg: &Arc<LogSegment>, start: i64, end: i64) -> LogReader {
+        let mut r = LogReader::new(vec![seg.clone()], start, end);
+        r.one_segment = true;
+        r
+    }
+
     /// Extends `seg`'s lines count (see [`LinesCount`]) to the segment's end and returns it.
     pub(super) fn count_segment_lines(seg: &Arc<LogSegment>) -> Result<LinesCount> {
         let mut count = seg.lines_count();
         if count.pos >= seg.size() {
             return Ok(count);
         }
-        let mut r = LogReader::new(vec![seg.clone()], count.next, i64::MAX);
+        let mut r = LogReader::of_segment(seg, count.next, i64::MAX);
         r.pos = count.pos;
-        r.one_segment = true;
         let mut bytes = count.bytes;
         loop {
             let more = r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())?;
@@ -121,8 +127,7 @@ impl LogReader {
 
     /// The bytes a lines stream makes of the data records of `seg` at offsets in [from, to).
     pub(super) fn segment_lines_between(seg: &Arc<LogSegment>, from: i64, to: i64) -> Result<u64> {
-        let mut r = LogReader::new(vec![seg.clone()], from, to);
-        r.one_segment = true;
+        let mut r = LogReader::of_segment(seg, from, to);
         r.position_at(from, &AtomicU64::new(0))?;
         let mut bytes = 0;
         while r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())? {}

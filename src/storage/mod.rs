@@ -149,20 +149,9 @@ pub trait PartitionStore: Send + Sync {
     /// The bytes a lines stream shows of the data records at offsets in [from, to): each
     /// value and `\n` (the length `fstat` shows). By default the records are read and counted.
     fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
-        let mut reader = self.read_from_offset(from)?;
-        let mut bytes = 0;
-        let mut counted_to = from;
-        while reader.next_batch_meta(&mut |_, r| {
-            if r.offset >= counted_to && r.offset < to {
-                bytes += r.line_len();
-                counted_to = r.offset + 1;
-            }
-        })? {
-            if counted_to >= to {
-                break;
-            }
-        }
-        Ok(bytes)
+        measure_records(&mut *self.read_from_offset(from)?, from, to, |_, r| {
+            r.line_len()
+        })
     }
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
@@ -189,6 +178,29 @@ pub trait PartitionStore: Send + Sync {
             ),
         )))
     }
+}
+
+/// The sum of `measure` over the data records `reader` (opened at `from`) gives at offsets
+/// in [from, to), each record once; it stops reading once it passed `to`.
+pub fn measure_records(
+    reader: &mut dyn RecordStream,
+    from: i64,
+    to: i64,
+    mut measure: impl FnMut(&BatchHeader, &Record<'_>) -> u64,
+) -> Result<u64> {
+    let mut total = 0;
+    let mut counted_to = from;
+    while reader.next_batch_meta(&mut |h, r| {
+        if r.offset >= counted_to && r.offset < to {
+            total += measure(h, r);
+            counted_to = r.offset + 1;
+        }
+    })? {
+        if counted_to >= to {
+            break;
+        }
+    }
+    Ok(total)
 }
 
 /// Records from a start offset to an end fixed when the stream was opened.
