@@ -221,3 +221,66 @@ fn reading_many_segments_does_not_pile_up_descriptors() {
         fds()
     );
 }
+
+/// `fstat` of an open stream shows exactly the bytes it reads (docs/contract.md), whether
+/// the segments' counts were kept by this daemon's appends or counted after a remount, from a
+/// segment's start or from inside one, as lines and JSON lines, and for a file opened before
+/// more records were appended (its length and its bytes end at the log end of its open).
+#[test]
+fn fstat_of_an_open_stream_is_the_length_it_reads() {
+    let mut m = TestMount::start(&["--segment-bytes", "50000"]);
+    m.ok("mkdir t");
+    let f = input(&m, "many", &records(0, 20000));
+    m.ok(&format!("cat {f} >> t/0/append"));
+    let script = r#"
+import os, sys
+tag = sys.argv[1]
+def check(name):
+    fd = os.open(name, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    data = b""
+    while True:
+        piece = os.read(fd, 1 << 20)
+        if not piece:
+            break
+        data += piece
+    os.close(fd)
+    assert size == len(data), (name, size, len(data))
+    return data
+names = ["t/0/by-offset/0", "t/0/by-offset/12345", "t/0/by-offset/19999",
+         "t/0/by-offset/20000", "t/0/by-offset/0.jsonl", "t/0/by-offset/777.jsonl"]
+for n in names:
+    check(n)
+# Opened, then more records appended: fstat and the bytes stop at the log end of the open.
+# (Asked after the append: its count must leave out the records appended since the open.)
+fd = os.open("t/0/by-offset/0", os.O_RDONLY)
+with open("t/0/append", "a") as a:
+    a.write(f"later-{tag}-1\nlater-{tag}-2\n")
+size = os.fstat(fd).st_size
+data = b""
+while True:
+    piece = os.read(fd, 1 << 20)
+    if not piece:
+        break
+    data += piece
+assert len(data) == size and b"later-" + tag.encode() not in data, (len(data), size)
+os.close(fd)
+print(check("t/0/by-offset/0").decode().splitlines()[-1])
+"#;
+    let path = m.dir.path().join("fstat.py");
+    std::fs::write(&path, script).unwrap();
+    assert!(
+        m.ok("ls t/0/segments | grep -c '\\.log$'")
+            .trim()
+            .parse::<u32>()
+            .unwrap()
+            > 3
+    );
+    let run = |m: &TestMount, tag: &str| m.ok(&format!("python3 {} {tag}", path.display()));
+    assert_eq!(run(&m, "a"), "later-a-2\n");
+    // After a remount every segment is counted anew.
+    m.unmount();
+    m.remount();
+    assert_eq!(run(&m, "b"), "later-b-2\n");
+    assert_eq!(m.end_offset("t", 0), 20004);
+}
