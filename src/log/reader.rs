@@ -299,8 +299,9 @@ impl LogReader {
             };
             let h = view.header;
             if base >= self.end {
-                // Appended after the end was fixed (checked like any other batch: a corrupt
-                // base offset must not pass for the end of the stream).
+                // Appended after the end was fixed. Checked first like any other batch, so a
+                // base offset corrupted out of the segment's range or sequence fails here;
+                // one still in range passes for the end (the CRC does not cover it).
                 self.segments[self.seg].release_file();
                 self.seg = self.segments.len();
                 return Ok(false);
