@@ -419,8 +419,8 @@ impl RecordIter<'_> {
     /// What a stream of lines shows of the records at offsets in [`*from`, `to`): each value
     /// (nothing for a null one) and `\n`, appended to `out`; `*from` moves past each record
     /// written. Records are checked as [`RecordIter::for_each_record`] checks them (the lines
-    /// before a bad record are written, then its error is returned); a record of a line's
-    /// shape is read by [`RecordIter::value_only_line`] without building a [`Record`].
+    /// before a bad record are written, then its error is returned); records of a line's
+    /// shape are read by [`RecordIter::lines_run`] without building a [`Record`].
     pub fn lines_into(
         mut self,
         from: &mut i64,
@@ -435,17 +435,13 @@ impl RecordIter<'_> {
             if self.remaining == 0 {
                 break;
             }
+            // A record the loop leaves (another shape, or the batch's last bytes).
             self.remaining -= 1;
-            let (offset, value) = match self.value_only_line() {
-                Some(line) => line,
-                None => {
-                    let r = self.decode_next()?;
-                    (r.offset, r.value)
-                }
-            };
-            if offset >= *from && offset < to {
-                push_line(out, value.unwrap_or_default(), self.body);
-                *from = offset + 1;
+            let r = self.decode_next()?;
+            if r.offset >= *from && r.offset < to {
+                out.extend_from_slice(r.value.unwrap_or_default());
+                out.push(b'\n');
+                *from = r.offset + 1;
             }
         }
         if self.pos < self.body.len() {
@@ -458,12 +454,12 @@ impl RecordIter<'_> {
 }
 
 impl<'a> RecordIter<'a> {
-    /// The lines of the records from `pos` on while they have the shape of a line (see
-    /// [`RecordIter::value_only_line`]: it accepts the same records) and lie at least 18
-    /// bytes before the end, in one loop; short values are copied 16 bytes at a time into
-    /// room `out` has. Stops, having
-    /// consumed nothing of it, at the first record it does not take; the caller reads that
-    /// one through the general path.
+    /// The lines of the records from `pos` on while they have the shape of a line (length,
+    /// deltas and value length in one or two varint bytes, a null key, no headers: what
+    /// `decode_next` reads through `value_only`, with the same offset and value) and lie at
+    /// least 18 bytes before the end, in one loop; short values are copied 16 bytes at a time
+    /// into room `out` has. Stops, having consumed nothing of it, at the first record it does
+    /// not take; the caller reads that one through `decode_next`.
     #[inline(always)]
     fn lines_run(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) {
         let body = self.body;
@@ -565,32 +561,6 @@ impl<'a> RecordIter<'a> {
         self.ahead = ahead;
         self
     }
-
-    /// The offset and value of the record at `pos` when it has the shape of a line (length,
-    /// deltas and value length in one or two varint bytes, null key, no headers), moving past
-    /// it; None, and nothing moved, for any other record, which [`RecordIter::decode_next`]
-    /// then reads (and rejects when it is malformed). What it accepts, `decode_next` accepts
-    /// with the same offset and value.
-    #[inline(always)]
-    fn value_only_line(&mut self) -> Option<(i64, Option<&'a [u8]>)> {
-        let short_varint = |buf: &[u8], p: &mut usize| short_code(buf, p).map(zigzag_decode);
-        let body = self.body;
-        let mut pos = self.pos;
-        let len = short_varint(body, &mut pos)?;
-        if len <= 0 {
-            return None;
-        }
-        let rec = body.get(pos..pos + len as usize)?;
-        let mut p = 1;
-        short_varint(rec, &mut p)?; // timestamp delta
-        let offset_delta = short_varint(rec, &mut p)?;
-        let (value, _) = value_only(rec, p)?;
-        self.pos = pos + len as usize;
-        Some((
-            self.header.base_offset.wrapping_add(offset_delta as i64),
-            value,
-        ))
-    }
 }
 
 /// The raw code (before zigzag) of a varint of one or two bytes at `buf[*p]`, moving `*p`
@@ -630,40 +600,6 @@ fn prefetch(bytes: &[u8], at: usize) {
 
 /// The unit of a short value's copy.
 const LINE_CHUNK: usize = 16;
-
-/// Appends `value` and `\n` to `out`. `value` lies in `body`: a short one is copied 16 bytes
-/// at a time, reading up to 15 bytes past its end while those are in `body` (a call to
-/// `memcpy` per line was a tenth of a stream's read).
-#[inline(always)]
-fn push_line(out: &mut Vec<u8>, value: &[u8], body: &[u8]) {
-    const CHUNK: usize = LINE_CHUNK;
-    let padded = value.len().next_multiple_of(CHUNK);
-    out.reserve(padded + 1);
-    let len = out.len();
-    // Where `value` starts in `body` (it is a part of it, or empty).
-    let at = (value.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
-    let chunked = padded <= 8 * CHUNK && at <= body.len() && padded <= body.len() - at;
-    // SAFETY: `reserve` made room for `padded + 1 >= value.len() + 1` bytes past `len`, and
-    // the length covers only the `value.len() + 1` bytes written. The chunked copy reads
-    // `body[at..at + padded]`, in bounds (checked), and the spare capacity of `out` cannot
-    // overlap `body`.
-    unsafe {
-        let dst = out.as_mut_ptr().add(len);
-        if chunked {
-            let src = body.as_ptr().add(at);
-            let mut i = 0;
-            while i < padded {
-                let chunk = std::ptr::read_unaligned(src.add(i) as *const [u8; CHUNK]);
-                std::ptr::write_unaligned(dst.add(i) as *mut [u8; CHUNK], chunk);
-                i += CHUNK;
-            }
-        } else {
-            std::ptr::copy_nonoverlapping(value.as_ptr(), dst, value.len());
-        }
-        *dst.add(value.len()) = b'\n';
-        out.set_len(len + value.len() + 1);
-    }
-}
 
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<Record<'a>, BatchError>;
