@@ -26,6 +26,14 @@ fn twenty_records(m: &TestMount) {
     assert_eq!(m.end_offset("t", 0), 20);
 }
 
+/// How many `.log` files `t/0/segments/` lists.
+fn log_segments(m: &TestMount) -> u32 {
+    m.ok("ls t/0/segments | grep -c '\\.log$'")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 fn records(from: usize, to: usize) -> String {
     (from..to).map(|i| format!("r{i}\n")).collect()
 }
@@ -174,13 +182,7 @@ fn a_long_log_reads_whole_and_in_order() {
     let all = records(0, 20000);
     let f = input(&m, "many", &all);
     m.ok(&format!("cat {f} >> t/0/append"));
-    assert!(
-        m.ok("ls t/0/segments | grep -c '\\.log$'")
-            .trim()
-            .parse::<u32>()
-            .unwrap()
-            > 3
-    );
+    assert!(log_segments(&m) > 3);
     assert_eq!(m.read("t/0/by-offset/0"), all);
     assert_eq!(m.ok("head -n 1 t/0/by-offset/12345"), "r12345\n");
     assert_eq!(
@@ -235,16 +237,16 @@ fn fstat_of_an_open_stream_is_the_length_it_reads() {
     let script = r#"
 import os, sys
 tag = sys.argv[1]
+def read_all(fd):
+    data = b""
+    while piece := os.read(fd, 1 << 20):
+        data += piece
+    os.close(fd)
+    return data
 def check(name):
     fd = os.open(name, os.O_RDONLY)
     size = os.fstat(fd).st_size
-    data = b""
-    while True:
-        piece = os.read(fd, 1 << 20)
-        if not piece:
-            break
-        data += piece
-    os.close(fd)
+    data = read_all(fd)
     assert size == len(data), (name, size, len(data))
     return data
 names = ["t/0/by-offset/0", "t/0/by-offset/12345", "t/0/by-offset/19999",
@@ -257,25 +259,13 @@ fd = os.open("t/0/by-offset/0", os.O_RDONLY)
 with open("t/0/append", "a") as a:
     a.write(f"later-{tag}-1\nlater-{tag}-2\n")
 size = os.fstat(fd).st_size
-data = b""
-while True:
-    piece = os.read(fd, 1 << 20)
-    if not piece:
-        break
-    data += piece
+data = read_all(fd)
 assert len(data) == size and b"later-" + tag.encode() not in data, (len(data), size)
-os.close(fd)
 print(check("t/0/by-offset/0").decode().splitlines()[-1])
 "#;
     let path = m.dir.path().join("fstat.py");
     std::fs::write(&path, script).unwrap();
-    assert!(
-        m.ok("ls t/0/segments | grep -c '\\.log$'")
-            .trim()
-            .parse::<u32>()
-            .unwrap()
-            > 3
-    );
+    assert!(log_segments(&m) > 3);
     let run = |m: &TestMount, tag: &str| m.ok(&format!("python3 {} {tag}", path.display()));
     assert_eq!(run(&m, "a"), "later-a-2\n");
     // After a remount every segment is counted anew.
