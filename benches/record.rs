@@ -69,6 +69,17 @@ fn encode(c: &mut Criterion) {
             black_box(builder.finish().unwrap().len())
         })
     });
+    // The same request as an append file encodes it: its lines, split and encoded in one pass.
+    let request: Vec<u8> = (0..LINES_128KIB)
+        .flat_map(|_| VALUE[..99].iter().copied().chain([b'\n']))
+        .collect();
+    g.bench_function("request_lines_128KiB", |b| {
+        b.iter(|| {
+            builder.begin(black_box(42), BatchOptions::default());
+            builder.add_lines(black_box(&request), TS);
+            black_box(builder.finish().unwrap().len())
+        })
+    });
     g.finish();
 }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, TopicName};
-use crate::fs::lines::{count_lines, for_each_line};
 use crate::jsonl;
 use crate::log::now_ms;
 use crate::record::RecordInput;
@@ -242,17 +241,8 @@ impl AppendHandle {
     fn append_lines(&mut self, head: &[u8], lines: &[u8]) -> Result<()> {
         let ts = now_ms();
         match self.format {
-            Format::Lines => {
-                // The newlines are found 64 bytes at a time (a byte-by-byte split was a
-                // quarter of the daemon's time in bulk appends, a memchr call per line a
-                // tenth).
-                let mut records: Vec<RecordInput<'_>> =
-                    Vec::with_capacity(count_lines(head) + count_lines(lines));
-                for part in [head, lines] {
-                    for_each_line(part, |line| records.push(line_record(line, ts)));
-                }
-                self.append(&records)
-            }
+            // Each line is encoded as it is found (no record list in between).
+            Format::Lines => self.append(Batch::Lines(&[head, lines], ts)),
             Format::Jsonl => {
                 let joined;
                 let all = if head.is_empty() {
@@ -289,40 +279,43 @@ impl AppendHandle {
             .zip(&headers)
             .map(|(r, h)| r.as_input(h, ts))
             .collect();
-        self.append(&records)
+        self.append(Batch::Records(&records))
     }
 
-    fn append(&mut self, records: &[RecordInput<'_>]) -> Result<()> {
+    fn append(&mut self, batch: Batch<'_>) -> Result<()> {
+        let (appended, written) = (&mut self.appended, &mut self.written);
         match &self.target {
             AppendTarget::Partition(_, log) => {
-                let before = self.appended;
-                let res = log.append(records, &mut self.appended);
-                if self.appended > before {
-                    self.written.insert(log.partition());
+                let before = *appended;
+                let res = match batch {
+                    Batch::Records(records) => log.append(records, appended),
+                    Batch::Lines(parts, ts) => log.append_lines(parts, ts, appended),
+                };
+                if *appended > before {
+                    written.insert(log.partition());
                 }
                 res
             }
-            AppendTarget::Topic(topic) => topic.append(
-                records,
-                self.max_record,
-                &mut self.appended,
-                &mut self.written,
-            ),
+            AppendTarget::Topic(topic) => match batch {
+                Batch::Records(records) => {
+                    topic.append(records, self.max_record, appended, written)
+                }
+                Batch::Lines(parts, ts) => {
+                    topic.append_lines(parts, ts, self.max_record, appended, written)
+                }
+            },
         }
     }
 }
 
+/// What one write appends: its records, or its lines (each part's, all with one timestamp).
+enum Batch<'a> {
+    Records(&'a [RecordInput<'a>]),
+    Lines(&'a [&'a [u8]], i64),
+}
+
 /// A borrowed record header: (key, value).
 type Header<'a> = (&'a [u8], Option<&'a [u8]>);
-
-fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
-    RecordInput {
-        key: None,
-        value: Some(line),
-        headers: &[],
-        timestamp,
-    }
-}
 
 /// Up to `size` bytes of a file's fixed content at `offset` (empty past its end).
 pub fn slice_at(content: &[u8], offset: u64, size: usize) -> &[u8] {

@@ -10,7 +10,6 @@ pub mod fuse;
 pub mod group;
 pub mod handle;
 pub mod inode;
-mod lines;
 mod members;
 mod open;
 mod read;

@@ -20,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::record::lines::line_record;
 use crate::record::{BatchBuilder, BatchOptions, RecordInput};
 use crate::safe_fs::{Access, Dir, Entry, Kind};
 use crate::sync::{MutexExt, RwLockExt};
@@ -163,19 +164,56 @@ impl PartitionLog {
     /// `max.message.bytes` is refused before anything is written. Returns once the batch is
     /// in the segment file and the indexes are updated.
     pub fn append(&self, records: &[RecordInput<'_>]) -> Result<AppendInfo> {
+        let lines = records
+            .iter()
+            .map(|r| r.value.map_or(0, <[u8]>::len) as u64 + 1)
+            .sum();
+        self.append_with(records, lines, |b| {
+            b.add_all(records);
+            records.len()
+        })
+    }
+
+    /// Appends the lines of each of `parts` (see [`crate::record::lines`]), all with
+    /// `timestamp`, as ONE batch: what [`PartitionLog::append`] does with their records, each
+    /// line encoded as it is found.
+    pub fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> Result<AppendInfo> {
+        let mut lines = 0;
+        for part in parts {
+            lines += part.len() as u64 + u64::from(part.last().is_some_and(|&b| b != b'\n'));
+        }
+        // Every line has this record's shape and timestamp: the checks need only it.
+        let shape = [line_record(b"", timestamp)];
+        self.append_with(&shape, lines, |b| {
+            parts.iter().map(|part| b.add_lines(part, timestamp)).sum()
+        })
+    }
+
+    /// One batch: `checked` (the records, or one of their shape) passes Kafka's checks, then
+    /// `add` encodes the records and returns how many; `lines` is the bytes a lines stream
+    /// shows of them.
+    fn append_with(
+        &self,
+        checked: &[RecordInput<'_>],
+        lines: u64,
+        add: impl FnOnce(&mut BatchBuilder) -> usize,
+    ) -> Result<AppendInfo> {
         if self.read_only {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EROFS)));
         }
-        if records.is_empty() {
+        let empty = || {
             let leo = self.log_end_offset();
-            return Ok(AppendInfo {
+            Ok(AppendInfo {
                 first_offset: leo,
                 last_offset: leo - 1,
-            });
+            })
+        };
+        if checked.is_empty() {
+            return empty();
         }
         let cfg = self.config();
-        validator::validate_timestamps(records, &cfg, now_ms())?;
-        validator::validate_keys(records, &cfg, &self.topic, self.partition)?;
+        validator::validate_timestamps(checked, &cfg, now_ms())?;
+        validator::validate_keys(checked, &cfg, &self.topic, self.partition)?;
         let mut st = self.append.guard();
         let base = self.log_end_offset();
         let now = now_ms();
@@ -187,9 +225,12 @@ impl PartitionLog {
             ..Default::default()
         };
         st.builder.begin(base, opts);
-        st.builder.add_all(records);
+        let count = add(&mut st.builder);
+        if count == 0 {
+            return empty();
+        }
         let max_ts = st.builder.max_timestamp();
-        let last_offset = base + records.len() as i64 - 1;
+        let last_offset = base + count as i64 - 1;
         let batch = st.builder.finish()?;
         let size = batch.len();
         let max = cfg.max_message_bytes;
@@ -215,16 +256,13 @@ impl PartitionLog {
         let meta = AppendMeta {
             last_offset,
             max_timestamp: max_ts,
-            lines: records
-                .iter()
-                .map(|r| r.value.map_or(0, <[u8]>::len) as u64 + 1)
-                .sum(),
+            lines,
         };
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         self.waiters.log_end_moved(last_offset + 1);
-        st.unflushed_messages += records.len() as u64;
+        st.unflushed_messages += count as u64;
         if st.unflushed_messages >= cfg.flush_messages {
             st.unflushed_messages = 0;
             drop(st);

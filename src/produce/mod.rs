@@ -12,9 +12,32 @@ pub use partitioner::{murmur2, partition_for_key};
 use crate::error::{Error, Result};
 use crate::log::{PartitionLog, now_ms, validator};
 use crate::manager::Topic;
+use crate::record::lines::{line_record, line_records};
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
 
 impl Topic {
+    /// Appends one write's lines at topic level: they have no key, so they go together to the
+    /// next partition in round-robin order, as [`Topic::append_routed`] sends their records.
+    pub fn append_lines_routed(
+        &self,
+        parts: &[&[u8]],
+        timestamp: i64,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        if parts.iter().all(|p| p.is_empty()) {
+            return Ok(());
+        }
+        validator::validate_timestamps(&[line_record(b"", timestamp)], &self.config(), now_ms())?;
+        let p = self.next_round_robin();
+        let before = *done;
+        let res = append_lines(&*self.partition(p)?, parts, timestamp, done);
+        if *done > before {
+            written.insert(p);
+        }
+        res
+    }
+
     /// Appends one write's records at topic level. Nothing is appended when one record cannot
     /// fit in a batch of its own (`max_record`, or the log's `max.message.bytes`) or has a
     /// refused timestamp. Keyed records go to
@@ -100,6 +123,26 @@ pub fn append_batch(
         start = end;
     }
     Ok(())
+}
+
+/// Appends the lines of `parts` as one batch ([`PartitionLog::append_lines`]), or, when they
+/// do not fit in one, as their records split by [`append_batch`].
+pub fn append_lines(
+    log: &PartitionLog,
+    parts: &[&[u8]],
+    timestamp: i64,
+    done: &mut usize,
+) -> Result<()> {
+    match log.append_lines(parts, timestamp) {
+        Ok(info) => {
+            *done += (info.last_offset + 1 - info.first_offset) as usize;
+            Ok(())
+        }
+        Err(Error::RecordTooLarge { .. }) => {
+            append_batch(log, &line_records(parts, timestamp), done)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.

@@ -13,6 +13,7 @@ use super::batch::{
     TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
 };
 use super::compression::compress;
+use super::lines::for_each_line_end;
 use super::varint::{WRITE_SLACK, uvarint_size, write_uvarint, zigzag32, zigzag64};
 
 /// A record to be encoded.
@@ -60,6 +61,12 @@ impl Default for BatchOptions {
 const RECORD_OVERHEAD_MAX: usize = 36;
 /// Most bytes a header takes besides its key and value: their two lengths.
 const HEADER_OVERHEAD_MAX: usize = 10;
+
+/// Room a line's record needs besides its value: its fixed part (at most 5 + 1 + 10 + 5 + 1 +
+/// 5 + 1 bytes) and the up to 15 bytes a chunked value copy writes past the value.
+const LINE_ROOM: usize = 48;
+/// The unit of a line value's copy.
+const LINE_CHUNK: usize = 16;
 
 /// An upper bound of the bytes [`write_record`] writes for `r` (without its slack).
 #[inline]
@@ -244,6 +251,77 @@ impl BatchBuilder {
         target.len = p;
         self.count = count;
         self.max_timestamp = max_ts;
+    }
+
+    /// Adds the lines of `data` (see [`super::lines`]) as records with `timestamp`, in one
+    /// pass: each line's record is written as its `\n` is found, with no record list in
+    /// between. The same bytes as [`BatchBuilder::add_all`] of [`super::lines::line_records`]
+    /// (tests/oracle_fastpath.rs checks them against an independent encoder). Returns how many
+    /// records were added.
+    pub fn add_lines(&mut self, data: &[u8], timestamp: i64) -> usize {
+        if data.is_empty() {
+            return 0;
+        }
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
+        let ts = zigzag64(timestamp.wrapping_sub(self.base_timestamp));
+        // Attributes, null key and header count, and the timestamp delta: the same for every
+        // line.
+        let fixed = 3 + uvarint_size(ts);
+        let first = self.count;
+        let mut count = first;
+        let target = if self.opts.compression == Compression::None {
+            &mut self.buf
+        } else {
+            &mut self.plain
+        };
+        // Room for the data and a typical record overhead; a line that finds too little
+        // grows it (one comparison per line).
+        let mut p = target.len;
+        target.room(data.len() + data.len() / 8 + LINE_ROOM);
+        let mut start = 0;
+        let mut line = |end: usize| {
+            let value = &data[start..end];
+            if p + value.len() + LINE_ROOM + WRITE_SLACK > target.bytes.len() {
+                target.len = p;
+                target.room(value.len() + LINE_ROOM);
+            }
+            let out = &mut target.bytes[..];
+            let off = zigzag32(count) as u64;
+            let value_code = zigzag32(value.len() as i32) as u64;
+            let body = fixed + uvarint_size(off) + uvarint_size(value_code) + value.len();
+            p = write_uvarint(out, p, zigzag32(body as i32) as u64);
+            out[p] = 0;
+            p = write_uvarint(out, p + 1, ts);
+            p = write_uvarint(out, p, off);
+            out[p] = 1;
+            p = write_uvarint(out, p + 1, value_code);
+            // 16 bytes at a time while the source has them (the bytes copied past the value
+            // are overwritten next), the rest as one copy.
+            let padded = value.len().next_multiple_of(LINE_CHUNK);
+            if start + padded <= data.len() {
+                let src = &data[start..start + padded];
+                for (d, s) in out[p..p + padded]
+                    .chunks_exact_mut(LINE_CHUNK)
+                    .zip(src.chunks_exact(LINE_CHUNK))
+                {
+                    d.copy_from_slice(s);
+                }
+            } else {
+                out[p..p + value.len()].copy_from_slice(value);
+            }
+            p += value.len();
+            out[p] = 0;
+            p += 1;
+            count += 1;
+            start = end + 1;
+        };
+        for_each_line_end(data, &mut line);
+        target.len = p;
+        self.count = count;
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+        (count - first) as usize
     }
 
     /// Finishes the batch: compresses, writes the header and the CRC. Returns the bytes.

@@ -3,6 +3,7 @@
 mod batch;
 pub mod compression;
 mod encode;
+pub mod lines;
 pub mod varint;
 
 pub use batch::*;

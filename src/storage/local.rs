@@ -99,6 +99,16 @@ impl TopicStore for Topic {
     ) -> Result<()> {
         self.append_routed(records, max_record, done, written)
     }
+    fn append_lines(
+        &self,
+        parts: &[&[u8]],
+        timestamp: i64,
+        _max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        self.append_lines_routed(parts, timestamp, done, written)
+    }
 }
 
 impl PartitionStore for PartitionLog {
@@ -128,6 +138,9 @@ impl PartitionStore for PartitionLog {
     }
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
         produce::append_batch(self, records, done)
+    }
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
+        produce::append_lines(self, parts, timestamp, done)
     }
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         PartitionLog::wait_for(self, offset, w)

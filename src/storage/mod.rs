@@ -132,6 +132,19 @@ pub trait TopicStore: Send + Sync {
         done: &mut usize,
         written: &mut std::collections::BTreeSet<u32>,
     ) -> Result<()>;
+    /// Appends one write's lines at topic level (see [`crate::record::lines`]): by default as
+    /// their records through [`TopicStore::append`].
+    fn append_lines(
+        &self,
+        parts: &[&[u8]],
+        timestamp: i64,
+        max_record: usize,
+        done: &mut usize,
+        written: &mut std::collections::BTreeSet<u32>,
+    ) -> Result<()> {
+        let records = crate::record::lines::line_records(parts, timestamp);
+        self.append(&records, max_record, done, written)
+    }
 }
 
 pub trait PartitionStore: Send + Sync {
@@ -156,6 +169,11 @@ pub trait PartitionStore: Send + Sync {
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Appends the lines of each of `parts` (see [`crate::record::lines`]), all with
+    /// `timestamp`, as [`PartitionStore::append`] appends their records (by default, as them).
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
+        self.append(&crate::record::lines::line_records(parts, timestamp), done)
+    }
     /// Wakes `w` once the log end passes `offset` (at once if it already has), or when the
     /// partition goes away (topic deleted, shutdown).
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);

@@ -1,6 +1,9 @@
-//! Splitting an append request into lines: the `\n`s are found 64 bytes at a time (a
-//! byte-by-byte split was a quarter of the daemon's time in bulk appends, a `memchr` call per
-//! line a tenth).
+//! Splitting written bytes into lines, one record each (the `append` files' format): the
+//! `\n`s are found 64 bytes at a time (a byte-by-byte split was a quarter of the daemon's time
+//! in bulk appends, a `memchr` call per line a tenth). A line is a record with the line (without
+//! its `\n`) as value, no key and no headers.
+
+use super::RecordInput;
 
 /// The `\n` positions of one 64-byte block as bits: four 16-byte compares (SSE2, part of
 /// every x86-64 CPU).
@@ -33,23 +36,29 @@ fn newline_bits(block: &[u8; 64]) -> u64 {
     bits
 }
 
-/// Calls `f` with the position of every `\n` in `data`, in order.
+/// Calls `f` with the end of every line of `data`, in order: the position of each `\n`, and
+/// `data.len()` for an unterminated last line. `f` has one call site (the last block is padded
+/// with zeros), so the compiler inlines it.
 #[inline(always)]
-fn for_each_newline(data: &[u8], mut f: impl FnMut(usize)) {
-    let mut blocks = data.chunks_exact(64);
+pub(crate) fn for_each_line_end(data: &[u8], mut f: impl FnMut(usize)) {
+    let unterminated = data.last().is_some_and(|&b| b != b'\n');
+    let end = data.len() + usize::from(unterminated);
     let mut base = 0;
-    for block in &mut blocks {
-        let mut bits = newline_bits(block.try_into().expect("64-byte block"));
+    while base < end {
+        let mut bits = match data.get(base..base + 64) {
+            Some(block) => newline_bits(block.try_into().expect("64-byte block")),
+            None => {
+                let mut tail = [0u8; 64];
+                let n = data.len() - base;
+                tail[..n].copy_from_slice(&data[base..]);
+                newline_bits(&tail) | (u64::from(unterminated) << n)
+            }
+        };
         while bits != 0 {
             f(base + bits.trailing_zeros() as usize);
             bits &= bits - 1;
         }
         base += 64;
-    }
-    for (i, &b) in blocks.remainder().iter().enumerate() {
-        if b == b'\n' {
-            f(base + i);
-        }
     }
 }
 
@@ -62,13 +71,29 @@ pub(crate) fn count_lines(data: &[u8]) -> usize {
 /// Calls `f` with every line of `data` without its `\n`; an unterminated last line counts.
 pub(crate) fn for_each_line<'a>(data: &'a [u8], mut f: impl FnMut(&'a [u8])) {
     let mut start = 0;
-    for_each_newline(data, |nl| {
-        f(&data[start..nl]);
-        start = nl + 1;
+    for_each_line_end(data, |end| {
+        f(&data[start..end]);
+        start = end + 1;
     });
-    if start < data.len() {
-        f(&data[start..]);
+}
+
+/// The record of one line (without its `\n`).
+pub fn line_record(line: &[u8], timestamp: i64) -> RecordInput<'_> {
+    RecordInput {
+        key: None,
+        value: Some(line),
+        headers: &[],
+        timestamp,
     }
+}
+
+/// The records of the lines of each of `parts`, in order, all with `timestamp`.
+pub fn line_records<'a>(parts: &[&'a [u8]], timestamp: i64) -> Vec<RecordInput<'a>> {
+    let mut records = Vec::with_capacity(parts.iter().map(|p| count_lines(p)).sum());
+    for part in parts {
+        for_each_line(part, |line| records.push(line_record(line, timestamp)));
+    }
+    records
 }
 
 #[cfg(test)]
