@@ -464,7 +464,10 @@ impl PartitionLog {
                 break;
             }
             if from > seg.base_offset {
-                total += LogReader::segment_lines_between(&seg, from, to)?;
+                total += match LogReader::segment_lines_from_count(&seg, from, to)? {
+                    Some(bytes) => bytes,
+                    None => LogReader::segment_lines_between(&seg, from, to)?,
+                };
                 continue;
             }
             let count = LogReader::count_segment_lines(&seg)?;

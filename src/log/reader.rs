@@ -134,6 +134,31 @@ impl LogReader {
         Ok(bytes)
     }
 
+    /// [`Self::segment_lines_between`] from `seg`'s kept count, when that count covers the
+    /// whole segment and `from` lies in its first half: the count less the lines before
+    /// `from` (and those from `to` on), which reads the shorter side. None otherwise.
+    pub(super) fn segment_lines_from_count(
+        seg: &Arc<LogSegment>,
+        from: i64,
+        to: i64,
+    ) -> Result<Option<u64>> {
+        let count = seg.lines_count();
+        if count.pos < seg.size() || from >= count.next {
+            return Ok(None);
+        }
+        let Some(at) = seg.translate_offset(from)?.0 else {
+            return Ok(None);
+        };
+        if at.position > count.pos / 2 {
+            return Ok(None);
+        }
+        let mut bytes = count.bytes - Self::segment_lines_between(seg, seg.base_offset, from)?;
+        if count.next > to {
+            bytes -= Self::segment_lines_between(seg, to.max(from), count.next)?;
+        }
+        Ok(Some(bytes))
+    }
+
     pub fn end_offset(&self) -> i64 {
         self.end
     }
