@@ -309,6 +309,67 @@ fn oversized_batch_is_refused_and_nothing_is_appended() {
     assert_eq!(log.segments()[0].size(), 0);
 }
 
+/// An append file's write through the storage (`PartitionStore::append_lines`): one batch when
+/// it fits, split into batches as large as fit when it passes `max.message.bytes`, refused
+/// whole on a compacted topic, nothing for nothing; the records are checked with kafka-protocol.
+#[test]
+fn lines_are_one_batch_split_when_too_large_and_refused_without_keys_on_compacted_topics() {
+    use topicfs::storage::PartitionStore;
+    let d = tempfile::tempdir().unwrap();
+    let c = Arc::new(LogConfig {
+        max_message_bytes: 1000,
+        ..LogConfig::default()
+    });
+    let log = PartitionLog::create(d.path(), "t", 0, c).unwrap();
+    let lines: Vec<String> = (0..40)
+        .map(|i| format!("line {i:03} {}", "v".repeat(40)))
+        .collect();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (head, rest) = text.as_bytes().split_at(text.find('\n').unwrap() + 1);
+    let mut done = 0;
+    PartitionStore::append_lines(&log, &[head, b"first batch\n"], 7, &mut done).unwrap();
+    assert_eq!((done, log.segments()[0].size() > 0), (2, true));
+    // 40 lines of ~50 bytes: about 2 KB of records, over the 1000-byte limit.
+    PartitionStore::append_lines(&log, &[head, rest], 8, &mut done).unwrap();
+    assert_eq!(done, 2 + 40);
+    PartitionStore::append_lines(&log, &[b"", b""], 9, &mut done).unwrap();
+    assert_eq!((done, log.log_end_offset()), (42, 42));
+    let got = independent_decode(d.path());
+    let mut want: Vec<(i64, i64, Vec<u8>)> = vec![
+        (0, 7, head[..head.len() - 1].to_vec()),
+        (1, 7, b"first batch".to_vec()),
+    ];
+    for (i, l) in lines.iter().enumerate() {
+        want.push((2 + i as i64, 8, l.as_bytes().to_vec()));
+    }
+    assert_eq!(got, want);
+    let segment = std::fs::read(d.path().join("00000000000000000000.log")).unwrap();
+    let batches = common::decode::batches(&segment);
+    assert_eq!(batches[0].1, 2, "the first write is one batch");
+    assert!(
+        batches.len() >= 3,
+        "the large write split: {} batches",
+        batches.len()
+    );
+    assert_eq!(
+        log.lines_len(0, 42).unwrap(),
+        want.iter().map(|(_, _, v)| v.len() as u64 + 1).sum::<u64>()
+    );
+
+    let compacted = tempfile::tempdir().unwrap();
+    let mut cc = LogConfig::default();
+    cc.set_topic_key("cleanup.policy", "compact").unwrap();
+    let log = PartitionLog::create(compacted.path(), "t", 0, Arc::new(cc)).unwrap();
+    let mut done = 0;
+    let err = PartitionStore::append_lines(&log, &[b"a\nb\n"], 7, &mut done).unwrap_err();
+    assert!(matches!(err, topicfs::Error::InvalidRecord(_)), "{err}");
+    PartitionStore::append_lines(&log, &[b""], 7, &mut done).unwrap();
+    assert_eq!(
+        (done, log.log_end_offset(), log.segments()[0].size()),
+        (0, 0, 0)
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]

@@ -135,15 +135,16 @@ impl LogReader {
     }
 
     /// [`Self::segment_lines_between`] from `seg`'s kept count, when that count covers the
-    /// whole segment and `from` lies in its first half: the count less the lines before
-    /// `from` (and those from `to` on), which reads the shorter side. None otherwise.
+    /// whole segment, ends before `to` and `from` lies in its first half: the count less the
+    /// lines before `from`, which reads the shorter side. None otherwise.
     pub(super) fn segment_lines_from_count(
         seg: &Arc<LogSegment>,
         from: i64,
         to: i64,
     ) -> Result<Option<u64>> {
         let count = seg.lines_count();
-        if count.pos < seg.size() || from >= count.next {
+        // Records appended since the range's end was taken: the part is read as it is.
+        if count.pos < seg.size() || from >= count.next || count.next > to {
             return Ok(None);
         }
         let Some(at) = seg.translate_offset(from)?.0 else {
@@ -152,11 +153,8 @@ impl LogReader {
         if at.position > count.pos / 2 {
             return Ok(None);
         }
-        let mut bytes = count.bytes - Self::segment_lines_between(seg, seg.base_offset, from)?;
-        if count.next > to {
-            bytes -= Self::segment_lines_between(seg, to.max(from), count.next)?;
-        }
-        Ok(Some(bytes))
+        let before = Self::segment_lines_between(seg, seg.base_offset, from)?;
+        Ok(count.bytes.checked_sub(before))
     }
 
     pub fn end_offset(&self) -> i64 {

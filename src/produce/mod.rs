@@ -109,6 +109,17 @@ pub fn append_batch(
         Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
         Err(e) => return Err(e),
     };
+    append_split(log, records, max, done)
+}
+
+/// Appends `records`, too large for one batch of at most `max` bytes, as batches as large as
+/// fit (see [`append_batch`]).
+fn append_split(
+    log: &PartitionLog,
+    records: &[RecordInput<'_>],
+    max: usize,
+    done: &mut usize,
+) -> Result<()> {
     // Every record must fit alone before any is appended.
     let sizes = check_each_fits(records, max)?;
     let mut start = 0;
@@ -138,8 +149,13 @@ pub fn append_lines(
             *done += (info.last_offset + 1 - info.first_offset) as usize;
             Ok(())
         }
-        Err(Error::RecordTooLarge { .. }) => {
-            append_batch(log, &line_records(parts, timestamp), done)
+        Err(Error::RecordTooLarge { size, max }) => {
+            let records = line_records(parts, timestamp);
+            if records.len() < 2 {
+                // One line too large alone: the error stands.
+                return Err(Error::RecordTooLarge { size, max });
+            }
+            append_split(log, &records, max, done)
         }
         Err(e) => Err(e),
     }

@@ -3,9 +3,10 @@
 //!
 //! Records are written with plain stores into room reserved once per call (no capacity check
 //! and no allocation per record); varints are written without a branch per byte
-//! ([`write_uvarint`]); a record without key and headers (a line of an append file) takes a
-//! shorter path whose header follows from the value's length alone. The CRC is computed once,
-//! over the finished batch.
+//! ([`write_uvarint`]); a record without key and headers takes a shorter path whose header
+//! follows from the value's length alone. An append file's request is encoded by
+//! [`BatchBuilder::add_lines`], each line's record written as its `\n` is found (no record
+//! list in between). The CRC is computed once, over the finished batch.
 
 use super::Compression;
 use super::batch::{
