@@ -303,7 +303,9 @@ proptest! {
 
     #[test]
     fn append_requests_are_kafka_protocols_batches_of_their_lines(
-        (lines, unterminated) in request(),
+        (request_lines, unterminated) in request(),
+        // Lines before the request's: its records then have offset deltas of three bytes.
+        before in prop_oneof![4 => Just(0usize), 1 => Just(8_150usize)],
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
         base in 0i64..1i64 << 40,
         codec in prop_oneof![
@@ -313,6 +315,8 @@ proptest! {
         ],
     ) {
         let ts = 1_750_000_000_321;
+        let mut lines: Vec<Vec<u8>> = (0..before).map(|i| format!("b{i}").into_bytes()).collect();
+        lines.extend(request_lines);
         let mut text = Vec::new();
         for l in &lines {
             text.extend_from_slice(l);

@@ -68,6 +68,31 @@ const HEADER_OVERHEAD_MAX: usize = 10;
 const LINE_ROOM: usize = 48;
 /// The unit of a line value's copy.
 const LINE_CHUNK: usize = 16;
+/// Lines shorter than this, numbered below it in their batch, have a record whose varints
+/// all take one or two bytes (codes below 2^14, the length's included).
+const SHORT_LINE: usize = 8_000;
+
+/// Stores a varint code below 2^14 as two bytes at `d` and returns how many it takes (the
+/// second is scratch when it takes one).
+///
+/// # Safety
+/// `d` must be valid for two bytes of writes.
+#[inline(always)]
+unsafe fn put_short(d: *mut u8, code: u32) -> usize {
+    let long = code >= 0x80;
+    // SAFETY: two writable bytes at `d` (the caller's contract).
+    unsafe {
+        *d = code as u8 | (u8::from(long) << 7);
+        *d.add(1) = (code >> 7) as u8;
+    }
+    1 + usize::from(long)
+}
+
+/// Bytes of a varint code below 2^14.
+#[inline(always)]
+fn short_size(code: u32) -> usize {
+    1 + usize::from(code >= 0x80)
+}
 
 /// An upper bound of the bytes [`write_record`] writes for `r` (without its slack).
 #[inline]
@@ -289,32 +314,58 @@ impl BatchBuilder {
                 target.room(value.len() + LINE_ROOM);
             }
             let out = &mut target.bytes[..];
-            let off = zigzag32(count) as u64;
-            let value_code = zigzag32(value.len() as i32) as u64;
-            let body = fixed + uvarint_size(off) + uvarint_size(value_code) + value.len();
-            p = write_uvarint(out, p, zigzag32(body as i32) as u64);
-            out[p] = 0;
-            p = write_uvarint(out, p + 1, ts);
-            p = write_uvarint(out, p, off);
-            out[p] = 1;
-            p = write_uvarint(out, p + 1, value_code);
-            // 16 bytes at a time while the source has them (the bytes copied past the value
-            // are overwritten next), the rest as one copy.
-            let padded = value.len().next_multiple_of(LINE_CHUNK);
-            if start + padded <= data.len() {
-                let src = &data[start..start + padded];
-                for (d, s) in out[p..p + padded]
-                    .chunks_exact_mut(LINE_CHUNK)
-                    .zip(src.chunks_exact(LINE_CHUNK))
-                {
-                    d.copy_from_slice(s);
+            let len = value.len();
+            if ts < 0x80 && len < SHORT_LINE && count < SHORT_LINE as i32 {
+                // Every varint of the record takes one or two bytes: each is stored as two,
+                // the second overwritten by what follows when one was enough.
+                let off = 2 * count as u32;
+                let value_code = 2 * len as u32;
+                let body = 4 + short_size(off) + short_size(value_code) + len;
+                // SAFETY: the room check above leaves `len + LINE_ROOM` bytes at `p`: the
+                // header takes at most 9, the value its length plus up to 15 of a chunk copy,
+                // then one. The chunked copy reads `data[start..start + padded]`, in bounds
+                // (checked); `out` is the builder's own buffer, apart from `data`.
+                unsafe {
+                    let d = out.as_mut_ptr().add(p);
+                    let mut q = put_short(d, 2 * body as u32);
+                    *d.add(q) = 0;
+                    *d.add(q + 1) = ts as u8;
+                    q += 2;
+                    q += put_short(d.add(q), off);
+                    *d.add(q) = 1;
+                    q += 1;
+                    q += put_short(d.add(q), value_code);
+                    let (src, dst) = (data.as_ptr().add(start), d.add(q));
+                    let padded = (len + LINE_CHUNK - 1) & !(LINE_CHUNK - 1);
+                    if start + padded <= data.len() {
+                        let mut i = 0;
+                        while i < padded {
+                            let chunk =
+                                std::ptr::read_unaligned(src.add(i) as *const [u8; LINE_CHUNK]);
+                            std::ptr::write_unaligned(dst.add(i) as *mut [u8; LINE_CHUNK], chunk);
+                            i += LINE_CHUNK;
+                        }
+                    } else {
+                        std::ptr::copy_nonoverlapping(src, dst, len);
+                    }
+                    *dst.add(len) = 0;
+                    p += q + len + 1;
                 }
             } else {
-                out[p..p + value.len()].copy_from_slice(value);
+                let off = zigzag32(count) as u64;
+                let value_code = zigzag32(len as i32) as u64;
+                let body = fixed + uvarint_size(off) + uvarint_size(value_code) + len;
+                p = write_uvarint(out, p, zigzag32(body as i32) as u64);
+                out[p] = 0;
+                p = write_uvarint(out, p + 1, ts);
+                p = write_uvarint(out, p, off);
+                out[p] = 1;
+                p = write_uvarint(out, p + 1, value_code);
+                out[p..p + len].copy_from_slice(value);
+                p += len;
+                out[p] = 0;
+                p += 1;
             }
-            p += value.len();
-            out[p] = 0;
-            p += 1;
             count += 1;
             start = end + 1;
         };
