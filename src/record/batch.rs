@@ -3,7 +3,7 @@
 
 use super::compression::decompress;
 use super::varint::{get_varint, get_varlong};
-use super::{BatchError, Compression};
+use super::{BatchError, Compression, LINE_CHUNK, copy_chunked};
 
 /// Size of the fixed batch header (`RECORD_BATCH_OVERHEAD`).
 pub const HEADER_SIZE: usize = 61;
@@ -524,22 +524,10 @@ impl<'a> RecordIter<'a> {
             let offset = base.wrapping_add(zigzag_decode(off_code) as i64);
             if offset >= next && offset < to {
                 // SAFETY: `w + padded + 1 <= cap`: the bytes written lie in the capacity of
-                // `out`, which cannot overlap `body`; the chunked copy reads
-                // `body[value_at..value_at + padded]`, in bounds (checked).
+                // `out`, which cannot overlap `body`; the value lies in `body` (checked).
                 unsafe {
                     let d = dst.add(w);
-                    if value_at + padded <= body.len() {
-                        let src = body.as_ptr().add(value_at);
-                        let mut i = 0;
-                        while i < padded {
-                            let chunk =
-                                std::ptr::read_unaligned(src.add(i) as *const [u8; LINE_CHUNK]);
-                            std::ptr::write_unaligned(d.add(i) as *mut [u8; LINE_CHUNK], chunk);
-                            i += LINE_CHUNK;
-                        }
-                    } else {
-                        std::ptr::copy_nonoverlapping(body.as_ptr().add(value_at), d, value_len);
-                    }
+                    copy_chunked(body, value_at, value_len, d);
                     *d.add(value_len) = b'\n';
                 }
                 w += value_len + 1;
@@ -597,9 +585,6 @@ fn prefetch(bytes: &[u8], at: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (bytes, at);
 }
-
-/// The unit of a short value's copy.
-const LINE_CHUNK: usize = 16;
 
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<Record<'a>, BatchError>;

@@ -8,7 +8,6 @@
 //! [`BatchBuilder::add_lines`], each line's record written as its `\n` is found (no record
 //! list in between). The CRC is computed once, over the finished batch.
 
-use super::Compression;
 use super::batch::{
     ATTRIBUTES_OFFSET, CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, NO_PRODUCER_ID, NO_TIMESTAMP,
     TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
@@ -16,6 +15,7 @@ use super::batch::{
 use super::compression::compress;
 use super::lines::for_each_line_end;
 use super::varint::{WRITE_SLACK, uvarint_size, write_uvarint, zigzag32, zigzag64};
+use super::{Compression, copy_chunked};
 
 /// A record to be encoded.
 #[derive(Clone, Copy, Debug, Default)]
@@ -66,8 +66,6 @@ const HEADER_OVERHEAD_MAX: usize = 10;
 /// Room a line's record needs besides its value: its fixed part (at most 5 + 1 + 10 + 5 + 1 +
 /// 5 + 1 bytes) and the up to 15 bytes a chunked value copy writes past the value.
 const LINE_ROOM: usize = 48;
-/// The unit of a line value's copy.
-const LINE_CHUNK: usize = 16;
 /// Lines shorter than this, numbered below it in their batch, have a record whose varints
 /// all take one or two bytes (codes below 2^14, the length's included).
 const SHORT_LINE: usize = 8_000;
@@ -323,8 +321,8 @@ impl BatchBuilder {
                 let body = 4 + short_size(off) + short_size(value_code) + len;
                 // SAFETY: the room check above leaves `len + LINE_ROOM` bytes at `p`: the
                 // header takes at most 9, the value its length plus up to 15 of a chunk copy,
-                // then one. The chunked copy reads `data[start..start + padded]`, in bounds
-                // (checked); `out` is the builder's own buffer, apart from `data`.
+                // then one; `data[start..start + len]` is the line; `out` is the builder's own
+                // buffer, apart from `data`.
                 unsafe {
                     let d = out.as_mut_ptr().add(p);
                     let mut q = put_short(d, 2 * body as u32);
@@ -335,19 +333,8 @@ impl BatchBuilder {
                     *d.add(q) = 1;
                     q += 1;
                     q += put_short(d.add(q), value_code);
-                    let (src, dst) = (data.as_ptr().add(start), d.add(q));
-                    let padded = (len + LINE_CHUNK - 1) & !(LINE_CHUNK - 1);
-                    if start + padded <= data.len() {
-                        let mut i = 0;
-                        while i < padded {
-                            let chunk =
-                                std::ptr::read_unaligned(src.add(i) as *const [u8; LINE_CHUNK]);
-                            std::ptr::write_unaligned(dst.add(i) as *mut [u8; LINE_CHUNK], chunk);
-                            i += LINE_CHUNK;
-                        }
-                    } else {
-                        std::ptr::copy_nonoverlapping(src, dst, len);
-                    }
+                    let dst = d.add(q);
+                    copy_chunked(data, start, len, dst);
                     *dst.add(len) = 0;
                     p += q + len + 1;
                 }
