@@ -281,12 +281,15 @@ fn check_encode_record(bytes: &[u8], records: &[RecordInput]) {
 }
 
 /// The text of a write to an append file: lines of random bytes (no `\n`; empty ones, ones
-/// whose length varint takes two or three bytes), the last one sometimes unterminated, and
-/// sometimes more than 64 lines (offset deltas of two bytes).
+/// whose length varint takes two or three bytes, ones around 63/64 bytes and around 8,000
+/// bytes, where the encoder's short-line path starts and stops), the last one sometimes
+/// unterminated, and sometimes more than 64 lines (offset deltas of two bytes).
 fn request() -> impl Strategy<Value = (Vec<Vec<u8>>, bool)> {
     let line = prop_oneof![
         6 => prop::collection::vec(any::<u8>().prop_map(|b| if b == b'\n' { b'x' } else { b }), 0..200),
         1 => Just(Vec::new()),
+        1 => prop::collection::vec(b'a'..=b'z', 60..68),
+        1 => prop::collection::vec(b'a'..=b'z', 7_990..8_010),
         1 => prop::collection::vec(b'a'..=b'z', 8_100..8_300),
     ];
     (
@@ -307,6 +310,10 @@ proptest! {
         // Lines before the request's: its records then have offset deltas of three bytes.
         before in prop_oneof![4 => Just(0usize), 1 => Just(8_150usize)],
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+        // How much later each part is stamped than the one before: deltas from the batch's
+        // first timestamp of one byte and of two. (Not earlier: kafka-protocol bases a batch
+        // on its least timestamp, Kafka on its first record's, as our encoder does.)
+        later in prop::collection::vec(prop_oneof![Just(0i64), 1i64..40, 64i64..300], 3),
         base in 0i64..1i64 << 40,
         codec in prop_oneof![
             4 => Just(Compression::None),
@@ -342,17 +349,24 @@ proptest! {
         let opts = BatchOptions { compression: codec, ..Default::default() };
         b.begin(base, opts);
         let mut start = 0;
-        let mut added = 0;
-        for end in ends.into_iter().chain([text.len()]) {
-            added += b.add_lines(&text[start..end], ts);
+        // The timestamp of each line's record: that of the part it was added in.
+        let mut stamps = Vec::new();
+        let mut part_ts = ts;
+        for (i, end) in ends.into_iter().chain([text.len()]).enumerate() {
+            if i > 0 {
+                part_ts += later[i - 1];
+            }
+            let n = b.add_lines(&text[start..end], part_ts);
+            stamps.extend(std::iter::repeat_n(part_ts, n));
             start = end;
         }
         let ours = b.finish().unwrap().to_vec();
+        prop_assert_eq!(stamps.len(), lines.len());
         let recs: Vec<Rec> = lines
             .iter()
-            .map(|l| Rec { key: None, value: Some(l.clone()), headers: Vec::new(), timestamp: ts })
+            .zip(&stamps)
+            .map(|(l, &timestamp)| Rec { key: None, value: Some(l.clone()), headers: Vec::new(), timestamp })
             .collect();
-        prop_assert_eq!(added, recs.len());
         if codec == Compression::None {
             let theirs = kp_encode(base, &recs);
             prop_assert!(ours == theirs, "{} vs {} bytes, first difference at {:?}",

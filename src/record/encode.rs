@@ -319,6 +319,7 @@ impl BatchBuilder {
                 let off = 2 * count as u32;
                 let value_code = 2 * len as u32;
                 let body = 4 + short_size(off) + short_size(value_code) + len;
+                debug_assert!(2 * body < 1 << 14, "a short line's length takes two bytes");
                 // SAFETY: the room check above leaves `len + LINE_ROOM` bytes at `p`: the
                 // header takes at most 9, the value its length plus up to 15 of a chunk copy,
                 // then one; `data[start..start + len]` is the line; `out` is the builder's own
