@@ -21,7 +21,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tempfile::TempDir;
 use topicfs::config::LogConfig;
 use topicfs::fs::handle::{AppendHandle, AppendTarget};
-use topicfs::fs::inode::{Format, LookupBy, LookupName};
+use topicfs::fs::inode::{Format, LookupName};
 use topicfs::fs::stream::StreamHandle;
 use topicfs::log::PartitionLog;
 use topicfs::log::offset_index::OffsetIndex;
@@ -320,12 +320,8 @@ fn request(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(total));
     g.bench_function("stream_read_128KiB_requests_20k_records", |b| {
         b.iter(|| {
-            let name = LookupName {
-                by: LookupBy::Offset,
-                start: 0,
-                format: Format::Lines,
-            };
-            let mut h = StreamHandle::open(log.clone(), name).unwrap();
+            let name = LookupName::at_offset(0, Format::Lines);
+            let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
             let mut pos = 0u64;
             loop {
                 let n = h.read(pos, 128 * 1024).unwrap().len();

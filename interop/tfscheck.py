@@ -438,7 +438,7 @@ def cmd_readcheck(argv):
     offsets.update(rng.sample(range(start, leo), min(3, leo - start)))
     for n in sorted(offsets):
         check_read("by-offset/%d" % n, expect_from(n), n)
-    for bad in ("%d" % (leo + 1), "abc", "-1", "1x"):
+    for bad in ("%d" % (leo + 1), "abc", "--1", "1x"):
         check_enoent("by-offset/%s" % bad)
 
     # by-time: Kafka's ListOffsets semantics (the first record, control ones included, whose

@@ -132,23 +132,18 @@ fn bytes_value(b: Option<&[u8]>) -> Value {
     }
 }
 
-/// Appends one record as a JSON line (with its newline) to `out`.
-pub fn format_record(r: &Record<'_>, ts_type: TimestampType, out: &mut Vec<u8>) {
-    format_record_of(None, r, ts_type, out)
-}
-
-/// [`format_record`] with the record's partition first (`"partition":N`), for files that
-/// read several partitions.
-pub fn format_record_of(
-    partition: Option<u32>,
+/// Appends one record of `topic`'s `partition` as a JSON line (with its newline) to `out`:
+/// where it is (`topic`, `partition`, `offset`) first, then what it holds.
+pub fn format_record(
+    topic: &str,
+    partition: u32,
     r: &Record<'_>,
     ts_type: TimestampType,
     out: &mut Vec<u8>,
 ) {
     let mut m = Map::new();
-    if let Some(p) = partition {
-        m.insert("partition".into(), p.into());
-    }
+    m.insert("topic".into(), topic.into());
+    m.insert("partition".into(), partition.into());
     m.insert("offset".into(), r.offset.into());
     m.insert("timestamp".into(), r.timestamp.into());
     m.insert("timestampType".into(), ts_type.name().into());
@@ -213,10 +208,10 @@ mod tests {
         let mut s = Vec::new();
         let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
         let mut out = Vec::new();
-        format_record(&rec, TimestampType::CreateTime, &mut out);
+        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "{\"offset\":7,\"timestamp\":9,\"timestampType\":\"CreateTime\",\"key\":null,\"value\":{\"base64\":\"/wo=\"},\"headers\":[[\"h\",\"v\"],[\"z\",null]]}\n"
+            "{\"topic\":\"t\",\"partition\":0,\"offset\":7,\"timestamp\":9,\"timestampType\":\"CreateTime\",\"key\":null,\"value\":{\"base64\":\"/wo=\"},\"headers\":[[\"h\",\"v\"],[\"z\",null]]}\n"
         );
     }
 }

@@ -3,6 +3,7 @@
 //! Layers, data flowing down: `fs` (the FUSE adapter) over `manager` (log dirs, topics) over
 //! `log` (one partition's segments and indexes) over `record` (RecordBatch v2 bytes).
 
+pub mod addr;
 pub mod checkpoint;
 pub mod config;
 pub mod dump;

@@ -70,13 +70,15 @@ fn follow_names_start_where_they_say() {
     // JSON Lines, with offsets.
     let j = m.ok("head -n 1 t/0/follow/4.jsonl");
     assert!(
-        j.starts_with("{\"offset\":4,") && j.contains("\"value\":\"four\""),
+        j.starts_with("{\"topic\":\"t\",\"partition\":0,\"offset\":4,")
+            && j.contains("\"value\":\"four\""),
         "{j}"
     );
     // Names that are not offsets, or past the log end, do not exist.
     m.fails_with("cat t/0/follow/6", "No such file or directory");
     m.fails_with("cat t/0/follow/soon", "No such file or directory");
-    m.fails_with("cat t/0/follow/-1", "No such file or directory");
+    m.fails_with("cat t/0/follow/--1", "No such file or directory");
+    m.fails_with("cat t/0/follow/@soon", "No such file or directory");
     assert_eq!(m.ok("ls t/0/follow"), "");
 }
 

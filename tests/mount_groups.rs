@@ -82,7 +82,9 @@ fn only_records_wholly_read_are_committed() {
     );
     let next = m.ok("head -n 1 t/groups/g/records.jsonl");
     assert!(
-        next.starts_with(&format!("{{\"partition\":0,\"offset\":{whole},")),
+        next.starts_with(&format!(
+            "{{\"topic\":\"t\",\"partition\":0,\"offset\":{whole},"
+        )),
         "{next} after {whole} whole records"
     );
     assert!(next.contains(&format!("record-{whole:05}")), "{next}");

@@ -23,7 +23,7 @@ fn a_json_record_goes_in_and_comes_out_whole() {
     assert_eq!(out.len(), 3);
     assert_eq!(
         out[0],
-        json!({"offset": 0, "timestamp": 1585448614028i64, "timestampType": "CreateTime",
+        json!({"topic": "t", "partition": 0, "offset": 0, "timestamp": 1585448614028i64, "timestampType": "CreateTime",
                "key": "k1", "value": "v1", "headers": [["h", "x"], ["n", null]]})
     );
     assert_eq!(out[1]["value"], json!({"base64": "AP8K"}));
@@ -97,4 +97,28 @@ fn keyed_records_go_to_kafkas_murmur2_partition() {
         .filter(|p| m.read(&format!("t/{p}/by-offset/0")).contains("u1\nu2\n"))
         .collect();
     assert_eq!(holders.len(), 1);
+}
+
+#[test]
+fn json_names_its_place_topic_and_partition() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir orders && echo 3 > orders/partitions");
+    m.ok("echo a >> orders/2/append && echo b >> orders/0/append");
+    for file in [
+        "orders/2/by-offset/0.jsonl",
+        "orders/2/by-time/0.jsonl",
+        "orders/2/by-offset/earliest.jsonl",
+    ] {
+        let out = json_lines(&m.read(file));
+        assert_eq!(out.len(), 1, "{file}");
+        assert_eq!(out[0]["topic"], json!("orders"), "{file}");
+        assert_eq!(out[0]["partition"], json!(2), "{file}");
+        assert_eq!(out[0]["value"], json!("a"), "{file}");
+    }
+    let follow = json_lines(&m.ok("head -n 1 orders/0/follow/0.jsonl"));
+    assert_eq!(follow[0]["topic"], json!("orders"));
+    assert_eq!(follow[0]["partition"], json!(0));
+    let group = json_lines(&m.read("orders/groups/g/records.jsonl"));
+    assert_eq!(group.len(), 2);
+    assert!(group.iter().all(|r| r["topic"] == json!("orders")));
 }

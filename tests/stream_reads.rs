@@ -23,7 +23,7 @@ use kafka_protocol::records::{
 };
 use proptest::prelude::*;
 use topicfs::config::LogConfig;
-use topicfs::fs::inode::{Format, LookupBy, LookupName};
+use topicfs::fs::inode::{Format, LookupName};
 use topicfs::fs::stream::StreamHandle;
 use topicfs::log::{LoadParams, PartitionLog};
 use topicfs::record::RecordInput;
@@ -81,8 +81,8 @@ proptest! {
             want.extend_from_slice(r.value.as_deref().unwrap_or_default());
             want.push(b'\n');
         }
-        let name = LookupName { by: LookupBy::Offset, start, format: Format::Lines };
-        let mut h = StreamHandle::open(Arc::new(log), name).unwrap();
+        let name = LookupName::at_offset(start, Format::Lines);
+        let mut h = StreamHandle::open("t", Arc::new(log), name).unwrap();
         check_pieces(&mut h, &want, &reads)?;
     }
 }
@@ -308,6 +308,8 @@ proptest! {
                 .map(|(k, v)| serde_json::json!([k.to_string(), json_bytes(v.as_deref())]))
                 .collect();
             let line = serde_json::json!({
+                "topic": "t",
+                "partition": 0,
                 "offset": r.offset,
                 "timestamp": r.timestamp,
                 "timestampType": "CreateTime",
@@ -319,8 +321,8 @@ proptest! {
             json.push(b'\n');
         }
         for (format, want) in [(Format::Lines, &lines), (Format::Jsonl, &json)] {
-            let name = LookupName { by: LookupBy::Offset, start, format };
-            let mut h = StreamHandle::open(log.clone(), name).unwrap();
+            let name = LookupName::at_offset(start, format);
+            let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
             check_pieces(&mut h, want, &reads)?;
         }
     }
@@ -368,12 +370,8 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
         at as u64,
     )
     .unwrap();
-    let name = LookupName {
-        by: LookupBy::Offset,
-        start: 0,
-        format: Format::Lines,
-    };
-    let mut h = StreamHandle::open(log, name).unwrap();
+    let name = LookupName::at_offset(0, Format::Lines);
+    let mut h = StreamHandle::open("t", log, name).unwrap();
     let mut served = Vec::new();
     let err = loop {
         match h.read(served.len() as u64, 128 * 1024) {
@@ -406,12 +404,8 @@ fn batches_larger_than_a_read_stream_whole() {
     let log = Arc::new(PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg).unwrap());
     let want = append_numbered(&log, 6, 20_000);
     for start in [0i64, 12_345] {
-        let name = LookupName {
-            by: LookupBy::Offset,
-            start,
-            format: Format::Lines,
-        };
-        let mut h = StreamHandle::open(log.clone(), name).unwrap();
+        let name = LookupName::at_offset(start, Format::Lines);
+        let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
         let from: usize = want
             .split_inclusive(|&b| b == b'\n')
             .take(start as usize)

@@ -282,12 +282,13 @@ impl GroupHandle {
         }
         let reader = c.reader.as_mut().expect("opened above");
         let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
+        let topic = self.topic.name();
         let out_start = out.len();
         let more = reader.next_batch_meta(&mut |h, r| {
             if r.offset < *next || r.offset >= limit {
                 return;
             }
-            format_record(format, Some(p), h, r, out);
+            format_record(format, topic, p, h, r, out);
             *next = r.offset + 1;
             marks.push_back((base + (out.len() - out_start) as u64, p, *next));
         })?;

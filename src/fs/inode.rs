@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::types::Kind;
+use crate::addr::{self, Address};
 use crate::sync::MutexExt;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
@@ -145,16 +146,20 @@ pub enum PartitionDir {
 pub enum LookupBy {
     Offset,
     Time,
-    /// `follow/<N>`: from an offset ([`EARLIEST`], [`LATEST`] or a decimal), never ending.
+    /// `follow/<X>`: from an offset form or `@` and a time form, never ending.
     Follow,
 }
 
-/// `follow/earliest`: the log start (Kafka's ListOffsets uses -2 for it).
-pub const EARLIEST: i64 = -2;
-/// `follow/latest`: the log end at open (-1 in ListOffsets).
-pub const LATEST: i64 = -1;
-
 impl LookupBy {
+    /// The name forms its directory takes.
+    pub fn forms(self) -> addr::Forms {
+        match self {
+            LookupBy::Offset => addr::Forms::ByOffset,
+            LookupBy::Time => addr::Forms::ByTime,
+            LookupBy::Follow => addr::Forms::Follow,
+        }
+    }
+
     /// The directory of the lookup files.
     pub fn dir(self) -> PartitionDir {
         match self {
@@ -188,7 +193,8 @@ impl Format {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LookupName {
     pub by: LookupBy,
-    pub start: i64,
+    /// Where it starts and ends, as named (resolved against the log at open).
+    pub addr: Address,
     pub format: Format,
 }
 
@@ -248,43 +254,40 @@ impl PartitionDir {
 
 /// Parses a partition directory name: the canonical decimal form only (`0`, `12`, not `012`).
 pub fn parse_partition(name: &str) -> Option<u32> {
-    let p: u32 = parse_decimal(name)?.try_into().ok()?;
+    let p: u32 = addr::parse_decimal(name)?.try_into().ok()?;
     (p.to_string() == name).then_some(p)
 }
 
-/// Parses the name of a file under `by-offset/`, `by-time/` or `follow/`: a non-negative
-/// decimal that fits in an i64 (under `follow/` also `earliest` or `latest`), optionally
-/// followed by `.jsonl`. Anything else (signs, spaces, hex, overflow) is not a lookup name.
+/// Parses the name of a file under `by-offset/`, `by-time/` or `follow/`: one of the forms
+/// of [`crate::addr`] for that directory, optionally followed by `.jsonl`.
 pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
-    let (digits, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
+    let (form, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
         Some(d) => (d, Format::Jsonl),
         None => (name, Format::Lines),
     };
-    let start = match (by, digits) {
-        (LookupBy::Follow, "earliest") => EARLIEST,
-        (LookupBy::Follow, "latest") => LATEST,
-        _ => parse_decimal(digits)?,
-    };
-    Some(LookupName { by, start, format })
+    let addr = addr::parse(by.forms(), form)?;
+    Some(LookupName { by, addr, format })
+}
+
+impl LookupName {
+    /// `by-offset/<n>` (or `<n>.jsonl`).
+    pub fn at_offset(n: i64, format: Format) -> LookupName {
+        LookupName {
+            by: LookupBy::Offset,
+            addr: Address {
+                start: addr::Start::Offset(addr::OffsetForm::At(n)),
+                end: None,
+            },
+            format,
+        }
+    }
 }
 
 impl std::fmt::Display for LookupName {
     /// The file name.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.by, self.start) {
-            (LookupBy::Follow, EARLIEST) => f.write_str("earliest")?,
-            (LookupBy::Follow, LATEST) => f.write_str("latest")?,
-            (_, n) => write!(f, "{n}")?,
-        }
-        f.write_str(self.format.suffix())
+        write!(f, "{}{}", self.addr, self.format.suffix())
     }
-}
-
-fn parse_decimal(s: &str) -> Option<i64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<i64>().ok()
 }
 
 impl Node {
@@ -508,24 +511,24 @@ mod tests {
 
     #[test]
     fn lookup_names() {
-        assert_eq!(parse_lookup(LookupBy::Offset, "15").unwrap().start, 15);
-        assert_eq!(parse_lookup(LookupBy::Offset, "0").unwrap().start, 0);
+        use crate::addr::{OffsetForm, Start, TimeForm};
+        let start = |by, name| parse_lookup(by, name).unwrap().addr.start;
         assert_eq!(
-            parse_lookup(LookupBy::Time, "9223372036854775807")
-                .unwrap()
-                .start,
-            i64::MAX
+            start(LookupBy::Offset, "15"),
+            Start::Offset(OffsetForm::At(15))
         );
-        for bad in [
-            "",
-            "-1",
-            "+1",
-            "1a",
-            "0x10",
-            " 1",
-            "9223372036854775808",
-            "1.5",
-        ] {
+        assert_eq!(
+            start(LookupBy::Offset, "-1"),
+            Start::Offset(OffsetForm::Last(1))
+        );
+        assert_eq!(
+            start(LookupBy::Time, "9223372036854775807"),
+            Start::Time(TimeForm::At(i64::MAX))
+        );
+        let l = parse_lookup(LookupBy::Offset, "earliest..20.jsonl").unwrap();
+        assert_eq!(l.format, Format::Jsonl);
+        assert_eq!(l.to_string(), "earliest..20.jsonl");
+        for bad in ["", "+1", "1a", "0x10", " 1", "9223372036854775808", "1.5"] {
             assert!(parse_lookup(LookupBy::Offset, bad).is_none(), "{bad:?}");
         }
     }

@@ -107,7 +107,7 @@ impl FsState {
             }
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let stream = StreamHandle::open(log, *name)?.kept_live_by(self.topic(t)?);
+                let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);
                 (Handle::Stream(stream), true)
             }
             Node::Segment(t, p, name, file_ino) => {

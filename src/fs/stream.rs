@@ -10,8 +10,9 @@
 
 use std::sync::Arc;
 
+use crate::addr::{Address, End, Start};
 use crate::error::{Error, Result};
-use crate::fs::inode::{EARLIEST, Format, LATEST, LookupBy, LookupName};
+use crate::fs::inode::{Format, LookupBy, LookupName};
 use crate::jsonl;
 use crate::record::{BatchHeader, Record};
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
@@ -42,14 +43,18 @@ const READ_AHEAD_MIN: usize = 64 * 1024;
 
 /// Where a stream is and the bytes it prepared.
 struct Cursor {
+    /// The topic's name (JSON lines name it).
+    topic: Arc<str>,
     log: Arc<dyn PartitionStore>,
     name: LookupName,
     reader: Box<dyn RecordStream>,
     /// The first offset of the stream.
     start: i64,
     /// Records at or past this offset are not served (yet): the log end at open, moved on
-    /// when the stream grows.
+    /// when the stream grows, never past the range's end.
     end: i64,
+    /// Where a range ends (None: it has no end).
+    limit: Option<Limit>,
     /// The offset after the last record formatted.
     next: i64,
     out: Vec<u8>,
@@ -68,11 +73,84 @@ struct Cursor {
     counted: (i64, u64),
 }
 
-/// One record as a stream shows it: `value\n`, or a JSON line (with `"partition"` first
-/// when a file reads several partitions).
+/// The end of a range, as far as it is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Limit {
+    /// This offset, excluded.
+    Offset(i64),
+    /// The first record, in offset order, whose timestamp is at or after this (none has
+    /// one yet): found when the log grows.
+    Time(i64),
+}
+
+impl Limit {
+    /// The offset past which nothing is served, as far as it is known.
+    pub(super) fn cap(limit: Option<Limit>, offset: i64) -> i64 {
+        match limit {
+            Some(Limit::Offset(o)) => offset.min(o),
+            _ => offset,
+        }
+    }
+}
+
+/// Where a name's stream starts in `log` now: its reader, from the first record it shows.
+/// A decimal offset outside the log is OffsetOutOfRange (ENOENT); a time after the last
+/// record starts at the log end (an empty file that grows).
+pub(super) fn open_at(
+    log: &dyn PartitionStore,
+    start: Start,
+    now_ms: i64,
+) -> Result<Box<dyn RecordStream>> {
+    let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
+    match start {
+        Start::Offset(form) => {
+            let n = form
+                .resolve(log_start, log_end)
+                .ok_or(Error::OffsetOutOfRange {
+                    offset: match form {
+                        crate::addr::OffsetForm::At(n) => n,
+                        _ => log_end,
+                    },
+                    log_start,
+                    log_end,
+                })?;
+            log.read_from_offset(n)
+        }
+        Start::Time(t) => match log.read_from_time(t.resolve(now_ms)) {
+            Err(Error::NoRecordAtOrAfter(_)) => log.read_from_offset(log_end),
+            r => r,
+        },
+    }
+}
+
+/// Where a range `A..B` or `T1..T2` ends in `log` now (never before `start`).
+pub(super) fn resolve_limit(
+    log: &dyn PartitionStore,
+    addr: &Address,
+    start: i64,
+    now_ms: i64,
+) -> Result<Option<Limit>> {
+    let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
+    Ok(match addr.end {
+        None => None,
+        Some(End::Offset(form)) => Some(Limit::Offset(
+            form.resolve_end(log_start, log_end).max(start),
+        )),
+        Some(End::Time(t)) => {
+            let ts = t.resolve(now_ms);
+            Some(match log.offset_for_time(ts)? {
+                Some(o) => Limit::Offset(o.max(start)),
+                None => Limit::Time(ts),
+            })
+        }
+    })
+}
+
+/// One record as a stream shows it: `value\n`, or a JSON line naming its place.
 pub(super) fn format_record(
     format: Format,
-    partition: Option<u32>,
+    topic: &str,
+    partition: u32,
     h: &BatchHeader,
     r: &Record<'_>,
     out: &mut Vec<u8>,
@@ -82,7 +160,7 @@ pub(super) fn format_record(
             out.extend_from_slice(r.value.unwrap_or_default());
             out.push(b'\n');
         }
-        Format::Jsonl => jsonl::format_record_of(partition, r, h.timestamp_type(), out),
+        Format::Jsonl => jsonl::format_record(topic, partition, r, h.timestamp_type(), out),
     }
 }
 
@@ -96,9 +174,14 @@ pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
 }
 
 impl StreamHandle {
-    /// Opens the stream a lookup name asks for (ENOENT-class errors when it does not open).
-    pub fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<StreamHandle> {
-        let cursor = Cursor::open(log.clone(), name)?;
+    /// Opens the stream a lookup name asks for in `topic`'s partition `log` (ENOENT-class
+    /// errors when it does not open).
+    pub fn open(
+        topic: &str,
+        log: Arc<dyn PartitionStore>,
+        name: LookupName,
+    ) -> Result<StreamHandle> {
+        let cursor = Cursor::open(Arc::from(topic), log.clone(), name)?;
         Ok(StreamHandle {
             follow: cursor.is_follow(),
             cursor: Some(Box::new(cursor)),
@@ -204,17 +287,15 @@ impl StreamHandle {
 }
 
 impl Cursor {
-    fn open(log: Arc<dyn PartitionStore>, name: LookupName) -> Result<Cursor> {
-        let reader = match (name.by, name.start) {
-            (LookupBy::Offset, n) => log.read_from_offset(n)?,
-            (LookupBy::Time, ts) => log.read_from_time(ts)?,
-            (LookupBy::Follow, EARLIEST) => log.read_from_offset(log.log_start_offset())?,
-            (LookupBy::Follow, LATEST) => log.read_from_offset(log.log_end_offset())?,
-            (LookupBy::Follow, n) => log.read_from_offset(n)?,
-        };
+    fn open(topic: Arc<str>, log: Arc<dyn PartitionStore>, name: LookupName) -> Result<Cursor> {
+        let now = crate::log::now_ms();
+        let reader = open_at(&*log, name.addr.start, now)?;
         let start = reader.start_offset();
+        let limit = resolve_limit(&*log, &name.addr, start, now)?;
         Ok(Cursor {
-            end: reader.end_offset(),
+            topic,
+            end: Limit::cap(limit, reader.end_offset()),
+            limit,
             log,
             name,
             reader,
@@ -299,8 +380,13 @@ impl Cursor {
 
     /// Opens a new reader from `next` when the log has grown past the stream's end.
     fn grow(&mut self) -> Result<bool> {
+        if let Some(Limit::Time(ts)) = self.limit
+            && let Some(o) = self.log.offset_for_time(ts)?
+        {
+            self.limit = Some(Limit::Offset(o.max(self.start)));
+        }
         let (start, end) = (self.log.log_start_offset(), self.log.log_end_offset());
-        if end <= self.next {
+        if Limit::cap(self.limit, end) <= self.next {
             return Ok(false);
         }
         if self.next < start {
@@ -312,7 +398,7 @@ impl Cursor {
             self.next = start;
         }
         self.reader = self.log.read_from_offset(self.next)?;
-        self.end = self.reader.end_offset();
+        self.end = Limit::cap(self.limit, self.reader.end_offset());
         self.eof = false;
         Ok(true)
     }
@@ -332,13 +418,14 @@ impl Cursor {
                 break;
             }
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
+            let (topic, partition) = (&*self.topic, self.log.partition());
             let more = match format {
                 Format::Lines => self.reader.next_batch_lines(next, end, out),
                 Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
                     if r.offset >= end || r.offset < *next {
                         return;
                     }
-                    format_record(format, None, h, r, out);
+                    format_record(format, topic, partition, h, r, out);
                     *next = r.offset + 1;
                 }),
             };
@@ -383,7 +470,7 @@ impl Cursor {
         if counted_to <= self.end && !self.grows() && self.pos < at_end {
             return Ok(at_end);
         }
-        let (_, now) = self.count_to(self.log.log_end_offset())?;
+        let (_, now) = self.count_to(Limit::cap(self.limit, self.log.log_end_offset()))?;
         if now > at_end {
             self.eof_served = true;
         }
@@ -405,7 +492,14 @@ impl Cursor {
                 let mut reader = self.log.read_from_offset(from)?;
                 measure_records(&mut *reader, from, limit, |h, r| {
                     scratch.clear();
-                    format_record(format, None, h, r, &mut scratch);
+                    format_record(
+                        format,
+                        &self.topic,
+                        self.log.partition(),
+                        h,
+                        r,
+                        &mut scratch,
+                    );
                     scratch.len() as u64
                 })?
             }

@@ -149,7 +149,7 @@ fn appended_lines_read_back_by_offset_and_as_json() {
         .unwrap();
     let line = String::from_utf8(read_all(&fs, j.fh)).unwrap();
     assert!(
-        line.starts_with("{\"offset\":2,")
+        line.starts_with("{\"topic\":\"t\",\"partition\":0,\"offset\":2,")
             && line.ends_with("\"value\":\"half\",\"headers\":[]}\n"),
         "{line}"
     );

@@ -11,7 +11,7 @@ use super::inode::{
 };
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
-use crate::error::Error;
+use crate::addr::{OffsetForm, Start};
 
 impl FsState {
     /// The live segment file `name` of `log` (ENOENT once it is gone).
@@ -88,27 +88,17 @@ impl FsState {
                 };
                 let Some(lookup) = inode::parse_lookup(by, name) else {
                     let what = match by {
-                        LookupBy::Offset => "a decimal offset",
-                        LookupBy::Time => "a decimal timestamp",
-                        LookupBy::Follow => "a decimal offset, earliest or latest",
+                        LookupBy::Offset => "an offset form (N, earliest, latest, -K, A..B)",
+                        LookupBy::Time => "a time form (ms, ISO-8601, a date, now, -15m, T1..T2)",
+                        LookupBy::Follow => "an offset form or @ and a time form",
                     };
                     return tree(libc::ENOENT, format!("{name:?} is not {what}"));
                 };
-                // The name exists only if it would open: a range check for an offset, the
-                // time lookup for a timestamp (open positions the reader itself).
+                // The name exists only if it would open: a decimal offset must be in the
+                // log; every other form names a place that exists (open positions itself).
                 let log = self.partition(t, *p)?;
-                match by {
-                    LookupBy::Offset => {
-                        log.check_offset(lookup.start)?;
-                    }
-                    LookupBy::Follow if lookup.start >= 0 => {
-                        log.check_offset(lookup.start)?;
-                    }
-                    LookupBy::Follow => {}
-                    LookupBy::Time => {
-                        log.offset_for_time(lookup.start)?
-                            .ok_or(Error::NoRecordAtOrAfter(lookup.start))?;
-                    }
+                if let Start::Offset(OffsetForm::At(n)) = lookup.addr.start {
+                    log.check_offset(n)?;
                 }
                 Ok(Node::Lookup(t.clone(), *p, lookup))
             }

@@ -1,0 +1,215 @@
+//! Addressing records as kcat and kafka-consumer-groups do (docs/contract.md, "Addressing"):
+//! offset forms (`earliest`, `latest`, `-K`, `A..B`), time forms (ISO-8601, dates, `now`,
+//! durations before now, `T1..T2`) through real mounts, read by `cat`, `head` and Python.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mount::TestMount;
+use common::readers::{exits_within, spawn};
+
+/// `printf` lines `0`..`n-1` into `t/0`, `per_write` records to a batch.
+fn numbered(m: &TestMount, n: usize, per_write: usize) {
+    let mut i = 0;
+    while i < n {
+        let lines: String = (i..(i + per_write).min(n))
+            .map(|k| format!("{k}\\n"))
+            .collect();
+        m.ok(&format!("printf '{lines}' >> t/0/append"));
+        i += per_write;
+    }
+}
+
+/// Opens `file`, reads it to its EOF, appends `append` (JSON lines when it starts with `{`)
+/// to `t/0`, reads on from the same open file; returns (first read, second read).
+fn read_append_read(m: &TestMount, file: &str, append: &str) -> (String, String) {
+    let target = if append.starts_with('{') {
+        "t/0/append.jsonl"
+    } else {
+        "t/0/append"
+    };
+    let out = m.ok(&format!(
+        "python3 - <<'EOF'
+f = open({file:?})
+first = f.read()
+with open({target:?}, 'a') as w:
+    w.write({append:?})
+print(repr(first), repr(f.read()))
+EOF"
+    ));
+    let (a, b) = out.trim_end().split_once(' ').unwrap();
+    (unrepr(a), unrepr(b))
+}
+
+fn unrepr(s: &str) -> String {
+    s.trim_matches('\'').replace("\\n", "\n")
+}
+
+fn range(a: usize, b: usize) -> String {
+    (a..b).map(|k| format!("{k}\n")).collect()
+}
+
+#[test]
+fn offset_forms_earliest_latest_last_k() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    numbered(&m, 10, 4);
+    assert_eq!(m.read("t/0/by-offset/earliest"), range(0, 10));
+    assert_eq!(m.read("t/0/by-offset/latest"), "");
+    assert_eq!(m.read("t/0/by-offset/-3"), range(7, 10));
+    assert_eq!(m.read("t/0/by-offset/-0"), "");
+    // More than the log holds: from the log start (kcat's rule).
+    assert_eq!(m.read("t/0/by-offset/-1000"), range(0, 10));
+    let json = m.read("t/0/by-offset/-1.jsonl");
+    assert!(json.contains("\"offset\":9"), "{json}");
+    assert_eq!(m.ok("head -n 2 t/0/follow/-2"), "8\n9\n");
+    // A decimal outside the log is still ENOENT; a malformed form too.
+    m.fails_with("cat t/0/by-offset/11", "No such file");
+    m.fails_with("cat t/0/by-offset/--1", "No such file");
+    m.fails_with("cat t/0/by-offset/now", "No such file");
+}
+
+#[test]
+fn offset_forms_latest_is_empty_then_grows() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    numbered(&m, 3, 3);
+    let (first, then) = read_append_read(&m, "t/0/by-offset/latest", "new\n");
+    assert_eq!((first.as_str(), then.as_str()), ("", "new\n"));
+}
+
+#[test]
+fn offset_ranges_end_inside_plain_and_compressed_batches() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    numbered(&m, 10, 10);
+    m.ok("echo compression.type=gzip >> t/config");
+    let lines: String = (10..20).map(|k| format!("{k}\\n")).collect();
+    m.ok(&format!("printf '{lines}' >> t/0/append"));
+    assert_eq!(m.read("t/0/by-offset/3..6"), range(3, 6));
+    assert_eq!(m.read("t/0/by-offset/12..15"), range(12, 15));
+    assert_eq!(m.read("t/0/by-offset/8..13"), range(8, 13));
+    assert_eq!(m.read("t/0/by-offset/earliest..2"), range(0, 2));
+    assert_eq!(m.read("t/0/by-offset/-5..-2"), range(15, 18));
+    assert_eq!(m.read("t/0/by-offset/5..5"), "");
+    let json = m.read("t/0/by-offset/13..15.jsonl");
+    assert_eq!(json.lines().count(), 2, "{json}");
+    assert!(json.contains("\"offset\":14") && !json.contains("\"offset\":15"));
+    // An end past the log end: the file grows up to it, not past it.
+    let (first, then) = read_append_read(&m, "t/0/by-offset/18..21", "a\nb\nc\n");
+    assert_eq!((first.as_str(), then.as_str()), ("18\n19\n", "a\n"));
+}
+
+/// The ms of 2026-12-04T16:49:00Z.
+const T0: i64 = 1_796_402_940_000;
+
+/// Records `0`..`n-1` into `t/0`, record k stamped T0 + k seconds, `per_write` to a batch.
+fn stamped(m: &TestMount, n: i64, per_write: i64) {
+    let mut k = 0;
+    while k < n {
+        let lines: String = (k..(k + per_write).min(n))
+            .map(|i| format!("{{\"value\":\"{i}\",\"timestamp\":{}}}\\n", T0 + i * 1000))
+            .collect();
+        m.ok(&format!("printf '{lines}' >> t/0/append.jsonl"));
+        k += per_write;
+    }
+}
+
+#[test]
+fn time_forms_iso_zones_fractions_and_dates() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    stamped(&m, 10, 3);
+    assert_eq!(m.read(&format!("t/0/by-time/{}", T0 + 3000)), range(3, 10));
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:03Z"), range(3, 10));
+    // The same instant in fixed zones east and west (no DST rules involved).
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T17:49:03+01:00"),
+        range(3, 10)
+    );
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T11:49:03-05:00"),
+        range(3, 10)
+    );
+    // Fractions: 2.5 s is after record 2, 3.000 s is record 3 itself.
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:02.500Z"), range(3, 10));
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:03.000Z"), range(3, 10));
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:02.999Z"), range(3, 10));
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:02.001Z"), range(3, 10));
+    // A date is midnight UTC.
+    assert_eq!(m.read("t/0/by-time/2026-12-04"), range(0, 10));
+    // After the last record: an empty file, not ENOENT.
+    assert_eq!(m.read("t/0/by-time/2026-12-05"), "");
+    assert_eq!(m.read(&format!("t/0/by-time/{}", T0 + 9001)), "");
+    // A zone is required; a zone name is not an offset.
+    m.fails_with("cat t/0/by-time/2026-12-04T16:49:03", "No such file");
+    m.fails_with("cat t/0/by-time/2026-12-04T16:49:03Z[UTC]", "No such file");
+    assert_eq!(m.ok("head -n 1 t/0/follow/@2026-12-04T16:49:08Z"), "8\n");
+}
+
+#[test]
+fn time_ranges_end_at_the_first_record_at_or_after_t2() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    stamped(&m, 10, 4);
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T16:49:02Z..2026-12-04T16:49:05Z"),
+        range(2, 5)
+    );
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T16:49:01.5Z..2026-12-04T16:49:06.5Z"),
+        range(2, 7)
+    );
+    // Out of order timestamps: the end is the first record in offset order at or after T2.
+    m.ok(&format!(
+        "printf '{{\"value\":\"late\",\"timestamp\":{}}}\\n{{\"value\":\"early\",\"timestamp\":{}}}\\n' >> t/0/append.jsonl",
+        T0 + 60_000,
+        T0 + 1000
+    ));
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T16:49:08Z..2026-12-04T16:49:30Z"),
+        "8\n9\n"
+    );
+    let json = m.read(&format!("t/0/by-time/{}..{}.jsonl", T0, T0 + 2000));
+    assert_eq!(json.lines().count(), 2, "{json}");
+    // An end no record has reached yet: the file grows until one does.
+    let append = format!(
+        "{{\"value\":\"in\",\"timestamp\":{}}}\n{{\"value\":\"out\",\"timestamp\":{}}}\n{{\"value\":\"x\",\"timestamp\":1}}\n",
+        T0 + 100_000,
+        T0 + 200_000
+    );
+    let (first, then) = read_append_read(
+        &m,
+        "t/0/by-time/2026-12-04T16:49:59Z..2026-12-04T16:52:00Z",
+        &append,
+    );
+    assert_eq!((first.as_str(), then.as_str()), ("late\nearly\n", "in\n"));
+}
+
+#[test]
+fn time_forms_now_and_durations_before_now() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.ok("printf 'a\\nb\\n' >> t/0/append");
+    assert_eq!(m.read("t/0/by-time/-1h"), "a\nb\n");
+    assert_eq!(m.read("t/0/by-time/-1d"), "a\nb\n");
+    assert_eq!(m.read("t/0/by-time/-15m"), "a\nb\n");
+    assert_eq!(m.read("t/0/by-time/-90s"), "a\nb\n");
+    std::thread::sleep(Duration::from_millis(700));
+    m.ok("echo c >> t/0/append");
+    assert_eq!(m.read("t/0/by-time/-500ms"), "c\n");
+    assert_eq!(m.read("t/0/by-time/-90s..-500ms"), "a\nb\n");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(m.read("t/0/by-time/now"), "");
+    // follow/@now: only what comes after the open.
+    let mut head = spawn(&m, "exec head -n 1 t/0/follow/@now");
+    std::thread::sleep(Duration::from_millis(300));
+    m.ok("echo d >> t/0/append");
+    let st = exits_within(&mut head, Duration::from_secs(5));
+    assert!(st.success());
+    let mut out = String::new();
+    std::io::Read::read_to_string(head.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert_eq!(out, "d\n");
+    assert_eq!(m.ok("head -n 1 t/0/follow/@-1h"), "a\n");
+}
