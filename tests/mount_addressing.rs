@@ -213,3 +213,29 @@ fn time_forms_now_and_durations_before_now() {
     assert_eq!(out, "d\n");
     assert_eq!(m.ok("head -n 1 t/0/follow/@-1h"), "a\n");
 }
+
+#[test]
+fn count_is_the_data_records_now() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo segment.bytes=1024 >> t/config");
+    assert_eq!(m.read("t/0/count"), "0\n");
+    numbered(&m, 200, 7);
+    let segments = std::fs::read_dir(m.partition_dir("t", 0))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count();
+    assert!(segments > 2, "{segments} segments");
+    assert_eq!(m.read("t/0/count"), "200\n");
+    // stat's size is the text's.
+    assert_eq!(m.ok("stat -c %s t/0/count"), "4\n");
+    m.ok("echo one-more >> t/0/append");
+    assert_eq!(m.ok("cat t/0/count"), "201\n");
+    assert_eq!(m.ok("ls t/0 | grep -x count"), "count\n");
+    m.fails_with("echo 5 > t/0/count", "Permission denied");
+}

@@ -296,6 +296,9 @@ proptest! {
             let every: usize = all.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len()) + 1).sum();
             prop_assert_eq!(log.lines_len(0, next).unwrap(), every as u64, "lines of the whole log");
         }
+        // `<p>/count`: the data records, control records left out, from the kept counts
+        // when the segments were counted first.
+        prop_assert_eq!(log.record_count().unwrap(), all.len() as u64, "count");
         let start = start_pick.index(next as usize + 1) as i64;
         let mut lines = Vec::new();
         let mut json = Vec::new();

@@ -130,6 +130,8 @@ pub enum PartitionFile {
     AppendJsonl,
     LogStartOffset,
     LogEndOffset,
+    /// `count`: the data records in the partition now.
+    Count,
 }
 
 /// Directories directly under `<topic>/<p>/`.
@@ -217,11 +219,12 @@ impl TopicFile {
 }
 
 impl PartitionFile {
-    pub const ALL: [PartitionFile; 4] = [
+    pub const ALL: [PartitionFile; 5] = [
         PartitionFile::Append,
         PartitionFile::AppendJsonl,
         PartitionFile::LogStartOffset,
         PartitionFile::LogEndOffset,
+        PartitionFile::Count,
     ];
 
     pub fn name(self) -> &'static str {
@@ -230,6 +233,7 @@ impl PartitionFile {
             PartitionFile::AppendJsonl => "append.jsonl",
             PartitionFile::LogStartOffset => "log-start-offset",
             PartitionFile::LogEndOffset => "log-end-offset",
+            PartitionFile::Count => "count",
         }
     }
 }

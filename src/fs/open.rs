@@ -105,6 +105,13 @@ impl FsState {
                     true,
                 )
             }
+            Node::PartitionFile(t, p, PartitionFile::Count) => {
+                let content = format!("{}\n", self.partition(t, *p)?.record_count()?).into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
                 let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);

@@ -184,6 +184,7 @@ impl FsState {
                         offset_text(log.log_start_offset()).len() as u64
                     }
                     PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
+                    PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
                 }
             }
             Node::Lookup(t, p, _) => {

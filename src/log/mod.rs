@@ -267,6 +267,7 @@ impl PartitionLog {
             last_offset,
             max_timestamp: max_ts,
             lines,
+            records: count as u64,
         };
         active.append(batch, &meta, &cfg)?;
         self.log_end_offset
@@ -484,6 +485,22 @@ impl PartitionLog {
                 // Records appended since the range's end was taken.
                 total -= LogReader::segment_lines_between(&seg, to, count.next)?;
             }
+        }
+        Ok(total)
+    }
+
+    /// The data records from the log start to the log end (`<p>/count`): control records
+    /// and compacted gaps are not counted. Segments are counted from their kept counts
+    /// (see [`segment::LinesCount`]); a log start inside a segment is counted from there by reading.
+    pub fn record_count(&self) -> Result<u64> {
+        let from = self.log_start_offset();
+        let mut total = 0;
+        for seg in self.snapshot_from(from) {
+            if from > seg.base_offset {
+                total += LogReader::segment_records_from(&seg, from)?;
+                continue;
+            }
+            total += LogReader::count_segment_lines(&seg)?.records;
         }
         Ok(total)
     }

@@ -109,13 +109,17 @@ impl LogReader {
         }
         let mut r = LogReader::of_segment(seg, count.next, i64::MAX);
         r.pos = count.pos;
-        let mut bytes = count.bytes;
+        let (mut bytes, mut records) = (count.bytes, count.records);
         loop {
-            let more = r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())?;
+            let more = r.next_batch_meta(&mut |_, rec| {
+                bytes += rec.line_len();
+                records += 1;
+            })?;
             count = LinesCount {
                 pos: r.pos,
                 next: r.passed(),
                 bytes,
+                records,
             };
             if !more {
                 break;
@@ -132,6 +136,15 @@ impl LogReader {
         let mut bytes = 0;
         while r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())? {}
         Ok(bytes)
+    }
+
+    /// The data records of `seg` at offsets from `from` on.
+    pub(super) fn segment_records_from(seg: &Arc<LogSegment>, from: i64) -> Result<u64> {
+        let mut r = LogReader::of_segment(seg, from, i64::MAX);
+        r.position_at(from, &AtomicU64::new(0))?;
+        let mut records = 0;
+        while r.next_batch_meta(&mut |_, _| records += 1)? {}
+        Ok(records)
     }
 
     /// [`Self::segment_lines_between`] from `seg`'s kept count, when that count covers the

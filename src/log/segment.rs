@@ -73,6 +73,8 @@ pub struct AppendMeta {
     pub max_timestamp: i64,
     /// The bytes a lines stream makes of the batch's records (each value and `\n`).
     pub lines: u64,
+    /// The batch's data records.
+    pub records: u64,
 }
 
 /// How many bytes a lines stream makes of a segment's first batches: each data record's value
@@ -85,6 +87,8 @@ pub struct LinesCount {
     /// The offset after the last batch counted (the base offset when none is).
     pub next: i64,
     pub bytes: u64,
+    /// The data records counted (`<p>/count`).
+    pub records: u64,
 }
 
 pub struct LogSegment {
@@ -196,6 +200,7 @@ impl LogSegment {
                 pos: 0,
                 next: base_offset,
                 bytes: 0,
+                records: 0,
             }),
         }
     }
@@ -652,6 +657,7 @@ impl LogSegment {
                 pos: position + batch.len() as u64,
                 next: meta.last_offset + 1,
                 bytes: lines.bytes + meta.lines,
+                records: lines.records + meta.records,
             };
         }
         Ok(())
@@ -676,6 +682,7 @@ impl LogSegment {
             pos: 0,
             next: self.base_offset,
             bytes: 0,
+            records: 0,
         };
     }
 

@@ -133,6 +133,9 @@ impl PartitionStore for PartitionLog {
     fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
         PartitionLog::lines_len(self, from, to)
     }
+    fn record_count(&self) -> Result<u64> {
+        PartitionLog::record_count(self)
+    }
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
         Ok(Box::new(PartitionLog::read_from_time(self, ts)?))
     }

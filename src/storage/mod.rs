@@ -166,6 +166,12 @@ pub trait PartitionStore: Send + Sync {
             r.line_len()
         })
     }
+    /// The data records from the log start to the log end (`<p>/count`; control records and
+    /// compacted gaps not counted). By default every record is read and counted.
+    fn record_count(&self) -> Result<u64> {
+        let (from, to) = (self.log_start_offset(), self.log_end_offset());
+        measure_records(&mut *self.read_from_offset(from)?, from, to, |_, _| 1)
+    }
     /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
     /// the records appended (the first ones, when a later batch fails).
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
