@@ -23,6 +23,7 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "2",
             "append",
             "append.jsonl",
+            "append.kv",
             "config",
             "groups",
             "partitions"
@@ -33,8 +34,10 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
         [
             "append",
             "append.jsonl",
+            "append.kv",
             "by-offset",
             "by-time",
+            "count",
             "follow",
             "log-end-offset",
             "log-start-offset",

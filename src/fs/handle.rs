@@ -81,6 +81,8 @@ pub struct AppendHandle {
     rejected: Option<Rejected>,
     /// Records of the current `append_lines` already appended (when a later batch of it fails).
     appended: usize,
+    /// What separates a key from its value in an `append.kv` line.
+    key_separator: Vec<u8>,
 }
 
 struct Rejected {
@@ -115,7 +117,16 @@ impl AppendHandle {
             written: BTreeSet::new(),
             rejected: None,
             appended: 0,
+            key_separator: b"\t".to_vec(),
         }
+    }
+
+    /// Sets what separates a key from its value in `append.kv` lines (default: a TAB).
+    pub fn separated_by(mut self, separator: &[u8]) -> AppendHandle {
+        if !separator.is_empty() {
+            self.key_separator = separator.to_vec();
+        }
+        self
     }
 
     /// One write request: its complete lines (with a pending partial line in front) become one
@@ -243,7 +254,7 @@ impl AppendHandle {
         match self.format {
             // Each line is encoded as it is found (no record list in between).
             Format::Lines => self.append(Batch::Lines(&[head, lines], ts)),
-            Format::Jsonl => {
+            Format::Jsonl | Format::Kv => {
                 let joined;
                 let all = if head.is_empty() {
                     lines
@@ -251,9 +262,42 @@ impl AppendHandle {
                     joined = [head, lines].concat();
                     &joined
                 };
-                self.append_json_lines(all.strip_suffix(b"\n").unwrap_or(all), ts)
+                let body = all.strip_suffix(b"\n").unwrap_or(all);
+                if self.format == Format::Kv {
+                    self.append_kv_lines(body, ts)
+                } else {
+                    self.append_json_lines(body, ts)
+                }
             }
         }
+    }
+
+    /// `key<separator>value` lines, split at the first separator as kafka-console-producer
+    /// splits them with `parse.key=true`: every line is split before anything is appended (a
+    /// line without the separator fails the write with EINVAL). At topic level the records
+    /// go where Kafka's murmur2 partitioner sends their keys.
+    fn append_kv_lines(&mut self, body: &[u8], ts: i64) -> Result<()> {
+        let sep = self.key_separator.clone();
+        let mut records = Vec::new();
+        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+            let Some(at) = memchr::memmem::find(line, &sep) else {
+                return Err(Error::InvalidRecord(format!(
+                    "append.kv line {}: no key separator {:?}",
+                    i + 1,
+                    String::from_utf8_lossy(&sep)
+                )));
+            };
+            records.push(RecordInput {
+                key: Some(&line[..at]),
+                value: Some(&line[at + sep.len()..]),
+                headers: &[],
+                timestamp: ts,
+            });
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.append(Batch::Records(&records))
     }
 
     /// JSON Lines: every line is parsed before anything is appended (a bad line fails the

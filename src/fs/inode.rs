@@ -121,6 +121,7 @@ pub enum TopicFile {
     Config,
     Append,
     AppendJsonl,
+    AppendKv,
 }
 
 /// Files directly under `<topic>/<p>/`.
@@ -128,6 +129,7 @@ pub enum TopicFile {
 pub enum PartitionFile {
     Append,
     AppendJsonl,
+    AppendKv,
     LogStartOffset,
     LogEndOffset,
     /// `count`: the data records in the partition now.
@@ -179,6 +181,9 @@ pub enum Format {
     Lines,
     /// One JSON object per line (`append.jsonl`, `by-offset/<N>.jsonl`), see `crate::jsonl`.
     Jsonl,
+    /// `key<separator>value` lines (`append.kv`), as kafka-console-producer's
+    /// `parse.key=true` reads them. An append format only: no lookup name ends in `.kv`.
+    Kv,
 }
 
 impl Format {
@@ -187,6 +192,7 @@ impl Format {
         match self {
             Format::Lines => "",
             Format::Jsonl => ".jsonl",
+            Format::Kv => ".kv",
         }
     }
 }
@@ -201,11 +207,12 @@ pub struct LookupName {
 }
 
 impl TopicFile {
-    pub const ALL: [TopicFile; 4] = [
+    pub const ALL: [TopicFile; 5] = [
         TopicFile::Partitions,
         TopicFile::Config,
         TopicFile::Append,
         TopicFile::AppendJsonl,
+        TopicFile::AppendKv,
     ];
 
     pub fn name(self) -> &'static str {
@@ -214,14 +221,16 @@ impl TopicFile {
             TopicFile::Config => "config",
             TopicFile::Append => "append",
             TopicFile::AppendJsonl => "append.jsonl",
+            TopicFile::AppendKv => "append.kv",
         }
     }
 }
 
 impl PartitionFile {
-    pub const ALL: [PartitionFile; 5] = [
+    pub const ALL: [PartitionFile; 6] = [
         PartitionFile::Append,
         PartitionFile::AppendJsonl,
+        PartitionFile::AppendKv,
         PartitionFile::LogStartOffset,
         PartitionFile::LogEndOffset,
         PartitionFile::Count,
@@ -231,6 +240,7 @@ impl PartitionFile {
         match self {
             PartitionFile::Append => "append",
             PartitionFile::AppendJsonl => "append.jsonl",
+            PartitionFile::AppendKv => "append.kv",
             PartitionFile::LogStartOffset => "log-start-offset",
             PartitionFile::LogEndOffset => "log-end-offset",
             PartitionFile::Count => "count",
@@ -336,10 +346,15 @@ impl Node {
             Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
             Node::GroupFile(..) => 0o444,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
-            Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
-            | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
-                0o200
-            }
+            Node::TopicFile(
+                _,
+                TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv,
+            )
+            | Node::PartitionFile(
+                _,
+                _,
+                PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv,
+            ) => 0o200,
             Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
         }
     }
@@ -348,8 +363,14 @@ impl Node {
     pub fn is_append(&self) -> bool {
         matches!(
             self,
-            Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
-                | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+            Node::TopicFile(
+                _,
+                TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv
+            ) | Node::PartitionFile(
+                _,
+                _,
+                PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv
+            )
         )
     }
 
@@ -366,7 +387,11 @@ impl Node {
         matches!(
             self,
             Node::TopicFile(..)
-                | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
+                | Node::PartitionFile(
+                    _,
+                    _,
+                    PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv
+                )
                 | Node::GroupFile(_, _, GroupFile::Offsets)
         )
     }

@@ -143,6 +143,23 @@ pub struct FsState {
     /// The open stream files of each inode, with the process (tgid) that opened each: their
     /// `fstat` shows that stream's length (see [`FsState::getattr`]).
     streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
+    /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
+    key_separator: Vec<u8>,
+}
+
+/// How the tree reads and writes records (mount options).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsOptions {
+    /// What separates a key from its value in `append.kv` lines: a TAB by default.
+    pub key_separator: Vec<u8>,
+}
+
+impl Default for FsOptions {
+    fn default() -> Self {
+        FsOptions {
+            key_separator: b"\t".to_vec(),
+        }
+    }
 }
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
@@ -164,6 +181,14 @@ impl OpenFile {
 impl FsState {
     /// The fs core over `mgr`; loads the consumer groups' committed offsets.
     pub fn new(mgr: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
+        FsState::with_options(mgr, FsOptions::default())
+    }
+
+    /// [`FsState::new`] with the mount's options.
+    pub fn with_options(
+        mgr: Arc<dyn Storage>,
+        options: FsOptions,
+    ) -> crate::error::Result<Arc<FsState>> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
@@ -205,6 +230,7 @@ impl FsState {
             members: Mutex::new(HashMap::new()),
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
+            key_separator: options.key_separator,
         });
         follow::start(&state);
         Ok(state)

@@ -50,28 +50,37 @@ impl FsState {
                 let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
                 return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
             }
-            Node::TopicFile(t, f @ (TopicFile::Append | TopicFile::AppendJsonl)) => {
+            Node::TopicFile(
+                t,
+                f @ (TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv),
+            ) => {
                 let topic = self.topic(t)?;
                 let max = topic.max_message_bytes();
-                let format = if *f == TopicFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
+                let format = match f {
+                    TopicFile::Append => Format::Lines,
+                    TopicFile::AppendJsonl => Format::Jsonl,
+                    _ => Format::Kv,
                 };
                 let target = AppendTarget::Topic(topic);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
+                let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
+                (Handle::Append(h), true)
             }
-            Node::PartitionFile(t, p, f @ (PartitionFile::Append | PartitionFile::AppendJsonl)) => {
+            Node::PartitionFile(
+                t,
+                p,
+                f @ (PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv),
+            ) => {
                 let topic = self.topic(t)?;
                 let max = topic.max_message_bytes();
-                let format = if *f == PartitionFile::Append {
-                    Format::Lines
-                } else {
-                    Format::Jsonl
+                let format = match f {
+                    PartitionFile::Append => Format::Lines,
+                    PartitionFile::AppendJsonl => Format::Jsonl,
+                    _ => Format::Kv,
                 };
                 let target =
                     AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
-                (Handle::Append(AppendHandle::new(target, format, max)), true)
+                let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
+                (Handle::Append(h), true)
             }
             Node::TopicFile(t, TopicFile::Partitions) => {
                 let n = self.topic(t)?.partition_count();

@@ -156,7 +156,8 @@ pub(super) fn format_record(
     out: &mut Vec<u8>,
 ) {
     match format {
-        Format::Lines => {
+        // No stream is opened as `.kv` (an append format): its records show as lines.
+        Format::Lines | Format::Kv => {
             out.extend_from_slice(r.value.unwrap_or_default());
             out.push(b'\n');
         }
@@ -420,7 +421,7 @@ impl Cursor {
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
             let (topic, partition) = (&*self.topic, self.log.partition());
             let more = match format {
-                Format::Lines => self.reader.next_batch_lines(next, end, out),
+                Format::Lines | Format::Kv => self.reader.next_batch_lines(next, end, out),
                 Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
                     if r.offset >= end || r.offset < *next {
                         return;
@@ -485,7 +486,7 @@ impl Cursor {
         }
         let from = from.max(self.log.log_start_offset());
         bytes += match self.name.format {
-            Format::Lines => self.log.lines_len(from, limit)?,
+            Format::Lines | Format::Kv => self.log.lines_len(from, limit)?,
             // JSON lines are formatted to be counted.
             format @ Format::Jsonl => {
                 let mut scratch = Vec::new();

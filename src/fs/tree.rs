@@ -169,7 +169,7 @@ impl FsState {
                 match f {
                     TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
                     TopicFile::Config => topic.config_text().len() as u64,
-                    TopicFile::Append | TopicFile::AppendJsonl => 0,
+                    TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv => 0,
                 }
             }
             Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
@@ -179,7 +179,9 @@ impl FsState {
             Node::PartitionFile(t, p, f) => {
                 let log = self.partition(t, *p)?;
                 match f {
-                    PartitionFile::Append | PartitionFile::AppendJsonl => 0,
+                    PartitionFile::Append
+                    | PartitionFile::AppendJsonl
+                    | PartitionFile::AppendKv => 0,
                     PartitionFile::LogStartOffset => {
                         offset_text(log.log_start_offset()).len() as u64
                     }

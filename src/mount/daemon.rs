@@ -319,7 +319,7 @@ fn start(
             return Err(e);
         }
     };
-    let state = match FsState::new(storage.clone()) {
+    let state = match FsState::with_options(storage.clone(), plan.fs.clone()) {
         Ok(s) => s,
         Err(e) => {
             if let Err(e) = storage.shutdown() {

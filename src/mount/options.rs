@@ -164,6 +164,8 @@ pub struct MountPlan {
     pub remote: Option<crate::storage::ClusterConfig>,
     /// Whether the kernel may read `segments/` files itself (FUSE passthrough).
     pub passthrough: bool,
+    /// How the tree reads and writes records.
+    pub fs: crate::fs::FsOptions,
 }
 
 /// Mount options mount(8) passes that mean nothing to topicfs.
@@ -316,9 +318,19 @@ pub(super) struct MountFlags {
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
     pub(super) o_bootstrap: Option<String>,
     pub(super) o_client_config: Option<PathBuf>,
+    /// `-o key.separator=S`.
+    key_separator: Option<String>,
 }
 
 impl MountFlags {
+    fn fs_options(&self) -> crate::fs::FsOptions {
+        let mut o = crate::fs::FsOptions::default();
+        if let Some(sep) = &self.key_separator {
+            o.key_separator = sep.as_bytes().to_vec();
+        }
+        o
+    }
+
     fn from_args(args: &MountArgs) -> MountFlags {
         MountFlags {
             config_file: args.config.clone(),
@@ -332,6 +344,7 @@ impl MountFlags {
             o_log_dirs: Vec::new(),
             o_bootstrap: None,
             o_client_config: None,
+            key_separator: None,
         }
     }
 
@@ -369,6 +382,13 @@ impl MountFlags {
                     self.o_bootstrap = Some(v.replace(';', ","))
                 }
                 ("client_config", Some(v)) => self.o_client_config = Some(PathBuf::from(v)),
+                // kafka-console-producer's property; `\t` may be written as such.
+                ("key.separator", Some(v)) => {
+                    if v.is_empty() {
+                        return Err("key.separator: an empty separator".into());
+                    }
+                    self.key_separator = Some(v.replace("\\t", "\t"));
+                }
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs
@@ -519,6 +539,7 @@ impl MountPlan {
                 log_file,
                 remote: Some(cluster),
                 passthrough: !flags.no_passthrough,
+                fs: flags.fs_options(),
             });
         }
         broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
@@ -557,6 +578,7 @@ impl MountPlan {
             log_file,
             remote: None,
             passthrough: !flags.no_passthrough,
+            fs: flags.fs_options(),
         })
     }
 }
