@@ -322,6 +322,56 @@ pub fn parse_reset_line(line: &str) -> Result<ResetLine, String> {
     }
 }
 
+/// What a reset line resolves against, for one partition.
+pub trait ResetView {
+    /// (log start, log end).
+    fn bounds(&self, partition: u32) -> crate::error::Result<(i64, i64)>;
+    /// The first offset whose record's timestamp is at or after `ts` (None: none is).
+    fn offset_for_time(&self, partition: u32, ts: i64) -> crate::error::Result<Option<i64>>;
+}
+
+/// The offsets a reset line sets, by partition, as `kafka-consumer-groups --reset-offsets`
+/// computes them: every partition of `partitions` a line names; `committed` are the group's
+/// offsets now; a time with no record at or after it is the log end; every result is moved
+/// into [log start, log end] (Kafka's clamp). `shift-by` of a partition without a committed
+/// offset is refused, as Kafka's tool refuses it.
+pub fn resolve_reset(
+    line: ResetLine,
+    partitions: u32,
+    committed: &std::collections::BTreeMap<u32, i64>,
+    view: &dyn ResetView,
+    now_ms: i64,
+) -> crate::error::Result<Vec<(u32, i64)>> {
+    let named: Vec<u32> = match line {
+        ResetLine::Partition(p, _) => vec![p],
+        _ => (0..partitions).collect(),
+    };
+    let mut out = Vec::with_capacity(named.len());
+    for p in named {
+        let (start, end) = view.bounds(p)?;
+        let want = match line {
+            ResetLine::Partition(_, form) | ResetLine::All(form) => match form {
+                OffsetForm::At(n) => n,
+                other => other.resolve(start, end).unwrap_or(end),
+            },
+            ResetLine::ShiftBy(k) => match committed.get(&p) {
+                Some(c) => c.saturating_add(k),
+                None => {
+                    return Err(crate::error::Error::InvalidRecord(format!(
+                        "offsets: shift-by: partition {p} has no committed offset to shift"
+                    )));
+                }
+            },
+            ResetLine::ToTime(ts) => view.offset_for_time(p, ts)?.unwrap_or(end),
+            ResetLine::ByDuration(d) => view
+                .offset_for_time(p, now_ms.saturating_sub(d))?
+                .unwrap_or(end),
+        };
+        out.push((p, want.clamp(start, end)));
+    }
+    Ok(out)
+}
+
 /// `kafka-consumer-groups --to-datetime` also takes a time without a zone
 /// (`2026-12-04T16:49:00.000`); topicfs reads it as UTC.
 fn parse_local_as_utc(s: &str) -> Option<i64> {
@@ -491,6 +541,55 @@ mod tests {
         for bad in ["1h", "", "P", "PT", "P1Y", "P1M"] {
             assert_eq!(parse_iso_duration(bad), None, "{bad:?}");
         }
+    }
+
+    /// Partition p holds offsets [10p, 10p + 10), record o stamped 1000 * o.
+    struct View;
+    impl ResetView for View {
+        fn bounds(&self, p: u32) -> crate::error::Result<(i64, i64)> {
+            Ok((10 * p as i64, 10 * p as i64 + 10))
+        }
+        fn offset_for_time(&self, p: u32, ts: i64) -> crate::error::Result<Option<i64>> {
+            let (s, e) = self.bounds(p)?;
+            Ok((s..e).find(|o| o * 1000 >= ts))
+        }
+    }
+
+    #[test]
+    fn resets_resolve_and_clamp_as_kafka_consumer_groups() {
+        let committed: std::collections::BTreeMap<u32, i64> = [(0, 5), (1, 12)].into();
+        let r = |line: &str| {
+            resolve_reset(
+                parse_reset_line(line).unwrap(),
+                2,
+                &committed,
+                &View,
+                100_000,
+            )
+        };
+        assert_eq!(r("1 earliest").unwrap(), [(1, 10)]);
+        assert_eq!(r("1 latest").unwrap(), [(1, 20)]);
+        assert_eq!(r("earliest").unwrap(), [(0, 0), (1, 10)]);
+        assert_eq!(r("1 99").unwrap(), [(1, 20)]);
+        assert_eq!(r("1 3").unwrap(), [(1, 10)]);
+        assert_eq!(r("shift-by -3").unwrap(), [(0, 2), (1, 10)]);
+        assert_eq!(r("shift-by 4").unwrap(), [(0, 9), (1, 16)]);
+        assert_eq!(r("shift-by 400").unwrap(), [(0, 10), (1, 20)]);
+        // 1970-01-01T00:00:12.5Z: offset 13 (stamped 13 s) in partition 1; all of partition 0
+        // is earlier: its log end.
+        assert_eq!(
+            r("to-datetime 1970-01-01T00:00:12.500Z").unwrap(),
+            [(0, 10), (1, 13)]
+        );
+        // 100 s less 88 s: 12 s.
+        assert_eq!(r("by-duration PT88S").unwrap(), [(0, 10), (1, 12)]);
+        let none: std::collections::BTreeMap<u32, i64> = [(0, 5)].into();
+        assert!(
+            resolve_reset(ResetLine::ShiftBy(1), 2, &none, &View, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("no committed offset")
+        );
     }
 
     #[test]

@@ -239,3 +239,82 @@ fn count_is_the_data_records_now() {
     assert_eq!(m.ok("ls t/0 | grep -x count"), "count\n");
     m.fails_with("echo 5 > t/0/count", "Permission denied");
 }
+
+/// `t/groups/g/offsets` as (partition, committed) pairs.
+fn committed(m: &TestMount) -> Vec<(u32, String)> {
+    m.read("t/groups/g/offsets")
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().unwrap(), f[1].to_string())
+        })
+        .collect()
+}
+
+fn at(pairs: &[(u32, &str)]) -> Vec<(u32, String)> {
+    pairs.iter().map(|(p, o)| (*p, o.to_string())).collect()
+}
+
+#[test]
+fn group_resets_as_kafka_consumer_groups() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    stamped(&m, 10, 4);
+    m.ok("printf 'a\\nb\\nc\\n' >> t/1/append");
+    m.ok("echo '0 earliest' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "0"), (1, "-")]));
+    m.ok("echo '1 latest' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "0"), (1, "3")]));
+    m.ok("echo '0 7' > t/groups/g/offsets");
+    m.ok("echo 'shift-by -2' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "5"), (1, "1")]));
+    // Clamped to the log, as Kafka's tool clamps.
+    m.ok("echo 'shift-by -100' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "0"), (1, "0")]));
+    m.ok("echo 'shift-by 100' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "10"), (1, "3")]));
+    m.ok("echo '0 1000' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "10"), (1, "3")]));
+    // A time: the first record at or after it; none after it is the log end.
+    m.ok("echo 'to-datetime 2026-12-04T17:49:03.500+01:00' > t/groups/g/offsets");
+    assert_eq!(committed(&m), at(&[(0, "4"), (1, "0")]));
+    // Durations before now: partition 1 was written now; partition 0 is stamped T0 on.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let first_at = |ts: i64| {
+        (0..10)
+            .find(|k| T0 + k * 1000 >= ts)
+            .unwrap_or(10)
+            .to_string()
+    };
+    m.ok("echo 'by-duration PT1H' > t/groups/g/offsets");
+    assert_eq!(
+        committed(&m),
+        vec![(0, first_at(now - 3_600_000)), (1, "0".to_string())]
+    );
+    m.ok("echo 'by-duration PT0S' > t/groups/g/offsets");
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert_eq!(committed(&m)[1], (1, "3".to_string()));
+    let p0 = &committed(&m)[0].1;
+    assert!(*p0 == first_at(now) || *p0 == first_at(after), "{p0}");
+    // A negative offset, or a line of no form, is EINVAL and changes nothing.
+    let before = committed(&m);
+    for bad in [
+        "0 -1",
+        "shift-by",
+        "to-datetime soon",
+        "by-duration 1h",
+        "0 earliest x",
+    ] {
+        m.fails_with(
+            &format!("/bin/echo '{bad}' > t/groups/g/offsets"),
+            "Invalid argument",
+        );
+    }
+    assert_eq!(committed(&m), before);
+}

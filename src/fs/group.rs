@@ -300,6 +300,19 @@ impl GroupHandle {
     }
 }
 
+/// A topic's partitions as a group reset sees them.
+struct TopicView<'a>(&'a dyn TopicStore);
+
+impl crate::addr::ResetView for TopicView<'_> {
+    fn bounds(&self, partition: u32) -> Result<(i64, i64)> {
+        let log = self.0.partition(partition)?;
+        Ok((log.log_start_offset(), log.log_end_offset()))
+    }
+    fn offset_for_time(&self, partition: u32, ts: i64) -> Result<Option<i64>> {
+        self.0.partition(partition)?.offset_for_time(ts)
+    }
+}
+
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
 /// open; a write of `partition offset` lines, or `earliest` / `latest`, moves G's committed
 /// offsets as `kafka-consumer-groups --reset-offsets` does.
@@ -336,50 +349,23 @@ impl OffsetsHandle {
     }
 
     /// One write is judged whole: every line parsed and checked, then all applied at once.
-    /// Offsets outside [log start, log end] are moved to the nearer end, as Kafka's tool does.
+    /// Lines are those of `kafka-consumer-groups --reset-offsets` (see
+    /// [`crate::addr::parse_reset_line`]); offsets outside [log start, log end] are moved to
+    /// the nearer end, as Kafka's tool does.
     pub fn write(&self, groups: &dyn GroupStore, data: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidRecord("offsets: the write is not UTF-8".into()))?;
-        let bad = |l: &str| {
-            Error::InvalidRecord(format!(
-                "offsets: {l:?} is not `partition offset`, `earliest` or `latest`"
-            ))
-        };
         let count = self.topic.partition_count();
+        let now = crate::log::now_ms();
         let mut target: BTreeMap<u32, i64> = BTreeMap::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            match line {
-                "earliest" | "latest" => {
-                    for p in 0..count {
-                        let log = self.topic.partition(p)?;
-                        let o = if line == "earliest" {
-                            log.log_start_offset()
-                        } else {
-                            log.log_end_offset()
-                        };
-                        target.insert(p, o);
-                    }
-                }
-                _ => {
-                    let mut it = line.split_whitespace();
-                    let (Some(p), Some(o), None) = (it.next(), it.next(), it.next()) else {
-                        return Err(bad(line));
-                    };
-                    let (Ok(p), Ok(o)) = (p.parse::<u32>(), o.parse::<i64>()) else {
-                        return Err(bad(line));
-                    };
-                    let log = self.topic.partition(p)?;
-                    let (start, end) = (log.log_start_offset(), log.log_end_offset());
-                    let clamped = o.clamp(start, end);
-                    if clamped != o {
-                        log::warn!(
-                            "group {}: offset {o} of {}-{p} is outside [{start}, {end}]; set to {clamped}",
-                            self.group,
-                            self.topic.name()
-                        );
-                    }
-                    target.insert(p, clamped);
-                }
+            let reset = crate::addr::parse_reset_line(line).map_err(Error::InvalidRecord)?;
+            // Each line from what the lines before it set (`shift-by` twice shifts twice).
+            let mut committed = groups.committed(&self.group, self.topic.name());
+            committed.extend(target.iter().map(|(p, o)| (*p, *o)));
+            let view = TopicView(&*self.topic);
+            for (p, o) in crate::addr::resolve_reset(reset, count, &committed, &view, now)? {
+                target.insert(p, o);
             }
         }
         if target.is_empty() {
