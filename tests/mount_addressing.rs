@@ -318,3 +318,84 @@ fn group_resets_as_kafka_consumer_groups() {
     }
     assert_eq!(committed(&m), before);
 }
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn whole_topic_reads_without_a_group() {
+    let m = TestMount::start(&["--num-partitions", "3"]);
+    m.ok("mkdir t");
+    for p in 0..3 {
+        let lines: String = (0..4)
+            .map(|k| {
+                format!(
+                    "{{\"value\":\"p{p}-{k}\",\"timestamp\":{}}}\\n",
+                    T0 + k * 1000
+                )
+            })
+            .collect();
+        m.ok(&format!("printf '{lines}' >> t/{p}/append.jsonl"));
+    }
+    let all: Vec<String> = (0..3)
+        .flat_map(|p| (0..4).map(move |k| format!("p{p}-{k}")))
+        .collect();
+    let mut want = all.clone();
+    want.sort();
+    let earliest = m.read("t/by-offset/earliest");
+    assert_eq!(sorted_lines(&earliest), want);
+    // Each partition stays in offset order.
+    for p in 0..3 {
+        let mine: Vec<&str> = earliest
+            .lines()
+            .filter(|l| l.starts_with(&format!("p{p}-")))
+            .collect();
+        assert_eq!(mine, [0, 1, 2, 3].map(|k| format!("p{p}-{k}")));
+    }
+    assert_eq!(
+        sorted_lines(&m.read("t/by-offset/-1")),
+        ["p0-3", "p1-3", "p2-3"]
+    );
+    assert_eq!(m.read("t/by-offset/latest"), "");
+    assert_eq!(
+        sorted_lines(&m.read("t/by-time/2026-12-04T16:49:02Z")),
+        ["p0-2", "p0-3", "p1-2", "p1-3", "p2-2", "p2-3"]
+    );
+    assert_eq!(
+        sorted_lines(&m.read("t/by-time/2026-12-04T16:49:01Z..2026-12-04T16:49:02Z")),
+        ["p0-1", "p1-1", "p2-1"]
+    );
+    let json: Vec<serde_json::Value> = m
+        .read("t/by-offset/-1.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut parts: Vec<i64> = json
+        .iter()
+        .map(|r| r["partition"].as_i64().unwrap())
+        .collect();
+    parts.sort();
+    assert_eq!(parts, [0, 1, 2]);
+    assert!(json.iter().all(|r| r["topic"] == "t" && r["offset"] == 3));
+    assert_eq!(
+        sorted_lines(&m.ok("head -n 3 t/follow/-1")),
+        ["p0-3", "p1-3", "p2-3"]
+    );
+    // follow/latest: only what comes after the open, from any partition.
+    let mut head = spawn(&m, "exec head -n 1 t/follow/latest");
+    std::thread::sleep(Duration::from_millis(300));
+    m.ok("echo new >> t/2/append");
+    assert!(exits_within(&mut head, Duration::from_secs(5)).success());
+    let mut out = String::new();
+    std::io::Read::read_to_string(head.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert_eq!(out, "new\n");
+    // No group was made, nothing committed.
+    assert_eq!(m.ok("ls t/groups"), "");
+    // A decimal offset or an offset range means nothing across partitions.
+    m.fails_with("cat t/by-offset/1", "No such file");
+    m.fails_with("cat t/by-offset/earliest..2", "No such file");
+    assert_eq!(m.ok("ls t/by-offset"), "");
+}

@@ -24,7 +24,10 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "append",
             "append.jsonl",
             "append.kv",
+            "by-offset",
+            "by-time",
             "config",
+            "follow",
             "groups",
             "partitions"
         ]

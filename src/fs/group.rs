@@ -49,6 +49,9 @@ pub struct GroupHandle {
     committed: BTreeMap<u32, i64>,
     last_commit: Instant,
     pending: Option<Error>,
+    /// False for a whole-topic read without a group (`<topic>/by-offset/earliest`...):
+    /// nothing is committed.
+    commits: bool,
 }
 
 impl GroupHandle {
@@ -78,8 +81,52 @@ impl GroupHandle {
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             pending: None,
+            commits: true,
         };
         h.assign(partitions)?;
+        Ok(h)
+    }
+
+    /// `<topic>/by-offset/<X>`, `<topic>/by-time/<T>[..<T2>]`, `<topic>/follow/<X>`: every
+    /// partition from its own start (the name resolved in each), interleaved as a group's
+    /// records are, without a group: nothing is committed. By-offset and by-time end at each
+    /// partition's log end at open (or the range's end); follow never ends.
+    pub fn whole_topic(
+        topic: Arc<dyn TopicStore>,
+        name: &str,
+        lookup: crate::fs::inode::LookupName,
+    ) -> Result<GroupHandle> {
+        use crate::fs::inode::LookupBy;
+        use crate::fs::stream::{Limit, open_at, resolve_limit};
+        let follow = lookup.by == LookupBy::Follow;
+        let now = crate::log::now_ms();
+        let groups: Arc<dyn GroupStore> = Arc::new(NoGroups);
+        let mut h = GroupHandle::new(topic.clone(), "", lookup.format, follow, groups, None, &[])?;
+        h.commits = false;
+        for p in 0..topic.partition_count() {
+            let log = topic.partition(p)?;
+            let reader = open_at(&*log, lookup.addr.start, now)?;
+            let next = reader.start_offset();
+            let end = match resolve_limit(&*log, &lookup.addr, next, now)? {
+                Some(Limit::Offset(o)) => Some(o.min(reader.end_offset())),
+                _ if follow => None,
+                _ => Some(reader.end_offset()),
+            };
+            h.delivered.insert(p, next);
+            h.cursors.insert(
+                p,
+                Cursor {
+                    log,
+                    reader: Some(reader),
+                    next,
+                    end,
+                },
+            );
+        }
+        log::debug!(
+            "{name}: a whole-topic read of {} partitions",
+            h.cursors.len()
+        );
         Ok(h)
     }
 
@@ -147,6 +194,9 @@ impl GroupHandle {
 
     /// Commits the delivered offsets that changed.
     pub fn commit(&mut self) -> Result<()> {
+        if !self.commits {
+            return Ok(());
+        }
         let topic = self.topic.name().to_string();
         let changed: Vec<(&str, u32, i64)> = self
             .delivered
@@ -297,6 +347,24 @@ impl GroupHandle {
             c.reader = None;
         }
         Ok(more || self.out.len() > out_start)
+    }
+}
+
+/// The group store of a read without a group: none has offsets, nothing is stored.
+struct NoGroups;
+
+impl GroupStore for NoGroups {
+    fn groups_of(&self, _topic: &str) -> Vec<String> {
+        Vec::new()
+    }
+    fn committed(&self, _group: &str, _topic: &str) -> BTreeMap<u32, i64> {
+        BTreeMap::new()
+    }
+    fn commit(&self, _group: &str, _offsets: &[(&str, u32, i64)]) -> Result<()> {
+        Ok(())
+    }
+    fn reset(&self, _group: &str, _topic: &str, _offsets: &BTreeMap<u32, i64>) -> Result<()> {
+        Ok(())
     }
 }
 

@@ -60,6 +60,10 @@ pub enum Node {
     /// place under that name (the cleaner's rewrite) is another node, as on a disk, while
     /// the kernel may still hold the old one open.
     Segment(TopicName, u32, Arc<str>, u64),
+    /// `<topic>/by-offset/`, `<topic>/by-time/`, `<topic>/follow/`: every partition at once.
+    TopicDir(TopicName, PartitionDir),
+    /// A file of those: the whole topic from each partition's start, no group.
+    TopicLookup(TopicName, LookupName),
     /// `<topic>/groups/`.
     Groups(TopicName),
     /// `<topic>/groups/<G>/`.
@@ -297,6 +301,16 @@ impl LookupName {
     }
 }
 
+/// Parses the name of a file under `<topic>/by-offset/`, `<topic>/by-time/` or
+/// `<topic>/follow/`: the forms that mean something in every partition at once (no decimal
+/// offset; a range of times, not of offsets).
+pub fn parse_topic_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
+    let l = parse_lookup(by, name)?;
+    let per_partition = matches!(l.addr.start, addr::Start::Offset(addr::OffsetForm::At(_)))
+        || matches!(l.addr.end, Some(addr::End::Offset(_)));
+    (!per_partition).then_some(l)
+}
+
 impl std::fmt::Display for LookupName {
     /// The file name.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -316,6 +330,8 @@ impl Node {
             | Node::PartitionDir(t, ..)
             | Node::Lookup(t, ..)
             | Node::Segment(t, ..)
+            | Node::TopicDir(t, _)
+            | Node::TopicLookup(t, _)
             | Node::Groups(t)
             | Node::Group(t, _)
             | Node::GroupFile(t, ..) => Some(t),
@@ -328,9 +344,11 @@ impl Node {
             | Node::Topic(_)
             | Node::Partition(..)
             | Node::PartitionDir(..)
+            | Node::TopicDir(..)
             | Node::Groups(_)
             | Node::Group(..) => Kind::Directory,
-            Node::TopicFile(..)
+            Node::TopicLookup(..)
+            | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::Segment(..)
@@ -342,7 +360,10 @@ impl Node {
     pub fn perm(&self) -> u16 {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
-            Node::PartitionDir(..) | Node::Groups(_) | Node::Group(..) => 0o555,
+            Node::PartitionDir(..) | Node::TopicDir(..) | Node::Groups(_) | Node::Group(..) => {
+                0o555
+            }
+            Node::TopicLookup(..) => 0o444,
             Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
             Node::GroupFile(..) => 0o444,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
@@ -406,7 +427,8 @@ impl Node {
             }
             Node::Lookup(t, p, l) => Node::PartitionDir(t.clone(), *p, l.by.dir()),
             Node::Segment(t, p, ..) => Node::PartitionDir(t.clone(), *p, PartitionDir::Segments),
-            Node::Groups(t) => Node::Topic(t.clone()),
+            Node::Groups(t) | Node::TopicDir(t, _) => Node::Topic(t.clone()),
+            Node::TopicLookup(t, l) => Node::TopicDir(t.clone(), l.by.dir()),
             Node::Group(t, _) => Node::Groups(t.clone()),
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
         }
@@ -425,6 +447,8 @@ impl std::fmt::Display for Node {
             Node::PartitionDir(t, p, dir) => write!(f, "{t}/{p}/{}", dir.name()),
             Node::Lookup(t, p, l) => write!(f, "{t}/{p}/{}/{l}", l.by.dir().name()),
             Node::Segment(t, p, name, _) => write!(f, "{t}/{p}/segments/{name}"),
+            Node::TopicDir(t, dir) => write!(f, "{t}/{}", dir.name()),
+            Node::TopicLookup(t, l) => write!(f, "{t}/{}/{l}", l.by.dir().name()),
             Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
             Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
             Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),

@@ -126,6 +126,11 @@ impl FsState {
                 let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);
                 (Handle::Stream(stream), true)
             }
+            Node::TopicLookup(t, name) => {
+                let topic = self.topic(t)?;
+                let h = group::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
+                (Handle::Group(h), true)
+            }
             Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;
                 let seg = self.segment_file(&*log, name, &node)?;
@@ -145,6 +150,7 @@ impl FsState {
             | Node::Topic(_)
             | Node::Partition(..)
             | Node::PartitionDir(..)
+            | Node::TopicDir(..)
             | Node::Groups(_)
             | Node::Group(..) => {
                 return tree(libc::EISDIR, format!("{node} is a directory"));

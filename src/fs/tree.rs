@@ -13,6 +13,22 @@ use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::addr::{OffsetForm, Start};
 
+/// The directories of whole-topic reads under `<topic>/`.
+const TOPIC_DIRS: [PartitionDir; 3] = [
+    PartitionDir::ByOffset,
+    PartitionDir::ByTime,
+    PartitionDir::Follow,
+];
+
+/// The lookup files a directory holds.
+fn lookup_by(dir: PartitionDir) -> LookupBy {
+    match dir {
+        PartitionDir::ByOffset => LookupBy::Offset,
+        PartitionDir::ByTime => LookupBy::Time,
+        _ => LookupBy::Follow,
+    }
+}
+
 impl FsState {
     /// The live segment file `name` of `log` (ENOENT once it is gone).
     pub(super) fn segment_file(
@@ -54,6 +70,10 @@ impl FsState {
                     self.topic(t)?;
                     return Ok(Node::Groups(t.clone()));
                 }
+                if let Some(d) = TOPIC_DIRS.into_iter().find(|d| d.name() == name) {
+                    self.topic(t)?;
+                    return Ok(Node::TopicDir(t.clone(), d));
+                }
                 match inode::parse_partition(name) {
                     Some(p) => {
                         self.partition(t, p)?;
@@ -81,11 +101,7 @@ impl FsState {
                 p,
                 dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
             ) => {
-                let by = match dir {
-                    PartitionDir::ByOffset => LookupBy::Offset,
-                    PartitionDir::ByTime => LookupBy::Time,
-                    _ => LookupBy::Follow,
-                };
+                let by = lookup_by(*dir);
                 let Some(lookup) = inode::parse_lookup(by, name) else {
                     let what = match by {
                         LookupBy::Offset => "an offset form (N, earliest, latest, -K, A..B)",
@@ -111,6 +127,19 @@ impl FsState {
                     missing()
                 }
             }
+            Node::TopicDir(t, dir) => {
+                self.topic(t)?;
+                let by = lookup_by(*dir);
+                match inode::parse_topic_lookup(by, name) {
+                    Some(l) => Ok(Node::TopicLookup(t.clone(), l)),
+                    None => tree(
+                        libc::ENOENT,
+                        format!(
+                            "{name:?} is not a whole-topic form (earliest, latest, -K, a time, T1..T2, @T)"
+                        ),
+                    ),
+                }
+            }
             Node::Groups(t) => {
                 self.topic(t)?;
                 // Any valid group name can be entered (Kafka's rules, as for topics).
@@ -129,6 +158,7 @@ impl FsState {
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
+            | Node::TopicLookup(..)
             | Node::Segment(..)
             | Node::GroupFile(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
@@ -193,7 +223,11 @@ impl FsState {
                 self.partition(t, *p)?;
                 0
             }
-            Node::Groups(t) | Node::Group(t, _) | Node::GroupFile(t, ..) => {
+            Node::Groups(t)
+            | Node::Group(t, _)
+            | Node::GroupFile(t, ..)
+            | Node::TopicDir(t, _)
+            | Node::TopicLookup(t, _) => {
                 self.topic(t)?;
                 0
             }
@@ -264,6 +298,9 @@ impl FsState {
                     out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
                 }
                 out.push((Node::Groups(t.clone()), GROUPS_DIR.to_string()));
+                for d in TOPIC_DIRS {
+                    out.push((Node::TopicDir(t.clone(), d), d.name().to_string()));
+                }
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
                 }
@@ -297,6 +334,9 @@ impl FsState {
                 }
             }
             // Any valid name opens; none is listed.
+            Node::TopicDir(t, _) => {
+                self.topic(t)?;
+            }
             Node::PartitionDir(
                 t,
                 p,
