@@ -29,8 +29,8 @@ pub struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, ro; generic mount
-    /// flags are ignored
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, ro,
+    /// key.separator=S (append.kv); generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -729,6 +729,17 @@ mod tests {
         assert!(e.contains("log.roll.hours"), "{e}");
         let e = plan(&d, &["-o", "fuse_threads=x"]).err().unwrap();
         assert!(e.contains("fuse_threads"), "{e}");
+    }
+
+    #[test]
+    fn key_separator_option_reaches_the_tree() {
+        let d = dirs();
+        assert_eq!(plan(&d, &[]).unwrap().fs.key_separator, b"\t");
+        let sep = |o: &str| plan(&d, &["-o", o]).map(|p| p.fs.key_separator);
+        assert_eq!(sep("key.separator=:").unwrap(), b":");
+        assert_eq!(sep("rw,key.separator=::").unwrap(), b"::");
+        assert_eq!(sep("key.separator=\\t").unwrap(), b"\t");
+        assert!(sep("key.separator=").is_err());
     }
 
     #[test]
