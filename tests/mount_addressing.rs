@@ -399,3 +399,72 @@ fn whole_topic_reads_without_a_group() {
     m.fails_with("cat t/by-offset/earliest..2", "No such file");
     assert_eq!(m.ok("ls t/by-offset"), "");
 }
+
+#[test]
+fn earliest_and_count_follow_retention_moving_the_log_start() {
+    let m = TestMount::start(&["--retention-check-interval-ms", "100"]);
+    m.ok("mkdir t && echo segment.bytes=600 >> t/config");
+    numbered(&m, 60, 3);
+    // A follow stream opened at `earliest` before retention runs.
+    let mut early = spawn(&m, "exec cat t/0/follow/earliest");
+    let rx = common::readers::lines_of(&mut early);
+    assert_eq!(
+        common::readers::next_line(&rx, Duration::from_secs(5)).as_deref(),
+        Some("0")
+    );
+    m.ok("echo retention.bytes=700 >> t/config");
+    common::mount::wait_until("retention deleted segments", || {
+        m.read("t/0/log-start-offset").trim() != "0"
+    });
+    let start: usize = m.read("t/0/log-start-offset").trim().parse().unwrap();
+    // `earliest` is the log start now; 0 is gone; count is what is left.
+    assert_eq!(m.read("t/0/by-offset/earliest"), range(start, 60));
+    m.fails_with("cat t/0/by-offset/0", "No such file");
+    assert_eq!(m.read("t/0/count"), format!("{}\n", 60 - start));
+    assert_eq!(m.read("t/0/by-offset/-1000"), range(start, 60));
+    assert_eq!(m.ok("head -n 1 t/0/follow/earliest"), format!("{start}\n"));
+    // The stream opened before goes on to the end, each record once, then to new ones.
+    m.ok("echo after >> t/0/append");
+    let mut got = vec!["0".to_string()];
+    while got.last().map(String::as_str) != Some("after") {
+        match common::readers::next_line(&rx, Duration::from_secs(5)) {
+            Some(l) => got.push(l),
+            None => panic!("the early stream stopped after {got:?}"),
+        }
+    }
+    let numbers: Vec<usize> = got[..got.len() - 1]
+        .iter()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+    assert_eq!(numbers.last(), Some(&59));
+    common::readers::kill(&early, libc::SIGTERM);
+}
+
+#[test]
+fn durations_and_times_cross_segment_boundaries() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo segment.bytes=500 >> t/config");
+    stamped(&m, 40, 2);
+    let segments = std::fs::read_dir(m.partition_dir("t", 0))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count();
+    assert!(segments > 3, "{segments} segments");
+    assert_eq!(
+        m.read("t/0/by-time/2026-12-04T16:49:07Z..2026-12-04T16:49:33Z"),
+        range(7, 33)
+    );
+    assert_eq!(m.read("t/0/by-time/2026-12-04T16:49:35.5Z"), range(36, 40));
+    // A duration before now reaching back over every segment (records stamped in 2026-12-04,
+    // before or after the clock of the test: -100000d is always before them).
+    assert_eq!(m.read("t/0/by-time/-100000d"), range(0, 40));
+    assert_eq!(m.read("t/0/by-offset/5..37"), range(5, 37));
+    assert_eq!(m.read("t/0/count"), "40\n");
+}
