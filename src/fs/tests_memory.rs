@@ -253,6 +253,9 @@ fn the_tree_works_over_another_storage() {
         .open(walk(&fs, "mem/0/log-end-offset"), RO, me())
         .unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"3\n");
+    // A storage without kept counts counts by reading.
+    let count = fs.open(walk(&fs, "mem/0/count"), RO, me()).unwrap();
+    assert_eq!(read_all(&fs, count.fh), b"3\n");
     // No segment files: no segments/ directory.
     let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0).unwrap())
         .into_iter()
