@@ -107,11 +107,11 @@ if len(want) != len(got):
     print(f"kcat {len(want)} records, by-offset/0.jsonl {len(got)}"); bad = 1
 for w, g in zip(want, got):
     wh = [[w["headers"][i], w["headers"][i + 1]] for i in range(0, len(w.get("headers") or []), 2)]
-    exp = {"offset": w["offset"], "timestamp": w["ts"], "key": w["key"], "value": w["payload"], "headers": wh}
+    exp = {"topic": w["topic"], "partition": w["partition"], "offset": w["offset"], "timestamp": w["ts"], "key": w["key"], "value": w["payload"], "headers": wh}
     have = {k: g.get(k) for k in exp}
     if exp != have:
         print("kcat:", exp); print("tfs: ", g); bad = 1
-print(f"{len(got)} records compared (offset, timestamp, key, value, headers)")
+print(f"{len(got)} records compared (topic, partition, offset, timestamp, key, value, headers)")
 sys.exit(bad)
 PY
 }
