@@ -49,6 +49,16 @@ pub struct GroupHandle {
     committed: BTreeMap<u32, i64>,
     last_commit: Instant,
     pending: Option<Error>,
+    /// A descriptor of it was closed: the reader may be leaving (its release follows).
+    closing: bool,
+    /// File offset where the last record delivered whole ends.
+    boundary: u64,
+    /// A partition a rebalance took away while the reader was inside one of its records:
+    /// kept until that record's line is delivered (the rest of it is buffered), then
+    /// committed and given away.
+    held: Option<u32>,
+    /// Set when a held partition was given away: the group's readers are rebalanced.
+    handed_over: bool,
 }
 
 impl GroupHandle {
@@ -78,9 +88,24 @@ impl GroupHandle {
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             pending: None,
+            closing: false,
+            boundary: 0,
+            held: None,
+            handed_over: false,
         };
         h.assign(partitions)?;
         Ok(h)
+    }
+
+    /// close(2) of one of its descriptors.
+    pub fn closing(&mut self) {
+        self.closing = true;
+    }
+
+    /// Whether a descriptor of it was closed and none of its reads came since: its release
+    /// is most likely on its way.
+    pub fn is_closing(&self) -> bool {
+        self.closing
     }
 
     pub fn is_follow(&self) -> bool {
@@ -96,7 +121,8 @@ impl GroupHandle {
         self.cursors.keys().copied().collect()
     }
 
-    /// Takes on `partitions` (those it does not have yet), each from G's committed offset.
+    /// Takes on `partitions` (those it does not have yet), each from G's committed offset,
+    /// or after a record of it that is buffered (one a rebalance left it inside).
     pub fn assign(&mut self, partitions: &[u32]) -> Result<()> {
         let committed = self.groups.committed(&self.group, self.topic.name());
         for &p in partitions {
@@ -105,14 +131,17 @@ impl GroupHandle {
             }
             let log = self.topic.partition(p)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            let next = committed
+            let from = committed
                 .get(&p)
                 .copied()
                 .unwrap_or(start)
                 .clamp(start, end);
+            let buffered = self.marks.iter().rev().find(|m| m.1 == p).map(|m| m.2);
+            let next = buffered.unwrap_or(from);
             self.committed
-                .insert(p, committed.get(&p).copied().unwrap_or(-1));
-            self.delivered.insert(p, next);
+                .entry(p)
+                .or_insert(committed.get(&p).copied().unwrap_or(-1));
+            self.delivered.entry(p).or_insert(from);
             self.cursors.insert(
                 p,
                 Cursor {
@@ -130,19 +159,71 @@ impl GroupHandle {
     /// forgets what was read but not delivered (the kept partitions read it again). The
     /// partitions are given up also when the commit fails (its error is returned): another
     /// reader takes them on from the last commit.
+    ///
+    /// A record whose head the reader already got is never cut: the rest of its line stays
+    /// buffered as the reader's next bytes. When its partition is given up, the partition is
+    /// held (see [`GroupHandle::held`]) until that line is delivered.
     pub fn revoke_all_but(&mut self, keep: &[u32]) -> Result<()> {
         let committed = self.commit();
-        self.out.truncate(self.out_pos);
+        let partial = self
+            .marks
+            .front()
+            .copied()
+            .filter(|&(end, _, _)| self.pos > self.boundary && end > self.pos);
         self.marks.clear();
+        match partial {
+            Some((end, p, next)) => {
+                self.out.truncate(self.out_pos + (end - self.pos) as usize);
+                self.marks.push_back((end, p, next));
+                self.held = (!keep.contains(&p)).then_some(p);
+            }
+            None => {
+                self.out.truncate(self.out_pos);
+                self.held = None;
+            }
+        }
         self.pending = None;
+        let held = self.held;
         self.cursors.retain(|p, _| keep.contains(p));
-        self.delivered.retain(|p, _| keep.contains(p));
-        self.committed.retain(|p, _| keep.contains(p));
+        self.delivered
+            .retain(|p, _| keep.contains(p) || Some(*p) == held);
+        self.committed
+            .retain(|p, _| keep.contains(p) || Some(*p) == held);
         for (p, c) in self.cursors.iter_mut() {
-            c.next = self.delivered[p];
+            c.next = match partial {
+                Some((_, q, next)) if q == *p => next,
+                _ => self.delivered[p],
+            };
             c.reader = None;
         }
         committed
+    }
+
+    /// The partition a rebalance took away while the reader was inside one of its records:
+    /// no other reader takes it on until [`GroupHandle::take_handed_over`].
+    pub fn held(&self) -> Option<u32> {
+        self.held
+    }
+
+    /// Whether a held partition was given away since the last call: the group is to be
+    /// rebalanced so that another reader takes it on.
+    pub fn take_handed_over(&mut self) -> bool {
+        std::mem::take(&mut self.handed_over)
+    }
+
+    /// The held partition's record was delivered: it is committed and given away.
+    fn hand_over(&mut self, p: u32) {
+        if let Err(e) = self.commit() {
+            log::error!(
+                "group {}: commit of {}-{p} before giving it away: {e}",
+                self.group,
+                self.topic.name()
+            );
+        }
+        self.delivered.remove(&p);
+        self.committed.remove(&p);
+        self.held = None;
+        self.handed_over = true;
     }
 
     /// Commits the delivered offsets that changed.
@@ -196,6 +277,7 @@ impl GroupHandle {
     /// The next bytes of the stream, at most `size`; reads go in order (`offset` may skip
     /// forward, never back). Empty: EOF, or for follow "nothing yet".
     pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+        self.closing = false;
         if offset < self.pos {
             // A group's records are read in order: no seeking back (ESPIPE, as for a pipe).
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::ESPIPE)));
@@ -217,7 +299,11 @@ impl GroupHandle {
                 break;
             }
             self.delivered.insert(p, next);
+            self.boundary = end;
             self.marks.pop_front();
+            if self.held == Some(p) {
+                self.hand_over(p);
+            }
         }
         if self.follow
             && self.last_commit.elapsed() >= COMMIT_INTERVAL

@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use super::group::GroupHandle;
 use super::handle::Handle;
@@ -37,6 +38,9 @@ pub(super) struct GroupMembers {
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// How long an open that conflicts only with readers being closed waits for their release.
+const CLOSING_WAIT: Duration = Duration::from_secs(1);
 
 fn key(t: &TopicName, group: &str) -> GroupKey {
     (t.to_string(), t.incarnation(), group.to_string())
@@ -77,12 +81,27 @@ impl FsState {
         format: Format,
         fh: u64,
     ) -> FsResult<GroupHandle> {
-        let mut members = self.members.guard();
         let k = key(t, group);
-        let current: Vec<(u64, bool)> = members
-            .get(&k)
-            .map(|m| m.readers.clone())
-            .unwrap_or_default();
+        let until = Instant::now() + CLOSING_WAIT;
+        let (mut members, current) = loop {
+            let members = self.members.guard();
+            let current: Vec<(u64, bool)> = members
+                .get(&k)
+                .map(|m| m.readers.clone())
+                .unwrap_or_default();
+            let conflict = (!follow && !current.is_empty()) || current.iter().any(|(_, f)| !f);
+            // A reader closed by its process a moment ago is released right after: an open
+            // that follows a close (`cat records; cat records`) waits for that release.
+            if conflict
+                && Instant::now() < until
+                && current.iter().all(|(fh, _)| self.reader_closing(*fh))
+            {
+                drop(members);
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            break (members, current);
+        };
         if !follow && !current.is_empty() {
             return tree(
                 libc::EBUSY,
@@ -195,6 +214,21 @@ impl FsState {
         self.resume_members(&rest);
     }
 
+    /// Reader `fh` of `group` gave away a partition it held (see [`GroupHandle::held`]): the
+    /// readers are rebalanced so that another one takes it on.
+    pub(super) fn regroup(&self, topic: &Arc<dyn TopicStore>, t: &TopicName, group: &str) {
+        let members = self.members.guard();
+        let Some(gm) = members.get(&key(t, group)) else {
+            return;
+        };
+        let (readers, owned) = (gm.readers.clone(), gm.owned.clone());
+        if let Err(e) = self.rebalance(topic, group, &readers, None, owned.as_deref()) {
+            log::error!("group {group} of {t}: rebalance after a hand-over failed: {e}");
+        }
+        drop(members);
+        self.resume_members(&readers);
+    }
+
     /// The group's coordinator gave this mount `partitions` (membership `serial`): the
     /// mount's readers share them from now on.
     fn owned(
@@ -256,7 +290,7 @@ impl FsState {
             None => (0..topic.partition_count()).collect(),
         };
         // The range assignor over the partitions this mount has, in their order.
-        let assignment: std::collections::BTreeMap<String, Vec<u32>> =
+        let mut assignment: std::collections::BTreeMap<String, Vec<u32>> =
             range_assign(&refs, partitions.len() as u32)
                 .into_iter()
                 .map(|(m, idx)| (m, idx.iter().map(|&i| partitions[i as usize]).collect()))
@@ -266,17 +300,24 @@ impl FsState {
             .filter(|(fh, _)| Some(*fh) != new)
             .filter_map(|(fh, _)| self.handles.guard().get(fh).map(|of| (*fh, of.clone())))
             .collect();
-        for pass in 0..2 {
-            for (fh, of) in &open {
-                let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
-                let mut h = of.handle.guard();
-                let Handle::Group(g) = &mut *h else { continue };
-                if pass == 0 {
-                    g.revoke_all_but(&parts)?;
-                } else {
-                    g.assign(&parts)?;
-                }
-            }
+        let mut held = Vec::new();
+        for (fh, of) in &open {
+            let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.revoke_all_but(&parts)?;
+            held.extend(g.held());
+        }
+        // A partition whose reader is inside one of its records goes to its new reader once
+        // that record is delivered (`regroup`).
+        for parts in assignment.values_mut() {
+            parts.retain(|p| !held.contains(p));
+        }
+        for (fh, of) in &open {
+            let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.assign(&parts)?;
         }
         log::info!(
             "group {group} of {}: {} readers, partitions {:?}",
@@ -285,6 +326,17 @@ impl FsState {
             assignment.values().collect::<Vec<_>>()
         );
         Ok(assignment)
+    }
+
+    /// Whether reader `fh` had a descriptor closed (or is gone already).
+    fn reader_closing(&self, fh: u64) -> bool {
+        let Some(of) = self.handles.guard().get(&fh).cloned() else {
+            return true;
+        };
+        match &*of.handle.guard() {
+            Handle::Group(g) => g.is_closing(),
+            _ => true,
+        }
     }
 
     /// Re-runs the waiting reads of these readers (their partitions changed).

@@ -481,14 +481,12 @@ impl FsState {
         let live = of.live();
         let mut h = of.handle.guard();
         if let Handle::Group(g) = &mut *h {
-            // A group reader leaves its group at close: the next reader (also one that
-            // opens before this file's release) takes over its partitions.
-            let res = g.commit();
-            let group = g.group().to_string();
-            drop(h);
+            // A group reader commits at each close of a descriptor, but stays a member until
+            // the last one (its release): a child that inherited the descriptor and exits,
+            // or a dup closed, is not the reader leaving.
+            g.closing();
             drop(live);
-            self.leave(&of, &group, fh);
-            return Ok(res?);
+            return Ok(g.commit()?);
         }
         if !h.has_pending_line() {
             return Ok(());
@@ -540,6 +538,14 @@ impl FsState {
         if let Some(topic) = &of.topic {
             let t = TopicName::new(topic.name(), topic.incarnation());
             self.leave_group(topic, &t, group, fh);
+        }
+    }
+
+    /// A reader of `group` gave away a partition it held: the group is rebalanced.
+    fn regroup_of(&self, of: &OpenFile, group: &str) {
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.regroup(topic, &t, group);
         }
     }
 

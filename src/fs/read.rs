@@ -87,7 +87,15 @@ impl FsState {
                 Err(e) => fail(reply, e.into()),
             },
             Handle::Group(g) => match g.read(offset, size as usize) {
-                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+                Ok(data) if !(data.is_empty() && follow) => {
+                    reply.data(data);
+                    if g.take_handed_over() {
+                        let group = g.group().to_string();
+                        drop(h);
+                        drop(_live);
+                        self.regroup_of(&of, &group);
+                    }
+                }
                 Ok(_) => {
                     // What was delivered is committed before the reader waits.
                     if let Err(e) = g.commit() {

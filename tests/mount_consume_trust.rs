@@ -1,0 +1,288 @@
+//! Consuming that every program can trust (docs/contract.md, "Consuming"): group readers and
+//! follow files under fork, subprocess and dup, rebalances, bash's `while read`, O_NONBLOCK,
+//! poll, and tree walks. Real programs (python3, bash, coreutils) through real mounts.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use common::mount::{TestMount, wait_until};
+
+/// Writes `script` next to the mount and runs `python3` on it in the mountpoint.
+fn py_command(m: &TestMount, name: &str, script: &str) -> Command {
+    let path = m.dir.path().join(format!("{name}.py"));
+    std::fs::write(&path, script).unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.arg(&path).current_dir(m.path(""));
+    cmd
+}
+
+fn py(m: &TestMount, name: &str, script: &str) -> Output {
+    py_command(m, name, script).output().expect("run python3")
+}
+
+fn finish(m: &TestMount, child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "reader failed ({}): {}\n--- daemon log (tail) ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        common::mount::tail(&m.daemon_log(), 30)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Appends `lines` to `<topic>/<p>/append` in one write.
+fn append(m: &TestMount, topic: &str, p: u32, lines: &[String]) {
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path(&format!("{topic}/{p}/append")))
+        .unwrap()
+        .write_all_at_once(body.as_bytes());
+}
+
+trait WriteAll {
+    fn write_all_at_once(self, data: &[u8]);
+}
+
+impl WriteAll for std::fs::File {
+    fn write_all_at_once(mut self, data: &[u8]) {
+        use std::io::Write;
+        self.write_all(data).unwrap();
+    }
+}
+
+/// Record `i` of partition `p`: `p<p>-<i:06>-` padded with x to `len` bytes.
+fn record(p: u32, i: usize, len: usize) -> String {
+    let head = format!("p{p}-{i:06}-");
+    format!("{head}{}", "x".repeat(len - head.len()))
+}
+
+/// How many times each line occurs.
+fn counts<'a>(lines: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
+    let mut c = HashMap::new();
+    for l in lines {
+        *c.entry(l).or_insert(0) += 1;
+    }
+    c
+}
+
+/// Python: a group reader's descriptor shared with children (subprocess.run, fork + exit) and
+/// a dup closed, then another program opens the group.
+const SHARED_DESCRIPTOR: &str = r#"
+import os, subprocess, sys
+fd = os.open('t/groups/g/records', os.O_RDONLY)
+got = os.read(fd, 20)
+subprocess.run(['true'])
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(os.dup(fd))
+try:
+    with open('t/groups/g/records', 'rb') as other:
+        other.read()
+    print('second reader opened', file=sys.stderr)
+except OSError as e:
+    print('second reader refused', e.errno, file=sys.stderr)
+while True:
+    b = os.read(fd, 65536)
+    if not b:
+        break
+    got += b
+os.close(fd)
+sys.stdout.write(got.decode())
+"#;
+
+#[test]
+fn item2_a_descriptor_shared_with_a_child_is_one_reader() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let want: Vec<String> = (0..300).map(|i| record(0, i, 40)).collect();
+    append(&m, "t", 0, &want);
+    let out = py(&m, "shared", SHARED_DESCRIPTOR);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The reader is still the group's reader after the children's and the dup's closes.
+    assert!(
+        stderr.contains(&format!("second reader refused {}", libc::EBUSY)),
+        "{stderr}"
+    );
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(got.lines().collect::<Vec<_>>(), want);
+    // Its last close committed everything it read.
+    assert_eq!(m.read("t/groups/g/offsets"), "0 300 300 0\n");
+    // A reader opening right after a close is not refused (the release comes after close).
+    m.ok("echo more >> t/0/append");
+    assert_eq!(
+        m.ok("cat t/groups/g/records; cat t/groups/g/records"),
+        "more\n"
+    );
+}
+
+/// Python: a follow reader of a 2-partition topic whose descriptor a child and a dup share;
+/// it prints what it reads for `secs` seconds.
+const SHARED_FOLLOW: &str = r#"
+import os, select, subprocess, sys, time
+secs = float(sys.argv[1])
+fd = os.open('t/groups/g/follow', os.O_RDONLY)
+subprocess.run(['true'])
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(os.dup(fd))
+sys.stderr.write('ready\n'); sys.stderr.flush()
+p = select.poll()
+p.register(fd, select.POLLIN)
+got = b''
+end = time.time() + secs
+while time.time() < end:
+    if p.poll(100):
+        got += os.read(fd, 65536)
+os.close(fd)
+sys.stdout.write(got.decode())
+"#;
+
+#[test]
+fn item2_a_follow_reader_whose_descriptor_a_child_shared_keeps_its_partitions() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    let mut a = py_command(&m, "follow_a", SHARED_FOLLOW);
+    let mut a = a
+        .arg("4")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ready once the children exited and the dup was closed.
+    let mut err = std::io::BufReader::new(a.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let mut b = common::readers::spawn(&m, "exec timeout 3 cat t/groups/g/follow");
+    std::thread::sleep(Duration::from_millis(500));
+    let want: Vec<String> = (0..2)
+        .flat_map(|p| (0..50).map(move |i| record(p, i, 30)))
+        .collect();
+    for p in 0..2 {
+        append(&m, "t", p, &want[p as usize * 50..(p as usize + 1) * 50]);
+    }
+    let got_b = {
+        let out = std::mem::take(&mut b.stdout);
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out.unwrap(), &mut s).unwrap();
+        b.wait().unwrap();
+        s
+    };
+    a.stderr = Some(err.into_inner());
+    let got_a = finish(&m, a);
+    // Each record went to one reader: the two readers share the partitions.
+    let all = counts(got_a.lines().chain(got_b.lines()));
+    for w in &want {
+        assert_eq!(
+            all.get(w.as_str()),
+            Some(&1),
+            "{w}: a got {} lines, b {}",
+            got_a.lines().count(),
+            got_b.lines().count()
+        );
+    }
+    assert!(
+        !got_a.is_empty() && !got_b.is_empty(),
+        "a: {got_a}\nb: {got_b}"
+    );
+}
+
+/// Python: a line reader of `groups/g/follow` reading `size`-byte pieces for `secs` seconds
+/// (os.read: every byte it gets is a byte the mount delivered).
+const PIECES: &str = r#"
+import os, select, sys, time, random
+size, secs = int(sys.argv[1]), float(sys.argv[2])
+fd = os.open('t/groups/g/follow', os.O_RDONLY)
+p = select.poll()
+p.register(fd, select.POLLIN)
+got = b''
+end = time.time() + secs
+while time.time() < end:
+    if p.poll(50):
+        got += os.read(fd, random.randint(1, size))
+        time.sleep(0.001)
+os.close(fd)
+sys.stdout.write(got.decode())
+"#;
+
+#[test]
+fn item1_a_rebalance_never_glues_records() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    let n = 1500;
+    let want: Vec<String> = (0..2)
+        .flat_map(|p| (0..n).map(move |i| record(p, i, 120)))
+        .collect();
+    for p in 0..2u32 {
+        append(&m, "t", p, &want[p as usize * n..(p as usize + 1) * n]);
+    }
+    // Reader A reads pieces that never line up with records; others join and leave while
+    // it reads, each a rebalance that takes a partition from A and gives it back.
+    let a = {
+        let mut c = py_command(&m, "pieces", PIECES);
+        c.args(["200", "6"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let mut others = Vec::new();
+    for _ in 0..8 {
+        let mut c = py_command(&m, "pieces", PIECES);
+        let child = c
+            .args(["300", "0.4"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        others.push(finish(&m, child));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let got_a = finish(&m, a);
+    // Every reader's lines are whole records; only a reader's last piece may end inside one
+    // (it closed there; that record was not committed and another reader got it whole).
+    let mut whole = Vec::new();
+    for (who, got) in std::iter::once(&got_a).chain(&others).enumerate() {
+        let mut lines: Vec<&str> = got.split_inclusive('\n').collect();
+        if lines.last().is_some_and(|l| !l.ends_with('\n')) {
+            let last = lines.pop().unwrap();
+            assert!(
+                want.iter().any(|w| w.starts_with(last)),
+                "reader {who} ended in {last:?}, not the head of a record"
+            );
+        }
+        for l in lines {
+            let l = l.strip_suffix('\n').unwrap();
+            assert!(
+                l.len() == 120 && want.iter().any(|w| w == l),
+                "reader {who} got a glued or cut line: {l:?}"
+            );
+            whole.push(l);
+        }
+    }
+    // Read whole exactly once each (no reader crashed), every record of the topic.
+    let c = counts(whole.into_iter());
+    let twice: Vec<_> = c.iter().filter(|(_, n)| **n > 1).map(|(l, _)| *l).collect();
+    assert!(twice.is_empty(), "read twice: {twice:?}");
+    // What nobody read yet is left for the group.
+    let rest = m.ok("timeout 2 cat t/groups/g/follow || true");
+    let c2 = counts(c.keys().copied().chain(rest.lines()));
+    for w in &want {
+        assert_eq!(c2.get(w.as_str()), Some(&1), "{w}");
+    }
+    wait_until("group idle", || {
+        m.sh("cat t/groups/g/records").status.success()
+    });
+}
