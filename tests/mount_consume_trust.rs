@@ -286,3 +286,30 @@ fn item1_a_rebalance_never_glues_records() {
         m.sh("cat t/groups/g/records").status.success()
     });
 }
+
+#[test]
+fn item4_bash_while_read_reads_every_line_and_commits_what_it_kept() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let want: Vec<String> = (0..300).map(|i| record(0, i, 50)).collect();
+    append(&m, "t", 0, &want);
+    // Ten lines, then the loop leaves: only those ten are committed.
+    let ten = m.ok(
+        "exec bash -c 'n=0; while read -r l; do echo \"$l\"; n=$((n+1)); \
+         [ $n = 10 ] && break; done < t/groups/g/records'",
+    );
+    assert_eq!(ten.lines().collect::<Vec<_>>(), want[..10]);
+    assert_eq!(m.read("t/groups/g/offsets"), "0 10 300 290\n");
+    // The rest, every line, by a loop that reads to the end.
+    let rest = m.ok("exec bash -c 'while read -r l; do echo \"$l\"; done < t/groups/g/records'");
+    assert_eq!(rest.lines().collect::<Vec<_>>(), want[10..]);
+    assert_eq!(m.read("t/groups/g/offsets"), "0 300 300 0\n");
+    // The file has no position: a seek is refused as on a pipe.
+    let out = m.ok("exec python3 -c \"import os
+fd = os.open('t/groups/g/records', os.O_RDONLY)
+try:
+    os.lseek(fd, 0, os.SEEK_CUR); print('seekable')
+except OSError as e:
+    print(e.errno)\"");
+    assert_eq!(out.trim(), libc::ESPIPE.to_string());
+}

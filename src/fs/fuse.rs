@@ -345,6 +345,9 @@ impl Filesystem for TopicFs {
                 if !o.flush {
                     fopen |= FopenFlags::FOPEN_NOFLUSH;
                 }
+                if o.stream {
+                    fopen |= FopenFlags::FOPEN_STREAM;
+                }
                 match &o.backing {
                     Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
                     None => reply.opened(FileHandle(o.fh), fopen),

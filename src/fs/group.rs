@@ -274,22 +274,14 @@ impl GroupHandle {
         self.out.len() - self.out_pos
     }
 
-    /// The next bytes of the stream, at most `size`; reads go in order (`offset` may skip
-    /// forward, never back). Empty: EOF, or for follow "nothing yet".
-    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+    /// The next bytes of the stream, at most `size`. The file is a stream without positions
+    /// (opened as one: `lseek` is ESPIPE): each read goes on where the last one ended.
+    /// Empty: EOF, or for follow "nothing yet".
+    pub fn read(&mut self, size: usize) -> Result<&[u8]> {
         self.closing = false;
-        if offset < self.pos {
-            // A group's records are read in order: no seeking back (ESPIPE, as for a pipe).
-            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::ESPIPE)));
+        if self.buffered() < size {
+            self.fill(size)?;
         }
-        let skip = (offset - self.pos) as usize;
-        let want = skip + size;
-        if self.buffered() < want {
-            self.fill(want)?;
-        }
-        let skipped = skip.min(self.buffered());
-        self.out_pos += skipped;
-        self.pos += skipped as u64;
         let n = self.buffered().min(size);
         let start = self.out_pos;
         self.out_pos += n;

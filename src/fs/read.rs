@@ -86,7 +86,7 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Group(g) => match g.read(offset, size as usize) {
+            Handle::Group(g) => match g.read(size as usize) {
                 Ok(data) if !(data.is_empty() && follow) => {
                     reply.data(data);
                     if g.take_handed_over() {
