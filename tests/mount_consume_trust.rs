@@ -10,12 +10,15 @@ use std::time::Duration;
 
 use common::mount::{TestMount, wait_until};
 
-/// Writes `script` next to the mount and runs `python3` on it in the mountpoint.
+/// Writes `script` next to the mount and runs `python3` on it in the mountpoint (killed after
+/// 30 s: a reader that hangs fails its test).
 fn py_command(m: &TestMount, name: &str, script: &str) -> Command {
     let path = m.dir.path().join(format!("{name}.py"));
     std::fs::write(&path, script).unwrap();
-    let mut cmd = Command::new("python3");
-    cmd.arg(&path).current_dir(m.path(""));
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-s", "KILL", "30", "python3"])
+        .arg(&path)
+        .current_dir(m.path(""));
     cmd
 }
 
@@ -312,4 +315,129 @@ try:
 except OSError as e:
     print(e.errno)\"");
     assert_eq!(out.trim(), libc::ESPIPE.to_string());
+}
+
+/// Python: reads `path` opened with O_NONBLOCK until EAGAIN, then waits in poll for one more
+/// record (`t/0/append` gets it from a child), and reads that.
+const NONBLOCK: &str = r#"
+import errno, os, select, subprocess, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+got = b''
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except BlockingIOError as e:
+        assert e.errno == errno.EAGAIN
+        break
+    assert b, 'EOF from a follow file'
+    got += b
+print('before', got.decode().split())
+subprocess.run(['sh', '-c', 'sleep 0.3; echo late >> t/0/append'])
+p = select.poll()
+p.register(fd, select.POLLIN)
+assert p.poll(5000), 'poll did not report the new record'
+print('after', os.read(fd, 65536).decode().split())
+try:
+    os.read(fd, 65536)
+    print('read did not fail')
+except BlockingIOError:
+    print('EAGAIN again')
+"#;
+
+#[test]
+fn item5_o_nonblock_read_at_the_log_end_is_eagain() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append");
+    for (path, before) in [
+        ("t/0/follow/earliest", "['a', 'b']"),
+        ("t/groups/g/follow", "['a', 'b', 'late']"),
+    ] {
+        let mut c = py_command(&m, "nonblock", NONBLOCK);
+        let out = c.arg(path).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{path}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.starts_with(&format!("before {before}")), "{stdout}");
+        assert!(stdout.contains("after ['late']"), "{path}: {stdout}");
+        assert!(stdout.ends_with("EAGAIN again\n"), "{path}: {stdout}");
+    }
+}
+
+/// Python: a group follow reader that reads the bytes of `n` records, then waits: in
+/// `select` (`how` = select) or elsewhere (sleep), for `secs` seconds.
+const IDLE: &str = r#"
+import os, select, sys, time
+n, how, secs = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+fd = os.open('t/groups/g/follow', os.O_RDONLY)
+got = b''
+while got.count(b'\n') < n:
+    got += os.read(fd, 8 * (n - got.count(b'\n')))
+print(got.count(b'\n'), flush=True)
+if how == 'select':
+    select.select([fd], [], [], secs)
+else:
+    time.sleep(secs)
+os.close(fd)
+"#;
+
+#[test]
+fn item6_an_idle_reader_gets_its_delivered_records_committed() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    // Records of 8 bytes with the newline.
+    let want: Vec<String> = (0..20).map(|i| format!("rec-{i:03}")).collect();
+    append(&m, "t", 0, &want[..10]);
+    // In select at the log end: committed as the reader starts to wait.
+    let mut c = py_command(&m, "idle", IDLE);
+    let mut r = c
+        .args(["10", "select", "4"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(r.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert_eq!(first, "10\n");
+    let start = std::time::Instant::now();
+    wait_until("the commit of a reader in select", || {
+        m.read("t/groups/g/offsets") == "0 10 10 0\n"
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    r.wait().unwrap();
+    // Busy elsewhere with records left unread: committed within the 5 s interval.
+    append(&m, "t", 0, &want[10..]);
+    let mut c = py_command(&m, "idle", IDLE);
+    let mut r = c
+        .args(["5", "sleep", "8"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(r.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert_eq!(first, "5\n");
+    let start = std::time::Instant::now();
+    while m.read("t/groups/g/offsets") != "0 15 20 5\n" {
+        assert!(
+            start.elapsed() < Duration::from_secs(7),
+            "an idle reader's records not committed: {}",
+            m.read("t/groups/g/offsets")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    r.wait().unwrap();
 }

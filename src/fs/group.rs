@@ -249,6 +249,20 @@ impl GroupHandle {
         Ok(())
     }
 
+    /// The commit every [`COMMIT_INTERVAL`] of a follow reader: at its reads, and for a
+    /// reader idle elsewhere (in `poll`, or busy with what it read) from the follow thread.
+    pub fn commit_due(&mut self) {
+        if self.follow
+            && self.last_commit.elapsed() >= COMMIT_INTERVAL
+            && let Err(e) = self.commit()
+        {
+            // What was delivered is committed by a later commit: tried again at the next
+            // interval.
+            log::error!("group {}: periodic commit failed: {e}", self.group);
+            self.last_commit = Instant::now();
+        }
+    }
+
     /// For a follow reader with nothing to serve: the partitions and offsets to wait for.
     pub fn waits_at(&self) -> Option<Vec<(Arc<dyn PartitionStore>, i64)>> {
         (self.follow && self.buffered() == 0 && self.pending.is_none()).then(|| {
@@ -297,15 +311,7 @@ impl GroupHandle {
                 self.hand_over(p);
             }
         }
-        if self.follow
-            && self.last_commit.elapsed() >= COMMIT_INTERVAL
-            && let Err(e) = self.commit()
-        {
-            // These bytes are delivered now (and committed by a later commit): the read
-            // answers them; the commit is tried again at the next interval.
-            log::error!("group {}: periodic commit failed: {e}", self.group);
-            self.last_commit = Instant::now();
-        }
+        self.commit_due();
         Ok(&self.out[start..start + n])
     }
 
@@ -345,35 +351,45 @@ impl GroupHandle {
         if c.next >= limit {
             return Ok(false);
         }
-        if c.reader.is_none() {
-            let start = c.log.log_start_offset();
-            if c.next < start {
-                log::warn!(
-                    "group {}: {}-{p} lost records {}..{start} to retention; going on from {start}",
-                    self.group,
-                    self.topic.name(),
-                    c.next
-                );
-                c.next = start;
+        // A reader kept from an earlier read ends where the log ended then: when it gives
+        // nothing more, a new one reads what came since (a read that does not wait, with
+        // O_NONBLOCK, must see it now).
+        let mut fresh = c.reader.is_none();
+        loop {
+            if c.reader.is_none() {
+                let start = c.log.log_start_offset();
+                if c.next < start {
+                    log::warn!(
+                        "group {}: {}-{p} lost records {}..{start} to retention; going on from {start}",
+                        self.group,
+                        self.topic.name(),
+                        c.next
+                    );
+                    c.next = start;
+                }
+                c.reader = Some(c.log.read_from_offset(c.next)?);
             }
-            c.reader = Some(c.log.read_from_offset(c.next)?);
-        }
-        let reader = c.reader.as_mut().expect("opened above");
-        let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
-        let out_start = out.len();
-        let more = reader.next_batch_meta(&mut |h, r| {
-            if r.offset < *next || r.offset >= limit {
-                return;
+            let reader = c.reader.as_mut().expect("opened above");
+            let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
+            let out_start = out.len();
+            let more = reader.next_batch_meta(&mut |h, r| {
+                if r.offset < *next || r.offset >= limit {
+                    return;
+                }
+                format_record(format, Some(p), h, r, out);
+                *next = r.offset + 1;
+                marks.push_back((base + (out.len() - out_start) as u64, p, *next));
+            })?;
+            if !more {
+                // This reader reached the log end it had: a new one next time (follow).
+                c.reader = None;
             }
-            format_record(format, Some(p), h, r, out);
-            *next = r.offset + 1;
-            marks.push_back((base + (out.len() - out_start) as u64, p, *next));
-        })?;
-        if !more {
-            // This reader reached the log end it had: a new one next time (follow).
-            c.reader = None;
+            let made = out.len() > out_start;
+            if more || made || fresh {
+                return Ok(more || made);
+            }
+            fresh = true;
         }
-        Ok(more || self.out.len() > out_start)
     }
 }
 
