@@ -441,3 +441,35 @@ fn item6_an_idle_reader_gets_its_delivered_records_committed() {
     }
     r.wait().unwrap();
 }
+
+#[test]
+fn item11_walking_the_tree_never_consumes() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append");
+    assert_eq!(m.ok("cat t/groups/g/records"), "a\nb\n");
+    m.ok("printf 'needle\\nc\\n' >> t/1/append && echo d >> t/0/append");
+    let before = m.read("t/groups/g/offsets");
+    // `ls groups/` lists the groups; a group lists what does not consume.
+    assert_eq!(m.ok("ls t/groups"), "g\n");
+    assert_eq!(m.ok("ls t/groups/g"), "offsets\n");
+    let dest = m.dir.path().join("copy");
+    for walk in [
+        format!("cp -r t {}", dest.display()),
+        "grep -r needle t".to_string(),
+        "tar cf /dev/null t".to_string(),
+        "find t -type f -exec cat {} +".to_string(),
+        "du -a t".to_string(),
+    ] {
+        // Append files are write-only: the walkers report them and go on.
+        let out = m.sh(&format!("timeout -s KILL 20 {walk}"));
+        assert_ne!(out.status.code(), None, "`{walk}` hung and was killed");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("records") && !stderr.contains("follow"),
+            "`{walk}`: {stderr}"
+        );
+        assert_eq!(m.read("t/groups/g/offsets"), before, "`{walk}` consumed");
+    }
+    // The record files still open by name.
+    assert_eq!(m.ok("cat t/groups/g/records | sort"), "c\nd\nneedle\n");
+}

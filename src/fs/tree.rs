@@ -283,7 +283,10 @@ impl FsState {
             }
             Node::Group(t, g) => {
                 self.topic(t)?;
-                for f in GroupFile::ALL {
+                // The record files consume (and `follow` waits): a tree walk (`cp -r`,
+                // `grep -r`, `tar`) must not open them. They open by name, not listed, as
+                // `follow/<N>` is.
+                for f in GroupFile::ALL.into_iter().filter(|f| f.format().is_none()) {
                     out.push((
                         Node::GroupFile(t.clone(), g.clone(), f),
                         f.name().to_string(),
