@@ -473,3 +473,55 @@ fn item11_walking_the_tree_never_consumes() {
     // The record files still open by name.
     assert_eq!(m.ok("cat t/groups/g/records | sort"), "c\nd\nneedle\n");
 }
+
+/// Python: writes of lines around the largest one a topic with the default
+/// max.message.bytes (1048588) stores, with what each write returned or its errno. The
+/// buffers are placed in pages (mmap) as given: the kernel cuts a write into requests of at
+/// most 1 MiB at page boundaries.
+const LONG_LINES: &str = r#"
+import mmap, os
+def write(data, at=0):
+    buf = mmap.mmap(-1, at + len(data))
+    buf[at:] = data
+    fd = os.open('t/0/append', os.O_WRONLY | os.O_APPEND)
+    try:
+        r = os.write(fd, memoryview(buf)[at:])
+    except OSError as e:
+        r = 'errno %d' % e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        r = '%s, close errno %d' % (r, e.errno)
+    return r
+# The largest line: 61 bytes of batch header, 11 of record around the value.
+print(write(b'y' * 1048516 + b'\n'))
+print(write(b'y' * 1048517 + b'\n'))
+# Where Python puts a new 2 MB bytes object: 48 bytes into a page (the first request then
+# holds 1048528 bytes of the line).
+print(write(b'y' * 2000000 + b'\n', 48))
+print(write(b'y' * 2000000 + b'\n'))
+print(write(b'a\n' + b'y' * 2000000 + b'\n'))
+"#;
+
+#[test]
+fn item12_a_write_of_a_line_that_can_never_be_stored_is_emsgsize() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let out = py(&m, "long_lines", LONG_LINES);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let emsgsize = format!("errno {}", libc::EMSGSIZE);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["1048517", &emsgsize, &emsgsize, &emsgsize, "2"],
+        "{}",
+        common::mount::tail(&m.daemon_log(), 20)
+    );
+    // Stored: the largest line, and the line before the one too long.
+    assert_eq!(m.end_offset("t", 0), 2);
+    assert_eq!(m.ok("tail -c 2 t/0/by-offset/1"), "a\n");
+}
