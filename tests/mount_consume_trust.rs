@@ -525,3 +525,48 @@ fn item12_a_write_of_a_line_that_can_never_be_stored_is_emsgsize() {
     assert_eq!(m.end_offset("t", 0), 2);
     assert_eq!(m.ok("tail -c 2 t/0/by-offset/1"), "a\n");
 }
+
+#[test]
+fn item3_commits_die_with_their_topic() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append");
+    assert_eq!(m.ok("cat t/groups/g/records"), "a\nb\n");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 2 2 0\n");
+    m.ok("rmdir t && mkdir t && printf 'new\\n' >> t/0/append");
+    // The new topic has no commits: its first record is read.
+    assert_eq!(m.ok("ls t/groups"), "");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 - 1 -\n");
+    // And the deletion is in __consumer_offsets (tombstones): a remount loads no commit.
+    m.unmount();
+    m.mount();
+    assert_eq!(m.read("t/groups/g/offsets"), "0 - 1 -\n");
+    assert_eq!(m.ok("cat t/groups/g/records"), "new\n");
+}
+
+#[test]
+fn item8_consumer_offsets_is_guarded() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo a >> t/0/append && cat t/groups/g/records");
+    let o = "__consumer_offsets";
+    m.fails_with(&format!("rmdir {o}"), "Operation not permitted");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n");
+    m.fails_with(
+        &format!("/bin/echo cleanup.policy=delete > {o}/config"),
+        "Invalid argument",
+    );
+    m.fails_with(
+        &format!("/bin/echo 60 > {o}/partitions"),
+        "Operation not permitted",
+    );
+    assert_eq!(m.read(&format!("{o}/partitions")), "50\n");
+    // Reading it as a group, records and follow, writes nothing to it.
+    let ends = |m: &TestMount| -> Vec<i64> { (0..50).map(|p| m.end_offset(o, p)).collect() };
+    let before = ends(&m);
+    let got = m.ok(&format!("cat {o}/groups/reader/records | wc -l"));
+    assert_eq!(got.trim(), "1");
+    m.ok(&format!(
+        "timeout 3 cat {o}/groups/reader/follow > /dev/null || true"
+    ));
+    assert_eq!(ends(&m), before);
+    assert_eq!(m.ok(&format!("ls {o}/groups")), "");
+}

@@ -59,6 +59,9 @@ pub struct GroupHandle {
     held: Option<u32>,
     /// Set when a held partition was given away: the group's readers are rebalanced.
     handed_over: bool,
+    /// False for an internal topic (`__consumer_offsets`): a commit would be a record of the
+    /// topic read, and a follow reader would read its own commits for ever.
+    commits: bool,
 }
 
 impl GroupHandle {
@@ -92,9 +95,17 @@ impl GroupHandle {
             boundary: 0,
             held: None,
             handed_over: false,
+            commits: true,
         };
         h.assign(partitions)?;
         Ok(h)
+    }
+
+    /// A reader that never commits (of an internal topic): each open reads from G's
+    /// commits as they are.
+    pub fn without_commits(mut self) -> GroupHandle {
+        self.commits = false;
+        self
     }
 
     /// close(2) of one of its descriptors.
@@ -228,6 +239,9 @@ impl GroupHandle {
 
     /// Commits the delivered offsets that changed.
     pub fn commit(&mut self) -> Result<()> {
+        if !self.commits {
+            return Ok(());
+        }
         let topic = self.topic.name().to_string();
         let changed: Vec<(&str, u32, i64)> = self
             .delivered

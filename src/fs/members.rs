@@ -147,10 +147,11 @@ impl FsState {
         all.push((fh, follow));
         let owned = gm.owned.clone();
         let member = gm.member.clone();
+        let internal = self.mgr.is_internal(topic.name());
         let made = self
             .rebalance(topic, group, &all, Some(fh), owned.as_deref())
             .and_then(|assignment| {
-                Ok(GroupHandle::new(
+                let h = GroupHandle::new(
                     topic.clone(),
                     group,
                     format,
@@ -158,7 +159,9 @@ impl FsState {
                     self.groups.clone(),
                     member,
                     assignment.get(&member_id(fh)).map_or(&[][..], |v| v),
-                )?)
+                )?;
+                // Reading the groups' own topic never writes to it.
+                Ok(if internal { h.without_commits() } else { h })
             });
         let handle = match made {
             Ok(h) => h,

@@ -439,6 +439,10 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.mgr.delete_topic(name)?;
+        // The topic is gone whatever happens to its commits: a failure is logged.
+        if let Err(e) = self.groups.topic_deleted(name) {
+            log::error!("topic {name} deleted, but its groups' commits were not: {e}");
+        }
         Ok(())
     }
 
