@@ -570,3 +570,24 @@ fn item8_consumer_offsets_is_guarded() {
     assert_eq!(ends(&m), before);
     assert_eq!(m.ok(&format!("ls {o}/groups")), "");
 }
+
+#[test]
+fn item7_partitions_added_while_a_follow_reader_runs_reach_it() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo p0-a >> t/0/append");
+    let mut r = common::readers::spawn(&m, "exec cat t/groups/g/follow");
+    let lines = common::readers::lines_of(&mut r);
+    assert_eq!(
+        common::readers::next_line(&lines, Duration::from_secs(5)).as_deref(),
+        Some("p0-a")
+    );
+    m.ok("echo 3 > t/partitions && echo p2-a >> t/2/append && echo p1-a >> t/1/append");
+    let mut got: Vec<String> = (0..2)
+        .filter_map(|_| common::readers::next_line(&lines, Duration::from_secs(5)))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["p1-a", "p2-a"]);
+    common::readers::kill(&r, libc::SIGTERM);
+    common::readers::exits_within(&mut r, Duration::from_secs(5));
+    assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n1 1 1 0\n2 1 1 0\n");
+}

@@ -221,6 +221,7 @@ pub(super) fn start(state: &Arc<FsState>) {
                 if last_commits.elapsed() >= COMMIT_SCAN {
                     last_commits = Instant::now();
                     state.commit_idle_readers();
+                    state.refresh_groups();
                 }
             }
         });

@@ -35,6 +35,8 @@ pub(super) struct GroupMembers {
     serial: u64,
     /// The partitions the group's coordinator gave this mount; `None`: every partition.
     owned: Option<Vec<u32>>,
+    /// The topic's partition count the readers last shared (with `owned` `None`).
+    seen: u32,
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -139,6 +141,7 @@ impl FsState {
                     member,
                     serial,
                     owned,
+                    seen: topic.partition_count(),
                 },
             );
         }
@@ -230,6 +233,34 @@ impl FsState {
         }
         drop(members);
         self.resume_members(&readers);
+    }
+
+    /// Partitions added to a topic reach its groups' follow readers, as a Kafka subscriber
+    /// picks them up at its next metadata refresh (called every second by the follow
+    /// thread): the readers of a group whose topic grew are rebalanced.
+    pub(super) fn refresh_groups(&self) {
+        let mut members = self.members.guard();
+        let mut moved = Vec::new();
+        for ((name, incarnation, group), gm) in members.iter_mut() {
+            if gm.owned.is_some() || !gm.readers.iter().any(|(_, follow)| *follow) {
+                continue;
+            }
+            let Ok(topic) = self.topic(&TopicName::new(name, *incarnation)) else {
+                continue;
+            };
+            let count = topic.partition_count();
+            if count == gm.seen {
+                continue;
+            }
+            gm.seen = count;
+            log::info!("group {group} of {name}: the topic has {count} partitions now");
+            if let Err(e) = self.rebalance(&topic, group, &gm.readers, None, None) {
+                log::error!("group {group} of {name}: rebalance over new partitions failed: {e}");
+            }
+            moved.extend(gm.readers.iter().copied());
+        }
+        drop(members);
+        self.resume_members(&moved);
     }
 
     /// The group's coordinator gave this mount `partitions` (membership `serial`): the
