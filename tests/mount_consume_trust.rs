@@ -591,3 +591,57 @@ fn item7_partitions_added_while_a_follow_reader_runs_reach_it() {
     common::readers::exits_within(&mut r, Duration::from_secs(5));
     assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n1 1 1 0\n2 1 1 0\n");
 }
+
+#[test]
+fn item10_any_kafka_group_id_is_listed_and_opens() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append");
+    // (name in groups/, the group id it stands for)
+    let groups = [
+        ("sp ace", "sp ace"),
+        ("grün:x", "grün:x"),
+        ("a%2Fb", "a/b"),
+        ("%", ""),
+        ("50%25", "50%"),
+        ("%2E", "."),
+        ("%2E%2E", ".."),
+    ];
+    for (name, _) in groups {
+        assert_eq!(
+            m.ok(&format!("head -n 1 't/groups/{name}/records'")),
+            "a\n",
+            "{name}"
+        );
+    }
+    let mut names: Vec<&str> = groups.iter().map(|(n, _)| *n).collect();
+    names.sort();
+    let listed = m.ok("ls -a t/groups | LC_ALL=C sort");
+    let mut want = vec![".", ".."];
+    want.extend(names.iter());
+    want.sort();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), want);
+    // A name that is no group's, or not the one way a group is named.
+    m.fails_with("ls t/groups/bad%name", "No such file or directory");
+    m.fails_with("ls t/groups/a%2fb", "No such file or directory");
+    m.fails_with("ls t/groups/%41", "No such file or directory");
+    // The commits are the group ids' own (Kafka's records): they survive a remount.
+    m.unmount();
+    m.mount();
+    for (name, _) in groups {
+        assert_eq!(
+            m.read(&format!("t/groups/{name}/offsets")),
+            "0 2 2 0\n",
+            "{name}"
+        );
+    }
+    let dir = m.partition_dir(
+        "__consumer_offsets",
+        topicfs::group::partition_for("a/b", 50),
+    );
+    // An OffsetCommit key: version, then the group as an int16-length string.
+    let seen = common::decode::decode_dir_records(&dir)
+        .iter()
+        .filter_map(|r| r.key.as_ref())
+        .any(|key| key.get(2..7) == Some(b"\x00\x03a/b"));
+    assert!(seen, "no commit of group \"a/b\" in {}", dir.display());
+}
