@@ -645,3 +645,38 @@ fn item10_any_kafka_group_id_is_listed_and_opens() {
         .any(|key| key.get(2..7) == Some(b"\x00\x03a/b"));
     assert!(seen, "no commit of group \"a/b\" in {}", dir.display());
 }
+
+#[test]
+fn item9_reading_a_group_needs_the_permission_to_reset_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let m = TestMount::start(&["--allow-other"]);
+    // The mountpoint's temp dir is root's 0700: let the other user reach the mountpoint.
+    std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append && echo 0 1 > t/groups/g/offsets");
+    assert_eq!(
+        m.ok("stat -c %a t/groups/g/offsets t/groups/g/records t/groups/g/follow.jsonl"),
+        "644\n400\n400\n"
+    );
+    let nobody = |script: &str| common::mount::as_nobody(&m.path(""), script);
+    // Another user sees the group's commits, but neither resets nor reads it.
+    let out = nobody("cat t/groups/g/offsets");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0 1 2 1\n");
+    for script in [
+        "echo latest > t/groups/g/offsets",
+        "cat t/groups/g/records",
+        "cat t/groups/g/records.jsonl",
+        "timeout 2 cat t/groups/g/follow",
+        "timeout 2 cat t/groups/g/follow.jsonl",
+    ] {
+        let out = nobody(script);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("Permission denied"),
+            "`{script}` as another user: {err}"
+        );
+    }
+    assert_eq!(m.read("t/groups/g/offsets"), "0 1 2 1\n");
+    // The owner reads it.
+    assert_eq!(m.ok("cat t/groups/g/records"), "b\n");
+}

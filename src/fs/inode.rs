@@ -374,7 +374,10 @@ impl Node {
             Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
             Node::PartitionDir(..) | Node::Groups(_) | Node::Group(..) => 0o555,
             Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
-            Node::GroupFile(..) => 0o444,
+            // Reading a group's records commits, and `follow` takes partitions from the
+            // group's readers: as much a write to the group as resetting its `offsets`, so
+            // only who may write `offsets` (its owner) may read them.
+            Node::GroupFile(..) => 0o400,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
             Node::TopicFile(_, TopicFile::Append | TopicFile::AppendJsonl)
             | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
