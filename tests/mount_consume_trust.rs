@@ -680,3 +680,138 @@ fn item9_reading_a_group_needs_the_permission_to_reset_it() {
     // The owner reads it.
     assert_eq!(m.ok("cat t/groups/g/records"), "b\n");
 }
+
+/// Python: the group soak. A producer appends to every partition (the topic grows from 2 to
+/// 3 partitions midway) while readers of one group open `follow`, read random sizes, fork
+/// children that exit, close dups, and close, 3 at a time for `secs` seconds; a last reader
+/// drains the rest. Each reader's bytes are checked: whole records only (a reader's last
+/// bytes may be the head of one), each partition in order; every record read whole at least
+/// once, and none twice (nobody crashed).
+const SOAK: &str = r#"
+import os, random, select, sys, threading, time
+secs = float(sys.argv[1])
+random.seed(int(sys.argv[2]))
+produced = {}
+stop = threading.Event()
+
+def producer():
+    seq = {}
+    grown = False
+    start = time.time()
+    while not stop.is_set():
+        if not grown and time.time() - start > secs / 2:
+            with open('t/partitions', 'w') as f:
+                f.write('3\n')
+            grown = True
+        parts = 3 if grown else 2
+        p = random.randrange(parts)
+        n = random.randint(1, 20)
+        lines = []
+        for _ in range(n):
+            i = seq.get(p, 0)
+            seq[p] = i + 1
+            line = 'p%d-%06d-' % (p, i) + 'x' * random.randint(0, 150)
+            produced[line] = (p, i)
+            lines.append(line + '\n')
+        fd = os.open('t/%d/append' % p, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, ''.join(lines).encode())
+        os.close(fd)
+        time.sleep(random.uniform(0.001, 0.02))
+
+def reader(out, secs, drain=False):
+    fd = os.open('t/groups/g/follow', os.O_RDONLY)
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    got = []
+    end = time.time() + secs
+    idle_since = time.time()
+    while time.time() < end:
+        if not poll.poll(50):
+            if drain and time.time() - idle_since > 2:
+                break
+            continue
+        got.append(os.read(fd, random.randint(1, 400)))
+        idle_since = time.time()
+        r = random.random()
+        if r < 0.02:
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        elif r < 0.04:
+            os.close(os.dup(fd))
+    os.close(fd)
+    out.append(b''.join(got))
+
+threads = [threading.Thread(target=producer)]
+threads[0].start()
+outs = []
+start = time.time()
+active = []
+while time.time() - start < secs:
+    active = [t for t in active if t.is_alive()]
+    while len(active) < 3:
+        t = threading.Thread(target=reader, args=(outs, random.uniform(0.3, 3)))
+        t.start()
+        active.append(t)
+    time.sleep(random.uniform(0.05, 0.4))
+stop.set()
+threads[0].join()
+for t in active:
+    t.join()
+reader(outs, 30, drain=True)
+
+whole = {}
+for who, data in enumerate(outs):
+    text = data.decode()
+    lines = text.split('\n')
+    last = lines.pop()
+    assert last == '' or any(l.startswith(last) for l in produced), \
+        'reader %d ended in %r, not the head of a record' % (who, last)
+    seen = {}
+    for l in lines:
+        assert l in produced, 'reader %d got a glued or cut line %r' % (who, l)
+        p, i = produced[l]
+        assert seen.get(p, -1) < i, 'reader %d: %r out of order' % (who, l)
+        seen[p] = i
+        whole[l] = whole.get(l, 0) + 1
+missing = [l for l in produced if l not in whole]
+twice = [l for l, n in whole.items() if n > 1]
+assert not missing, '%d records never read whole, e.g. %r' % (len(missing), missing[:3])
+assert not twice, '%d records read twice, e.g. %r' % (len(twice), twice[:3])
+print(len(outs), 'readers', len(produced), 'records')
+"#;
+
+#[test]
+fn item13_group_soak_every_record_whole_and_once() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 1000;
+    let out = py_command(&m, "soak", SOAK)
+        .args(["20", &seed.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "soak (seed {seed}) failed: {}{}\n--- daemon log (tail) ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        common::mount::tail(&m.daemon_log(), 30)
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    eprintln!("soak (seed {seed}): {summary}");
+    let readers: usize = summary.split(' ').next().unwrap().parse().unwrap();
+    assert!(readers > 10, "{summary}");
+    // Nothing is left for the group.
+    assert!(
+        m.read("t/groups/g/offsets")
+            .lines()
+            .all(|l| l.ends_with(" 0")),
+        "{}",
+        m.read("t/groups/g/offsets")
+    );
+}
