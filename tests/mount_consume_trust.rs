@@ -815,3 +815,71 @@ fn item13_group_soak_every_record_whole_and_once() {
         m.read("t/groups/g/offsets")
     );
 }
+
+/// Python: reader A of a 2-partition topic whose records are all in partition 1: it reads 5
+/// bytes (inside the first record), lets another reader join (the test starts it on the
+/// `joined` line), stays idle `secs` seconds, then reads on for 1 s.
+const STALLED: &str = r#"
+import os, select, sys, time
+secs = float(sys.argv[1])
+fd = os.open('t/groups/g/follow', os.O_RDONLY)
+got = os.read(fd, 5)
+print('inside', flush=True)
+sys.stdin.readline()
+time.sleep(secs)
+p = select.poll()
+p.register(fd, select.POLLIN)
+end = time.time() + 1
+while time.time() < end:
+    if p.poll(100):
+        got += os.read(fd, 65536)
+os.close(fd)
+print(got.decode(), end='')
+"#;
+
+#[test]
+fn item1_a_reader_stopped_inside_a_record_gives_its_partition_up_after_a_while() {
+    use std::io::{BufRead, Write};
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    let want: Vec<String> = (0..3).map(|i| record(1, i, 40)).collect();
+    append(&m, "t", 1, &want);
+    let mut a = py_command(&m, "stalled", STALLED)
+        .arg("8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(a.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "inside\n");
+    // B joins: the range assignor gives it partition 1, which A is inside a record of.
+    let mut b = common::readers::spawn(&m, "exec cat t/groups/g/follow");
+    let lines = common::readers::lines_of(&mut b);
+    writeln!(a.stdin.as_mut().unwrap()).unwrap();
+    let start = std::time::Instant::now();
+    // Held while A may finish its line, then B's: from the last commit, the record whole.
+    assert_eq!(
+        common::readers::next_line(&lines, Duration::from_secs(2)),
+        None,
+        "partition 1 moved while A was inside a record of it"
+    );
+    let got: Vec<String> = (0..3)
+        .filter_map(|_| common::readers::next_line(&lines, Duration::from_secs(8)))
+        .collect();
+    assert_eq!(got, want, "after {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        start.elapsed()
+    );
+    // A got the rest of its line, nothing glued to it, and nothing of partition 1 after it.
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    a.wait().unwrap();
+    assert_eq!(rest, format!("{}\n", want[0]));
+    common::readers::kill(&b, libc::SIGTERM);
+    common::readers::exits_within(&mut b, Duration::from_secs(5));
+    assert_eq!(m.read("t/groups/g/offsets"), "0 0 0 0\n1 3 3 0\n");
+}

@@ -16,6 +16,10 @@ use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, Topi
 /// How often a follow reader that keeps reading commits.
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 
+/// How long a partition waits for the reader that is inside one of its records when a
+/// rebalance gives it to another (see [`GroupHandle::give_up_held`]).
+pub const HOLD_LIMIT: Duration = Duration::from_secs(5);
+
 /// One assigned partition's read position.
 struct Cursor {
     log: Arc<dyn PartitionStore>,
@@ -57,6 +61,8 @@ pub struct GroupHandle {
     /// kept until that record's line is delivered (the rest of it is buffered), then
     /// committed and given away.
     held: Option<u32>,
+    /// Since when it is held.
+    held_since: Instant,
     /// Set when a held partition was given away: the group's readers are rebalanced.
     handed_over: bool,
     /// False for an internal topic (`__consumer_offsets`): a commit would be a record of the
@@ -94,6 +100,7 @@ impl GroupHandle {
             closing: false,
             boundary: 0,
             held: None,
+            held_since: Instant::now(),
             handed_over: false,
             commits: true,
         };
@@ -186,7 +193,13 @@ impl GroupHandle {
             Some((end, p, next)) => {
                 self.out.truncate(self.out_pos + (end - self.pos) as usize);
                 self.marks.push_back((end, p, next));
-                self.held = (!keep.contains(&p)).then_some(p);
+                // Held when it is still this reader's to give (not one it gave up already).
+                let mine = self.cursors.contains_key(&p) || self.held == Some(p);
+                let hold = (mine && !keep.contains(&p)).then_some(p);
+                if hold.is_some() && self.held != hold {
+                    self.held_since = Instant::now();
+                }
+                self.held = hold;
             }
             None => {
                 self.out.truncate(self.out_pos);
@@ -220,6 +233,29 @@ impl GroupHandle {
     /// rebalanced so that another reader takes it on.
     pub fn take_handed_over(&mut self) -> bool {
         std::mem::take(&mut self.handed_over)
+    }
+
+    /// A partition held longer than [`HOLD_LIMIT`] (its reader stopped inside a record) is
+    /// given away all the same: the reader still gets the rest of its line, and the new owner
+    /// reads that record again from the last commit (whole). Returns whether it was.
+    pub fn give_up_held(&mut self) -> bool {
+        let Some(p) = self.held else {
+            return false;
+        };
+        if self.held_since.elapsed() < HOLD_LIMIT {
+            return false;
+        }
+        log::warn!(
+            "group {}: a reader stopped inside a record of {}-{p} for {:?}: the partition moves on",
+            self.group,
+            self.topic.name(),
+            HOLD_LIMIT
+        );
+        self.delivered.remove(&p);
+        self.committed.remove(&p);
+        self.held = None;
+        self.handed_over = true;
+        true
     }
 
     /// The held partition's record was delivered: it is committed and given away.
@@ -318,7 +354,11 @@ impl GroupHandle {
             if end > self.pos {
                 break;
             }
-            self.delivered.insert(p, next);
+            // The end of a line whose partition went elsewhere (see `give_up_held`) is not
+            // this reader's to commit.
+            if self.cursors.contains_key(&p) || self.held == Some(p) {
+                self.delivered.insert(p, next);
+            }
             self.boundary = end;
             self.marks.pop_front();
             if self.held == Some(p) {

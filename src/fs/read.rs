@@ -199,9 +199,15 @@ impl FsState {
         };
         let open: Vec<Arc<super::OpenFile>> = self.handles.guard().values().cloned().collect();
         for of in open {
-            let Ok(_live) = of.live() else { continue };
-            if let Handle::Group(g) = &mut *of.handle.guard() {
-                g.commit_due();
+            let Ok(live) = of.live() else { continue };
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.commit_due();
+            if g.give_up_held() && g.take_handed_over() {
+                let group = g.group().to_string();
+                drop(h);
+                drop(live);
+                self.regroup_of(&of, &group);
             }
         }
     }
