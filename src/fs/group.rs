@@ -1,8 +1,10 @@
 //! `<topic>/groups/<G>/records`, `records.jsonl`, `follow` and `follow.jsonl`: the topic read
 //! as consumer group G. Each assigned partition is read from G's committed offset (the log
 //! start when G has none); partitions are interleaved batch by batch. The offset after the
-//! last record whose newline reached the reader is committed: at release, before a follow
-//! read waits, every 5 s while it reads, and for the partitions a rebalance takes away.
+//! last record whose newline reached the reader is committed: at each close and at release,
+//! before a follow read waits (or answers EAGAIN) and when `poll` finds nothing, every 5 s,
+//! and for the partitions a rebalance takes away. A rebalance never cuts a record a reader
+//! is inside of: its partition is held until the line is delivered (at most [`HOLD_LIMIT`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

@@ -1,9 +1,11 @@
 //! The readers of a consumer group's record files, and their partitions. `records` reads
 //! every partition alone (EBUSY while the group has another reader, here or, in remote mode,
 //! active members elsewhere); the `follow` readers share the partitions with Kafka's range
-//! assignor, reassigned when one opens or closes: first every reader gives up (and commits)
-//! the partitions it loses, then every reader takes on its new ones from the group's
-//! committed offsets, so nothing is read twice or skipped between commits.
+//! assignor, reassigned when one opens or is released (a close of one of its descriptors is
+//! not the reader leaving), and when the topic grows: first every reader gives up (and
+//! commits) the partitions it loses, then every reader takes on its new ones from the group's
+//! committed offsets, so nothing is read twice or skipped between commits. A partition whose
+//! reader is inside one of its records goes to its new reader once that line is delivered.
 //!
 //! Which partitions the follow readers share depends on the storage ([`GroupStore::join`]):
 //! all of them when the group has no members but this process's readers (local mode), or
