@@ -503,9 +503,22 @@ impl FsState {
         let Ok(_g) = self.gate() else {
             return Ok(());
         };
-        let Some(of) = self.handles.guard().remove(&fh) else {
+        let Some(of) = self.handles.guard().get(&fh).cloned() else {
             return Ok(());
         };
+        // A group reader's last commit is made while it is still one of the group's open
+        // readers: a rebalance running meanwhile (a reader joining) must not give its
+        // partitions to another from the commit before this one.
+        let last_commit = match of.live() {
+            Ok(_live) => match &mut *of.handle.guard() {
+                Handle::Group(g) => Some(g.commit()),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if self.handles.guard().remove(&fh).is_none() {
+            return Ok(());
+        }
         for p in self.parking.take_of(fh) {
             p.reply.data(&[]);
         }
@@ -523,8 +536,11 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        // A group reader commits, then the others take over its partitions.
-        let res = h.finish(&*self.mgr);
+        // A group reader committed above, then the others take over its partitions.
+        let res = match last_commit {
+            Some(res) => res,
+            None => h.finish(&*self.mgr),
+        };
         let group = match &*h {
             Handle::Group(g) => Some(g.group().to_string()),
             _ => None,
