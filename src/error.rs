@@ -62,6 +62,9 @@ pub enum Error {
     /// A consumer group is in use elsewhere (remote mode: it has active members).
     #[error("{0}")]
     GroupBusy(String),
+    /// What a client may not do to an internal topic (`__consumer_offsets`).
+    #[error("{0}")]
+    InternalTopic(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

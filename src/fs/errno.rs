@@ -24,6 +24,7 @@ pub fn errno(e: &Error) -> i32 {
         Error::UntrustedLogDir(_) => libc::EACCES,
         Error::Cluster(_) => libc::EIO,
         Error::GroupBusy(_) => libc::EBUSY,
+        Error::InternalTopic(_) => libc::EPERM,
         // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
         Error::Io(io) => crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
     }

@@ -2,7 +2,8 @@
 //! worker thread. The partition wakes it when a record arrives (or the topic goes); one
 //! thread, `topicfs-follow`, then answers it by reading again. The same thread answers
 //! EINTR to a parked read whose thread has a signal to take (the kernel waits for our answer
-//! even when the reader is killed), and `poll` registers a wake-up of its own.
+//! even when the reader is killed), and `poll` registers a wake-up of its own. It also makes
+//! the periodic commits of group readers that are not reading (idle in `poll`, or busy).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +18,10 @@ use crate::sync::MutexExt;
 
 /// How long a parked read waits before its thread's signals are looked at, and how often.
 const SIGNAL_CHECK: Duration = Duration::from_millis(200);
+
+/// How often the group readers' periodic commits are looked at (they are due every
+/// [`super::group::COMMIT_INTERVAL`]).
+const COMMIT_SCAN: Duration = Duration::from_secs(1);
 
 /// A read waiting for records.
 pub(super) struct Parked {
@@ -190,6 +195,7 @@ pub(super) fn start(state: &Arc<FsState>) {
         .name("topicfs-follow".into())
         .spawn(move || {
             let mut last_scan = Instant::now();
+            let mut last_commits = Instant::now();
             loop {
                 let woken = rx.recv_timeout(SIGNAL_CHECK);
                 let Some(state) = weak.upgrade() else { break };
@@ -211,6 +217,11 @@ pub(super) fn start(state: &Arc<FsState>) {
                 for p in state.parking.take_interrupted() {
                     log::debug!("read of open file {}: the reader was interrupted", p.fh);
                     p.reply.error(libc::EINTR);
+                }
+                if last_commits.elapsed() >= COMMIT_SCAN {
+                    last_commits = Instant::now();
+                    state.commit_idle_readers();
+                    state.refresh_groups();
                 }
             }
         });

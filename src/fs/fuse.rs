@@ -345,6 +345,9 @@ impl Filesystem for TopicFs {
                 if !o.flush {
                     fopen |= FopenFlags::FOPEN_NOFLUSH;
                 }
+                if o.stream {
+                    fopen |= FopenFlags::FOPEN_STREAM;
+                }
                 match &o.backing {
                     Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
                     None => reply.opened(FileHandle(o.fh), fopen),
@@ -361,12 +364,14 @@ impl Filesystem for TopicFs {
         fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        // The open file's flags as they are now (fcntl F_SETFL included).
+        let nonblock = flags.0 & libc::O_NONBLOCK != 0;
         self.state
-            .read(fh.0, offset, size, req.pid(), Box::new(reply));
+            .read_file(fh.0, offset, size, req.pid(), nonblock, Box::new(reply));
     }
 
     fn write(

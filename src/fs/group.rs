@@ -1,8 +1,10 @@
 //! `<topic>/groups/<G>/records`, `records.jsonl`, `follow` and `follow.jsonl`: the topic read
 //! as consumer group G. Each assigned partition is read from G's committed offset (the log
 //! start when G has none); partitions are interleaved batch by batch. The offset after the
-//! last record whose newline reached the reader is committed: at release, before a follow
-//! read waits, every 5 s while it reads, and for the partitions a rebalance takes away.
+//! last record whose newline reached the reader is committed: at each close and at release,
+//! before a follow read waits (or answers EAGAIN) and when `poll` finds nothing, every 5 s,
+//! and for the partitions a rebalance takes away. A rebalance never cuts a record a reader
+//! is inside of: its partition is held until the line is delivered (at most [`HOLD_LIMIT`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +17,10 @@ use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, Topi
 
 /// How often a follow reader that keeps reading commits.
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long a partition waits for the reader that is inside one of its records when a
+/// rebalance gives it to another (see [`GroupHandle::give_up_held`]).
+pub const HOLD_LIMIT: Duration = Duration::from_secs(5);
 
 /// One assigned partition's read position.
 struct Cursor {
@@ -49,8 +55,21 @@ pub struct GroupHandle {
     committed: BTreeMap<u32, i64>,
     last_commit: Instant,
     pending: Option<Error>,
-    /// False for a whole-topic read without a group (`<topic>/by-offset/earliest`...):
-    /// nothing is committed.
+    /// A descriptor of it was closed: the reader may be leaving (its release follows).
+    closing: bool,
+    /// File offset where the last record delivered whole ends.
+    boundary: u64,
+    /// A partition a rebalance took away while the reader was inside one of its records:
+    /// kept until that record's line is delivered (the rest of it is buffered), then
+    /// committed and given away.
+    held: Option<u32>,
+    /// Since when it is held.
+    held_since: Instant,
+    /// Set when a held partition was given away: the group's readers are rebalanced.
+    handed_over: bool,
+    /// False for an internal topic (`__consumer_offsets`: a commit would be a record of the
+    /// topic read, and a follow reader would read its own commits for ever) and for a
+    /// whole-topic read without a group (`<topic>/by-offset/earliest`...): nothing is committed.
     commits: bool,
 }
 
@@ -81,6 +100,11 @@ impl GroupHandle {
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             pending: None,
+            closing: false,
+            boundary: 0,
+            held: None,
+            held_since: Instant::now(),
+            handed_over: false,
             commits: true,
         };
         h.assign(partitions)?;
@@ -130,6 +154,24 @@ impl GroupHandle {
         Ok(h)
     }
 
+    /// A reader that never commits (of an internal topic): each open reads from G's
+    /// commits as they are.
+    pub fn without_commits(mut self) -> GroupHandle {
+        self.commits = false;
+        self
+    }
+
+    /// close(2) of one of its descriptors.
+    pub fn closing(&mut self) {
+        self.closing = true;
+    }
+
+    /// Whether a descriptor of it was closed and none of its reads came since: its release
+    /// is most likely on its way.
+    pub fn is_closing(&self) -> bool {
+        self.closing
+    }
+
     pub fn is_follow(&self) -> bool {
         self.follow
     }
@@ -143,7 +185,8 @@ impl GroupHandle {
         self.cursors.keys().copied().collect()
     }
 
-    /// Takes on `partitions` (those it does not have yet), each from G's committed offset.
+    /// Takes on `partitions` (those it does not have yet), each from G's committed offset,
+    /// or after a record of it that is buffered (one a rebalance left it inside).
     pub fn assign(&mut self, partitions: &[u32]) -> Result<()> {
         let committed = self.groups.committed(&self.group, self.topic.name());
         for &p in partitions {
@@ -152,14 +195,17 @@ impl GroupHandle {
             }
             let log = self.topic.partition(p)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            let next = committed
+            let from = committed
                 .get(&p)
                 .copied()
                 .unwrap_or(start)
                 .clamp(start, end);
+            let buffered = self.marks.iter().rev().find(|m| m.1 == p).map(|m| m.2);
+            let next = buffered.unwrap_or(from);
             self.committed
-                .insert(p, committed.get(&p).copied().unwrap_or(-1));
-            self.delivered.insert(p, next);
+                .entry(p)
+                .or_insert(committed.get(&p).copied().unwrap_or(-1));
+            self.delivered.entry(p).or_insert(from);
             self.cursors.insert(
                 p,
                 Cursor {
@@ -177,19 +223,100 @@ impl GroupHandle {
     /// forgets what was read but not delivered (the kept partitions read it again). The
     /// partitions are given up also when the commit fails (its error is returned): another
     /// reader takes them on from the last commit.
+    ///
+    /// A record whose head the reader already got is never cut: the rest of its line stays
+    /// buffered as the reader's next bytes. When its partition is given up, the partition is
+    /// held (see [`GroupHandle::held`]) until that line is delivered.
     pub fn revoke_all_but(&mut self, keep: &[u32]) -> Result<()> {
         let committed = self.commit();
-        self.out.truncate(self.out_pos);
+        let partial = self
+            .marks
+            .front()
+            .copied()
+            .filter(|&(end, _, _)| self.pos > self.boundary && end > self.pos);
         self.marks.clear();
+        match partial {
+            Some((end, p, next)) => {
+                self.out.truncate(self.out_pos + (end - self.pos) as usize);
+                self.marks.push_back((end, p, next));
+                // Held when it is still this reader's to give (not one it gave up already).
+                let mine = self.cursors.contains_key(&p) || self.held == Some(p);
+                let hold = (mine && !keep.contains(&p)).then_some(p);
+                if hold.is_some() && self.held != hold {
+                    self.held_since = Instant::now();
+                }
+                self.held = hold;
+            }
+            None => {
+                self.out.truncate(self.out_pos);
+                self.held = None;
+            }
+        }
         self.pending = None;
+        let held = self.held;
         self.cursors.retain(|p, _| keep.contains(p));
-        self.delivered.retain(|p, _| keep.contains(p));
-        self.committed.retain(|p, _| keep.contains(p));
+        self.delivered
+            .retain(|p, _| keep.contains(p) || Some(*p) == held);
+        self.committed
+            .retain(|p, _| keep.contains(p) || Some(*p) == held);
         for (p, c) in self.cursors.iter_mut() {
-            c.next = self.delivered[p];
+            c.next = match partial {
+                Some((_, q, next)) if q == *p => next,
+                _ => self.delivered[p],
+            };
             c.reader = None;
         }
         committed
+    }
+
+    /// The partition a rebalance took away while the reader was inside one of its records:
+    /// no other reader takes it on until [`GroupHandle::take_handed_over`].
+    pub fn held(&self) -> Option<u32> {
+        self.held
+    }
+
+    /// Whether a held partition was given away since the last call: the group is to be
+    /// rebalanced so that another reader takes it on.
+    pub fn take_handed_over(&mut self) -> bool {
+        std::mem::take(&mut self.handed_over)
+    }
+
+    /// A partition held longer than [`HOLD_LIMIT`] (its reader stopped inside a record) is
+    /// given away all the same: the reader still gets the rest of its line, and the new owner
+    /// reads that record again from the last commit (whole). Returns whether it was.
+    pub fn give_up_held(&mut self) -> bool {
+        let Some(p) = self.held else {
+            return false;
+        };
+        if self.held_since.elapsed() < HOLD_LIMIT {
+            return false;
+        }
+        log::warn!(
+            "group {}: a reader stopped inside a record of {}-{p} for {:?}: the partition moves on",
+            self.group,
+            self.topic.name(),
+            HOLD_LIMIT
+        );
+        self.delivered.remove(&p);
+        self.committed.remove(&p);
+        self.held = None;
+        self.handed_over = true;
+        true
+    }
+
+    /// The held partition's record was delivered: it is committed and given away.
+    fn hand_over(&mut self, p: u32) {
+        if let Err(e) = self.commit() {
+            log::error!(
+                "group {}: commit of {}-{p} before giving it away: {e}",
+                self.group,
+                self.topic.name()
+            );
+        }
+        self.delivered.remove(&p);
+        self.committed.remove(&p);
+        self.held = None;
+        self.handed_over = true;
     }
 
     /// Commits the delivered offsets that changed.
@@ -218,6 +345,20 @@ impl GroupHandle {
         Ok(())
     }
 
+    /// The commit every [`COMMIT_INTERVAL`] of a follow reader: at its reads, and for a
+    /// reader idle elsewhere (in `poll`, or busy with what it read) from the follow thread.
+    pub fn commit_due(&mut self) {
+        if self.follow
+            && self.last_commit.elapsed() >= COMMIT_INTERVAL
+            && let Err(e) = self.commit()
+        {
+            // What was delivered is committed by a later commit: tried again at the next
+            // interval.
+            log::error!("group {}: periodic commit failed: {e}", self.group);
+            self.last_commit = Instant::now();
+        }
+    }
+
     /// For a follow reader with nothing to serve: the partitions and offsets to wait for.
     pub fn waits_at(&self) -> Option<Vec<(Arc<dyn PartitionStore>, i64)>> {
         (self.follow && self.buffered() == 0 && self.pending.is_none()).then(|| {
@@ -243,21 +384,14 @@ impl GroupHandle {
         self.out.len() - self.out_pos
     }
 
-    /// The next bytes of the stream, at most `size`; reads go in order (`offset` may skip
-    /// forward, never back). Empty: EOF, or for follow "nothing yet".
-    pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
-        if offset < self.pos {
-            // A group's records are read in order: no seeking back (ESPIPE, as for a pipe).
-            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::ESPIPE)));
+    /// The next bytes of the stream, at most `size`. The file is a stream without positions
+    /// (opened as one: `lseek` is ESPIPE): each read goes on where the last one ended.
+    /// Empty: EOF, or for follow "nothing yet".
+    pub fn read(&mut self, size: usize) -> Result<&[u8]> {
+        self.closing = false;
+        if self.buffered() < size {
+            self.fill(size)?;
         }
-        let skip = (offset - self.pos) as usize;
-        let want = skip + size;
-        if self.buffered() < want {
-            self.fill(want)?;
-        }
-        let skipped = skip.min(self.buffered());
-        self.out_pos += skipped;
-        self.pos += skipped as u64;
         let n = self.buffered().min(size);
         let start = self.out_pos;
         self.out_pos += n;
@@ -266,18 +400,18 @@ impl GroupHandle {
             if end > self.pos {
                 break;
             }
-            self.delivered.insert(p, next);
+            // The end of a line whose partition went elsewhere (see `give_up_held`) is not
+            // this reader's to commit.
+            if self.cursors.contains_key(&p) || self.held == Some(p) {
+                self.delivered.insert(p, next);
+            }
+            self.boundary = end;
             self.marks.pop_front();
+            if self.held == Some(p) {
+                self.hand_over(p);
+            }
         }
-        if self.follow
-            && self.last_commit.elapsed() >= COMMIT_INTERVAL
-            && let Err(e) = self.commit()
-        {
-            // These bytes are delivered now (and committed by a later commit): the read
-            // answers them; the commit is tried again at the next interval.
-            log::error!("group {}: periodic commit failed: {e}", self.group);
-            self.last_commit = Instant::now();
-        }
+        self.commit_due();
         Ok(&self.out[start..start + n])
     }
 
@@ -317,36 +451,46 @@ impl GroupHandle {
         if c.next >= limit {
             return Ok(false);
         }
-        if c.reader.is_none() {
-            let start = c.log.log_start_offset();
-            if c.next < start {
-                log::warn!(
-                    "group {}: {}-{p} lost records {}..{start} to retention; going on from {start}",
-                    self.group,
-                    self.topic.name(),
-                    c.next
-                );
-                c.next = start;
+        // A reader kept from an earlier read ends where the log ended then: when it gives
+        // nothing more, a new one reads what came since (a read that does not wait, with
+        // O_NONBLOCK, must see it now).
+        let mut fresh = c.reader.is_none();
+        loop {
+            if c.reader.is_none() {
+                let start = c.log.log_start_offset();
+                if c.next < start {
+                    log::warn!(
+                        "group {}: {}-{p} lost records {}..{start} to retention; going on from {start}",
+                        self.group,
+                        self.topic.name(),
+                        c.next
+                    );
+                    c.next = start;
+                }
+                c.reader = Some(c.log.read_from_offset(c.next)?);
             }
-            c.reader = Some(c.log.read_from_offset(c.next)?);
-        }
-        let reader = c.reader.as_mut().expect("opened above");
-        let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
-        let topic = self.topic.name();
-        let out_start = out.len();
-        let more = reader.next_batch_meta(&mut |h, r| {
-            if r.offset < *next || r.offset >= limit {
-                return;
+            let reader = c.reader.as_mut().expect("opened above");
+            let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
+            let topic = self.topic.name();
+            let out_start = out.len();
+            let more = reader.next_batch_meta(&mut |h, r| {
+                if r.offset < *next || r.offset >= limit {
+                    return;
+                }
+                format_record(format, topic, p, h, r, out);
+                *next = r.offset + 1;
+                marks.push_back((base + (out.len() - out_start) as u64, p, *next));
+            })?;
+            if !more {
+                // This reader reached the log end it had: a new one next time (follow).
+                c.reader = None;
             }
-            format_record(format, topic, p, h, r, out);
-            *next = r.offset + 1;
-            marks.push_back((base + (out.len() - out_start) as u64, p, *next));
-        })?;
-        if !more {
-            // This reader reached the log end it had: a new one next time (follow).
-            c.reader = None;
+            let made = out.len() > out_start;
+            if more || made || fresh {
+                return Ok(more || made);
+            }
+            fresh = true;
         }
-        Ok(more || self.out.len() > out_start)
     }
 }
 

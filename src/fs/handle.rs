@@ -176,7 +176,7 @@ impl AppendHandle {
         }
         let Some(last_nl) = data.iter().rposition(|&b| b == b'\n') else {
             self.partial.extend_from_slice(data);
-            if self.partial.len() > self.max_record {
+            if !self.line_fits(self.partial.len()) {
                 let size = self.partial.len();
                 self.partial = Vec::new();
                 return Err(Error::RecordTooLarge {
@@ -203,6 +203,10 @@ impl AppendHandle {
         head.clear();
         self.partial = head;
         match result {
+            // What follows the lines is already a line that can never be stored: the writer is
+            // told the lines' bytes only, and its retry of the rest fails with EMSGSIZE (it
+            // then starts the line alone), instead of being told it wrote bytes that are lost.
+            Ok(()) if !self.line_fits(rest.len()) => Ok(complete.len()),
             Ok(()) => {
                 self.partial.extend_from_slice(rest);
                 Ok(data.len())
@@ -221,6 +225,27 @@ impl AppendHandle {
                 Ok(end)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Whether a line of `len` bytes (without its `\n`) can still be stored: for lines, the
+    /// smallest batch holding it as its one record (no key, no headers, the smallest varints)
+    /// is at most the topic's largest batch; a JSON line's record may be smaller than the line,
+    /// (as a key-value line's, without its separator), so only the line itself is held against it. A line that cannot is refused as soon as
+    /// its pending part is too long, so that the write request holding it fails (EMSGSIZE)
+    /// rather than one after it, which the writer would see as a short count.
+    fn line_fits(&self, len: usize) -> bool {
+        match self.format {
+            Format::Lines => {
+                use crate::record::varint::varint_size;
+                let value = i32::try_from(len).unwrap_or(i32::MAX);
+                // attributes, timestamp delta, offset delta, key length -1, value length,
+                // value, header count.
+                let body = 4 + varint_size(value) + len + 1;
+                let record = varint_size(i32::try_from(body).unwrap_or(i32::MAX)) + body;
+                crate::record::HEADER_SIZE + record <= self.max_record
+            }
+            Format::Jsonl | Format::Kv => len <= self.max_record,
         }
     }
 

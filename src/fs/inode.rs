@@ -270,6 +270,53 @@ impl PartitionDir {
     }
 }
 
+/// The name a consumer group shows as in `groups/`. Kafka allows any string as a group id;
+/// one that is a file name and has no `%` is its own name. Any other is percent-escaped:
+/// `%`, `/` and NUL as `%25`, `%2F`, `%00` (`a/b` is `a%2Fb`, `50%` is `50%25`), `.` and
+/// `..` as `%2E` and `%2E%2E`, the empty id as `%`. Every `%` being escaped, no id's name is
+/// another's.
+pub fn group_file_name(id: &str) -> String {
+    match id {
+        "" => "%".to_string(),
+        "." => "%2E".to_string(),
+        ".." => "%2E%2E".to_string(),
+        _ => {
+            let mut out = String::with_capacity(id.len());
+            for c in id.chars() {
+                match c {
+                    '%' | '/' | '\0' => out.push_str(&format!("%{:02X}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The group id a name of `groups/` stands for ([`group_file_name`] undone); None for a
+/// name that is no group's (a `%` not followed by two hex digits, an escape that decodes to
+/// bytes that are not UTF-8, or one where none is needed: each group has one name).
+pub fn group_id(name: &str) -> Option<String> {
+    if name == "%" {
+        return Some(String::new());
+    }
+    let b = name.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    let id = String::from_utf8(out).ok()?;
+    (group_file_name(&id) == name).then_some(id)
+}
+
 /// Parses a partition directory name: the canonical decimal form only (`0`, `12`, not `012`).
 pub fn parse_partition(name: &str) -> Option<u32> {
     let p: u32 = addr::parse_decimal(name)?.try_into().ok()?;
@@ -365,7 +412,10 @@ impl Node {
             }
             Node::TopicLookup(..) => 0o444,
             Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
-            Node::GroupFile(..) => 0o444,
+            // Reading a group's records commits, and `follow` takes partitions from the
+            // group's readers: as much a write to the group as resetting its `offsets`, so
+            // only who may write `offsets` (its owner) may read them.
+            Node::GroupFile(..) => 0o400,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
             Node::TopicFile(
                 _,
@@ -561,6 +611,28 @@ impl InodeTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_names_are_one_per_group_id() {
+        for (id, name) in [
+            ("g", "g"),
+            ("sp ace", "sp ace"),
+            ("a/b", "a%2Fb"),
+            ("%x", "%25x"),
+            ("50%", "50%25"),
+            ("nul\0", "nul%00"),
+            ("", "%"),
+            (".", "%2E"),
+            ("..", "%2E%2E"),
+            ("...", "..."),
+        ] {
+            assert_eq!(group_file_name(id), name);
+            assert_eq!(group_id(name).as_deref(), Some(id));
+        }
+        for not_a_name in ["%2e", "%41", "a%2", "a%zz", "%FF", "%%"] {
+            assert_eq!(group_id(not_a_name), None, "{not_a_name}");
+        }
+    }
 
     #[test]
     fn lookup_names() {

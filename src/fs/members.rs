@@ -1,9 +1,11 @@
 //! The readers of a consumer group's record files, and their partitions. `records` reads
 //! every partition alone (EBUSY while the group has another reader, here or, in remote mode,
 //! active members elsewhere); the `follow` readers share the partitions with Kafka's range
-//! assignor, reassigned when one opens or closes: first every reader gives up (and commits)
-//! the partitions it loses, then every reader takes on its new ones from the group's
-//! committed offsets, so nothing is read twice or skipped between commits.
+//! assignor, reassigned when one opens or is released (a close of one of its descriptors is
+//! not the reader leaving), and when the topic grows: first every reader gives up (and
+//! commits) the partitions it loses, then every reader takes on its new ones from the group's
+//! committed offsets, so nothing is read twice or skipped between commits. A partition whose
+//! reader is inside one of its records goes to its new reader once that line is delivered.
 //!
 //! Which partitions the follow readers share depends on the storage ([`GroupStore::join`]):
 //! all of them when the group has no members but this process's readers (local mode), or
@@ -12,6 +14,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use super::group::GroupHandle;
 use super::handle::Handle;
@@ -34,9 +37,14 @@ pub(super) struct GroupMembers {
     serial: u64,
     /// The partitions the group's coordinator gave this mount; `None`: every partition.
     owned: Option<Vec<u32>>,
+    /// The topic's partition count the readers last shared (with `owned` `None`).
+    seen: u32,
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// How long an open that conflicts only with readers being closed waits for their release.
+const CLOSING_WAIT: Duration = Duration::from_secs(1);
 
 fn key(t: &TopicName, group: &str) -> GroupKey {
     (t.to_string(), t.incarnation(), group.to_string())
@@ -77,12 +85,27 @@ impl FsState {
         format: Format,
         fh: u64,
     ) -> FsResult<GroupHandle> {
-        let mut members = self.members.guard();
         let k = key(t, group);
-        let current: Vec<(u64, bool)> = members
-            .get(&k)
-            .map(|m| m.readers.clone())
-            .unwrap_or_default();
+        let until = Instant::now() + CLOSING_WAIT;
+        let (mut members, current) = loop {
+            let members = self.members.guard();
+            let current: Vec<(u64, bool)> = members
+                .get(&k)
+                .map(|m| m.readers.clone())
+                .unwrap_or_default();
+            let conflict = (!follow && !current.is_empty()) || current.iter().any(|(_, f)| !f);
+            // A reader closed by its process a moment ago is released right after: an open
+            // that follows a close (`cat records; cat records`) waits for that release.
+            if conflict
+                && Instant::now() < until
+                && current.iter().all(|(fh, _)| self.reader_closing(*fh))
+            {
+                drop(members);
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            break (members, current);
+        };
         if !follow && !current.is_empty() {
             return tree(
                 libc::EBUSY,
@@ -120,6 +143,7 @@ impl FsState {
                     member,
                     serial,
                     owned,
+                    seen: topic.partition_count(),
                 },
             );
         }
@@ -128,10 +152,11 @@ impl FsState {
         all.push((fh, follow));
         let owned = gm.owned.clone();
         let member = gm.member.clone();
+        let internal = self.mgr.is_internal(topic.name());
         let made = self
             .rebalance(topic, group, &all, Some(fh), owned.as_deref())
             .and_then(|assignment| {
-                Ok(GroupHandle::new(
+                let h = GroupHandle::new(
                     topic.clone(),
                     group,
                     format,
@@ -139,7 +164,9 @@ impl FsState {
                     self.groups.clone(),
                     member,
                     assignment.get(&member_id(fh)).map_or(&[][..], |v| v),
-                )?)
+                )?;
+                // Reading the groups' own topic never writes to it.
+                Ok(if internal { h.without_commits() } else { h })
             });
         let handle = match made {
             Ok(h) => h,
@@ -193,6 +220,49 @@ impl FsState {
         }
         drop(members);
         self.resume_members(&rest);
+    }
+
+    /// Reader `fh` of `group` gave away a partition it held (see [`GroupHandle::held`]): the
+    /// readers are rebalanced so that another one takes it on.
+    pub(super) fn regroup(&self, topic: &Arc<dyn TopicStore>, t: &TopicName, group: &str) {
+        let members = self.members.guard();
+        let Some(gm) = members.get(&key(t, group)) else {
+            return;
+        };
+        let (readers, owned) = (gm.readers.clone(), gm.owned.clone());
+        if let Err(e) = self.rebalance(topic, group, &readers, None, owned.as_deref()) {
+            log::error!("group {group} of {t}: rebalance after a hand-over failed: {e}");
+        }
+        drop(members);
+        self.resume_members(&readers);
+    }
+
+    /// Partitions added to a topic reach its groups' follow readers, as a Kafka subscriber
+    /// picks them up at its next metadata refresh (called every second by the follow
+    /// thread): the readers of a group whose topic grew are rebalanced.
+    pub(super) fn refresh_groups(&self) {
+        let mut members = self.members.guard();
+        let mut moved = Vec::new();
+        for ((name, incarnation, group), gm) in members.iter_mut() {
+            if gm.owned.is_some() || !gm.readers.iter().any(|(_, follow)| *follow) {
+                continue;
+            }
+            let Ok(topic) = self.topic(&TopicName::new(name, *incarnation)) else {
+                continue;
+            };
+            let count = topic.partition_count();
+            if count == gm.seen {
+                continue;
+            }
+            gm.seen = count;
+            log::info!("group {group} of {name}: the topic has {count} partitions now");
+            if let Err(e) = self.rebalance(&topic, group, &gm.readers, None, None) {
+                log::error!("group {group} of {name}: rebalance over new partitions failed: {e}");
+            }
+            moved.extend(gm.readers.iter().copied());
+        }
+        drop(members);
+        self.resume_members(&moved);
     }
 
     /// The group's coordinator gave this mount `partitions` (membership `serial`): the
@@ -256,7 +326,7 @@ impl FsState {
             None => (0..topic.partition_count()).collect(),
         };
         // The range assignor over the partitions this mount has, in their order.
-        let assignment: std::collections::BTreeMap<String, Vec<u32>> =
+        let mut assignment: std::collections::BTreeMap<String, Vec<u32>> =
             range_assign(&refs, partitions.len() as u32)
                 .into_iter()
                 .map(|(m, idx)| (m, idx.iter().map(|&i| partitions[i as usize]).collect()))
@@ -266,17 +336,24 @@ impl FsState {
             .filter(|(fh, _)| Some(*fh) != new)
             .filter_map(|(fh, _)| self.handles.guard().get(fh).map(|of| (*fh, of.clone())))
             .collect();
-        for pass in 0..2 {
-            for (fh, of) in &open {
-                let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
-                let mut h = of.handle.guard();
-                let Handle::Group(g) = &mut *h else { continue };
-                if pass == 0 {
-                    g.revoke_all_but(&parts)?;
-                } else {
-                    g.assign(&parts)?;
-                }
-            }
+        let mut held = Vec::new();
+        for (fh, of) in &open {
+            let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.revoke_all_but(&parts)?;
+            held.extend(g.held());
+        }
+        // A partition whose reader is inside one of its records goes to its new reader once
+        // that record is delivered (`regroup`).
+        for parts in assignment.values_mut() {
+            parts.retain(|p| !held.contains(p));
+        }
+        for (fh, of) in &open {
+            let parts = assignment.get(&member_id(*fh)).cloned().unwrap_or_default();
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.assign(&parts)?;
         }
         log::info!(
             "group {group} of {}: {} readers, partitions {:?}",
@@ -285,6 +362,17 @@ impl FsState {
             assignment.values().collect::<Vec<_>>()
         );
         Ok(assignment)
+    }
+
+    /// Whether reader `fh` had a descriptor closed (or is gone already).
+    fn reader_closing(&self, fh: u64) -> bool {
+        let Some(of) = self.handles.guard().get(&fh).cloned() else {
+            return true;
+        };
+        match &*of.handle.guard() {
+            Handle::Group(g) => g.is_closing(),
+            _ => true,
+        }
     }
 
     /// Re-runs the waiting reads of these readers (their partitions changed).

@@ -465,6 +465,10 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.mgr.delete_topic(name)?;
+        // The topic is gone whatever happens to its commits: a failure is logged.
+        if let Err(e) = self.groups.topic_deleted(name) {
+            log::error!("topic {name} deleted, but its groups' commits were not: {e}");
+        }
         Ok(())
     }
 
@@ -507,14 +511,12 @@ impl FsState {
         let live = of.live();
         let mut h = of.handle.guard();
         if let Handle::Group(g) = &mut *h {
-            // A group reader leaves its group at close: the next reader (also one that
-            // opens before this file's release) takes over its partitions.
-            let res = g.commit();
-            let group = g.group().to_string();
-            drop(h);
+            // A group reader commits at each close of a descriptor, but stays a member until
+            // the last one (its release): a child that inherited the descriptor and exits,
+            // or a dup closed, is not the reader leaving.
+            g.closing();
             drop(live);
-            self.leave(&of, &group, fh);
-            return Ok(res?);
+            return Ok(g.commit()?);
         }
         if !h.has_pending_line() {
             return Ok(());
@@ -527,9 +529,22 @@ impl FsState {
         let Ok(_g) = self.gate() else {
             return Ok(());
         };
-        let Some(of) = self.handles.guard().remove(&fh) else {
+        let Some(of) = self.handles.guard().get(&fh).cloned() else {
             return Ok(());
         };
+        // A group reader's last commit is made while it is still one of the group's open
+        // readers: a rebalance running meanwhile (a reader joining) must not give its
+        // partitions to another from the commit before this one.
+        let last_commit = match of.live() {
+            Ok(_live) => match &mut *of.handle.guard() {
+                Handle::Group(g) => Some(g.commit()),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if self.handles.guard().remove(&fh).is_none() {
+            return Ok(());
+        }
         for p in self.parking.take_of(fh) {
             p.reply.data(&[]);
         }
@@ -547,8 +562,11 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        // A group reader commits, then the others take over its partitions.
-        let res = h.finish(&*self.mgr);
+        // A group reader committed above, then the others take over its partitions.
+        let res = match last_commit {
+            Some(res) => res,
+            None => h.finish(&*self.mgr),
+        };
         let group = match &*h {
             Handle::Group(g) => Some(g.group().to_string()),
             _ => None,
@@ -566,6 +584,14 @@ impl FsState {
         if let Some(topic) = &of.topic {
             let t = TopicName::new(topic.name(), topic.incarnation());
             self.leave_group(topic, &t, group, fh);
+        }
+    }
+
+    /// A reader of `group` gave away a partition it held: the group is rebalanced.
+    fn regroup_of(&self, of: &OpenFile, group: &str) {
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.regroup(topic, &t, group);
         }
     }
 

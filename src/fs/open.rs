@@ -173,6 +173,10 @@ impl FsState {
         pid: u32,
     ) -> FsResult<Opened> {
         let flush = matches!(handle, Handle::Append(_) | Handle::Group(_));
+        // A group's records are consumed as they are read: a seek back cannot give them
+        // again (bash's `read` seeks back to the end of the line it used, and reads byte
+        // by byte when it cannot).
+        let stream = matches!(handle, Handle::Group(_));
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {
@@ -194,6 +198,7 @@ impl FsState {
             direct_io: true,
             backing: None,
             flush,
+            stream,
         })
     }
 }

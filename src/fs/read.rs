@@ -47,6 +47,20 @@ impl FsState {
     /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
     /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
     pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
+        self.read_file(fh, offset, size, pid, false, reply)
+    }
+
+    /// [`FsState::read`] of a file opened (or set) with O_NONBLOCK when `nonblock`: a follow
+    /// read at the log end fails with EAGAIN instead of waiting, as poll's contract implies.
+    pub fn read_file(
+        &self,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        pid: u32,
+        nonblock: bool,
+        reply: Box<dyn ReadReply>,
+    ) {
         let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
         let _g = match self.gate() {
             Ok(g) => g,
@@ -79,6 +93,9 @@ impl FsState {
                     let Some(at) = s.waits_at() else {
                         return reply.data(&[]);
                     };
+                    if nonblock {
+                        return reply.error(libc::EAGAIN);
+                    }
                     let log = s.log().clone();
                     drop(h);
                     let waker = self.parking.park(fh, offset, size, pid, reply);
@@ -86,8 +103,16 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Group(g) => match g.read(offset, size as usize) {
-                Ok(data) if !(data.is_empty() && follow) => reply.data(data),
+            Handle::Group(g) => match g.read(size as usize) {
+                Ok(data) if !(data.is_empty() && follow) => {
+                    reply.data(data);
+                    if g.take_handed_over() {
+                        let group = g.group().to_string();
+                        drop(h);
+                        drop(_live);
+                        self.regroup_of(&of, &group);
+                    }
+                }
                 Ok(_) => {
                     // What was delivered is committed before the reader waits.
                     if let Err(e) = g.commit() {
@@ -96,6 +121,9 @@ impl FsState {
                     let Some(waits) = g.waits_at() else {
                         return reply.data(&[]);
                     };
+                    if nonblock {
+                        return reply.error(libc::EAGAIN);
+                    }
                     drop(h);
                     let waker = self.parking.park(fh, offset, size, pid, reply);
                     for (log, at) in waits {
@@ -132,12 +160,19 @@ impl FsState {
         let Ok(_live) = of.live() else {
             return Ok(true);
         };
-        let h = of.handle.guard();
-        let waits = match &*h {
+        let mut h = of.handle.guard();
+        let waits = match &mut *h {
             Handle::Stream(s) if !s.readable_now() => {
                 s.waits_at().map(|at| vec![(s.log().clone(), at)])
             }
-            Handle::Group(g) if !g.readable_now() => g.waits_at(),
+            Handle::Group(g) if !g.readable_now() => {
+                // The reader is about to wait: what it was delivered is committed, as before
+                // a follow read waits.
+                if let Err(e) = g.commit() {
+                    log::error!("poll of open file {fh}: commit before waiting: {e}");
+                }
+                g.waits_at()
+            }
             _ => None,
         };
         let Some(waits) = waits else {
@@ -154,6 +189,27 @@ impl FsState {
             log.wait_for(at, waker.clone());
         }
         Ok(false)
+    }
+
+    /// The periodic commit of every follow group reader, also those that do not read now
+    /// (from the follow thread).
+    pub(super) fn commit_idle_readers(&self) {
+        let Ok(_g) = self.gate() else {
+            return;
+        };
+        let open: Vec<Arc<super::OpenFile>> = self.handles.guard().values().cloned().collect();
+        for of in open {
+            let Ok(live) = of.live() else { continue };
+            let mut h = of.handle.guard();
+            let Handle::Group(g) = &mut *h else { continue };
+            g.commit_due();
+            if g.give_up_held() && g.take_handed_over() {
+                let group = g.group().to_string();
+                drop(h);
+                drop(live);
+                self.regroup_of(&of, &group);
+            }
+        }
     }
 
     /// How many reads wait for records.

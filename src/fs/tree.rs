@@ -142,11 +142,11 @@ impl FsState {
             }
             Node::Groups(t) => {
                 self.topic(t)?;
-                // Any valid group name can be entered (Kafka's rules, as for topics).
-                if crate::manager::validate_topic_name(name).is_err() {
-                    return tree(libc::ENOENT, format!("{name:?} is not a valid group name"));
-                }
-                Ok(Node::Group(t.clone(), Arc::from(name)))
+                // Any group id can be entered, by its name (escaped where it must be).
+                let Some(id) = inode::group_id(name) else {
+                    return tree(libc::ENOENT, format!("{name:?} is no group's name"));
+                };
+                Ok(Node::Group(t.clone(), Arc::from(id.as_str())))
             }
             Node::Group(t, g) => {
                 self.topic(t)?;
@@ -308,12 +308,16 @@ impl FsState {
             Node::Groups(t) => {
                 self.topic(t)?;
                 for g in self.groups.groups_of(t) {
-                    out.push((Node::Group(t.clone(), Arc::from(g.as_str())), g));
+                    let name = inode::group_file_name(&g);
+                    out.push((Node::Group(t.clone(), Arc::from(g.as_str())), name));
                 }
             }
             Node::Group(t, g) => {
                 self.topic(t)?;
-                for f in GroupFile::ALL {
+                // The record files consume (and `follow` waits): a tree walk (`cp -r`,
+                // `grep -r`, `tar`) must not open them. They open by name, not listed, as
+                // `follow/<N>` is.
+                for f in GroupFile::ALL.into_iter().filter(|f| f.format().is_none()) {
                     out.push((
                         Node::GroupFile(t.clone(), g.clone(), f),
                         f.name().to_string(),

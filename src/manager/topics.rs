@@ -143,6 +143,11 @@ impl LogManager {
     /// topic stays as it was.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.writable()?;
+        if name == crate::group::OFFSETS_TOPIC {
+            return Err(Error::InternalTopic(format!(
+                "{name} is the consumer groups' internal topic: it cannot be deleted"
+            )));
+        }
         let topic = self.topic(name)?;
         // Taken before the admin lock: a user holding `live` may wait for the admin lock.
         let mut deleted = topic.deleted.write_guard();
@@ -210,6 +215,12 @@ impl LogManager {
     /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
+        if topic == crate::group::OFFSETS_TOPIC {
+            // A group's partition is its hash modulo the count: growing it moves groups.
+            return Err(Error::InternalTopic(format!(
+                "{topic} is the consumer groups' internal topic: its partition count is fixed"
+            )));
+        }
         let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let current = t.partition_count();
@@ -265,6 +276,12 @@ impl LogManager {
             }
         }
         let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
+        if topic == crate::group::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
+            // Its records are the latest commit of each key: deleting by age loses commits.
+            return Err(Error::InvalidConfig(format!(
+                "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"
+            )));
+        }
         self.set_overrides_locked(topic, Some(ov.clone()))?;
         *t.overrides.guard() = ov;
         *t.config.write_guard() = cfg.clone();

@@ -66,6 +66,12 @@ impl GroupStore for GroupOffsets {
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
         GroupOffsets::reset(self, group, topic, offsets)
     }
+    fn topic_deleted(&self, topic: &str) -> Result<()> {
+        for group in GroupOffsets::groups_of(self, topic) {
+            GroupOffsets::delete_offsets(self, &group, topic)?;
+        }
+        Ok(())
+    }
 }
 
 impl TopicStore for Topic {

@@ -83,6 +83,13 @@ pub trait GroupStore: Send + Sync {
     ) -> Result<Option<Arc<dyn GroupMember>>> {
         Ok(None)
     }
+    /// `topic` was deleted: every group's commits on it go too (tombstones in
+    /// `__consumer_offsets`, as Kafka's group coordinator writes when a topic is deleted), so
+    /// a new topic of that name starts with none. By default nothing: a cluster's coordinator
+    /// does it itself.
+    fn topic_deleted(&self, _topic: &str) -> Result<()> {
+        Ok(())
+    }
     /// Fails with [`crate::error::Error::GroupBusy`] when `group` has active members outside
     /// this process (what `records` and `offsets` need: they read or set the group alone).
     fn check_idle(&self, _group: &str) -> Result<()> {
