@@ -109,6 +109,11 @@ impl PartitionLog {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             r => drop(r?),
         }
+        // The directory's entry in the log dir survives a power cut from here on (its first
+        // segment's files are made durable as it is created).
+        if let Some(parent) = dir.parent() {
+            Dir::open_log_dir(parent)?.sync()?;
+        }
         PartitionLog::load(
             dir,
             topic,
