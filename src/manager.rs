@@ -587,7 +587,18 @@ impl LogManager {
             let _ = h.join();
         }
         let mut first_err = None;
+        // A log dir holding a partition taken offline by a failed fsync gets no clean-shutdown
+        // marker: the next mount recovers it from its recovery point.
+        let mut unclean = std::collections::BTreeSet::new();
         for l in self.all_partitions() {
+            if l.is_offline() {
+                l.close_waiters();
+                let _ = l.close();
+                if let Some(parent) = l.dir().parent() {
+                    unclean.insert(parent.to_path_buf());
+                }
+                continue;
+            }
             if let Err(e) = l.close() {
                 log::error!("{}-{}: close failed: {e}", l.topic(), l.partition());
                 first_err.get_or_insert(e);
@@ -601,7 +612,7 @@ impl LogManager {
             log::info!("read-only mount closed; nothing written");
             return Ok(());
         }
-        for d in &self.dirs {
+        for d in self.dirs.iter().filter(|d| !unclean.contains(&d.path)) {
             let epoch = d.broker_epoch.load(Ordering::Relaxed);
             checkpoint::write_atomic(
                 &d.path.join(CLEAN_SHUTDOWN_FILE),
