@@ -391,7 +391,10 @@ impl LogSegment {
     }
 
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.file()?.read_full_at(buf, pos)
+        // A failing disk's error names the segment (its errno is kept for the reader).
+        self.file()?
+            .read_full_at(buf, pos)
+            .map_err(|e| crate::safe_fs::with_path(&self.log_path, e))
     }
 
     /// The header of the batch at `pos`, if a whole valid-looking batch starts there
