@@ -73,12 +73,17 @@ struct Daemon {
 impl Daemon {
     /// Starts it; Err with its log when it exits or does not mount in time.
     fn start(logs: &Path, mnt: &Path, log: &Path, extra: &[&str]) -> Result<Daemon, String> {
+        let args: Vec<&str> = DAEMON_ARGS.iter().chain(extra).copied().collect();
+        Daemon::start_with(logs, mnt, log, &args)
+    }
+
+    /// Starts it with only these arguments.
+    fn start_with(logs: &Path, mnt: &Path, log: &Path, args: &[&str]) -> Result<Daemon, String> {
         let child = Command::new(BIN)
             .args(["mount", "--foreground", "--log-dir"])
             .arg(logs)
             .arg(mnt)
-            .args(DAEMON_ARGS)
-            .args(extra)
+            .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
@@ -668,4 +673,183 @@ fn powercut_at_random_points_of_random_mixes_loses_nothing_fsynced() {
         "{checked} cuts in {runs} runs, {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// A mount of topicfs over two log dirs: the first inside faultfs, the second on the real disk.
+struct FailingDisk {
+    dir: PathBuf,
+    fs: Option<FaultFs>,
+    daemon: Option<Daemon>,
+}
+
+impl FailingDisk {
+    fn start() -> FailingDisk {
+        let dir = tempfile::Builder::new()
+            .prefix("topicfs-failing-disk-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        for d in ["lower/logs", "fmnt", "logs2", "mnt"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let fs = FaultFs::mount(&dir.join("lower"), &dir.join("fmnt")).expect("mount faultfs");
+        let mut d = FailingDisk {
+            dir,
+            fs: Some(fs),
+            daemon: None,
+        };
+        d.mount(&d.dir.join("fmnt/logs"));
+        // a-0 goes to the first log dir, b-0 to the second (the least loaded).
+        for t in ["a", "b"] {
+            std::fs::create_dir(d.dir.join("mnt").join(t)).unwrap();
+        }
+        assert!(d.dir.join("fmnt/logs/a-0").is_dir() && d.dir.join("logs2/b-0").is_dir());
+        d
+    }
+
+    fn mount(&mut self, first: &Path) {
+        let logs2 = self.dir.join("logs2");
+        let args = [
+            "--log-dir",
+            logs2.to_str().unwrap(),
+            "--num-partitions",
+            "1",
+        ];
+        self.daemon = Some(
+            Daemon::start_with(
+                first,
+                &self.dir.join("mnt"),
+                &self.dir.join("topicfs.log"),
+                &args,
+            )
+            .unwrap(),
+        );
+    }
+
+    fn fs(&self) -> &FaultFs {
+        self.fs.as_ref().unwrap()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join("mnt").join(rel)
+    }
+
+    /// Appends `line` to `<topic>/0` and fsyncs: the errno of the step that failed.
+    fn append(&self, topic: &str, line: &str, sync: bool) -> Result<(), i32> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .open(self.path(&format!("{topic}/0/append")))
+            .map_err(|e| e.raw_os_error().unwrap())?;
+        f.write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| e.raw_os_error().unwrap())?;
+        if sync {
+            f.sync_all().map_err(|e| e.raw_os_error().unwrap())?;
+        }
+        Ok(())
+    }
+
+    fn records(&self, topic: &str) -> Result<Vec<String>, i32> {
+        std::fs::read_to_string(self.path(&format!("{topic}/0/by-offset/0")))
+            .map(|t| t.lines().map(str::to_string).collect())
+            .map_err(|e| e.raw_os_error().unwrap())
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("topicfs.log")).unwrap_or_default()
+    }
+
+    fn finish(mut self) {
+        drop(self.daemon.take());
+        drop(self.fs.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn failing_disk_a_failed_fsync_takes_the_partition_offline_until_the_next_mount() {
+    let mut d = FailingDisk::start();
+    d.append("a", "one", true).unwrap();
+    d.append("b", "b-one", true).unwrap();
+    d.fs()
+        .inject(faultfs::Fault::new(faultfs::FaultKind::FsyncOnce, "a-0/"));
+    assert_eq!(d.append("a", "two", true), Err(libc::EIO));
+    // The disk now reports the next fsync done (the lost pages are clean): topicfs must not.
+    assert_eq!(d.append("a", "", true), Err(libc::EIO));
+    assert_eq!(d.append("a", "three", false), Err(libc::EIO));
+    assert_eq!(d.records("a"), Err(libc::EIO));
+    // The other log dir goes on serving.
+    d.append("b", "b-two", true).unwrap();
+    assert_eq!(d.records("b").unwrap(), ["b-one", "b-two"]);
+    let log = d.log();
+    assert_eq!(
+        log.matches("fsync failed").count(),
+        1,
+        "one log line for the failure: {log}"
+    );
+    // A clean unmount, then the disk as it is (what the failed fsync covered never reached
+    // it): the next mount recovers the partition.
+    d.daemon.take().unwrap().stop().unwrap();
+    let lower = d.dir.join("lower/logs");
+    d.fs.take().unwrap().unmount();
+    d.mount(&lower);
+    assert_eq!(d.records("a").unwrap(), ["one"]);
+    d.append("a", "four", true).unwrap();
+    assert_eq!(d.records("a").unwrap(), ["one", "four"]);
+    assert_eq!(d.records("b").unwrap(), ["b-one", "b-two"]);
+    d.finish();
+}
+
+#[test]
+fn failing_disk_eio_on_a_segment_read_fails_that_reader_only() {
+    let d = FailingDisk::start();
+    d.append("a", "one", true).unwrap();
+    d.append("b", "b-one", true).unwrap();
+    let seg = "a-0/00000000000000000000.log";
+    d.fs()
+        .inject(faultfs::Fault::new(faultfs::FaultKind::ReadEio, seg));
+    // The segment's pages leave the page cache, so the next read reaches the disk.
+    let f = std::fs::File::open(d.dir.join("fmnt/logs").join(seg)).unwrap();
+    // SAFETY: an advice on a descriptor we own.
+    unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    drop(f);
+    let before = d.log().lines().count();
+    assert_eq!(d.records("a"), Err(libc::EIO));
+    assert_eq!(d.records("b").unwrap(), ["b-one"]);
+    let log = d.log();
+    let new: Vec<&str> = log.lines().skip(before).collect();
+    assert_eq!(
+        new.iter().filter(|l| l.contains(seg)).count(),
+        1,
+        "one log line for the failed read: {new:?}"
+    );
+    d.fs().heal();
+    assert_eq!(d.records("a").unwrap(), ["one"]);
+    d.append("a", "two", true).unwrap();
+    d.finish();
+}
+
+#[test]
+fn failing_disk_eio_or_enospc_on_a_write_acknowledges_nothing_partial() {
+    let d = FailingDisk::start();
+    d.append("a", "one", true).unwrap();
+    for (kind, errno) in [
+        (faultfs::FaultKind::NoSpace, libc::ENOSPC),
+        (faultfs::FaultKind::WriteEio, libc::EIO),
+    ] {
+        d.fs().inject(faultfs::Fault::new(kind, "a-0/"));
+        assert_eq!(d.append("a", "lost", true), Err(errno));
+        d.append("b", "b", true).unwrap();
+        d.fs().heal();
+    }
+    d.append("a", "two", true).unwrap();
+    assert_eq!(d.records("a").unwrap(), ["one", "two"]);
+    assert_eq!(d.records("b").unwrap(), ["b", "b"]);
+    d.finish();
 }
