@@ -578,9 +578,17 @@ fn check_records(mnt: &Path, topic: &str, p: u32, cut: u64, j: &Journal) -> Resu
     Ok(())
 }
 
-/// One daemon lifetime on a fresh log dir with cuts planned at random requests; returns
-/// (cuts checked, requests the run made).
-fn run_once(rng: &mut Rng, root: &Path, index: u32, est: u64, cuts: u64) -> (u64, u64) {
+/// What one run did.
+struct RunStats {
+    cuts: u64,
+    requests: u64,
+    /// Segments the cleaner swapped in during the run.
+    swaps: usize,
+    rolls: usize,
+}
+
+/// One daemon lifetime on a fresh log dir with cuts planned at random requests.
+fn run_once(rng: &mut Rng, root: &Path, index: u32, est: u64, cuts: u64) -> RunStats {
     let dir = root.join(format!("run{index}"));
     let (lower, fmnt, tmnt) = (dir.join("lower"), dir.join("fmnt"), dir.join("tmnt"));
     for d in [&lower, &fmnt, &tmnt] {
@@ -632,8 +640,14 @@ fn run_once(rng: &mut Rng, root: &Path, index: u32, est: u64, cuts: u64) -> (u64
         checked += 1;
         std::fs::remove_dir_all(cut).unwrap();
     }
+    let log = std::fs::read_to_string(dir.join("topicfs.log")).unwrap_or_default();
     std::fs::remove_dir_all(&dir).unwrap();
-    (checked, total)
+    RunStats {
+        cuts: checked,
+        requests: total,
+        swaps: log.matches("swapped in cleaned segment").count(),
+        rolls: log.matches("rolling segment").count(),
+    }
 }
 
 #[test]
@@ -661,17 +675,24 @@ fn powercut_at_random_points_of_random_mixes_loses_nothing_fsynced() {
         .unwrap()
         .keep();
     let started = Instant::now();
-    let (mut checked, mut est, mut runs) = (0, 300, 0);
+    let (mut checked, mut est, mut runs, mut swaps, mut rolls) = (0, 300, 0, 0, 0);
     while checked < want {
-        let (n, total) = run_once(&mut rng, &root, runs, est, 12);
-        checked += n;
-        est = total.max(20);
+        let r = run_once(&mut rng, &root, runs, est, 12);
+        checked += r.cuts;
+        est = r.requests.max(20);
         runs += 1;
+        swaps += r.swaps;
+        rolls += r.rolls;
     }
     std::fs::remove_dir_all(&root).unwrap();
     eprintln!(
-        "{checked} cuts in {runs} runs, {:.1} s",
+        "{checked} cuts in {runs} runs ({rolls} rolls, {swaps} cleaner swaps), {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+    // The mixes reach the steps they are meant to cut through.
+    assert!(
+        rolls > 0 && swaps > 0,
+        "{rolls} rolls, {swaps} cleaner swaps"
     );
 }
 
