@@ -5,9 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # On a bare machine: Java, Maven, kcat, kafka-python... (nothing happens when all are there).
 scripts/install-deps.sh
-cargo fmt --check
-cargo clippy --all-targets -- -D warnings
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+# Includes tests/powercut.rs (200 power cuts) in the debug build.
 cargo test --all-targets
+# The fault-injecting file system the power-cut tests run on (tools/faultfs).
+cargo test -p faultfs
 # Apache Kafka's own tools, kafka-python and a real broker against topicfs (interop/README.md).
 interop/run-tests.sh
 # Bounded coverage-guided fuzzing of the batch decoder and the recovery scan (needs nightly).

@@ -32,6 +32,9 @@ pub const META_PROPERTIES: &str = "meta.properties";
 pub const LOCK_FILE: &str = ".lock";
 /// Topic config overrides (a plain file: Kafka ignores files in a log dir's root).
 pub const TOPIC_CONFIG_FILE: &str = "topicfs-topic-configs";
+/// Present (in every log dir) while partitions are being created: `<topic> <from> <to>`. A
+/// load that finds it removes those partitions: a creation cut short by a crash is undone.
+pub const CREATING_FILE: &str = "topicfs-creating-partitions";
 
 /// Kafka's topic name rule: 1..249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<()> {
@@ -243,7 +246,8 @@ impl LogManager {
                 }
             });
         }
-        let counts = partition_counts(&dirs)?;
+        let unfinished = undo_unfinished_creation(&dirs, config.read_only)?;
+        let counts = partition_counts(&dirs, &unfinished)?;
         let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
         for dir in &dirs {
             let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
@@ -279,6 +283,7 @@ impl LogManager {
                 }
                 match parse_partition_dir(&name) {
                     Some((t, _)) if t == "__cluster_metadata" => {}
+                    Some((t, p)) if unfinished.contains(&(t.clone(), p)) => {}
                     Some((t, p)) => parts.push((t, p, entry.path())),
                     None => {
                         if name.ends_with("-delete") {
@@ -582,7 +587,18 @@ impl LogManager {
             let _ = h.join();
         }
         let mut first_err = None;
+        // A log dir holding a partition taken offline by a failed fsync gets no clean-shutdown
+        // marker: the next mount recovers it from its recovery point.
+        let mut unclean = std::collections::BTreeSet::new();
         for l in self.all_partitions() {
+            if l.is_offline() {
+                l.close_waiters();
+                let _ = l.close();
+                if let Some(parent) = l.dir().parent() {
+                    unclean.insert(parent.to_path_buf());
+                }
+                continue;
+            }
             if let Err(e) = l.close() {
                 log::error!("{}-{}: close failed: {e}", l.topic(), l.partition());
                 first_err.get_or_insert(e);
@@ -596,7 +612,7 @@ impl LogManager {
             log::info!("read-only mount closed; nothing written");
             return Ok(());
         }
-        for d in &self.dirs {
+        for d in self.dirs.iter().filter(|d| !unclean.contains(&d.path)) {
             let epoch = d.broker_epoch.load(Ordering::Relaxed);
             checkpoint::write_atomic(
                 &d.path.join(CLEAN_SHUTDOWN_FILE),
@@ -620,7 +636,54 @@ impl Drop for LogManager {
 /// of 0..n has a directory. A directory past a gap (`t-7000` without `t-1`) is stray: the
 /// count never comes from the largest number seen, so one stray directory cannot make the
 /// mount create thousands of empty partitions.
-fn partition_counts(dirs: &[LogDir]) -> Result<BTreeMap<String, u32>> {
+/// Undoes a creation of partitions a crash cut short ([`CREATING_FILE`]): their directories
+/// are removed (a read-only mount leaves them and does not serve them). Returns them.
+fn undo_unfinished_creation(
+    dirs: &[LogDir],
+    read_only: bool,
+) -> Result<std::collections::BTreeSet<(String, u32)>> {
+    let mut unfinished = std::collections::BTreeSet::new();
+    for dir in dirs {
+        let text = match crate::safe_fs::read_to_string(&dir.path.join(CREATING_FILE)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [t, from, to] = f[..]
+                && let (Ok(from), Ok(to)) = (from.parse::<u32>(), to.parse::<u32>())
+            {
+                unfinished.extend((from..to).map(|p| (t.to_string(), p)));
+            }
+        }
+    }
+    if unfinished.is_empty() || read_only {
+        return Ok(unfinished);
+    }
+    for dir in dirs {
+        for (t, p) in &unfinished {
+            let d = dir.path.join(format!("{t}-{p}"));
+            if d.exists() {
+                log::warn!(
+                    "{}: its creation was cut short by a crash: removed",
+                    d.display()
+                );
+                remove_partition_dir(&d);
+            }
+        }
+        let root = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
+        root.sync()?;
+        root.remove_if_exists(CREATING_FILE)?;
+        root.sync()?;
+    }
+    Ok(unfinished)
+}
+
+fn partition_counts(
+    dirs: &[LogDir],
+    unfinished: &std::collections::BTreeSet<(String, u32)>,
+) -> Result<BTreeMap<String, u32>> {
     let mut present: BTreeMap<String, std::collections::BTreeSet<u32>> = BTreeMap::new();
     for dir in dirs {
         for entry in std::fs::read_dir(&dir.path)? {
@@ -628,7 +691,9 @@ fn partition_counts(dirs: &[LogDir]) -> Result<BTreeMap<String, u32>> {
             if !entry.file_type()?.is_dir() {
                 continue;
             }
-            if let Some((t, p)) = parse_partition_dir(&entry.file_name().to_string_lossy()) {
+            if let Some((t, p)) = parse_partition_dir(&entry.file_name().to_string_lossy())
+                && !unfinished.contains(&(t.clone(), p))
+            {
                 present.entry(t).or_default().insert(p);
             }
         }

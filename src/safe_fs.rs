@@ -98,6 +98,20 @@ fn named(path: &Path, e: io::Error) -> io::Error {
     }
 }
 
+/// Names the file in an error, keeping its errno (see [`os_error`]).
+pub fn with_path(path: &Path, e: io::Error) -> io::Error {
+    if e.get_ref().is_some_and(|i| i.is::<PathError>()) {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        PathError {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    )
+}
+
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc < 0 {
         Err(io::Error::last_os_error())

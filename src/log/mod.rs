@@ -86,6 +86,10 @@ pub struct PartitionLog {
     /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
     /// two never work on the same segments at once.
     structure: Mutex<()>,
+    /// Set when an fsync failed: what it covered may never have reached the disk while the
+    /// page cache still shows it (and a second fsync would report success), so nothing of
+    /// the partition is served or written until the next mount recovers it from the disk.
+    offline: std::sync::atomic::AtomicBool,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -108,6 +112,11 @@ impl PartitionLog {
         match Dir::create(dir, 0o755) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             r => drop(r?),
+        }
+        // The directory's entry in the log dir survives a power cut from here on (its first
+        // segment's files are made durable as it is created).
+        if let Some(parent) = dir.parent() {
+            Dir::open_log_dir(parent)?.sync()?;
         }
         PartitionLog::load(
             dir,
@@ -164,6 +173,7 @@ impl PartitionLog {
     /// `max.message.bytes` is refused before anything is written. Returns once the batch is
     /// in the segment file and the indexes are updated.
     pub fn append(&self, records: &[RecordInput<'_>]) -> Result<AppendInfo> {
+        self.online()?;
         let lines = records
             .iter()
             .map(|r| r.value.map_or(0, <[u8]>::len) as u64 + 1)
@@ -204,6 +214,7 @@ impl PartitionLog {
         if self.read_only {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EROFS)));
         }
+        self.online()?;
         let empty = || {
             let leo = self.log_end_offset();
             Ok(AppendInfo {
@@ -305,7 +316,7 @@ impl PartitionLog {
         old.seal()?;
         self.segments.write_guard().insert(base, new.clone());
         old.set_active(false);
-        old.flush()?;
+        old.flush().map_err(|e| self.take_offline(e))?;
         old.release_file();
         self.recovery_point.fetch_max(base, Ordering::AcqRel);
         self.carry_producer_snapshot(base)?;
@@ -359,13 +370,39 @@ impl PartitionLog {
         if self.read_only {
             return Ok(());
         }
+        self.online()?;
         let leo = self.log_end_offset();
         let segs = self.snapshot_from(self.recovery_point());
         for s in segs {
-            s.flush()?;
+            s.flush().map_err(|e| self.take_offline(e))?;
         }
         self.recovery_point.fetch_max(leo, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Whether an fsync failed (see the `offline` field): every later use fails with EIO.
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
+    }
+
+    fn online(&self) -> Result<()> {
+        if self.is_offline() {
+            return Err(Error::LogDirOffline(self.dir.clone()));
+        }
+        Ok(())
+    }
+
+    /// Takes the partition offline after a failed fsync, with one log line.
+    fn take_offline(&self, e: std::io::Error) -> Error {
+        if !self.offline.swap(true, Ordering::AcqRel) {
+            log::error!(
+                "{}-{}: fsync failed ({e}): the partition is offline (its files fail with EIO) until the next mount recovers it from the disk",
+                self.topic,
+                self.partition
+            );
+            self.waiters.close();
+        }
+        Error::LogDirOffline(self.dir.clone())
     }
 
     /// Wakes `w` once the log end passes `offset`, or when the partition closes.
@@ -388,6 +425,13 @@ impl PartitionLog {
             return Ok(());
         }
         let _st = self.append.guard();
+        if self.is_offline() {
+            // Nothing is flushed nor checkpointed as flushed: the next mount recovers it.
+            for s in self.segments() {
+                s.close();
+            }
+            return Err(Error::LogDirOffline(self.dir.clone()));
+        }
         let active = self.active_segment();
         // A partition with nothing unflushed needs no fsync (as Kafka skips it).
         let idle = self.recovery_point() >= self.log_end_offset();
@@ -451,6 +495,7 @@ impl PartitionLog {
     /// as Kafka finds it: floor segment, index binary search, forward scan of at most one
     /// index interval.
     pub fn read_from_offset(&self, offset: i64) -> Result<LogReader> {
+        self.online()?;
         let end = self.check_offset(offset)?;
         if offset == end {
             // Nothing to read (`follow/latest`, a stream opened at the log end): a reader
@@ -564,6 +609,7 @@ impl PartitionLog {
 
     /// A reader from the first record whose timestamp >= `ts`.
     pub fn read_from_time(&self, ts: i64) -> Result<LogReader> {
+        self.online()?;
         match self.offset_for_time(ts)? {
             Some(off) => self.read_from_offset(off),
             None => Err(Error::NoRecordAtOrAfter(ts)),

@@ -252,8 +252,9 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Creates a new, empty segment with preallocated indexes. The only place a `.log` is
-    /// ever created (O_EXCL: an existing file or link of that name is removed first).
+    /// Creates a new, empty segment with preallocated indexes, then fsyncs the directory. The
+    /// only place a `.log` is ever created (O_EXCL: an existing file or link of that name is
+    /// removed first).
     pub fn create(dir: &Arc<Dir>, base_offset: i64, cfg: &LogConfig) -> io::Result<LogSegment> {
         for name in [
             log_name(base_offset),
@@ -273,6 +274,9 @@ impl LogSegment {
         *seg.log.guard() = Some(Arc::new(dir.create_new(&seg.log_name)?));
         seg.offset_index.open_active()?;
         seg.time_index.open_active()?;
+        // The new names are durable before anything is appended: an fsync of the `.log`
+        // alone does not make its directory entry survive a power cut.
+        dir.sync()?;
         Ok(seg)
     }
 
@@ -392,7 +396,10 @@ impl LogSegment {
     }
 
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.file()?.read_full_at(buf, pos)
+        // A failing disk's error names the segment (its errno is kept for the reader).
+        self.file()?
+            .read_full_at(buf, pos)
+            .map_err(|e| crate::safe_fs::with_path(&self.log_path, e))
     }
 
     /// The header of the batch at `pos`, if a whole valid-looking batch starts there

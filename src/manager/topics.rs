@@ -47,6 +47,35 @@ impl LogManager {
         to: u32,
         cfg: Arc<LogConfig>,
     ) -> Result<Vec<Arc<PartitionLog>>> {
+        // All or nothing across a crash too: the marker is durable before the first
+        // directory is made and removed once the last one is durable.
+        let marker = format!("{topic} {from} {to}\n");
+        for d in &self.dirs {
+            checkpoint::write_atomic(&d.path.join(CREATING_FILE), marker.as_bytes())?;
+        }
+        let made = self.make_partitions(topics, topic, from, to, cfg);
+        // On success each partition directory was synced into its log dir as it was made.
+        for d in &self.dirs {
+            let removed = crate::safe_fs::Dir::open_log_dir(&d.path).and_then(|root| {
+                root.remove_if_exists(CREATING_FILE)
+                    .and_then(|()| root.sync())
+            });
+            if let Err(e) = removed {
+                // The partitions stand; a crash before the next removal undoes them.
+                log::error!("{}: {CREATING_FILE} not removed: {e}", d.path.display());
+            }
+        }
+        made
+    }
+
+    fn make_partitions(
+        &self,
+        topics: &BTreeMap<String, Arc<Topic>>,
+        topic: &str,
+        from: u32,
+        to: u32,
+        cfg: Arc<LogConfig>,
+    ) -> Result<Vec<Arc<PartitionLog>>> {
         let mut made: Vec<Arc<PartitionLog>> = Vec::new();
         for p in from..to {
             let dir = self
@@ -182,6 +211,16 @@ impl LogManager {
             }
             renamed.push((dir, del));
         }
+        // The renames are durable before the deletion is reported done: after a power cut
+        // the topic stays deleted (the next load removes the `-delete` dirs).
+        if let Err(e) = sync_parents(renamed.iter().map(|(_, del)| del.as_path())) {
+            for (dir, del) in renamed.iter().rev() {
+                if let Err(e) = std::fs::rename(del, dir) {
+                    log::error!("cannot rename {} back: {e}", del.display());
+                }
+            }
+            return Err(e.into());
+        }
         *deleted = true;
         self.topics.write_guard().remove(name);
         for log in topic.partitions() {
@@ -316,4 +355,17 @@ impl LogManager {
         }
         Ok(())
     }
+}
+
+/// fsyncs the log dir of each of `paths` once.
+fn sync_parents<'a>(paths: impl Iterator<Item = &'a std::path::Path>) -> std::io::Result<()> {
+    let mut done = std::collections::BTreeSet::new();
+    for p in paths {
+        if let Some(parent) = p.parent()
+            && done.insert(parent.to_path_buf())
+        {
+            crate::safe_fs::Dir::open_log_dir(parent)?.sync()?;
+        }
+    }
+    Ok(())
 }
