@@ -163,7 +163,8 @@ impl Topic {
     pub fn overrides(&self) -> BTreeMap<String, String> {
         self.overrides.guard().clone()
     }
-    /// The effective configuration: overrides first, then the broker defaults.
+    /// The `config` file: the overrides as `key=value` lines, then the broker defaults the
+    /// topic takes as `# key=value` comments, so writing the file back changes nothing.
     pub fn config_text(&self) -> String {
         let cfg = self.config();
         let ov = self.overrides();
@@ -176,11 +177,11 @@ impl Topic {
                     cfg.get_topic_key(k).unwrap_or_default()
                 ));
             }
-            s.push_str("# broker defaults\n");
         }
+        s.push_str("# broker defaults\n");
         for k in TOPIC_KEYS.iter().filter(|k| !ov.contains_key(**k)) {
             s.push_str(&format!(
-                "{k}={}\n",
+                "# {k}={}\n",
                 cfg.get_topic_key(k).unwrap_or_default()
             ));
         }

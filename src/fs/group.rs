@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::handle::OneChange;
 use super::stream::{compact, format_record};
 use crate::error::{Error, Result};
 use crate::fs::inode::Format;
@@ -301,11 +302,13 @@ impl GroupHandle {
 
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
 /// open; a write of `partition offset` lines, or `earliest` / `latest`, moves G's committed
-/// offsets as `kafka-consumer-groups --reset-offsets` does.
+/// offsets as `kafka-consumer-groups --reset-offsets` does. One open is one change
+/// ([`OneChange`]): lines are checked as they are written and applied at close.
 pub struct OffsetsHandle {
     topic: Arc<dyn TopicStore>,
     group: String,
     content: Vec<u8>,
+    change: OneChange<(u32, i64)>,
 }
 
 impl OffsetsHandle {
@@ -323,6 +326,7 @@ impl OffsetsHandle {
             topic,
             group: group.to_string(),
             content: content.into_bytes(),
+            change: OneChange::default(),
         })
     }
 
@@ -334,9 +338,20 @@ impl OffsetsHandle {
         super::handle::slice_at(&self.content, offset, size)
     }
 
-    /// One write is judged whole: every line parsed and checked, then all applied at once.
-    /// Offsets outside [log start, log end] are moved to the nearer end, as Kafka's tool does.
-    pub fn write(&self, groups: &dyn GroupStore, data: &[u8]) -> Result<()> {
+    /// Whether written lines wait to be applied.
+    pub fn pending(&self) -> bool {
+        self.change.pending()
+    }
+
+    /// One write: every line parsed and checked now (a negative offset, an unknown partition
+    /// or a line of another form fails the write, and the whole open); applied at close.
+    /// Offsets past the log's ends are moved to the nearer end, as Kafka's tool does.
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> Result<()> {
+        let (topic, group) = (&self.topic, &self.group);
+        self.change.write(owner, || Self::check(topic, group, data))
+    }
+
+    fn check(topic: &Arc<dyn TopicStore>, group: &str, data: &[u8]) -> Result<Vec<(u32, i64)>> {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidRecord("offsets: the write is not UTF-8".into()))?;
         let bad = |l: &str| {
@@ -344,19 +359,19 @@ impl OffsetsHandle {
                 "offsets: {l:?} is not `partition offset`, `earliest` or `latest`"
             ))
         };
-        let count = self.topic.partition_count();
-        let mut target: BTreeMap<u32, i64> = BTreeMap::new();
+        let count = topic.partition_count();
+        let mut target = Vec::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             match line {
                 "earliest" | "latest" => {
                     for p in 0..count {
-                        let log = self.topic.partition(p)?;
+                        let log = topic.partition(p)?;
                         let o = if line == "earliest" {
                             log.log_start_offset()
                         } else {
                             log.log_end_offset()
                         };
-                        target.insert(p, o);
+                        target.push((p, o));
                     }
                 }
                 _ => {
@@ -367,20 +382,37 @@ impl OffsetsHandle {
                     let (Ok(p), Ok(o)) = (p.parse::<u32>(), o.parse::<i64>()) else {
                         return Err(bad(line));
                     };
-                    let log = self.topic.partition(p)?;
+                    if o < 0 {
+                        return Err(Error::InvalidRecord(format!(
+                            "offsets: {line:?}: an offset is never negative"
+                        )));
+                    }
+                    let log = topic.partition(p)?;
                     let (start, end) = (log.log_start_offset(), log.log_end_offset());
                     let clamped = o.clamp(start, end);
                     if clamped != o {
-                        log::warn!(
-                            "group {}: offset {o} of {}-{p} is outside [{start}, {end}]; set to {clamped}",
-                            self.group,
-                            self.topic.name()
+                        log::info!(
+                            "group {group}: offset {o} of {}-{p} is outside [{start}, {end}]; set to {clamped}",
+                            topic.name()
                         );
                     }
-                    target.insert(p, clamped);
+                    target.push((p, clamped));
                 }
             }
         }
+        Ok(target)
+    }
+
+    /// Drops the lines written through this open: nothing of it is applied.
+    pub fn discard(&mut self) {
+        self.change.take(None);
+    }
+
+    /// Moves G's committed offsets to the lines written through this open, at the close of
+    /// the process that wrote them (`Some(owner)`) or at release (`None`); a partition given
+    /// twice takes its last offset.
+    pub fn apply(&mut self, groups: &dyn GroupStore, closer: Option<u64>) -> Result<()> {
+        let target: BTreeMap<u32, i64> = self.change.take(closer).into_iter().collect();
         if target.is_empty() {
             return Ok(());
         }

@@ -239,6 +239,21 @@ impl LogManager {
         self.set_topic_configs(topic, &[(key, value)])
     }
 
+    /// Whether one override (`Some`) or its removal (`None` or empty) would be accepted: a
+    /// topic config key, and a value Kafka's validator takes for it. Nothing changes.
+    pub fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
+        let key = key.trim();
+        if !TOPIC_KEYS.contains(&key) {
+            return Err(Error::InvalidConfig(format!(
+                "unknown topic config key {key:?}"
+            )));
+        }
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => self.config.log.clone().set_topic_key(key, v),
+            None => Ok(()),
+        }
+    }
+
     /// Sets or removes several overrides as one change: every key and value is validated
     /// first (Kafka's validators), then all are persisted once and applied at once; on any
     /// error nothing changes. A key given twice takes its last value.
@@ -248,15 +263,10 @@ impl LogManager {
         let t = self.topic(topic)?;
         let mut ov = t.overrides();
         for (key, value) in changes {
+            self.check_topic_config(key, *value)?;
             let key = key.trim();
-            if !TOPIC_KEYS.contains(&key) {
-                return Err(Error::InvalidConfig(format!(
-                    "unknown topic config key {key:?}"
-                )));
-            }
             match value.map(str::trim).filter(|v| !v.is_empty()) {
                 Some(v) => {
-                    self.config.log.clone().set_topic_key(key, v)?;
                     ov.insert(key.to_string(), v.to_string());
                 }
                 None => {

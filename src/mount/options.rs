@@ -17,7 +17,7 @@ pub struct MountArgs {
 
     /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
     #[arg(long = "log-dir", value_name = "DIR")]
-    log_dirs: Vec<PathBuf>,
+    pub(super) log_dirs: Vec<PathBuf>,
 
     /// A Kafka server.properties file; command-line options win over it
     #[arg(long, value_name = "FILE")]
@@ -312,7 +312,7 @@ pub(super) struct MountFlags {
     threads: usize,
     no_passthrough: bool,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
-    o_log_dirs: Vec<PathBuf>,
+    pub(super) o_log_dirs: Vec<PathBuf>,
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
     pub(super) o_bootstrap: Option<String>,
     pub(super) o_client_config: Option<PathBuf>,

@@ -32,6 +32,9 @@ impl Storage for LogManager {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         LogManager::set_partition_count(self, topic, count)
     }
+    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
+        LogManager::check_topic_config(self, key, value)
+    }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         LogManager::set_topic_configs(self, topic, changes)
     }

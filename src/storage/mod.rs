@@ -45,6 +45,9 @@ pub trait Storage: Send + Sync {
     fn delete_topic(&self, name: &str) -> Result<()>;
     /// Grows a topic to `count` partitions (never shrinks).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
+    /// Whether one topic config line (`Some` sets, `None` removes) would be accepted, as far
+    /// as it can be told before it is applied; nothing changes.
+    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()>;
     /// Sets (`Some`) or removes (`None`) topic config overrides, all or none.
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()>;
     /// Makes everything appended to one partition durable.

@@ -1,0 +1,174 @@
+//! Files that behave like files for programs that know nothing about topicfs: what a shell's
+//! writes do to `config` and `offsets`, writing `config` back, refused values. Real mounts,
+//! real programs (bash 5's builtin printf, cat, python3).
+
+mod common;
+
+use std::process::Command;
+
+use common::mount::{BIN, TestMount, force_unmount, is_mounted};
+
+/// `bash -c script` run in the mountpoint (bash's builtin printf writes each line with its own
+/// write(2), unlike dash's and coreutils').
+fn bash(m: &TestMount, script: &str) -> std::process::Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .expect("run bash")
+}
+
+#[test]
+fn item4_a_shells_printf_to_config_is_one_change() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let before = m.read("t/config");
+    // Two lines, two write(2)s: the second is refused at once, and the first is not applied.
+    let out = bash(&m, "printf 'retention.ms=12345\\nbogus=2\\n' >> t/config");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Invalid argument"),
+        "{out:?}"
+    );
+    assert_eq!(m.read("t/config"), before);
+    // A later line of a failed open is refused too; nothing of it is applied.
+    let out = bash(
+        &m,
+        "{ printf 'bogus=1\\n'; printf 'segment.ms=5000\\n'; } >> t/config",
+    );
+    assert!(!out.status.success());
+    assert_eq!(m.read("t/config"), before);
+    // Good lines: applied together when the writer closes, none while the file is open,
+    // also not when a child that inherited the descriptor exits.
+    let out = bash(
+        &m,
+        "{ printf 'retention.ms=12345\\n'; printf 'segment.ms=5000\\n'; /bin/true; \
+         grep -c '^retention.ms=12345$' t/config >&2; } >> t/config; \
+         grep -c -e '^retention.ms=12345$' -e '^segment.ms=5000$' t/config",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "0\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
+}
+
+#[test]
+fn item4_a_shells_printf_to_offsets_is_one_change() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t && printf 'a\\nb\\nc\\n' > t/0/append && printf 'd\\ne\\n' > t/1/append");
+    m.ok("cat t/groups/g/records > /dev/null");
+    let committed = "0 3 3 0\n1 2 2 0\n";
+    assert_eq!(m.read("t/groups/g/offsets"), committed);
+    // The second line is bad: nothing moves, also not partition 0.
+    let out = bash(&m, "printf '0 1\\n1 x\\n' > t/groups/g/offsets");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Invalid argument"),
+        "{out:?}"
+    );
+    assert_eq!(m.read("t/groups/g/offsets"), committed);
+    // Good lines move the group at close, all together.
+    let out = bash(
+        &m,
+        "{ printf '0 1\\n'; printf '1 0\\n'; cat t/groups/g/offsets >&2; } > t/groups/g/offsets",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), committed);
+    assert_eq!(m.read("t/groups/g/offsets"), "0 1 3 2\n1 0 2 2\n");
+}
+
+#[test]
+fn item6_a_negative_offset_is_refused() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\nb\\nc\\n' > t/0/append");
+    m.ok("cat t/groups/g/records > /dev/null");
+    m.fails_with("/bin/echo '0 -5' > t/groups/g/offsets", "Invalid argument");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 3 3 0\n");
+    assert!(m.daemon_log().contains("never negative"));
+    // Past the ends is moved to the nearer end, as Kafka's tool does.
+    m.ok("echo '0 99' > t/groups/g/offsets");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 3 3 0\n");
+    m.ok("echo '0 1' > t/groups/g/offsets");
+    assert_eq!(m.read("t/groups/g/offsets"), "0 1 3 2\n");
+}
+
+#[test]
+fn item5_config_written_back_changes_nothing() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo retention.ms=5000 >> t/config");
+    let cfg = m.read("t/config");
+    // The override as key=value, every broker default as a comment.
+    assert!(cfg.lines().any(|l| l == "retention.ms=5000"), "{cfg}");
+    assert!(
+        cfg.lines().any(|l| l == "# segment.bytes=1073741824"),
+        "{cfg}"
+    );
+    let settings: Vec<&str> = cfg
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    assert_eq!(settings, ["retention.ms=5000"]);
+    let stored = std::fs::read_to_string(m.log_dirs[0].join("topicfs-topic-configs")).unwrap();
+    let saved = m.dir.path().join("saved");
+    m.ok(&format!(
+        "cat t/config > {0} && cat {0} > t/config",
+        saved.display()
+    ));
+    assert_eq!(m.read("t/config"), cfg);
+    assert_eq!(
+        std::fs::read_to_string(m.log_dirs[0].join("topicfs-topic-configs")).unwrap(),
+        stored,
+        "no default became an override"
+    );
+}
+
+#[test]
+fn item6_a_log_dir_with_bootstrap_servers_from_o_or_fstab_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&mnt).unwrap();
+    let check = |out: std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if is_mounted(&mnt) {
+            force_unmount(&mnt);
+            panic!("mounted remote although a log dir was given: {err}");
+        }
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("cannot be used with"), "{err}");
+    };
+    check(
+        Command::new(BIN)
+            .arg("mount")
+            .arg(&mnt)
+            .arg("--log-dir")
+            .arg(&logs)
+            .args(["-o", "bootstrap.servers=127.0.0.1:1"])
+            .output()
+            .unwrap(),
+    );
+    check(
+        Command::new(BIN)
+            .arg("mount")
+            .arg(&mnt)
+            .arg("-o")
+            .arg(format!(
+                "log.dirs={},bootstrap.servers=127.0.0.1:1",
+                logs.display()
+            ))
+            .output()
+            .unwrap(),
+    );
+    // An fstab line `LOGS MNT topicfs bootstrap.servers=B`: mount(8) runs the helper so.
+    let helper = concat!(env!("CARGO_MANIFEST_DIR"), "/mount-scripts/mount.topicfs");
+    check(
+        Command::new("sh")
+            .arg(helper)
+            .arg(&logs)
+            .arg(&mnt)
+            .args(["-o", "rw,bootstrap.servers=127.0.0.1:1"])
+            .env("TOPICFS", BIN)
+            .output()
+            .unwrap(),
+    );
+}
