@@ -309,12 +309,16 @@ impl LogManager {
                 );
             } else if !parts.is_empty() {
                 log::info!(
+                    target: "topicfs::progress",
                     "Recovering {} logs from {} since no clean shutdown file was found",
                     parts.len(),
                     dir.path.display()
                 );
             }
             let total = parts.len();
+            // Long work reports progress (the terminal of the waiting mount, systemd's
+            // STATUS=) once a second.
+            let mut reported = Instant::now();
             for (i, (t, p, path)) in parts.into_iter().enumerate() {
                 let key = (t.clone(), p);
                 let cfg = Arc::new(
@@ -333,9 +337,12 @@ impl LogManager {
                     read_only: config.read_only,
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
-                if !clean && total > 10 && (i + 1) % (total / 10).max(1) == 0 {
+                if reported.elapsed() >= Duration::from_secs(1) {
+                    reported = Instant::now();
                     log::info!(
-                        "recovery of {}: {}/{total} partitions",
+                        target: "topicfs::progress",
+                        "{} {}: {}/{total} partitions",
+                        if clean { "loading" } else { "recovering" },
                         dir.path.display(),
                         i + 1
                     );

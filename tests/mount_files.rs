@@ -172,3 +172,196 @@ fn item6_a_log_dir_with_bootstrap_servers_from_o_or_fstab_is_refused() {
             .unwrap(),
     );
 }
+
+/// Whether some process holds a lock on `dir/.lock` (asked, not taken).
+fn lock_held(dir: &std::path::Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(dir.join(".lock")).unwrap();
+    // SAFETY: zeroed flock is valid; fcntl on an fd we own.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as _;
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
+    assert_eq!(rc, 0);
+    i32::from(fl.l_type) != libc::F_UNLCK
+}
+
+#[test]
+fn item2_topicfs_umount_returns_after_the_clean_shutdown_and_mount_waits_for_one() {
+    let mut m = TestMount::start(&[]);
+    // Many partitions: a shutdown long enough to be caught in the middle.
+    m.ok("mkdir t && echo 2000 > t/partitions && echo x >> t/0/append");
+    let logs = m.log_dirs[0].clone();
+    // umount(8) returns while the daemon still works; a mount at once waits for it, with one
+    // message, instead of failing on the lock.
+    let first = m.pid();
+    let out = Command::new("umount").arg(&m.mnt).output().unwrap();
+    assert!(out.status.success());
+    let out = m.mount_command().output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.matches("finishing its shutdown").count() <= 1, "{err}");
+    assert!(common::mount::process_gone(first));
+    assert_eq!(m.read("t/partitions"), "2000\n");
+    assert_eq!(m.read("t/0/by-offset/0"), "x\n");
+    let second: i32 = std::fs::read_to_string(&m.pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // topicfs umount returns once the shutdown is complete: marker, lock, process.
+    let out = Command::new(BIN)
+        .arg("umount")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(logs.join(".kafka_cleanshutdown").exists());
+    assert!(!lock_held(&logs));
+    assert!(common::mount::process_gone(second));
+    assert!(!is_mounted(&m.mnt));
+    m.wait_daemon_exit();
+    // Not a topicfs mount: refused.
+    let out = Command::new(BIN)
+        .arg("umount")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a topicfs mount"));
+}
+
+#[test]
+fn item3_a_dead_mountpoint_is_detached_and_mounted_again() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && echo before >> t/0/append");
+    let pid = m.pid();
+    // SAFETY: kill(2) of the daemon this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    common::mount::wait_until("daemon killed", || common::mount::process_gone(pid));
+    let err = std::fs::metadata(&m.mnt).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN));
+    let out = m.mount_command().output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("was a dead topicfs mount"), "{stderr}");
+    assert_eq!(m.read("t/0/by-offset/0"), "before\n");
+    let out = Command::new(BIN)
+        .arg("umount")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    m.wait_daemon_exit();
+}
+
+#[test]
+fn item8_waiting_for_a_cluster_shows_progress_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let client = dir.path().join("client.properties");
+    std::fs::write(&client, "message.timeout.ms=6000\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("mount")
+        .arg(&mnt)
+        .args(["--bootstrap-servers", "127.0.0.1:1", "--client-config"])
+        .arg(&client)
+        .output()
+        .unwrap();
+    if is_mounted(&mnt) {
+        force_unmount(&mnt);
+        panic!("mounted an unreachable cluster");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("topicfs: waiting for the Kafka cluster at 127.0.0.1:1: 5 s"),
+        "{err}"
+    );
+    assert!(err.contains("cannot reach the Kafka cluster"), "{err}");
+}
+
+#[test]
+fn item8_a_killed_waiting_reader_is_not_an_error_in_the_log() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && echo a >> t/0/append");
+    m.unmount();
+    // The log as a user has it: fuser's errors included.
+    let out = m
+        .mount_command()
+        .env("RUST_LOG", "topicfs=info,fuser=error")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pid: i32 = std::fs::read_to_string(&m.pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for _ in 0..3 {
+        let mut reader = Command::new("cat")
+            .arg(m.path("t/0/follow/0"))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        reader.kill().unwrap();
+        reader.wait().unwrap();
+    }
+    m.ok("echo b >> t/0/append");
+    let out = Command::new(BIN)
+        .arg("umount")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(common::mount::process_gone(pid));
+    let log = m.daemon_log();
+    assert!(log.contains("clean shutdown"), "{log}");
+    assert!(!log.contains("ERROR fuser"), "{log}");
+}
+
+#[test]
+fn item9_the_mount_helper_finds_topicfs_beside_itself_with_mounts_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let sbin = dir.path().join("sbin");
+    std::fs::create_dir(&sbin).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/mount-scripts/mount.topicfs"),
+        sbin.join("mount.topicfs"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(BIN, sbin.join("topicfs")).unwrap();
+    let (logs, mnt) = (dir.path().join("logs"), dir.path().join("mnt"));
+    std::fs::create_dir(&mnt).unwrap();
+    // The PATH mount(8) gives its helpers, where no topicfs is; no TOPICFS.
+    let out = Command::new(sbin.join("mount.topicfs"))
+        .arg(&logs)
+        .arg(&mnt)
+        .args(["-o", "rw"])
+        .env_clear()
+        .env("PATH", "/sbin:/bin:/usr/sbin:/usr/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mounted = is_mounted(&mnt);
+    // `findmnt -t fuse.topicfs` lists it (the type is fuse.topicfs, as the docs say).
+    let found = Command::new("findmnt")
+        .args(["-n", "-t", "fuse.topicfs", "-M"])
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    if mounted {
+        let out = Command::new(BIN).arg("umount").arg(&mnt).output().unwrap();
+        assert!(out.status.success());
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(mounted);
+    assert!(found.status.success());
+    assert!(String::from_utf8_lossy(&found.stdout).contains(&*logs.to_string_lossy()));
+    assert!(logs.join(".kafka_cleanshutdown").exists());
+}

@@ -13,7 +13,7 @@ use crate::config::{
 #[derive(Args)]
 pub struct MountArgs {
     /// Where the topics appear
-    mountpoint: PathBuf,
+    pub(super) mountpoint: PathBuf,
 
     /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
     #[arg(long = "log-dir", value_name = "DIR")]
@@ -214,7 +214,7 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
 }
 
 /// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
-fn unescape_mountinfo(field: &str) -> Vec<u8> {
+pub(super) fn unescape_mountinfo(field: &str) -> Vec<u8> {
     let b = field.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
