@@ -365,3 +365,45 @@ fn item9_the_mount_helper_finds_topicfs_beside_itself_with_mounts_path() {
     assert!(String::from_utf8_lossy(&found.stdout).contains(&*logs.to_string_lossy()));
     assert!(logs.join(".kafka_cleanshutdown").exists());
 }
+
+#[test]
+fn item1_a_stdio_open_of_a_stream_is_a_lookup() {
+    let m = TestMount::start(&[]);
+    // One segment of 400,000 records (about 3 MB).
+    m.ok("mkdir t && seq 1 400000 > t/0/append");
+    assert_eq!(m.end_offset("t", 0), 400_000);
+    // Python's open() calls fstat, whose size is the stream's bytes to the log end; os.open
+    // does not. With the same 4 KiB buffer (a plain open() reads st_blksize, 1 MiB, at its
+    // first readline), a lookup in the middle of the segment costs the same either way.
+    let script = r#"
+import os, time
+p = "t/0/by-offset/200000"
+want = sum(len(str(i)) + 1 for i in range(200001, 400001))
+def stdio():
+    with open(p, "rb", buffering=4096) as f:
+        assert f.readline() == b"200001\n"
+def bare():
+    fd = os.open(p, os.O_RDONLY)
+    assert os.read(fd, 4096)[:7] == b"200001\n"
+    os.close(fd)
+def median(fn, n=41):
+    fn()
+    t = []
+    for _ in range(n):
+        s = time.perf_counter()
+        fn()
+        t.append(time.perf_counter() - s)
+    return sorted(t)[n // 2]
+with open(p) as f:
+    assert f.readline() == "200001\n"
+    assert os.fstat(f.fileno()).st_size == want
+print(median(stdio), median(bare))
+"#;
+    let out = m.ok(&format!("python3 -c '{script}'"));
+    let (stdio, bare) = out.trim().split_once(' ').unwrap();
+    let (stdio, bare): (f64, f64) = (stdio.parse().unwrap(), bare.parse().unwrap());
+    eprintln!("median stdio open+readline {stdio:.6} s, os.open+read {bare:.6} s");
+    // The fstat is the difference: a generous bound (a debug build, two shared cores), far
+    // below a count of the segment's records.
+    assert!(stdio < 2.0 * bare + 0.002, "stdio {stdio} s, bare {bare} s");
+}

@@ -463,27 +463,32 @@ impl PartitionLog {
     }
 
     /// The bytes a lines stream shows of the data records at offsets in [from, to): each value
-    /// and `\n`. A segment the range covers from its start is counted once and remembered
-    /// (appends keep the count), so `fstat` of `by-offset/0` does not read the log again.
+    /// and `\n`. Each segment is counted once and remembered (appends keep the count), with
+    /// line marks along it, so a range's bytes in a segment are a subtraction of two counts,
+    /// each a mark plus a scan of at most one mark interval: `fstat` of an open stream costs
+    /// what a lookup costs, wherever it starts.
     pub fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
         let mut total = 0;
         for seg in self.snapshot_from(from) {
             if seg.base_offset >= to {
                 break;
             }
-            if from > seg.base_offset {
-                total += match LogReader::segment_lines_from_count(&seg, from, to)? {
-                    Some(bytes) => bytes,
-                    None => LogReader::segment_lines_between(&seg, from, to)?,
-                };
-                continue;
-            }
             let count = LogReader::count_segment_lines(&seg)?;
-            total += count.bytes;
-            if count.next > to {
-                // Records appended since the range's end was taken.
-                total -= LogReader::segment_lines_between(&seg, to, count.next)?;
-            }
+            // Records appended since the range's end was taken are not in it.
+            let hi = match to < count.next {
+                true => LogReader::segment_lines_before(&seg, to, count)?,
+                false => count.bytes,
+            };
+            let lo = match from > seg.base_offset {
+                true => LogReader::segment_lines_before(&seg, from, count)?,
+                false => 0,
+            };
+            total += hi.checked_sub(lo).ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "{}: lines before offset {from} ({lo} bytes) exceed those before {to} ({hi})",
+                    seg.log_path().display()
+                ))
+            })?;
         }
         Ok(total)
     }
