@@ -93,6 +93,9 @@ pub struct Topic {
     overrides: Mutex<BTreeMap<String, String>>,
     config: RwLock<Arc<LogConfig>>,
     round_robin: AtomicU32,
+    /// When the topic itself last changed (made, config, partition count), ms since the
+    /// epoch; 0 when not since the mount.
+    changed: std::sync::atomic::AtomicI64,
 }
 
 /// Proof that a topic is not deleted, held while its storage is used.
@@ -113,7 +116,25 @@ impl Topic {
             overrides: Mutex::new(overrides),
             config: RwLock::new(config),
             round_robin: AtomicU32::new(0),
+            changed: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// Notes a change of the topic itself (made, config, partition count) now.
+    pub(crate) fn touch(&self) {
+        self.changed.store(crate::log::now_ms(), Ordering::Relaxed);
+    }
+
+    /// The topic's last change: its own, or the last append to any partition.
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        let own = self.changed.load(Ordering::Relaxed);
+        let own = (own > 0).then(|| std::time::UNIX_EPOCH + Duration::from_millis(own as u64));
+        self.partitions
+            .read_guard()
+            .iter()
+            .filter_map(|p| p.modified())
+            .chain(own)
+            .max()
     }
 
     pub fn name(&self) -> &str {

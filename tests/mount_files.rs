@@ -407,3 +407,60 @@ print(median(stdio), median(bare))
     // below a count of the segment's records.
     assert!(stdio < 2.0 * bare + 0.002, "stdio {stdio} s, bare {bare} s");
 }
+
+#[test]
+fn item7_times_and_sizes_are_true() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir c a b");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    m.ok("echo x >> a/0/append");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    m.ok("echo y >> b/0/append");
+    // The kernel keeps directory attributes for a second.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let check = |m: &TestMount| {
+        // The topic changed last first; c (made first, never appended to) last.
+        assert_eq!(m.ok("ls -t"), "b\na\nc\n");
+        assert_eq!(
+            m.ok("ls -t b/0/append a/0/append"),
+            "b/0/append\na/0/append\n"
+        );
+        let newer = m.ok("find . -newer a/0/log-end-offset -name log-end-offset");
+        assert_eq!(newer, "./b/0/log-end-offset\n");
+        // A partition's directory and files take its last append's time.
+        let t = |p: &str| {
+            m.ok(&format!("stat -c %Y {p}"))
+                .trim()
+                .parse::<i64>()
+                .unwrap()
+        };
+        assert_eq!(t("b/0"), t("b/0/by-offset"));
+        assert!(t("b/0") > t("a/0"));
+        assert!(t("a/0") > t("c/0"));
+        // du counts what is stored: the indexes are preallocated sparse files.
+        let du: u64 = m
+            .ok("du -sk .")
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let apparent: u64 = m
+            .ok("du -sk --apparent-size .")
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            apparent > 50_000,
+            "three topics' preallocated indexes: {apparent} KiB"
+        );
+        assert!(du < 1_000, "{du} KiB");
+    };
+    check(&m);
+    // After a remount the times come from the files.
+    m.unmount();
+    m.remount();
+    check(&m);
+}

@@ -86,6 +86,9 @@ pub struct PartitionLog {
     /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
     /// two never work on the same segments at once.
     structure: Mutex<()>,
+    /// When the last append was (ms since the epoch; at load, the newest `.log`'s mtime;
+    /// 0: not known): the mtime of the partition's files and directory.
+    last_append: AtomicI64,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -109,7 +112,7 @@ impl PartitionLog {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             r => drop(r?),
         }
-        PartitionLog::load(
+        let log = PartitionLog::load(
             dir,
             topic,
             partition,
@@ -120,7 +123,12 @@ impl PartitionLog {
                 had_clean_shutdown: true,
                 read_only: false,
             },
-        )
+        )?;
+        // Made now (its files' listing came before its first segment did).
+        let _ = log
+            .last_append
+            .compare_exchange(0, now_ms(), Ordering::Relaxed, Ordering::Relaxed);
+        Ok(log)
     }
 
     pub fn topic(&self) -> &str {
@@ -131,6 +139,11 @@ impl PartitionLog {
     }
     pub fn dir(&self) -> PathBuf {
         self.dir.clone()
+    }
+    /// When the partition was last appended to, as far as known (the files' mtime).
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        let ms = self.last_append.load(Ordering::Relaxed);
+        (ms > 0).then(|| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64))
     }
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset.load(Ordering::Acquire)
@@ -269,6 +282,7 @@ impl PartitionLog {
             lines,
         };
         active.append(batch, &meta, &cfg)?;
+        self.last_append.store(now, Ordering::Relaxed);
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         self.waiters.log_end_moved(last_offset + 1);

@@ -129,6 +129,7 @@ impl LogManager {
             self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
         };
         let topic = Arc::new(Topic::new(name.to_string(), parts, BTreeMap::new(), cfg));
+        topic.touch();
         self.topics
             .write_guard()
             .insert(name.to_string(), topic.clone());
@@ -228,6 +229,7 @@ impl LogManager {
             self.new_partitions(&topics, topic, current, n, t.config())?
         };
         t.partitions.write_guard().extend(made);
+        t.touch();
         log::info!("topic {topic}: partitions {current} -> {n}");
         self.checkpoint_after(&format!("topic {topic}: partitions {current} -> {n}"));
         Ok(())
@@ -281,6 +283,7 @@ impl LogManager {
         for l in t.partitions() {
             l.set_config(cfg.clone());
         }
+        t.touch();
         Ok(())
     }
 

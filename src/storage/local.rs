@@ -93,6 +93,9 @@ impl TopicStore for Topic {
     fn max_message_bytes(&self) -> usize {
         self.config().max_message_bytes
     }
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        Topic::modified(self)
+    }
     fn append(
         &self,
         records: &[RecordInput<'_>],
@@ -123,6 +126,9 @@ impl PartitionStore for PartitionLog {
     }
     fn log_end_offset(&self) -> i64 {
         PartitionLog::log_end_offset(self)
+    }
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        PartitionLog::modified(self)
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         PartitionLog::check_offset(self, offset)

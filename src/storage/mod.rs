@@ -125,6 +125,11 @@ pub trait TopicStore: Send + Sync {
     fn config_text(&self) -> String;
     /// The largest batch the topic accepts.
     fn max_message_bytes(&self) -> usize;
+    /// When the topic last changed (an append to any partition, its config, its partition
+    /// count), when known: the mtime of its directory and files.
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        None
+    }
     /// Appends one write's records at topic level, routed as Kafka's producer routes them
     /// (see [`crate::produce`]). `done` counts records appended, `written` gets the
     /// partitions appended to.
@@ -154,6 +159,11 @@ pub trait PartitionStore: Send + Sync {
     fn partition(&self) -> u32;
     fn log_start_offset(&self) -> i64;
     fn log_end_offset(&self) -> i64;
+    /// When the partition was last appended to (the mtime of its files and directory), when
+    /// known.
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        None
+    }
     /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.
