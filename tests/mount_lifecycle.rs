@@ -382,7 +382,8 @@ fn a_foreground_mount_tells_systemd_it_is_ready() {
     let mut child = cmd.spawn().unwrap();
     let mut buf = [0u8; 64];
     let n = sock.recv(&mut buf).unwrap();
-    assert_eq!(&buf[..n], b"READY=1");
+    // READY=1, with the status line `systemctl status` shows.
+    assert_eq!(&buf[..n], b"READY=1\nSTATUS=serving");
     // READY=1 is sent only once the mount is live.
     assert!(is_mounted(&m.mnt));
     m.ok("mkdir t");
