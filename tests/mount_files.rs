@@ -464,3 +464,28 @@ fn item7_times_and_sizes_are_true() {
     m.remount();
     check(&m);
 }
+
+#[test]
+fn item8_a_recovery_reports_progress_on_the_terminal() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t && echo 200 > t/partitions && echo x >> t/7/append");
+    let pid = m.pid();
+    // SAFETY: kill(2) of the daemon this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    common::mount::wait_until("daemon killed", || common::mount::process_gone(pid));
+    let out = m.mount_command().output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("topicfs: Recovering 200 logs from"),
+        "the waiting terminal hears of the recovery: {err}"
+    );
+    assert_eq!(m.read("t/7/by-offset/0"), "x\n");
+    let out = Command::new(BIN)
+        .arg("umount")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    m.wait_daemon_exit();
+}
