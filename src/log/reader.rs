@@ -141,9 +141,17 @@ impl LogReader {
         let mark = seg.line_mark_before(offset);
         let mut r = LogReader::of_segment(seg, mark.next, offset);
         r.pos = mark.pos;
-        let mut bytes = mark.bytes;
-        while r.next_batch_meta(&mut |_, rec| bytes += rec.line_len())? {}
-        Ok(bytes)
+        // The lines themselves, through the lines decoder's fast path (a batch of short
+        // records is measured several times faster than record by record).
+        let (mut bytes, mut at, mut lines) = (mark.bytes, mark.next, Vec::new());
+        loop {
+            let more = r.next_batch_lines(&mut at, offset, &mut lines)?;
+            bytes += lines.len() as u64;
+            lines.clear();
+            if !more {
+                return Ok(bytes);
+            }
+        }
     }
 
     pub fn end_offset(&self) -> i64 {
