@@ -162,6 +162,19 @@ def rows(r, failures):
                        big, small, "20k-record log", "lookups/s", cost, "<= 1.3",
                        goal_met(cost, 1.3, at_most=True),
                        (1 / cost[0], 1 / 1.3, "5. lookups: 20k / 4M-record cost")))
+    if "lookup.stdio_big" in med and "lookup.stdio_small" in med:
+        big, small = m("lookup.stdio_big"), m("lookup.stdio_small")
+        cost = paired(r, "lookup.stdio_small", "lookup.stdio_big")
+        out.append(Row("5", "… with stdio open() + readline, big log vs 20k-record log (cost "
+                       "ratio big/small)", big, small, "20k-record log", "lookups/s", cost,
+                       "<= 1.3", goal_met(cost, 1.3, at_most=True),
+                       (1 / cost[0], 1 / 1.3, "5. stdio lookups: 20k / 4M-record cost")))
+    if "lookup.stdio_big" in med and "lookup.big" in med:
+        cost = paired(r, "lookup.big", "lookup.stdio_big")
+        out.append(Row("5", "… stdio open() + readline vs os.open + read, big log (cost ratio)",
+                       m("lookup.stdio_big"), m("lookup.big"), "os.open + read", "lookups/s",
+                       cost, "<= 1.3", goal_met(cost, 1.3, at_most=True),
+                       (1 / cost[0], 1 / 1.3, "5. stdio / os.open lookup cost")))
 
     add_ratio("6", "two writers on two partitions vs one (aggregate MiB/s)", "two writers vs one",
               "par.topicfs2", "par.topicfs1", "one writer", "MiB/s", 1.6)

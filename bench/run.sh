@@ -340,15 +340,19 @@ head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$WORK/keys-small.txt"
 mkdir "$MNT/lookbig" "$MNT/looksmall"
 cat "$WORK/keys.txt" >"$MNT/lookbig/0/append"
 cat "$WORK/keys-small.txt" >"$MNT/looksmall/0/append"
-lookup_run() { # KEY RUN TOPIC
+lookup_run() { # KEY RUN TOPIC [MODE]
     local s
-    s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2")
+    s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2" "${4:-os}")
     record "$1" "$2" "$(div "$LOOKUPS" "$s")"
 }
 lookup_big() { lookup_run lookup.big "$1" lookbig; }
 lookup_small() { lookup_run lookup.small "$1" looksmall; }
 lookup_run lookup.warmup 0 lookbig >/dev/null
 alternate lookup_big lookup_small
+# The same lookups through stdio: Python's open() (fstat, a st_blksize buffer) + readline.
+lookup_stdio_big() { lookup_run lookup.stdio_big "$1" lookbig stdio; }
+lookup_stdio_small() { lookup_run lookup.stdio_small "$1" looksmall stdio; }
+alternate lookup_stdio_big lookup_stdio_small
 
 # ---- 6. two writers ----------------------------------------------------------------------
 say "6. two writers on two partitions vs one writer, ${PAR_MB} MiB each"

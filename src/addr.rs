@@ -307,9 +307,7 @@ pub fn parse_reset_line(line: &str) -> Result<ResetLine, String> {
                 .and_then(|p| u32::try_from(p).ok())
                 .ok_or_else(bad)?;
             if o.starts_with('-') && parse_decimal(&o[1..]).is_some() {
-                return Err(format!(
-                    "offsets: {line:?}: a negative offset is not an offset"
-                ));
+                return Err(format!("offsets: {line:?}: an offset is never negative"));
             }
             let o = match o {
                 "earliest" => OffsetForm::Earliest,

@@ -1,5 +1,6 @@
 //! The `topicfs` command: `mount` (daemonize, serve the tree, shut down cleanly on `umount`,
-//! SIGTERM or SIGINT) and `dump-log` (a drop-in for Kafka's `kafka-dump-log.sh`).
+//! SIGTERM or SIGINT), `umount` (returns once the daemon's clean shutdown is done) and
+//! `dump-log` (a drop-in for Kafka's `kafka-dump-log.sh`).
 
 use clap::{Args, Parser, Subcommand};
 
@@ -20,8 +21,17 @@ struct Cli {
 enum Command {
     /// Mount the topics of the log dirs at MOUNTPOINT (returns once the mount is live)
     Mount(Box<MountArgs>),
+    /// Unmount a topicfs mount and return once its daemon has finished its clean shutdown
+    /// (checkpoints and marker written, lock released, process gone)
+    Umount(UmountArgs),
     /// Print .log, .index and .timeindex files the way kafka-dump-log.sh does
     DumpLog(DumpLogArgs),
+}
+
+#[derive(Args)]
+struct UmountArgs {
+    /// The mountpoint
+    mountpoint: std::path::PathBuf,
 }
 
 #[derive(Args)]
@@ -57,14 +67,14 @@ fn main() {
     init_logging();
     let code = match cli.command {
         Command::Mount(args) => topicfs::mount::run(*args),
+        Command::Umount(args) => topicfs::mount::lifecycle::umount(&args.mountpoint),
         Command::DumpLog(args) => dump_main(args),
     };
     std::process::exit(code);
 }
 
 fn init_logging() {
-    let env = env_logger::Env::default().default_filter_or("topicfs=info,fuser=error");
-    env_logger::Builder::from_env(env).init();
+    topicfs::mount::logging::init();
 }
 
 fn dump_main(args: DumpLogArgs) -> i32 {

@@ -96,6 +96,9 @@ pub struct Topic {
     overrides: Mutex<BTreeMap<String, String>>,
     config: RwLock<Arc<LogConfig>>,
     round_robin: AtomicU32,
+    /// When the topic itself last changed (made, config, partition count), ms since the
+    /// epoch; 0 when not since the mount.
+    changed: std::sync::atomic::AtomicI64,
 }
 
 /// Proof that a topic is not deleted, held while its storage is used.
@@ -116,7 +119,25 @@ impl Topic {
             overrides: Mutex::new(overrides),
             config: RwLock::new(config),
             round_robin: AtomicU32::new(0),
+            changed: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// Notes a change of the topic itself (made, config, partition count) now.
+    pub(crate) fn touch(&self) {
+        self.changed.store(crate::log::now_ms(), Ordering::Relaxed);
+    }
+
+    /// The topic's last change: its own, or the last append to any partition.
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        let own = self.changed.load(Ordering::Relaxed);
+        let own = (own > 0).then(|| std::time::UNIX_EPOCH + Duration::from_millis(own as u64));
+        self.partitions
+            .read_guard()
+            .iter()
+            .filter_map(|p| p.modified())
+            .chain(own)
+            .max()
     }
 
     pub fn name(&self) -> &str {
@@ -166,7 +187,8 @@ impl Topic {
     pub fn overrides(&self) -> BTreeMap<String, String> {
         self.overrides.guard().clone()
     }
-    /// The effective configuration: overrides first, then the broker defaults.
+    /// The `config` file: the overrides as `key=value` lines, then the broker defaults the
+    /// topic takes as `# key=value` comments, so writing the file back changes nothing.
     pub fn config_text(&self) -> String {
         let cfg = self.config();
         let ov = self.overrides();
@@ -179,11 +201,11 @@ impl Topic {
                     cfg.get_topic_key(k).unwrap_or_default()
                 ));
             }
-            s.push_str("# broker defaults\n");
         }
+        s.push_str("# broker defaults\n");
         for k in TOPIC_KEYS.iter().filter(|k| !ov.contains_key(**k)) {
             s.push_str(&format!(
-                "{k}={}\n",
+                "# {k}={}\n",
                 cfg.get_topic_key(k).unwrap_or_default()
             ));
         }
@@ -313,12 +335,16 @@ impl LogManager {
                 );
             } else if !parts.is_empty() {
                 log::info!(
+                    target: "topicfs::progress",
                     "Recovering {} logs from {} since no clean shutdown file was found",
                     parts.len(),
                     dir.path.display()
                 );
             }
             let total = parts.len();
+            // Long work reports progress (the terminal of the waiting mount, systemd's
+            // STATUS=) once a second.
+            let mut reported = Instant::now();
             for (i, (t, p, path)) in parts.into_iter().enumerate() {
                 let key = (t.clone(), p);
                 let cfg = Arc::new(
@@ -337,9 +363,12 @@ impl LogManager {
                     read_only: config.read_only,
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
-                if !clean && total > 10 && (i + 1) % (total / 10).max(1) == 0 {
+                if reported.elapsed() >= Duration::from_secs(1) {
+                    reported = Instant::now();
                     log::info!(
-                        "recovery of {}: {}/{total} partitions",
+                        target: "topicfs::progress",
+                        "{} {}: {}/{total} partitions",
+                        if clean { "loading" } else { "recovering" },
                         dir.path.display(),
                         i + 1
                     );

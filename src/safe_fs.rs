@@ -127,6 +127,8 @@ pub struct Entry {
     pub kind: Kind,
     /// The length of a regular file (0 for anything else).
     pub len: u64,
+    /// The modification time of a regular file (None for anything else).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Whether the entry is a regular file, a directory, a symlink or something else.
@@ -366,16 +368,21 @@ impl Dir {
             };
             // fstatat on the listing's own descriptor, without following a link. A file
             // removed since the directory was read (retention at work) is no entry.
-            let len = if kind == Kind::File {
+            let (len, modified) = if kind == Kind::File {
                 match e.metadata() {
-                    Ok(md) => md.len(),
+                    Ok(md) => (md.len(), md.modified().ok()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(e) => return Err(named(&self.path.join(&name), e)),
                 }
             } else {
-                0
+                (0, None)
             };
-            out.push(Entry { name, kind, len });
+            out.push(Entry {
+                name,
+                kind,
+                len,
+                modified,
+            });
         }
         Ok(out)
     }

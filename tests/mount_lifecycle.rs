@@ -264,11 +264,11 @@ fn command_line_options_win_over_the_config_file() {
     assert_eq!(m.read("t/partitions"), "2\n");
     let config = m.read("t/config");
     assert!(
-        config.lines().any(|l| l == "segment.bytes=7000"),
+        config.lines().any(|l| l == "# segment.bytes=7000"),
         "{config}"
     );
     assert!(
-        config.lines().any(|l| l == "retention.ms=7200000"),
+        config.lines().any(|l| l == "# retention.ms=7200000"),
         "{config}"
     );
 
@@ -282,12 +282,15 @@ fn command_line_options_win_over_the_config_file() {
     assert_eq!(o.read("t/partitions"), "3\n");
     let config = o.read("t/config");
     assert!(
-        config.lines().any(|l| l == "segment.bytes=9000"),
+        config.lines().any(|l| l == "# segment.bytes=9000"),
         "{config}"
     );
-    assert!(config.lines().any(|l| l == "segment.ms=60000"), "{config}");
     assert!(
-        config.lines().any(|l| l == "retention.ms=1000000"),
+        config.lines().any(|l| l == "# segment.ms=60000"),
+        "{config}"
+    );
+    assert!(
+        config.lines().any(|l| l == "# retention.ms=1000000"),
         "{config}"
     );
 }
@@ -338,7 +341,7 @@ fn the_mount_helper_mounts_with_kafka_options() {
     assert!(
         sh("cat t/config")
             .lines()
-            .any(|l| l == "segment.bytes=3000")
+            .any(|l| l == "# segment.bytes=3000")
     );
     assert_eq!(sh("cat t/1/by-offset/0"), "via-helper\n");
     let src = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
@@ -379,7 +382,8 @@ fn a_foreground_mount_tells_systemd_it_is_ready() {
     let mut child = cmd.spawn().unwrap();
     let mut buf = [0u8; 64];
     let n = sock.recv(&mut buf).unwrap();
-    assert_eq!(&buf[..n], b"READY=1");
+    // READY=1, with the status line `systemctl status` shows.
+    assert_eq!(&buf[..n], b"READY=1\nSTATUS=serving");
     // READY=1 is sent only once the mount is live.
     assert!(is_mounted(&m.mnt));
     m.ok("mkdir t");

@@ -255,9 +255,9 @@ fn broker_keys_follow_kafkas_validators_and_java_properties_syntax() {
     assert_eq!(m.read("t/partitions"), "3\n");
     let cfg = m.read("t/config");
     for want in [
-        "segment.bytes=5000",
-        "retention.ms=12345",
-        "compression.type=zstd",
+        "# segment.bytes=5000",
+        "# retention.ms=12345",
+        "# compression.type=zstd",
     ] {
         assert!(cfg.lines().any(|l| l == want), "{want}: {cfg}");
     }

@@ -139,7 +139,7 @@ fn file_attr(a: &Attr) -> FileAttr {
     FileAttr {
         ino: INodeNo(a.ino),
         size: a.size,
-        blocks: a.size.div_ceil(512),
+        blocks: a.blocks,
         atime: a.time,
         mtime: a.time,
         ctime: a.time,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::handle::OneChange;
 use super::stream::{compact, format_record};
 use crate::error::{Error, Result};
 use crate::fs::inode::Format;
@@ -527,11 +528,13 @@ impl crate::addr::ResetView for TopicView<'_> {
 
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
 /// open; a write of `partition offset` lines, or `earliest` / `latest`, moves G's committed
-/// offsets as `kafka-consumer-groups --reset-offsets` does.
+/// offsets as `kafka-consumer-groups --reset-offsets` does. One open is one change
+/// ([`OneChange`]): lines are checked as they are written and applied at close.
 pub struct OffsetsHandle {
     topic: Arc<dyn TopicStore>,
     group: String,
     content: Vec<u8>,
+    change: OneChange<(u32, i64)>,
 }
 
 impl OffsetsHandle {
@@ -549,6 +552,7 @@ impl OffsetsHandle {
             topic,
             group: group.to_string(),
             content: content.into_bytes(),
+            change: OneChange::default(),
         })
     }
 
@@ -560,26 +564,61 @@ impl OffsetsHandle {
         super::handle::slice_at(&self.content, offset, size)
     }
 
-    /// One write is judged whole: every line parsed and checked, then all applied at once.
+    /// Whether written lines wait to be applied.
+    pub fn pending(&self) -> bool {
+        self.change.pending()
+    }
+
+    /// One write: every line parsed and checked now (a negative offset, an unknown partition
+    /// or a line of another form fails the write, and the whole open); applied at close.
     /// Lines are those of `kafka-consumer-groups --reset-offsets` (see
     /// [`crate::addr::parse_reset_line`]); offsets outside [log start, log end] are moved to
     /// the nearer end, as Kafka's tool does.
-    pub fn write(&self, groups: &dyn GroupStore, data: &[u8]) -> Result<()> {
+    pub fn write(
+        &mut self,
+        groups: &dyn GroupStore,
+        data: &[u8],
+        owner: Option<u64>,
+    ) -> Result<()> {
+        let (topic, group) = (&self.topic, &self.group);
+        self.change
+            .write(owner, || Self::check(topic, group, groups, data))
+    }
+
+    fn check(
+        topic: &Arc<dyn TopicStore>,
+        group: &str,
+        groups: &dyn GroupStore,
+        data: &[u8],
+    ) -> Result<Vec<(u32, i64)>> {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidRecord("offsets: the write is not UTF-8".into()))?;
-        let count = self.topic.partition_count();
+        let count = topic.partition_count();
         let now = crate::log::now_ms();
         let mut target: BTreeMap<u32, i64> = BTreeMap::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let reset = crate::addr::parse_reset_line(line).map_err(Error::InvalidRecord)?;
             // Each line from what the lines before it set (`shift-by` twice shifts twice).
-            let mut committed = groups.committed(&self.group, self.topic.name());
+            let mut committed = groups.committed(group, topic.name());
             committed.extend(target.iter().map(|(p, o)| (*p, *o)));
-            let view = TopicView(&*self.topic);
+            let view = TopicView(&**topic);
             for (p, o) in crate::addr::resolve_reset(reset, count, &committed, &view, now)? {
                 target.insert(p, o);
             }
         }
+        Ok(target.into_iter().collect())
+    }
+
+    /// Drops the lines written through this open: nothing of it is applied.
+    pub fn discard(&mut self) {
+        self.change.take(None);
+    }
+
+    /// Moves G's committed offsets to the lines written through this open, at the close of
+    /// the process that wrote them (`Some(owner)`) or at release (`None`); a partition given
+    /// twice takes its last offset.
+    pub fn apply(&mut self, groups: &dyn GroupStore, closer: Option<u64>) -> Result<()> {
+        let target: BTreeMap<u32, i64> = self.change.take(closer).into_iter().collect();
         if target.is_empty() {
             return Ok(());
         }

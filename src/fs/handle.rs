@@ -25,28 +25,35 @@ pub enum Handle {
 }
 
 impl Handle {
-    /// Whether a partial line waits to be appended.
-    pub fn has_pending_line(&self) -> bool {
-        matches!(self, Handle::Append(h) if !h.partial.is_empty())
+    /// Whether something written waits for the close: a partial line, or the lines of a
+    /// `config` or `offsets` open.
+    pub fn has_pending(&self) -> bool {
+        match self {
+            Handle::Append(h) => !h.partial.is_empty(),
+            Handle::Text(t) => t.pending(),
+            Handle::GroupOffsets(o) => o.pending(),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => false,
+        }
     }
 
-    /// Completes what the writer left pending (a partial line): at release and shutdown.
-    pub fn finish(&mut self, _mgr: &dyn Storage) -> Result<()> {
+    /// Completes what the writer left pending (a partial line, config lines): at release and
+    /// shutdown. Offsets lines are applied by the fs core (they need the group's readers).
+    pub fn finish(&mut self, mgr: &dyn Storage) -> Result<()> {
         match self {
             Handle::Append(h) => h.flush_partial(),
             Handle::Group(g) => g.commit(),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) | Handle::GroupOffsets(_) => {
-                Ok(())
-            }
+            Handle::Text(t) => t.apply(mgr, None),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) => Ok(()),
         }
     }
 
     /// close(2) of one descriptor of the open file, by the process whose descriptor table is
-    /// `owner`. A partial line is appended when its writer closes; a process that only
-    /// inherited the descriptor (a child exiting) leaves it pending.
+    /// `owner`. A partial line (config lines) is appended (applied) when its writer closes; a
+    /// process that only inherited the descriptor (a child exiting) leaves it pending.
     pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
             Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
+            Handle::Text(t) => t.apply(mgr, Some(owner)),
             _ => self.finish(mgr),
         }
     }
@@ -395,12 +402,79 @@ pub fn slice_at(content: &[u8], offset: u64, size: usize) -> &[u8] {
     &content[start..end]
 }
 
+/// The lines written through one open of `config` or `groups/<G>/offsets`: one change. Each
+/// write's lines are checked as they come (a bad one fails that write at once); they are
+/// applied together when the writer closes the file, or never if any write of the open failed
+/// (a shell's `printf` writes each line separately).
+pub struct OneChange<T> {
+    items: Vec<T>,
+    /// The descriptor table (FUSE lock owner) of the process that wrote: its close applies.
+    writer: Option<u64>,
+    /// Why an earlier write of this open failed: every later write fails, nothing is applied.
+    failed: Option<String>,
+}
+
+impl<T> Default for OneChange<T> {
+    fn default() -> Self {
+        OneChange {
+            items: Vec::new(),
+            writer: None,
+            failed: None,
+        }
+    }
+}
+
+impl<T> OneChange<T> {
+    /// One write: `check` turns its lines into items, or fails it. After a failed write,
+    /// every write fails and nothing of the open is applied.
+    pub fn write(
+        &mut self,
+        owner: Option<u64>,
+        check: impl FnOnce() -> Result<Vec<T>>,
+    ) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(Error::InvalidConfig(format!(
+                "an earlier write of this open failed ({why}): nothing of it is applied"
+            )));
+        }
+        match check() {
+            Ok(items) => {
+                self.items.extend(items);
+                if owner.is_some() {
+                    self.writer = owner;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = Some(e.to_string());
+                self.items.clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether lines wait to be applied.
+    pub fn pending(&self) -> bool {
+        !self.items.is_empty()
+    }
+
+    /// The lines to apply now: at the close of the process that wrote them (`Some(owner)`),
+    /// or at release or shutdown (`None`). Empty when there is nothing to apply.
+    pub fn take(&mut self, closer: Option<u64>) -> Vec<T> {
+        match (closer, self.writer) {
+            (Some(c), Some(w)) if c != w => Vec::new(),
+            _ => std::mem::take(&mut self.items),
+        }
+    }
+}
+
 /// What writing a small text file does.
 pub enum TextTarget {
     /// `<topic>/partitions`: a line `N` grows the topic to N partitions.
     Partitions(TopicName),
-    /// `<topic>/config`: lines `key=value` set overrides, `key=` removes one.
-    Config(TopicName),
+    /// `<topic>/config`: lines `key=value` set overrides, `key=` removes one; one change per
+    /// open.
+    Config(TopicName, OneChange<(String, Option<String>)>),
     /// `log-start-offset`, `log-end-offset`.
     ReadOnly,
 }
@@ -408,7 +482,20 @@ pub enum TextTarget {
 /// An open small text file: its content as it was at open.
 pub struct TextHandle {
     content: Vec<u8>,
-    target: TextTarget,
+    pub(super) target: TextTarget,
+}
+
+/// The lines of one write (the last one complete with or without `\n`), trimmed, without
+/// blank lines and `#` comments.
+fn text_lines(data: &[u8], what: &str) -> Result<Vec<String>> {
+    let text = std::str::from_utf8(data)
+        .map_err(|_| Error::InvalidConfig(format!("{what}: the write is not UTF-8")))?;
+    Ok(text
+        .split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect())
 }
 
 impl TextHandle {
@@ -420,17 +507,13 @@ impl TextHandle {
         slice_at(&self.content, offset, size)
     }
 
-    /// One write is judged whole: its lines (the last one complete with or without `\n`) are
-    /// all validated, then applied at once; one bad line fails the write and nothing changes.
-    pub fn write(&mut self, mgr: &dyn Storage, data: &[u8]) -> Result<()> {
-        let text = std::str::from_utf8(data)
-            .map_err(|_| Error::InvalidConfig("the write is not UTF-8".to_string()))?;
-        let lines = text
-            .split('\n')
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'));
-        match &self.target {
+    /// One write. `partitions`: judged and applied whole (one bad line fails the write and
+    /// nothing changes). `config`: each line checked now, all applied at close
+    /// ([`OneChange`]).
+    pub fn write(&mut self, mgr: &dyn Storage, data: &[u8], owner: Option<u64>) -> Result<()> {
+        match &mut self.target {
             TextTarget::Partitions(topic) => {
+                let lines = text_lines(data, &format!("{topic}/partitions"))?;
                 let mut count = mgr.topic(topic)?.partition_count();
                 let mut any = false;
                 for line in lines {
@@ -454,22 +537,44 @@ impl TextHandle {
                 }
                 Ok(())
             }
-            TextTarget::Config(topic) => {
-                let mut changes = Vec::new();
-                for line in lines {
+            TextTarget::Config(topic, change) => change.write(owner, || {
+                let mut items = Vec::new();
+                for line in text_lines(data, &format!("{topic}/config"))? {
                     let (key, value) = line.split_once('=').ok_or_else(|| {
                         Error::InvalidConfig(format!("{topic}/config: {line:?} is not key=value"))
                     })?;
-                    let value = value.trim();
-                    changes.push((key.trim(), (!value.is_empty()).then_some(value)));
+                    let (key, value) = (key.trim(), value.trim());
+                    let value = (!value.is_empty()).then_some(value);
+                    mgr.check_topic_config(key, value)
+                        .map_err(|e| Error::InvalidConfig(format!("{topic}/config: {e}")))?;
+                    items.push((key.to_string(), value.map(str::to_string)));
                 }
-                if changes.is_empty() {
-                    return Ok(());
-                }
-                mgr.set_topic_configs(topic, &changes)
-            }
+                Ok(items)
+            }),
             TextTarget::ReadOnly => Err(Error::Io(std::io::Error::from_raw_os_error(libc::EBADF))),
         }
+    }
+
+    /// Whether config lines wait to be applied.
+    pub fn pending(&self) -> bool {
+        matches!(&self.target, TextTarget::Config(_, c) if c.pending())
+    }
+
+    /// Applies the config lines written through this open, at the close of the process that
+    /// wrote them (`Some(owner)`) or at release (`None`).
+    pub fn apply(&mut self, mgr: &dyn Storage, closer: Option<u64>) -> Result<()> {
+        let TextTarget::Config(topic, change) = &mut self.target else {
+            return Ok(());
+        };
+        let items = change.take(closer);
+        if items.is_empty() {
+            return Ok(());
+        }
+        let changes: Vec<(&str, Option<&str>)> = items
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        mgr.set_topic_configs(topic, &changes)
     }
 }
 

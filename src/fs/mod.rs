@@ -270,8 +270,13 @@ impl FsState {
         for (fh, of) in open {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
-            if let Err(e) = of.handle.guard().finish(&*self.mgr) {
-                log::error!("shutdown: pending line of open file {fh} not appended: {e}");
+            let mut h = of.handle.guard();
+            let res = match &mut *h {
+                Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
+                h => h.finish(&*self.mgr).map_err(Into::into),
+            };
+            if let Err(e) = res {
+                log::error!("shutdown: what open file {fh} wrote was not applied: {e}");
             }
         }
         self.leave_all_groups();
@@ -479,25 +484,49 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
-            Handle::Text(t) => t.write(&*self.mgr, data)?,
+            Handle::Text(t) => t.write(&*self.mgr, data, owner)?,
             Handle::GroupOffsets(o) => {
-                let topic = of.topic.as_ref().expect("a topic's file");
-                let t = TopicName::new(topic.name(), topic.incarnation());
-                if self.group_busy(&t, o.group()) {
-                    return tree(
-                        libc::EBUSY,
-                        format!("group {} of {t} has a reader: offsets not moved", o.group()),
-                    );
-                }
-                // Nor while it has active members elsewhere (remote mode).
-                self.groups.check_idle(o.group())?;
-                o.write(&*self.groups, data)?
+                self.offsets_movable(&of, o)?;
+                o.write(&*self.groups, data, owner)?
             }
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
                 return tree(libc::EBADF, "read-only file");
             }
         }
         Ok(data.len() as u32)
+    }
+
+    /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
+    /// active members elsewhere (remote mode).
+    fn offsets_movable(&self, of: &OpenFile, o: &group::OffsetsHandle) -> FsResult<()> {
+        let topic = of.topic.as_ref().expect("a topic's file");
+        let t = TopicName::new(topic.name(), topic.incarnation());
+        if self.group_busy(&t, o.group()) {
+            return tree(
+                libc::EBUSY,
+                format!("group {} of {t} has a reader: offsets not moved", o.group()),
+            );
+        }
+        self.groups.check_idle(o.group())?;
+        Ok(())
+    }
+
+    /// Applies the lines written through an `offsets` open (see [`handle::OneChange`]).
+    fn apply_offsets(
+        &self,
+        of: &OpenFile,
+        o: &mut group::OffsetsHandle,
+        closer: Option<u64>,
+    ) -> FsResult<()> {
+        if !o.pending() {
+            return Ok(());
+        }
+        if let Err(e) = self.offsets_movable(of, o) {
+            // Nothing of the open is applied.
+            o.discard();
+            return Err(e);
+        }
+        Ok(o.apply(&*self.groups, closer)?)
     }
 
     /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
@@ -518,10 +547,13 @@ impl FsState {
             drop(live);
             return Ok(g.commit()?);
         }
-        if !h.has_pending_line() {
+        if !h.has_pending() {
             return Ok(());
         }
         let _live = live?;
+        if let Handle::GroupOffsets(o) = &mut *h {
+            return self.apply_offsets(&of, o, Some(owner));
+        }
         Ok(h.flush(&*self.mgr, owner)?)
     }
 
@@ -562,6 +594,9 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
+        if let Handle::GroupOffsets(o) = &mut *h {
+            return self.apply_offsets(&of, o, None);
+        }
         // A group reader committed above, then the others take over its partitions.
         let res = match last_commit {
             Some(res) => res,

@@ -93,7 +93,10 @@ impl FsState {
             Node::TopicFile(t, TopicFile::Config) => {
                 let content = self.topic(t)?.config_text().into_bytes();
                 (
-                    Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
+                    Handle::Text(TextHandle::new(
+                        content,
+                        TextTarget::Config(t.clone(), Default::default()),
+                    )),
                     true,
                 )
             }
@@ -172,7 +175,18 @@ impl FsState {
         handle: Handle,
         pid: u32,
     ) -> FsResult<Opened> {
-        let flush = matches!(handle, Handle::Append(_) | Handle::Group(_));
+        // close(2) reaches the daemon where it completes something: a partial line, a group
+        // reader's commit, the change written to `config` or `offsets`.
+        let flush = matches!(
+            handle,
+            Handle::Append(_)
+                | Handle::Group(_)
+                | Handle::GroupOffsets(_)
+                | Handle::Text(TextHandle {
+                    target: TextTarget::Config(..),
+                    ..
+                })
+        );
         // A group's records are consumed as they are read: a seek back cannot give them
         // again (bash's `read` seeks back to the end of the line it used, and reads byte
         // by byte when it cannot).

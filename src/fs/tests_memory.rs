@@ -48,6 +48,9 @@ impl Storage for Memory {
             requested: count,
         })
     }
+    fn check_topic_config(&self, _: &str, _: Option<&str>) -> Result<()> {
+        Err(Error::InvalidConfig("no configs here".into()))
+    }
     fn set_topic_configs(&self, _: &str, _: &[(&str, Option<&str>)]) -> Result<()> {
         Err(Error::InvalidConfig("no configs here".into()))
     }

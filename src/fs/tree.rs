@@ -186,16 +186,20 @@ impl FsState {
     }
 
     pub(super) fn attr(&self, ino: u64, node: &Node) -> FsResult<Attr> {
+        // Times are true: a partition's files and directory have the time of its last append,
+        // a topic's the time of its last change; what has none known, the mount's.
         let mut time = self.mounted_at;
         let mut file_mode = 0o777u16;
+        let mut blocks = None;
         let size: u64 = match node {
             Node::Root => 0,
             Node::Topic(t) => {
-                self.topic(t)?;
+                time = self.topic(t)?.modified().unwrap_or(time);
                 0
             }
             Node::TopicFile(t, f) => {
                 let topic = self.topic(t)?;
+                time = topic.modified().unwrap_or(time);
                 match f {
                     TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
                     TopicFile::Config => topic.config_text().len() as u64,
@@ -203,11 +207,12 @@ impl FsState {
                 }
             }
             Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
-                self.partition(t, *p)?;
+                time = self.partition(t, *p)?.modified().unwrap_or(time);
                 0
             }
             Node::PartitionFile(t, p, f) => {
                 let log = self.partition(t, *p)?;
+                time = log.modified().unwrap_or(time);
                 match f {
                     PartitionFile::Append
                     | PartitionFile::AppendJsonl
@@ -220,7 +225,7 @@ impl FsState {
                 }
             }
             Node::Lookup(t, p, _) => {
-                self.partition(t, *p)?;
+                time = self.partition(t, *p)?.modified().unwrap_or(time);
                 0
             }
             Node::Groups(t)
@@ -228,7 +233,7 @@ impl FsState {
             | Node::GroupFile(t, ..)
             | Node::TopicDir(t, _)
             | Node::TopicLookup(t, _) => {
-                self.topic(t)?;
+                time = self.topic(t)?.modified().unwrap_or(time);
                 0
             }
             Node::Segment(t, p, name, file_ino) => {
@@ -251,6 +256,8 @@ impl FsState {
                     },
                 };
                 time = md.modified().unwrap_or(self.mounted_at);
+                // What is stored, not the preallocated length (a sparse index): `du` is true.
+                blocks = Some(md.blocks());
                 // A segment file grants group and others no more than its own mode does.
                 file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
                 md.len()
@@ -268,6 +275,7 @@ impl FsState {
         Ok(Attr {
             ino,
             size,
+            blocks: blocks.unwrap_or(size.div_ceil(512)),
             kind,
             perm,
             nlink: if kind == Kind::Directory { 2 } else { 1 },

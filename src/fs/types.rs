@@ -15,6 +15,8 @@ pub enum Kind {
 pub struct Attr {
     pub ino: u64,
     pub size: u64,
+    /// 512-byte blocks stored (`st_blocks`).
+    pub blocks: u64,
     pub kind: Kind,
     pub perm: u16,
     pub nlink: u32,

@@ -51,6 +51,13 @@ impl PartitionLog {
         // The files present, from the one listing (check_indexes asks it, not the disk).
         let mut present: HashSet<String> = HashSet::new();
         let mut entries = dirfd.entries()?;
+        // The partition's last append, as the files tell it: the newest `.log`.
+        let last_append = entries
+            .iter()
+            .filter(|e| e.name.ends_with(".log"))
+            .filter_map(|e| e.modified?.duration_since(std::time::UNIX_EPOCH).ok())
+            .max()
+            .map_or(0, |d| d.as_millis() as i64);
         for entry in &entries {
             let name = &entry.name;
             let is_segment_file = parse_segment_name(name).is_some()
@@ -161,6 +168,7 @@ impl PartitionLog {
             waiters: Default::default(),
             structure: Mutex::new(()),
             offline: std::sync::atomic::AtomicBool::new(false),
+            last_append: AtomicI64::new(last_append),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

@@ -90,6 +90,9 @@ pub struct PartitionLog {
     /// page cache still shows it (and a second fsync would report success), so nothing of
     /// the partition is served or written until the next mount recovers it from the disk.
     offline: std::sync::atomic::AtomicBool,
+    /// When the last append was (ms since the epoch; at load, the newest `.log`'s mtime;
+    /// 0: not known): the mtime of the partition's files and directory.
+    last_append: AtomicI64,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -118,7 +121,7 @@ impl PartitionLog {
         if let Some(parent) = dir.parent() {
             Dir::open_log_dir(parent)?.sync()?;
         }
-        PartitionLog::load(
+        let log = PartitionLog::load(
             dir,
             topic,
             partition,
@@ -129,7 +132,12 @@ impl PartitionLog {
                 had_clean_shutdown: true,
                 read_only: false,
             },
-        )
+        )?;
+        // Made now (its files' listing came before its first segment did).
+        let _ = log
+            .last_append
+            .compare_exchange(0, now_ms(), Ordering::Relaxed, Ordering::Relaxed);
+        Ok(log)
     }
 
     pub fn topic(&self) -> &str {
@@ -140,6 +148,11 @@ impl PartitionLog {
     }
     pub fn dir(&self) -> PathBuf {
         self.dir.clone()
+    }
+    /// When the partition was last appended to, as far as known (the files' mtime).
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        let ms = self.last_append.load(Ordering::Relaxed);
+        (ms > 0).then(|| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64))
     }
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset.load(Ordering::Acquire)
@@ -281,6 +294,7 @@ impl PartitionLog {
             records: count as u64,
         };
         active.append(batch, &meta, &cfg)?;
+        self.last_append.store(now, Ordering::Relaxed);
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         self.waiters.log_end_moved(last_offset + 1);
@@ -509,27 +523,32 @@ impl PartitionLog {
     }
 
     /// The bytes a lines stream shows of the data records at offsets in [from, to): each value
-    /// and `\n`. A segment the range covers from its start is counted once and remembered
-    /// (appends keep the count), so `fstat` of `by-offset/0` does not read the log again.
+    /// and `\n`. Each segment is counted once and remembered (appends keep the count), with
+    /// line marks along it, so a range's bytes in a segment are a subtraction of two counts,
+    /// each a mark plus a scan of at most one mark interval: `fstat` of an open stream costs
+    /// what a lookup costs, wherever it starts.
     pub fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
         let mut total = 0;
         for seg in self.snapshot_from(from) {
             if seg.base_offset >= to {
                 break;
             }
-            if from > seg.base_offset {
-                total += match LogReader::segment_lines_from_count(&seg, from, to)? {
-                    Some(bytes) => bytes,
-                    None => LogReader::segment_lines_between(&seg, from, to)?,
-                };
-                continue;
-            }
             let count = LogReader::count_segment_lines(&seg)?;
-            total += count.bytes;
-            if count.next > to {
-                // Records appended since the range's end was taken.
-                total -= LogReader::segment_lines_between(&seg, to, count.next)?;
-            }
+            // Records appended since the range's end was taken are not in it.
+            let hi = match to < count.next {
+                true => LogReader::segment_lines_before(&seg, to, count)?,
+                false => count.bytes,
+            };
+            let lo = match from > seg.base_offset {
+                true => LogReader::segment_lines_before(&seg, from, count)?,
+                false => 0,
+            };
+            total += hi.checked_sub(lo).ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "{}: lines before offset {from} ({lo} bytes) exceed those before {to} ({hi})",
+                    seg.log_path().display()
+                ))
+            })?;
         }
         Ok(total)
     }

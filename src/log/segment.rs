@@ -79,7 +79,10 @@ pub struct AppendMeta {
 
 /// How many bytes a lines stream makes of a segment's first batches: each data record's value
 /// and `\n` (`fstat` of an open stream shows its length). Appends keep it and a count extends
-/// it from where it stopped, so a segment is counted once, not at every `fstat`.
+/// it from where it stopped, so a segment is counted once, not at every `fstat`. The same
+/// count taken at batch boundaries about every [`LINE_MARK_SPACING`] bytes is kept beside it
+/// (the segment's line marks), so the lines before any offset are a mark plus a scan of at
+/// most that many bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinesCount {
     /// The batches in [0, pos) of the `.log` are counted.
@@ -90,6 +93,9 @@ pub struct LinesCount {
     /// The data records counted (`<p>/count`).
     pub records: u64,
 }
+
+/// The bytes of `.log` between two line marks (at least; a mark sits at a batch boundary).
+pub const LINE_MARK_SPACING: u64 = 32 * 1024;
 
 pub struct LogSegment {
     pub base_offset: i64,
@@ -126,6 +132,9 @@ pub struct LogSegment {
     indexes_checked: AtomicBool,
     check_lock: Mutex<()>,
     lines: Mutex<LinesCount>,
+    /// Counts at batch boundaries, in position order, at least [`LINE_MARK_SPACING`] apart
+    /// (the start of the segment, a count of nothing, is implied).
+    line_marks: Mutex<Vec<LinesCount>>,
 }
 
 /// A batch's position and header, found by a scan.
@@ -202,6 +211,7 @@ impl LogSegment {
                 bytes: 0,
                 records: 0,
             }),
+            line_marks: Mutex::new(Vec::new()),
         }
     }
 
@@ -660,6 +670,7 @@ impl LogSegment {
             .store(position + batch.len() as u64, Ordering::Release);
         let mut lines = self.lines.guard();
         if lines.pos == position {
+            self.note_line_mark(*lines);
             *lines = LinesCount {
                 pos: position + batch.len() as u64,
                 next: meta.last_offset + 1,
@@ -683,8 +694,35 @@ impl LogSegment {
         }
     }
 
+    /// Keeps `count` (taken at a batch boundary) as a line mark when it lies far enough past
+    /// the last one.
+    pub fn note_line_mark(&self, count: LinesCount) {
+        let mut marks = self.line_marks.guard();
+        let last = marks.last().map_or(0, |m| m.pos);
+        if count.pos >= last + LINE_MARK_SPACING {
+            marks.push(count);
+        }
+    }
+
+    /// The last line mark before `offset`: the count of every batch before a boundary whose
+    /// next offset is at most `offset` (the segment's start when there is none).
+    pub fn line_mark_before(&self, offset: i64) -> LinesCount {
+        let marks = self.line_marks.guard();
+        let i = marks.partition_point(|m| m.next <= offset);
+        match i {
+            0 => LinesCount {
+                pos: 0,
+                next: self.base_offset,
+                bytes: 0,
+                records: 0,
+            },
+            i => marks[i - 1],
+        }
+    }
+
     /// Forgets the lines count (the `.log` was rewritten from its start).
     fn reset_lines_count(&self) {
+        self.line_marks.guard().clear();
         *self.lines.guard() = LinesCount {
             pos: 0,
             next: self.base_offset,

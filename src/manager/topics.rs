@@ -158,6 +158,7 @@ impl LogManager {
             self.new_partitions(&topics, name, 0, partitions, cfg.clone())?
         };
         let topic = Arc::new(Topic::new(name.to_string(), parts, BTreeMap::new(), cfg));
+        topic.touch();
         self.topics
             .write_guard()
             .insert(name.to_string(), topic.clone());
@@ -278,6 +279,7 @@ impl LogManager {
             self.new_partitions(&topics, topic, current, n, t.config())?
         };
         t.partitions.write_guard().extend(made);
+        t.touch();
         log::info!("topic {topic}: partitions {current} -> {n}");
         self.checkpoint_after(&format!("topic {topic}: partitions {current} -> {n}"));
         Ok(())
@@ -289,6 +291,21 @@ impl LogManager {
         self.set_topic_configs(topic, &[(key, value)])
     }
 
+    /// Whether one override (`Some`) or its removal (`None` or empty) would be accepted: a
+    /// topic config key, and a value Kafka's validator takes for it. Nothing changes.
+    pub fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
+        let key = key.trim();
+        if !TOPIC_KEYS.contains(&key) {
+            return Err(Error::InvalidConfig(format!(
+                "unknown topic config key {key:?}"
+            )));
+        }
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => self.config.log.clone().set_topic_key(key, v),
+            None => Ok(()),
+        }
+    }
+
     /// Sets or removes several overrides as one change: every key and value is validated
     /// first (Kafka's validators), then all are persisted once and applied at once; on any
     /// error nothing changes. A key given twice takes its last value.
@@ -298,15 +315,10 @@ impl LogManager {
         let t = self.topic(topic)?;
         let mut ov = t.overrides();
         for (key, value) in changes {
+            self.check_topic_config(key, *value)?;
             let key = key.trim();
-            if !TOPIC_KEYS.contains(&key) {
-                return Err(Error::InvalidConfig(format!(
-                    "unknown topic config key {key:?}"
-                )));
-            }
             match value.map(str::trim).filter(|v| !v.is_empty()) {
                 Some(v) => {
-                    self.config.log.clone().set_topic_key(key, v)?;
                     ov.insert(key.to_string(), v.to_string());
                 }
                 None => {
@@ -327,6 +339,7 @@ impl LogManager {
         for l in t.partitions() {
             l.set_config(cfg.clone());
         }
+        t.touch();
         Ok(())
     }
 

@@ -3,13 +3,14 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::lifecycle;
 use super::options::{MountArgs, MountPlan};
 use crate::fs::{FsState, TopicFs};
 use crate::manager::LogManager;
@@ -24,7 +25,27 @@ enum Reporter {
 }
 
 impl Reporter {
+    /// Where progress records go while the mount starts: the waiting `topicfs mount`'s
+    /// terminal, or systemd's `STATUS=`.
+    fn report_progress(&self) {
+        match self {
+            Reporter::Foreground => {
+                super::logging::set_progress(Some(Box::new(sd_notify_progress)));
+            }
+            Reporter::Pipe(f) => {
+                let Ok(f) = f.try_clone() else { return };
+                let f = std::sync::Mutex::new(f);
+                super::logging::set_progress(Some(Box::new(move |msg: &str| {
+                    let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = writeln!(f, "INFO {}", msg.replace('\n', " "));
+                })));
+            }
+        }
+    }
+
     fn ready(self) {
+        // The pipe closes now: later progress (none is expected) goes to the log only.
+        super::logging::set_progress(None);
         match self {
             Reporter::Foreground => sd_notify_ready(),
             Reporter::Pipe(mut f) => {
@@ -34,6 +55,7 @@ impl Reporter {
     }
 
     fn fail(self, msg: &str) {
+        super::logging::set_progress(None);
         log::error!("{msg}");
         match self {
             Reporter::Foreground => eprintln!("topicfs: {msg}"),
@@ -46,6 +68,19 @@ impl Reporter {
 
 /// Tells systemd (Type=notify) the mount is live, when run under it.
 fn sd_notify_ready() {
+    sd_notify("READY=1\nSTATUS=serving");
+}
+
+/// Long work under way: `STATUS=` for systemd, and more time to start
+/// (`EXTEND_TIMEOUT_USEC`, so `TimeoutStartSec` bounds the wait between two reports, not a
+/// long recovery).
+fn sd_notify_progress(msg: &str) {
+    let msg = msg.replace('\n', " ");
+    sd_notify(&format!("STATUS={msg}\nEXTEND_TIMEOUT_USEC=60000000"));
+}
+
+/// Sends one message to systemd's notify socket, when run under it.
+fn sd_notify(state: &str) {
     use std::os::linux::net::SocketAddrExt;
     use std::os::unix::net::{SocketAddr, UnixDatagram};
     let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
@@ -56,7 +91,7 @@ fn sd_notify_ready() {
         Some(b'@') => SocketAddr::from_abstract_name(&bytes[1..]),
         _ => SocketAddr::from_pathname(&path),
     };
-    let sent = addr.and_then(|a| UnixDatagram::unbound()?.send_to_addr(b"READY=1", &a));
+    let sent = addr.and_then(|a| UnixDatagram::unbound()?.send_to_addr(state.as_bytes(), &a));
     if let Err(e) = sent {
         log::warn!("cannot notify systemd: {e}");
     }
@@ -80,9 +115,19 @@ fn daemonize(log_file: Option<&Path>) -> Result<Reporter, String> {
             libc::close(fds[1]);
             let mut status = 0;
             libc::waitpid(pid, &mut status, 0);
-            let mut msg = String::new();
-            let _ = File::from_raw_fd(fds[0]).read_to_string(&mut msg);
-            parent_exit(&msg);
+            // Progress lines (`INFO ...`) while the daemon works, then `OK` or `ERR ...`.
+            let mut last = String::new();
+            for line in std::io::BufReader::new(File::from_raw_fd(fds[0])).lines() {
+                let Ok(line) = line else { break };
+                match line.strip_prefix("INFO ") {
+                    Some(info) => eprintln!("topicfs: {info}"),
+                    None => {
+                        last = line;
+                        break;
+                    }
+                }
+            }
+            parent_exit(&last);
         }
         libc::close(fds[0]);
         let mut pipe = File::from_raw_fd(fds[1]);
@@ -220,6 +265,8 @@ fn unmount(mountpoint: &Path) -> std::io::Result<Unmounted> {
 /// `topicfs mount`: resolves the plan, daemonizes (unless `--foreground`) and serves; the
 /// process exit code.
 pub fn run(args: MountArgs) -> i32 {
+    // A mountpoint left dead by a killed daemon (ENOTCONN) is detached first.
+    lifecycle::detach_dead_mount(&args.mountpoint);
     let plan = match MountPlan::from_args(&args) {
         Ok(p) => p,
         Err(msg) => {
@@ -227,6 +274,9 @@ pub fn run(args: MountArgs) -> i32 {
             return 1;
         }
     };
+    if plan.remote.is_none() {
+        lifecycle::wait_for_closing_daemons(&plan.broker.log_dirs);
+    }
     let reporter = if args.foreground {
         if let Some(f) = &plan.log_file
             && let Err(e) = log_to_file(f)
@@ -237,7 +287,12 @@ pub fn run(args: MountArgs) -> i32 {
         Reporter::Foreground
     } else {
         match daemonize(plan.log_file.as_deref()) {
-            Ok(r) => r,
+            Ok(r) => {
+                if plan.log_file.is_none() {
+                    super::logging::to_syslog();
+                }
+                r
+            }
             Err(msg) => {
                 eprintln!("topicfs: {msg}");
                 return 1;
@@ -272,6 +327,7 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
             return 1;
         }
     };
+    reporter.report_progress();
     let (state, session) = match start(&plan, &dirs, pid_file) {
         Ok(started) => started,
         Err(e) => {
@@ -290,6 +346,7 @@ fn serve(plan: MountPlan, reporter: Reporter) -> i32 {
     reporter.ready();
 
     wait_for_the_end(&rx, &plan.mountpoint);
+    lifecycle::mark_closing();
 
     let code = match state.shutdown() {
         Ok(()) => {
@@ -354,9 +411,14 @@ fn open_storage(plan: &MountPlan, dirs: &str) -> Result<std::sync::Arc<dyn Stora
     if let Some(cluster) = &plan.remote {
         let servers = cluster.bootstrap_servers.clone();
         #[cfg(feature = "remote")]
-        return match crate::storage::ClusterStorage::connect(cluster.clone()) {
-            Ok(c) => Ok(std::sync::Arc::new(c)),
-            Err(e) => Err(format!("cannot reach the Kafka cluster at {servers}: {e}")),
+        return {
+            let waiting = progress_while(format!("waiting for the Kafka cluster at {servers}"));
+            let connected = crate::storage::ClusterStorage::connect(cluster.clone());
+            drop(waiting);
+            match connected {
+                Ok(c) => Ok(std::sync::Arc::new(c)),
+                Err(e) => Err(format!("cannot reach the Kafka cluster at {servers}: {e}")),
+            }
         };
         #[cfg(not(feature = "remote"))]
         return Err(format!(
@@ -367,6 +429,32 @@ fn open_storage(plan: &MountPlan, dirs: &str) -> Result<std::sync::Arc<dyn Stora
         Ok(m) => Ok(m),
         Err(e) => Err(format!("cannot open log dir {dirs}: {e}")),
     }
+}
+
+/// Reports `what` as progress every 5 s (with the time spent) until the returned guard drops.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn progress_while(what: String) -> impl Drop {
+    struct Stop(Option<mpsc::Sender<()>>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.take();
+        }
+    }
+    let (tx, rx) = mpsc::channel::<()>();
+    let started = std::time::Instant::now();
+    let _ = std::thread::Builder::new()
+        .name("progress".into())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_secs(5))
+            {
+                log::info!(
+                    target: super::logging::PROGRESS,
+                    "{what}: {} s",
+                    started.elapsed().as_secs()
+                );
+            }
+        });
+    Stop(Some(tx))
 }
 
 /// `--pid-file`: opened (and so checked) before the mount, written once it is live.

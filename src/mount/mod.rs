@@ -3,6 +3,8 @@
 //! process-wide state (limits, signals, stdio); only this module does.
 
 pub mod daemon;
+pub mod lifecycle;
+pub mod logging;
 pub mod options;
 mod remote;
 

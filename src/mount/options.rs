@@ -13,11 +13,11 @@ use crate::config::{
 #[derive(Args)]
 pub struct MountArgs {
     /// Where the topics appear
-    mountpoint: PathBuf,
+    pub(super) mountpoint: PathBuf,
 
     /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
     #[arg(long = "log-dir", value_name = "DIR")]
-    log_dirs: Vec<PathBuf>,
+    pub(super) log_dirs: Vec<PathBuf>,
 
     /// A Kafka server.properties file; command-line options win over it
     #[arg(long, value_name = "FILE")]
@@ -216,7 +216,7 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
 }
 
 /// Undoes the octal escapes (`\040` for a space...) of a /proc/self/mountinfo field.
-fn unescape_mountinfo(field: &str) -> Vec<u8> {
+pub(super) fn unescape_mountinfo(field: &str) -> Vec<u8> {
     let b = field.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -314,7 +314,7 @@ pub(super) struct MountFlags {
     threads: usize,
     no_passthrough: bool,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
-    o_log_dirs: Vec<PathBuf>,
+    pub(super) o_log_dirs: Vec<PathBuf>,
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
     pub(super) o_bootstrap: Option<String>,
     pub(super) o_client_config: Option<PathBuf>,

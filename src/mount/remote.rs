@@ -27,6 +27,14 @@ pub(super) fn cluster_config(
         }
         return Ok(None);
     };
+    // The same refusal as clap's for `--log-dir` with `--bootstrap-servers`, whichever way
+    // each is given (`-o`, fstab's source).
+    if !args.log_dirs.is_empty() || !flags.o_log_dirs.is_empty() {
+        return Err(
+            "a log dir (--log-dir, -o log.dirs= or mount's source) cannot be used with bootstrap servers: remote mode serves a cluster, not log dirs (give mount's source as `topicfs` or `none`)"
+                .into(),
+        );
+    }
     if bootstrap_servers.trim().is_empty() {
         return Err("--bootstrap-servers: no server given".into());
     }

@@ -32,6 +32,9 @@ impl Storage for LogManager {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         LogManager::set_partition_count(self, topic, count)
     }
+    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
+        LogManager::check_topic_config(self, key, value)
+    }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         LogManager::set_topic_configs(self, topic, changes)
     }
@@ -96,6 +99,9 @@ impl TopicStore for Topic {
     fn max_message_bytes(&self) -> usize {
         self.config().max_message_bytes
     }
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        Topic::modified(self)
+    }
     fn append(
         &self,
         records: &[RecordInput<'_>],
@@ -126,6 +132,9 @@ impl PartitionStore for PartitionLog {
     }
     fn log_end_offset(&self) -> i64 {
         PartitionLog::log_end_offset(self)
+    }
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        PartitionLog::modified(self)
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         PartitionLog::check_offset(self, offset)

@@ -45,6 +45,9 @@ pub trait Storage: Send + Sync {
     fn delete_topic(&self, name: &str) -> Result<()>;
     /// Grows a topic to `count` partitions (never shrinks).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
+    /// Whether one topic config line (`Some` sets, `None` removes) would be accepted, as far
+    /// as it can be told before it is applied; nothing changes.
+    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()>;
     /// Sets (`Some`) or removes (`None`) topic config overrides, all or none.
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()>;
     /// Makes everything appended to one partition durable.
@@ -129,6 +132,11 @@ pub trait TopicStore: Send + Sync {
     fn config_text(&self) -> String;
     /// The largest batch the topic accepts.
     fn max_message_bytes(&self) -> usize;
+    /// When the topic last changed (an append to any partition, its config, its partition
+    /// count), when known: the mtime of its directory and files.
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        None
+    }
     /// Appends one write's records at topic level, routed as Kafka's producer routes them
     /// (see [`crate::produce`]). `done` counts records appended, `written` gets the
     /// partitions appended to.
@@ -158,6 +166,11 @@ pub trait PartitionStore: Send + Sync {
     fn partition(&self) -> u32;
     fn log_start_offset(&self) -> i64;
     fn log_end_offset(&self) -> i64;
+    /// When the partition was last appended to (the mtime of its files and directory), when
+    /// known.
+    fn modified(&self) -> Option<std::time::SystemTime> {
+        None
+    }
     /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.

@@ -353,6 +353,13 @@ impl Storage for ClusterStorage {
         }
         Ok(())
     }
+    fn check_topic_config(&self, key: &str, _value: Option<&str>) -> Result<()> {
+        // The cluster validates keys and values when the change is applied.
+        if key.trim().is_empty() {
+            return Err(Error::InvalidConfig("an empty config key".to_string()));
+        }
+        Ok(())
+    }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         let t = self.0.topic(topic, true)?;
         admin::alter_configs(&self.0, topic, changes)?;

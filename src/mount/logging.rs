@@ -1,0 +1,117 @@
+//! Where the log goes: stderr (the terminal, or `--log-file` once the daemon's stderr is
+//! that file), else syslog/journald for a detached daemon without `--log-file`. Records of
+//! the target `topicfs::progress` (long work: recovery, waiting for a cluster) also go to a
+//! progress sink: the terminal of the waiting `topicfs mount`, or systemd's `STATUS=`.
+
+use std::io::Write;
+use std::os::unix::net::UnixDatagram;
+use std::sync::{Mutex, OnceLock};
+
+use log::{Level, Log, Metadata, Record};
+
+/// The target of progress records.
+pub const PROGRESS: &str = "topicfs::progress";
+
+type Sink = Box<dyn Fn(&str) + Send + Sync>;
+
+struct Logger {
+    inner: env_logger::Logger,
+    /// Set once a detached daemon has no log file: records go to syslog instead of stderr.
+    syslog: OnceLock<Mutex<UnixDatagram>>,
+    progress: Mutex<Option<Sink>>,
+}
+
+static LOGGER: OnceLock<&'static Logger> = OnceLock::new();
+
+/// Installs the logger: `RUST_LOG` filters (default `topicfs=info,fuser=error`), stderr.
+pub fn init() {
+    let env = env_logger::Env::default().default_filter_or("topicfs=info,fuser=error");
+    let inner = env_logger::Builder::from_env(env).build();
+    let max = inner.filter();
+    let logger: &'static Logger = Box::leak(Box::new(Logger {
+        inner,
+        syslog: OnceLock::new(),
+        progress: Mutex::new(None),
+    }));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(max);
+        let _ = LOGGER.set(logger);
+    }
+}
+
+/// A detached daemon without `--log-file`: the log goes to syslog (journald reads it).
+/// Returns false (the log stays on stderr, that is /dev/null) when there is no syslog.
+pub fn to_syslog() -> bool {
+    let Some(l) = LOGGER.get() else { return false };
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return false;
+    };
+    if sock.connect("/dev/log").is_err() {
+        return false;
+    }
+    l.syslog.set(Mutex::new(sock)).is_ok()
+}
+
+/// Where progress records go besides the log (`None`: nowhere else).
+pub fn set_progress(sink: Option<Sink>) {
+    if let Some(l) = LOGGER.get() {
+        *l.progress.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+    }
+}
+
+/// A reply the kernel no longer waits for: the process that asked was killed or interrupted
+/// while it waited (ENOENT from /dev/fuse). Normal, so not an error.
+fn unanswered_reply(record: &Record<'_>) -> bool {
+    record.target().starts_with("fuser::reply") && record.args().to_string().contains("os error 2)")
+}
+
+impl Log for Logger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.inner.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.inner.matches(record) {
+            return;
+        }
+        if unanswered_reply(record) {
+            if log::log_enabled!(target: "topicfs::fs", Level::Debug) {
+                log::debug!(target: "topicfs::fs", "a reply nobody waits for any more: {}", record.args());
+            }
+            return;
+        }
+        if record.target() == PROGRESS
+            && let Some(sink) = &*self.progress.lock().unwrap_or_else(|e| e.into_inner())
+        {
+            sink(&record.args().to_string());
+        }
+        match self.syslog.get() {
+            Some(sock) => {
+                // RFC 3164 as syslog(3) sends it: facility daemon (3).
+                let severity = match record.level() {
+                    Level::Error => 3,
+                    Level::Warn => 4,
+                    Level::Info => 6,
+                    Level::Debug | Level::Trace => 7,
+                };
+                let msg = format!(
+                    "<{}>topicfs[{}]: {} {}: {}",
+                    3 * 8 + severity,
+                    std::process::id(),
+                    record.level(),
+                    record.target(),
+                    record.args()
+                );
+                let _ = sock
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .send(msg.as_bytes());
+            }
+            None => self.inner.log(record),
+        }
+    }
+
+    fn flush(&self) {
+        let _ = std::io::stderr().flush();
+    }
+}
