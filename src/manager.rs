@@ -332,6 +332,10 @@ impl LogManager {
                     read_only: config.read_only,
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
+                // A log topicfs creates holds no transaction: only loaded ones are scanned.
+                if config.read_committed && t != crate::group::OFFSETS_TOPIC {
+                    log.set_read_committed()?;
+                }
                 if !clean && total > 10 && (i + 1) % (total / 10).max(1) == 0 {
                     log::info!(
                         "recovery of {}: {}/{total} partitions",

@@ -118,8 +118,9 @@ impl PartitionStore for PartitionLog {
     fn log_start_offset(&self) -> i64 {
         PartitionLog::log_start_offset(self)
     }
+    /// The end a consumer reads to: the last stable offset under `read_committed`.
     fn log_end_offset(&self) -> i64 {
-        PartitionLog::log_end_offset(self)
+        PartitionLog::read_end(self)
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         PartitionLog::check_offset(self, offset)
@@ -128,10 +129,10 @@ impl PartitionStore for PartitionLog {
         PartitionLog::offset_for_time(self, ts)
     }
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
-        Ok(Box::new(PartitionLog::read_from_offset(self, offset)?))
+        Ok(Box::new(PartitionLog::read_isolated(self, offset)?))
     }
     fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
-        PartitionLog::lines_len(self, from, to)
+        PartitionLog::lines_len_isolated(self, from, to)
     }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)
