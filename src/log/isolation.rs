@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::cleaner::txn::{AbortedTxn, ControlType, collect_aborted, control_type};
 use super::segment::LogSegment;
-use crate::record::BatchView;
+use crate::record::{BatchHeader, BatchView};
 use crate::safe_fs::Dir;
 
 /// The transactions of a partition read with `read_committed`, learnt at load.
@@ -22,34 +22,52 @@ pub struct Isolation {
 }
 
 impl Isolation {
-    /// The producer state the batch headers of `segments` describe (Kafka rebuilds it from
-    /// its snapshot and the log after it): a transactional data batch opens its producer's
-    /// transaction, a control batch of that producer (commit or abort) ends it.
+    /// The open transactions the batch headers of `segments` leave (Kafka rebuilds its
+    /// producer state from its snapshot and the log after it).
     pub fn scan(segments: &[Arc<LogSegment>]) -> std::io::Result<Isolation> {
-        let mut open: HashMap<i64, i64> = HashMap::new();
+        let mut open = OpenTxns::default();
         for seg in segments {
             let limit = seg.size();
             let mut pos = 0;
             while let Some(h) = seg.batch_at(pos, limit)? {
-                if h.is_transactional() {
-                    if h.is_control() {
-                        open.remove(&h.producer_id);
-                    } else {
-                        open.entry(h.producer_id).or_insert(h.base_offset);
-                    }
-                }
+                open.see(&h);
                 pos += h.size() as u64;
             }
             seg.release_file();
         }
         Ok(Isolation {
-            open_from: open.values().copied().min(),
+            open_from: open.first_unstable(),
         })
     }
 
     /// The end a `read_committed` reader stops at, the log end being `log_end`.
     pub fn stable_end(&self, log_end: i64) -> i64 {
         self.open_from.map_or(log_end, |o| o.min(log_end))
+    }
+}
+
+/// The transactions still open after the batches seen so far, in offset order (the
+/// producer state's `currentTxnFirstOffset`): a transactional data batch opens its producer's
+/// transaction, a control batch of that producer (commit or abort) ends it. The cleaner and
+/// `read_committed` readers take the last stable offset from here.
+#[derive(Debug, Default)]
+pub struct OpenTxns(HashMap<i64, i64>);
+
+impl OpenTxns {
+    pub fn see(&mut self, h: &BatchHeader) {
+        if h.producer_id < 0 {
+            return;
+        }
+        if h.is_control() {
+            self.0.remove(&h.producer_id);
+        } else if h.is_transactional() {
+            self.0.entry(h.producer_id).or_insert(h.base_offset);
+        }
+    }
+
+    /// The first offset of the earliest open transaction: the last stable offset.
+    pub fn first_unstable(&self) -> Option<i64> {
+        self.0.values().copied().min()
     }
 }
 
