@@ -182,6 +182,10 @@ fn item8_read_committed_hides_aborted_transactions_and_stops_at_the_last_stable_
         .unwrap()
     {}
     assert_eq!(got, vec![4, 8, 9]);
+    // A time whose first record is past the last stable offset is answered as a time after
+    // the last record (Kafka's ListOffsets for read_committed): none.
+    assert_eq!(store.offset_for_time(T0 + 8).unwrap(), Some(8));
+    assert_eq!(store.offset_for_time(T0 + 12).unwrap(), None);
     // The sizes a stream's fstat shows.
     assert_eq!(store.lines_len(0, 15).unwrap(), COMMITTED.len() as u64);
     assert_eq!(store.lines_len(6, 15).unwrap(), 6);

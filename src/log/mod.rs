@@ -639,9 +639,15 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// [`PartitionLog::offset_for_time`] as Kafka's ListOffsets answers a consumer: an offset
+    /// at or past the end it reads to (the last stable offset under `read_committed`) is none.
+    pub fn fetchable_offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
+        Ok(self.offset_for_time(ts)?.filter(|o| *o < self.read_end()))
+    }
+
     /// A reader from the first record whose timestamp >= `ts`.
     pub fn read_from_time(&self, ts: i64) -> Result<LogReader> {
-        match self.offset_for_time(ts)? {
+        match self.fetchable_offset_for_time(ts)? {
             Some(off) => self.read_isolated(off),
             None => Err(Error::NoRecordAtOrAfter(ts)),
         }

@@ -126,7 +126,7 @@ impl PartitionStore for PartitionLog {
         PartitionLog::check_offset(self, offset)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
-        PartitionLog::offset_for_time(self, ts)
+        PartitionLog::fetchable_offset_for_time(self, ts)
     }
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
         Ok(Box::new(PartitionLog::read_isolated(self, offset)?))
