@@ -279,6 +279,10 @@ segment_sums() { # LOGDIR PATTERN... : sha256 of the segment files matching the 
   for p in "$@"; do args+=(${args[0]+-o} -name "$p"); done
   (cd "$d" && find . -mindepth 2 -type f \( "${args[@]}" \) -print0 | sort -z | xargs -0 -r sha256sum)
 }
+files_differ() { # A B
+  if cmp -s "$1" "$2"; then echo "$1 and $2 are the same"; return 1; fi
+  echo "$(wc -l < "$1") and $(wc -l < "$2") lines"
+}
 same_file() { # A B WHAT
   if cmp -s "$1" "$2"; then echo "$3: $(wc -l < "$1") files, all unchanged"; return 0; fi
   # Every file is unchanged; the only files allowed to appear are producer snapshots carrying an
@@ -752,6 +756,15 @@ part4() {
       timeout 120 "${PY[@]}" readcheck "$M4/$t/$p" "$FIX.expected/pydecode.jsonl" "$tp" --times-out "$S4/by-time.txt"
   done
   check "4 umount: clean shutdown" tfs_umount "$M4" "$L4"
+  check "4 mount topicfs on the fixture with isolation.level=read_committed" \
+    tfs_mount "$M4" "$L4" -o isolation.level=read_committed
+  if [ "$OK" = 1 ]; then
+    check "4 read_committed streams equal Kafka's read_committed consumer (aborted transaction hidden)" \
+      timeout 120 "${PY[@]}" consumedcheck "$M4" "$FIX.expected/consumed-read-committed.jsonl" "$FIX_TOPICS"
+    check "4 read_uncommitted streams differ from read_committed on txn (the oracle sees the abort)" \
+      files_differ "$FIX.expected/consumed.jsonl" "$FIX.expected/consumed-read-committed.jsonl"
+    check "4 umount (read_committed): clean shutdown" tfs_umount "$M4" "$L4"
+  fi
   kafka_owned_sums "$L4" > "$S4/sums-kafka-after"
   segment_sums "$L4" '*.log' > "$S4/sums-log-after"
   segment_sums "$L4" '*.index' '*.timeindex' > "$S4/sums-idx-after"

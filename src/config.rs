@@ -338,6 +338,9 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// A read-only mount (`-o ro`): nothing in the log dirs is written, renamed or deleted.
     pub read_only: bool,
+    /// `isolation.level=read_committed`: streams show what a consumer with that setting
+    /// reads (records of aborted transactions hidden, the last stable offset as their end).
+    pub read_committed: bool,
     /// Accept a log dir that is owned by another user or writable by others.
     pub allow_untrusted_log_dir: bool,
     /// `log.cleaner.enable`: whether compacted topics are cleaned.
@@ -361,6 +364,7 @@ impl Default for BrokerConfig {
             checkpoint_interval_ms: 60_000,
             log: LogConfig::default(),
             read_only: false,
+            read_committed: false,
             allow_untrusted_log_dir: false,
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,

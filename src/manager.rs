@@ -363,6 +363,10 @@ impl LogManager {
                     read_only: config.read_only,
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
+                // A log topicfs creates holds no transaction: only loaded ones are scanned.
+                if config.read_committed && t != crate::group::OFFSETS_TOPIC {
+                    log.set_read_committed()?;
+                }
                 if reported.elapsed() >= Duration::from_secs(1) {
                     reported = Instant::now();
                     log::info!(

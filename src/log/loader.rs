@@ -169,6 +169,7 @@ impl PartitionLog {
             structure: Mutex::new(()),
             offline: std::sync::atomic::AtomicBool::new(false),
             last_append: AtomicI64::new(last_append),
+            isolation: std::sync::OnceLock::new(),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

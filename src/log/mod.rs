@@ -3,6 +3,7 @@
 
 pub mod cleaner;
 pub mod index;
+pub mod isolation;
 mod loader;
 pub mod offset_index;
 mod reader;
@@ -93,6 +94,8 @@ pub struct PartitionLog {
     /// When the last append was (ms since the epoch; at load, the newest `.log`'s mtime;
     /// 0: not known): the mtime of the partition's files and directory.
     last_append: AtomicI64,
+    /// Set when the partition is read with `isolation.level=read_committed`.
+    isolation: std::sync::OnceLock<isolation::Isolation>,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -419,9 +422,83 @@ impl PartitionLog {
         Error::LogDirOffline(self.dir.clone())
     }
 
-    /// Wakes `w` once the log end passes `offset`, or when the partition closes.
+    /// Wakes `w` once the log end passes `offset`, or when the partition closes. A
+    /// `read_committed` reader held at an open transaction waits for the next append (the
+    /// last stable offset does not move while the transaction stays open).
     pub fn wait_for(&self, offset: i64, w: Arc<dyn waiters::Waker>) {
+        let offset = match self.isolation.get() {
+            Some(i) if i.open_from.is_some_and(|o| o <= offset) => {
+                offset.max(self.log_end_offset())
+            }
+            _ => offset,
+        };
         self.waiters.register(offset, w, || self.log_end_offset());
+    }
+
+    /// Reads the partition as a `read_committed` consumer from now on: learns the
+    /// transactions its batches leave open (a scan of the batch headers).
+    pub fn set_read_committed(&self) -> Result<()> {
+        let segments = self.snapshot_from(i64::MIN);
+        let found = isolation::Isolation::scan(&segments)?;
+        if let Some(o) = found.open_from {
+            log::info!(
+                "{}-{}: a transaction is open from offset {o}: read_committed streams stop there",
+                self.topic,
+                self.partition
+            );
+        }
+        let _ = self.isolation.set(found);
+        Ok(())
+    }
+
+    /// The end a reader reads up to: the log end, or with `read_committed` the last stable
+    /// offset (Kafka's end offset for that isolation level).
+    pub fn read_end(&self) -> i64 {
+        let leo = self.log_end_offset();
+        self.isolation.get().map_or(leo, |i| i.stable_end(leo))
+    }
+
+    /// A reader from `offset` as the partition's isolation level shows it: with
+    /// `read_committed`, up to the last stable offset and without the batches of aborted
+    /// transactions (those the `.txnindex` files name, as Kafka's fetch collects them).
+    pub fn read_isolated(&self, offset: i64) -> Result<LogReader> {
+        let Some(iso) = self.isolation.get() else {
+            return self.read_from_offset(offset);
+        };
+        let leo = self.check_offset(offset)?;
+        let end = iso.stable_end(leo);
+        if offset >= end {
+            return Ok(LogReader::new(Vec::new(), offset, offset));
+        }
+        let segments = self.snapshot_from(offset);
+        let filter = isolation::AbortedFilter::collect(&self.dirfd, &segments, offset, end)?;
+        let mut reader = LogReader::new(segments, offset, end).dropping(filter);
+        reader.position_at(offset, &self.last_lookup_scan)?;
+        Ok(reader)
+    }
+
+    /// `lines_len` as the isolation level shows the records: with `read_committed` the range
+    /// ends at the last stable offset, and a range holding aborted transactions is read.
+    pub fn lines_len_isolated(&self, from: i64, to: i64) -> Result<u64> {
+        if self.isolation.get().is_none() {
+            return self.lines_len(from, to);
+        }
+        let to = to.min(self.read_end());
+        if from >= to {
+            return Ok(0);
+        }
+        let segments = self.snapshot_from(from);
+        let filter = isolation::AbortedFilter::collect(&self.dirfd, &segments, from, to)?;
+        if filter.is_empty() {
+            return self.lines_len(from, to);
+        }
+        let mut reader = self.read_isolated(from)?;
+        let (mut at, mut out, mut total) = (from, Vec::new(), 0);
+        while reader.next_batch_lines(&mut at, to, &mut out)? {
+            total += out.len() as u64;
+            out.clear();
+        }
+        Ok(total)
     }
 
     /// Wakes every waiter for good: the partition is deleted or closing.
@@ -626,11 +703,17 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// [`PartitionLog::offset_for_time`] as Kafka's ListOffsets answers a consumer: an offset
+    /// at or past the end it reads to (the last stable offset under `read_committed`) is none.
+    pub fn fetchable_offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
+        Ok(self.offset_for_time(ts)?.filter(|o| *o < self.read_end()))
+    }
+
     /// A reader from the first record whose timestamp >= `ts`.
     pub fn read_from_time(&self, ts: i64) -> Result<LogReader> {
         self.online()?;
-        match self.offset_for_time(ts)? {
-            Some(off) => self.read_from_offset(off),
+        match self.fetchable_offset_for_time(ts)? {
+            Some(off) => self.read_isolated(off),
             None => Err(Error::NoRecordAtOrAfter(ts)),
         }
     }

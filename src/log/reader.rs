@@ -38,6 +38,8 @@ pub struct LogReader {
     /// Stops at the end of its first segment, its position kept there (a count of one
     /// segment's lines).
     one_segment: bool,
+    /// `read_committed`: drops the batches of aborted transactions.
+    aborted: Option<super::isolation::AbortedFilter>,
 }
 
 impl Drop for LogReader {
@@ -91,7 +93,14 @@ impl LogReader {
             scratch: Vec::new(),
             last_served: None,
             one_segment: false,
+            aborted: None,
         }
+    }
+
+    /// Drops the batches `filter` names (a `read_committed` reader).
+    pub(super) fn dropping(mut self, filter: super::isolation::AbortedFilter) -> LogReader {
+        self.aborted = (!filter.is_empty()).then_some(filter);
+        self
     }
 
     /// A reader of `seg` alone that stops at its end with its position kept.
@@ -343,6 +352,11 @@ impl LogReader {
             self.batches_here += 1;
             let pos = self.pos;
             self.pos += size as u64;
+            if let Some(f) = &mut self.aborted
+                && f.drops(&view, &mut self.scratch)
+            {
+                continue;
+            }
             if h.last_offset() < self.start || h.is_control() {
                 continue;
             }

@@ -69,6 +69,12 @@ pub struct MountArgs {
     #[arg(long, value_name = "N")]
     pub(crate) replication_factor: Option<i32>,
 
+    /// What streams show of transactions, as a consumer's isolation.level: read_uncommitted
+    /// (every data record) or read_committed (records of aborted transactions hidden,
+    /// streams end at the last stable offset)
+    #[arg(long, value_name = "LEVEL", value_parser = ["read_uncommitted", "read_committed"])]
+    isolation_level: Option<String>,
+
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
     fuse_threads: usize,
@@ -320,6 +326,8 @@ pub(super) struct MountFlags {
     pub(super) o_client_config: Option<PathBuf>,
     /// `-o key.separator=S`.
     key_separator: Option<String>,
+    /// `-o isolation.level=read_committed` / `--isolation-level`.
+    pub(super) read_committed: bool,
 }
 
 impl MountFlags {
@@ -345,6 +353,7 @@ impl MountFlags {
             o_bootstrap: None,
             o_client_config: None,
             key_separator: None,
+            read_committed: false,
         }
     }
 
@@ -389,6 +398,10 @@ impl MountFlags {
                     }
                     self.key_separator = Some(v.replace("\\t", "\t"));
                 }
+                // A consumer's property (kafka-console-consumer's `--isolation-level`).
+                ("isolation.level" | "isolation_level", Some(v)) => {
+                    self.read_committed = parse_isolation(v)?
+                }
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs
@@ -405,6 +418,17 @@ impl MountFlags {
             }
         }
         Ok(o_keys)
+    }
+}
+
+/// `isolation.level`'s value: true for read_committed.
+fn parse_isolation(v: &str) -> Result<bool, String> {
+    match v {
+        "read_committed" => Ok(true),
+        "read_uncommitted" => Ok(false),
+        _ => Err(format!(
+            "isolation.level: {v:?} is neither read_uncommitted nor read_committed"
+        )),
     }
 }
 
@@ -527,6 +551,9 @@ impl MountPlan {
             broker.load_properties(f).map_err(|e| e.to_string())?;
         }
         let o_keys = flags.apply_o(&items)?;
+        if let Some(level) = &args.isolation_level {
+            flags.read_committed = parse_isolation(level)?;
+        }
         if let Some(cluster) = super::remote::cluster_config(args, &flags)? {
             let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
             let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
@@ -570,6 +597,7 @@ impl MountPlan {
         )?;
         let fuse = fuse_config(&broker.log_dirs[0].to_string_lossy(), &flags);
         broker.read_only = flags.read_only;
+        broker.read_committed = flags.read_committed;
         Ok(MountPlan {
             mountpoint,
             broker,
@@ -740,6 +768,38 @@ mod tests {
         assert_eq!(sep("rw,key.separator=::").unwrap(), b"::");
         assert_eq!(sep("key.separator=\\t").unwrap(), b"\t");
         assert!(sep("key.separator=").is_err());
+    }
+
+    #[test]
+    fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
+        let d = dirs();
+        let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);
+        assert!(!rc(&[]).unwrap());
+        assert!(rc(&["-o", "isolation.level=read_committed"]).unwrap());
+        assert!(rc(&["--isolation-level", "read_committed"]).unwrap());
+        assert!(!rc(&["-o", "isolation.level=read_uncommitted"]).unwrap());
+        // The long option wins over `-o`.
+        let both = [
+            "-o",
+            "isolation.level=read_committed",
+            "--isolation-level",
+            "read_uncommitted",
+        ];
+        assert!(!rc(&both).unwrap());
+        assert!(rc(&["-o", "isolation.level=committed"]).is_err());
+        let argv = [
+            "topicfs",
+            d.mnt.to_str().unwrap(),
+            "--bootstrap-servers",
+            "127.0.0.1:9",
+            "-o",
+            "isolation.level=read_committed",
+        ];
+        let remote = MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args)
+            .unwrap()
+            .remote
+            .unwrap();
+        assert!(remote.read_committed);
     }
 
     #[test]

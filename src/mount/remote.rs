@@ -71,5 +71,6 @@ pub(super) fn cluster_config(
         client,
         num_partitions,
         replication_factor: args.replication_factor,
+        read_committed: flags.read_committed,
     }))
 }

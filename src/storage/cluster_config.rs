@@ -17,6 +17,8 @@ pub struct ClusterConfig {
     pub num_partitions: Option<i32>,
     /// Replication factor of a topic made by `mkdir` (None: the cluster's default).
     pub replication_factor: Option<i32>,
+    /// `isolation.level=read_committed` for the consumers (`--isolation-level`).
+    pub read_committed: bool,
 }
 
 /// Client properties topicfs sets unless `--client-config` sets them: an outage must end in

@@ -130,8 +130,9 @@ impl PartitionStore for PartitionLog {
     fn log_start_offset(&self) -> i64 {
         PartitionLog::log_start_offset(self)
     }
+    /// The end a consumer reads to: the last stable offset under `read_committed`.
     fn log_end_offset(&self) -> i64 {
-        PartitionLog::log_end_offset(self)
+        PartitionLog::read_end(self)
     }
     fn modified(&self) -> Option<std::time::SystemTime> {
         PartitionLog::modified(self)
@@ -140,13 +141,13 @@ impl PartitionStore for PartitionLog {
         PartitionLog::check_offset(self, offset)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
-        PartitionLog::offset_for_time(self, ts)
+        PartitionLog::fetchable_offset_for_time(self, ts)
     }
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
-        Ok(Box::new(PartitionLog::read_from_offset(self, offset)?))
+        Ok(Box::new(PartitionLog::read_isolated(self, offset)?))
     }
     fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
-        PartitionLog::lines_len(self, from, to)
+        PartitionLog::lines_len_isolated(self, from, to)
     }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)

@@ -443,11 +443,12 @@ struct ProducerState {
 
 fn producer_state(segs: &[Arc<LogSegment>], now: i64) -> Result<ProducerState> {
     let mut out: HashMap<i64, (LastRecord, i64)> = HashMap::new();
-    let mut open: HashMap<i64, i64> = HashMap::new();
+    let mut open = crate::log::isolation::OpenTxns::default();
     for seg in segs {
         let limit = seg.size();
         let mut pos = 0;
         while let Some(h) = seg.header_at(pos, limit)? {
+            open.see(&h);
             if h.producer_id >= 0 {
                 let e = out.entry(h.producer_id).or_insert((
                     LastRecord {
@@ -458,13 +459,8 @@ fn producer_state(segs: &[Arc<LogSegment>], now: i64) -> Result<ProducerState> {
                 ));
                 e.0.producer_epoch = h.producer_epoch;
                 e.1 = h.max_timestamp;
-                if h.is_control() {
-                    open.remove(&h.producer_id);
-                } else {
+                if !h.is_control() {
                     e.0.last_data_offset = Some(h.last_offset());
-                    if h.is_transactional() {
-                        open.entry(h.producer_id).or_insert(h.base_offset);
-                    }
                 }
             }
             pos += h.size() as u64;
@@ -477,6 +473,6 @@ fn producer_state(segs: &[Arc<LogSegment>], now: i64) -> Result<ProducerState> {
             .filter(|(_, (_, ts))| now.saturating_sub(*ts) < PRODUCER_ID_EXPIRATION_MS)
             .map(|(pid, (last, _))| (pid, last))
             .collect(),
-        first_unstable: open.values().copied().min(),
+        first_unstable: open.first_unstable(),
     })
 }

@@ -119,6 +119,7 @@ impl ClusterMember {
                 ("enable.auto.commit", "false".into()),
                 ("enable.auto.offset.store", "false".into()),
                 ("partition.assignment.strategy", "range".into()),
+                ("isolation.level", inner.cfg.isolation_level().into()),
                 // Little is fetched before the pause takes effect.
                 ("queued.max.messages.kbytes", "64".into()),
             ])

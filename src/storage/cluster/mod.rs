@@ -45,6 +45,16 @@ impl ClusterConfig {
         c
     }
 
+    /// `isolation.level` for the consumers: read_uncommitted unless the mount says
+    /// read_committed (librdkafka's own default is read_committed).
+    fn isolation_level(&self) -> &'static str {
+        if self.read_committed {
+            "read_committed"
+        } else {
+            "read_uncommitted"
+        }
+    }
+
     /// A consumer that belongs to no group: metadata, watermarks, offsets for times, reads.
     fn plain_consumer(&self) -> Result<BaseConsumer> {
         let t = self.timeout().as_millis().to_string();
@@ -55,8 +65,8 @@ impl ClusterConfig {
             ("group.id", "topicfs-reader".into()),
             ("enable.auto.commit", "false".into()),
             ("enable.auto.offset.store", "false".into()),
-            // As local mode reads the log: every data record, committed or not.
-            ("isolation.level", "read_uncommitted".into()),
+            // The mount's isolation level, as local mode reads the log.
+            ("isolation.level", self.isolation_level().into()),
             ("socket.timeout.ms", t.clone()),
             ("session.timeout.ms", "45000".into()),
             ("topic.metadata.refresh.interval.ms", "10000".into()),
