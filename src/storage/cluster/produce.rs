@@ -93,6 +93,9 @@ impl Producer {
             done: Condvar::new(),
         });
         let mut refused = None;
+        // One deadline for the whole write: while the producer's queue is full, the write
+        // waits for room at most the client's timeout in all, not that long per record.
+        let deadline = Instant::now() + timeout;
         for (i, r) in records.iter().enumerate() {
             let mut rec = BaseRecord::with_opaque_to(topic, Box::new((latch.clone(), i)))
                 .partition(parts[i] as i32)
@@ -114,7 +117,6 @@ impl Producer {
                 rec = rec.headers(h);
             }
             latch.state.guard().outstanding += 1;
-            let deadline = Instant::now() + timeout;
             loop {
                 match self.0.send(rec) {
                     Ok(()) => break,
@@ -163,5 +165,63 @@ impl Producer {
 
     pub(super) fn flush(&self, timeout: Duration) -> Result<()> {
         self.0.flush(timeout).map_err(|e| kafka("flush", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item6_queue_full_wait_is_bounded_per_write_not_per_record() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // A cluster that never answers (nothing listens once the listener is dropped), a
+        // queue of one record, and records that expire at once: librdkafka drops an expired
+        // record at its next timeout scan (about once a second), so room in the queue comes
+        // back about once a second, slower than any record is delivered.
+        let cfg = ClusterConfig {
+            bootstrap_servers: format!("127.0.0.1:{port}"),
+            client: vec![
+                ("message.timeout.ms".into(), "100".into()),
+                ("queue.buffering.max.messages".into(), "1".into()),
+            ],
+            num_partitions: None,
+            replication_factor: None,
+        };
+        let producer = Producer::new(&cfg).unwrap();
+        let values: Vec<Vec<u8>> = (0..8).map(|i| format!("r{i}").into_bytes()).collect();
+        let records: Vec<RecordInput<'_>> = values
+            .iter()
+            .map(|v| RecordInput {
+                key: None,
+                value: Some(v),
+                headers: &[],
+                timestamp: 0,
+            })
+            .collect();
+        let parts = vec![0u32; records.len()];
+        let mut done = 0;
+        let t0 = Instant::now();
+        let res = producer.send(
+            "t",
+            &records,
+            &parts,
+            Duration::from_millis(1500),
+            &mut done,
+        );
+        let took = t0.elapsed();
+        assert!(res.is_err(), "nothing can be acknowledged");
+        assert_eq!(done, 0);
+        // The write waits for room 1.5 s in all, then for the records it queued (one
+        // scan): never up to 1.5 s for each of its 8 records (about 8 s: each gets in at
+        // the next scan).
+        assert!(
+            took < Duration::from_millis(4500),
+            "one write of 8 records waited {took:?} with a 1.5 s timeout"
+        );
     }
 }
