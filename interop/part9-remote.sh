@@ -11,7 +11,7 @@
 #      through the mount, one node SIGKILLed: appends continue, and kcat finds every
 #      acknowledged line exactly once.
 
-S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"
+S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"; MW="$S9/mnt-wb"
 CLIENT_CONF="$S9/client.properties"
 KT=("$INTEROP_DIR/kafka-topics.sh")
 CG9=("$INTEROP_DIR/kafka-consumer-groups.sh")
@@ -203,6 +203,75 @@ append_eio_when_down() { # broker stopped: `>>` and `>` fail with EIO within one
     [ "$dt" -lt 25 ] || { echo "$op took ${dt}s: more than the producer's timeouts"; return 1; }
   done
 }
+write_behind_fsync_then_kcat() { # --write-behind: lines written, fsync returned, kcat reads each once
+  mkdir "$MW/r9wb" || return 1
+  python3 - "$MW/r9wb/0/append" "$S9/wb.want" <<'PY' || return 1
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+lines = [f"wb-{i:06d}-" + "x" * 80 + "\n" for i in range(50000)]
+want = open(sys.argv[2], "w")
+t0 = time.monotonic()
+for i in range(0, len(lines), 1000):          # 50 writes of 1000 lines (91 KB)
+    chunk = "".join(lines[i:i + 1000]).encode()
+    assert os.write(fd, chunk) == len(chunk)
+t1 = time.monotonic()
+os.fsync(fd)
+t2 = time.monotonic()
+want.write("".join(lines))
+want.close()
+print(f"{len(lines)} lines: writes returned in {t1 - t0:.2f}s, fsync in {t2 - t1:.2f}s")
+os.write(fd, b"after-fsync\n")
+os.close(fd)
+PY
+  timeout 60 kcat -b "$BOOT" -C -t r9wb -p 0 -o beginning -e -q -f '%s\n' > "$S9/wb.kcat" || return 1
+  echo "kcat read $(wc -l < "$S9/wb.kcat") lines"
+  # Everything before the fsync, in order, each once; the line after it came with the close.
+  head -n 50000 "$S9/wb.kcat" | cmp - "$S9/wb.want" || return 1
+  [ "$(sed -n '50001,$p' "$S9/wb.kcat")" = after-fsync ]
+}
+write_behind_eio_when_down() { # broker stopped: a write returns, its fsync and close fail with EIO
+  timeout 90 python3 - "$MW/r9wb/0/append" <<'PY'
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+def timed(what, f):
+    t0 = time.monotonic()
+    try:
+        f(); err = None
+    except OSError as e:
+        err = e
+    dt = time.monotonic() - t0
+    print(f"{what}: {err or 'ok'} after {dt:.1f}s")
+    return err, dt
+err, dt = timed("write", lambda: os.write(fd, b"while-down-1\n"))
+assert err is None and dt < 2, "a write behind returns once handed over"
+err, dt = timed("fsync", lambda: os.fsync(fd))
+# message.timeout.ms is 10 s: the record fails within it (librdkafka scans once a second).
+assert err is not None and err.errno == errno.EIO and dt < 25, "fsync: EIO within the timeout"
+err, dt = timed("write", lambda: os.write(fd, b"while-down-2\n"))
+assert err is None, "the failure was reported once, at the fsync"
+err, dt = timed("close", lambda: os.close(fd))
+assert err is not None and err.errno == errno.EIO and dt < 25, "close: EIO within the timeout"
+PY
+  local rc=$?
+  grep -m 2 'written behind' "$MW.log"
+  [ "$rc" = 0 ] && grep -q 'written behind to r9wb-0 was not acknowledged' "$MW.log"
+}
+cluster_files_eio_when_down() { # broker still stopped: no file shows an old answer as current
+  local f rc t0 dt
+  for f in r9/0/log-end-offset r9/0/log-start-offset r9/config r9/partitions; do
+    rc=0; t0=$(date +%s)
+    timeout 60 cat "$M9/$f" > "$S9/down.out" 2> "$S9/down.err" || rc=$?
+    dt=$(( $(date +%s) - t0 ))
+    echo "cat $f: exit $rc after ${dt}s: $(cat "$S9/down.out" "$S9/down.err" | tr '\n' ' ')"
+    [ "$rc" != 124 ] || { echo "cat $f hung for 60 s"; return 1; }
+    [ "$rc" != 0 ] && grep -q 'Input/output error' "$S9/down.err" || return 1
+    # One client timeout (10 s here) for the lookup, one for the open at most.
+    [ "$dt" -lt 25 ] || { echo "cat $f took ${dt}s: more than the client's timeouts"; return 1; }
+  done
+  # Listings answer from the last metadata the cluster gave.
+  timeout 60 ls "$M9/r9" "$M9/r9/0" > "$S9/down.ls" || { echo "ls failed while the broker is down"; return 1; }
+  grep -qx log-end-offset "$S9/down.ls" && grep -qx partitions "$S9/down.ls"
+}
 appends_resume() { # broker back on its ports: an append succeeds again, without a remount
   local port cport
   port="${BOOT##*:}"
@@ -281,10 +350,16 @@ EOF
   check "9a config: two keys set, both in kafka-configs --describe" config_set
   check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
   check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
+  check "9a --write-behind mount" tfs_mount_remote "$MW" "$BOOT" --write-behind
+  check "9a --write-behind: 50000 lines written, fsync returned: kcat reads them in order, each once" write_behind_fsync_then_kcat
   check "9a broker stopped under the mount: >> and > appends fail with EIO within the producer timeouts" append_eio_when_down
+  check "9a --write-behind, broker stopped: write returns, fsync and close fail with EIO within the timeout" write_behind_eio_when_down
+  check "9a broker stopped: log-end-offset, log-start-offset, config and partitions fail with EIO within the client's timeout; ls answers from the last metadata" cluster_files_eio_when_down
   check "9a broker back on its port: appends resume without a remount" appends_resume
   check "9a umount" tfs_umount_remote "$M9"
+  check "9a umount (--write-behind)" tfs_umount_remote "$MW"
   check "9a broker: stop" "$INTEROP_DIR/broker.sh" stop "$L9"
+  [ "${TOPICFS_INTEROP_PART9_CLUSTER:-1}" = 0 ] && return 0
 
   CLUSTERS+=("$C9")
   check "9b cluster.sh: 3 nodes, every broker registered" sh -c "'$INTEROP_DIR/cluster.sh' start '$C9' >/dev/null"

@@ -490,7 +490,7 @@ impl FsState {
             self.leave(&of, &group, fh);
             return Ok(res?);
         }
-        if !h.has_pending_line() {
+        if !h.has_close_work() {
             return Ok(());
         }
         let _live = live?;
@@ -664,3 +664,5 @@ mod tests;
 mod tests_members;
 #[cfg(test)]
 mod tests_memory;
+#[cfg(test)]
+mod tests_remote;

@@ -74,7 +74,7 @@ impl FsState {
                 (Handle::Append(AppendHandle::new(target, format, max)), true)
             }
             Node::TopicFile(t, TopicFile::Partitions) => {
-                let n = self.topic(t)?.partition_count();
+                let n = self.topic(t)?.partition_count_now()?;
                 let content = format!("{n}\n").into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
@@ -82,7 +82,7 @@ impl FsState {
                 )
             }
             Node::TopicFile(t, TopicFile::Config) => {
-                let content = self.topic(t)?.config_text().into_bytes();
+                let content = self.topic(t)?.config_text()?.into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::Config(t.clone()))),
                     true,
@@ -94,10 +94,11 @@ impl FsState {
                 f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
             ) => {
                 let log = self.partition(t, *p)?;
+                let (start, end) = log.offsets_now()?;
                 let offset = if *f == PartitionFile::LogStartOffset {
-                    log.log_start_offset()
+                    start
                 } else {
-                    log.log_end_offset()
+                    end
                 };
                 let content = offset_text(offset).into_bytes();
                 (

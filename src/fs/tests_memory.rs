@@ -70,7 +70,7 @@ impl Storage for Memory {
 
 /// Commits kept in memory: (group, topic, partition) -> offset.
 #[derive(Default)]
-struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
+pub(super) struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
 
 impl GroupStore for MemGroups {
     fn groups_of(&self, topic: &str) -> Vec<String> {
@@ -130,8 +130,8 @@ impl TopicStore for MemTopic {
             }),
         }
     }
-    fn config_text(&self) -> String {
-        String::new()
+    fn config_text(&self) -> Result<String> {
+        Ok(String::new())
     }
     fn max_message_bytes(&self) -> usize {
         1 << 20

@@ -177,8 +177,10 @@ impl FsState {
             Node::TopicFile(t, f) => {
                 let topic = self.topic(t)?;
                 match f {
-                    TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
-                    TopicFile::Config => topic.config_text().len() as u64,
+                    TopicFile::Partitions => {
+                        format!("{}\n", topic.partition_count_now()?).len() as u64
+                    }
+                    TopicFile::Config => topic.config_text()?.len() as u64,
                     TopicFile::Append | TopicFile::AppendJsonl => 0,
                 }
             }
@@ -190,10 +192,8 @@ impl FsState {
                 let log = self.partition(t, *p)?;
                 match f {
                     PartitionFile::Append | PartitionFile::AppendJsonl => 0,
-                    PartitionFile::LogStartOffset => {
-                        offset_text(log.log_start_offset()).len() as u64
-                    }
-                    PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
+                    PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
+                    PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
                 }
             }
             Node::Lookup(t, p, _) => {

@@ -69,6 +69,11 @@ pub struct MountArgs {
     #[arg(long, value_name = "N")]
     pub(crate) replication_factor: Option<i32>,
 
+    /// Remote mode: write() returns once its records are handed to the producer; fsync()
+    /// and close() wait until every record written through the file is acknowledged
+    #[arg(long)]
+    pub(crate) write_behind: bool,
+
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
     fuse_threads: usize,
@@ -316,6 +321,8 @@ pub(super) struct MountFlags {
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
     pub(super) o_bootstrap: Option<String>,
     pub(super) o_client_config: Option<PathBuf>,
+    /// `-o write_behind` (remote mode).
+    pub(super) o_write_behind: bool,
 }
 
 impl MountFlags {
@@ -332,6 +339,7 @@ impl MountFlags {
             o_log_dirs: Vec::new(),
             o_bootstrap: None,
             o_client_config: None,
+            o_write_behind: false,
         }
     }
 
@@ -369,6 +377,7 @@ impl MountFlags {
                     self.o_bootstrap = Some(v.replace(';', ","))
                 }
                 ("client_config", Some(v)) => self.o_client_config = Some(PathBuf::from(v)),
+                ("write_behind", None) => self.o_write_behind = true,
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs

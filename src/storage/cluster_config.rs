@@ -17,6 +17,9 @@ pub struct ClusterConfig {
     pub num_partitions: Option<i32>,
     /// Replication factor of a topic made by `mkdir` (None: the cluster's default).
     pub replication_factor: Option<i32>,
+    /// Appends return once handed to the producer; fsync and close wait for the
+    /// acknowledgements (`--write-behind`).
+    pub write_behind: bool,
 }
 
 /// Client properties topicfs sets unless `--client-config` sets them: an outage must end in

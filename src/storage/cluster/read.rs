@@ -11,11 +11,12 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
+use super::produce::Unacked;
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{PartitionStore, RecordStream, Waker};
+use crate::storage::{PartitionStore, RecordStream, Unacknowledged, Waker};
 use crate::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
@@ -32,7 +33,9 @@ pub(crate) struct ClusterPartition {
     inner: Arc<Inner>,
     topic: String,
     p: u32,
-    marks: Mutex<Marks>,
+    marks: Arc<Mutex<Marks>>,
+    /// Write-behind: what this open append file's appends wait for.
+    behind: Option<Arc<Unacked>>,
 }
 
 impl ClusterPartition {
@@ -41,11 +44,12 @@ impl ClusterPartition {
             inner,
             topic: topic.to_string(),
             p,
-            marks: Mutex::new(Marks {
+            marks: Arc::new(Mutex::new(Marks {
                 start: 0,
                 end: 0,
                 at: None,
-            }),
+            })),
+            behind: None,
         }
     }
 
@@ -121,6 +125,9 @@ impl PartitionStore for ClusterPartition {
     fn log_end_offset(&self) -> i64 {
         self.marks_or_last().1
     }
+    fn offsets_now(&self) -> Result<(i64, i64)> {
+        self.marks(false)
+    }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let (start, end) = self.marks(true)?;
         if offset < start || offset > end {
@@ -168,12 +175,30 @@ impl PartitionStore for ClusterPartition {
     }
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
         let parts = vec![self.p; records.len()];
-        let res = self
-            .inner
-            .producer
-            .send(&self.topic, records, &parts, self.inner.timeout, done);
+        let res = self.inner.producer.send(
+            &self.topic,
+            records,
+            &parts,
+            self.inner.timeout,
+            done,
+            self.behind.as_ref(),
+        );
         self.appended();
         res
+    }
+    fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
+        if !self.inner.cfg.write_behind {
+            return None;
+        }
+        let file = Unacked::new(&format!("{}-{}", self.topic, self.p));
+        let view = ClusterPartition {
+            inner: self.inner.clone(),
+            topic: self.topic.clone(),
+            p: self.p,
+            marks: self.marks.clone(),
+            behind: Some(file.clone()),
+        };
+        Some((Arc::new(view), file))
     }
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         self.inner
