@@ -70,6 +70,19 @@ describe_partitions() { # TOPIC N : kafka-topics --describe shows N partitions
   echo "$out" | grep -q "PartitionCount: $2"$'\t'
 }
 topic_in_mount() { [ -d "$1" ]; }
+replicas_agree() { # BOOT MNT TOPIC [NODE]: <p>/replicas = kafka-topics --describe for each partition
+  # (and NODE is in no ISR)
+  local out p want got bad=0
+  out="$(timeout 60 "${KT[@]}" --bootstrap-server "$1" --describe --topic "$3" 2>&1)" || { echo "$out"; return 1; }
+  for p in $(echo "$out" | sed -n 's/.*Partition: \([0-9]*\)\t.*/\1/p'); do
+    want="$(echo "$out" | grep -P "\tPartition: $p\t" | sed 's/.*\(Leader: .*Isr: [0-9,]*\).*/\1/')"
+    got="$(cat "$2/$3/$p/replicas")" || return 1
+    echo "partition $p: kafka-topics '$want', replicas '$got'"
+    [ "$want" = "$got" ] || bad=1
+    if [ -n "${4:-}" ] && [[ ",${got##*Isr: }," == *",$4,"* ]]; then bad=1; fi
+  done
+  [ -n "$p" ] && return $bad
+}
 
 append_lines_p0() { # 5 lines through r9/0/append, kcat reads exactly those on partition 0
   printf 'p0-a\np0-b\n' >> "$M9/r9/0/append" || return 1
@@ -347,6 +360,7 @@ EOF
   check "9a log-end-offset = kcat's end offset, every partition" leo_agrees
   check "9a echo 4 > r9/partitions" sh -c "echo 4 > '$M9/r9/partitions'"
   check "9a kafka-topics --describe r9: PartitionCount 4" describe_partitions r9 4
+  check "9a <p>/replicas = kafka-topics --describe (leader, replicas, isr), every partition" replicas_agree "$BOOT" "$M9" r9
   check "9a config: two keys set, both in kafka-configs --describe" config_set
   check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
   check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
@@ -371,7 +385,10 @@ EOF
   check "9b mount --bootstrap-servers (all 3)" tfs_mount_remote "$MC" "$CBOOT"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   check "9b rf3 shows in the mount" wait_for 30 topic_in_mount "$MC/rf3/0"
+  check "9b <p>/replicas = kafka-topics --describe before a node is killed" replicas_agree "$CBOOT" "$MC" rf3
   check "9b appends in a loop, the partition leader SIGKILLed: appends continue" kill_under_appends
+  check "9b <p>/replicas = kafka-topics --describe after: the killed node in no ISR" \
+    wait_for 60 replicas_agree "$CBOOT" "$MC" rf3 "$(cat "$S9/killed")"
   check "9b kcat reads every acknowledged line exactly once" acked_exactly_once
   check "9b cluster.sh restart: the killed node registers again" \
     sh -c "'$INTEROP_DIR/cluster.sh' restart '$C9' \"\$(cat '$S9/killed')\""

@@ -129,6 +129,8 @@ pub enum PartitionFile {
     AppendJsonl,
     LogStartOffset,
     LogEndOffset,
+    /// The leader, replicas and in-sync replicas (a storage with replicas: remote mode).
+    Replicas,
 }
 
 /// Directories directly under `<topic>/<p>/`.
@@ -211,11 +213,12 @@ impl TopicFile {
 }
 
 impl PartitionFile {
-    pub const ALL: [PartitionFile; 4] = [
+    pub const ALL: [PartitionFile; 5] = [
         PartitionFile::Append,
         PartitionFile::AppendJsonl,
         PartitionFile::LogStartOffset,
         PartitionFile::LogEndOffset,
+        PartitionFile::Replicas,
     ];
 
     pub fn name(self) -> &'static str {
@@ -224,6 +227,7 @@ impl PartitionFile {
             PartitionFile::AppendJsonl => "append.jsonl",
             PartitionFile::LogStartOffset => "log-start-offset",
             PartitionFile::LogEndOffset => "log-end-offset",
+            PartitionFile::Replicas => "replicas",
         }
     }
 }

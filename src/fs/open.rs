@@ -106,6 +106,13 @@ impl FsState {
                     true,
                 )
             }
+            Node::PartitionFile(t, p, PartitionFile::Replicas) => {
+                let content = self.partition(t, *p)?.replicas_text()?.into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
                 let stream = StreamHandle::open(log, *name)?.kept_live_by(self.topic(t)?);

@@ -259,6 +259,8 @@ fn the_tree_works_over_another_storage() {
         .map(|e| e.name)
         .collect();
     assert!(!names.contains(&"segments".to_string()), "{names:?}");
+    // One copy of the data: no replicas file.
+    assert!(!names.contains(&"replicas".to_string()), "{names:?}");
     assert!(names.contains(&"by-offset".to_string()), "{names:?}");
     assert_eq!(
         errno_of(fs.lookup(walk(&fs, "mem/0"), OsStr::new("segments"))),

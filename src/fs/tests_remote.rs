@@ -189,6 +189,13 @@ impl PartitionStore for RemPartition {
     fn wait_for(&self, _offset: i64, w: Arc<dyn Waker>) {
         w.wake();
     }
+    fn has_replicas(&self) -> bool {
+        true
+    }
+    fn replicas_text(&self) -> Result<String> {
+        self.0.answer()?;
+        Ok("Leader: 2\tReplicas: 2,1,3\tIsr: 2,3\n".into())
+    }
     fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
         let held = self.0.write_behind.then(|| held(&self.0))?;
         Some((
@@ -294,4 +301,28 @@ fn item1_write_behind_fsync_and_close_fail_with_eio_when_not_acknowledged() {
     let w = fs.open(walk(&fs, "rem/0/append"), WO, me()).unwrap();
     c.down.store(true, Ordering::SeqCst);
     assert_eq!(errno_of(fs.write(w.fh, b"x\n", Some(1))), libc::EIO);
+}
+
+#[test]
+fn item5_replicas_shows_leader_replicas_and_isr_and_eio_when_down() {
+    let (fs, c) = mount(false);
+    let names: Vec<String> = (fs.readdir(walk(&fs, "rem/0"), 0).unwrap())
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.contains(&"replicas".to_string()), "{names:?}");
+    let f = fs.open(walk(&fs, "rem/0/replicas"), RO, me()).unwrap();
+    assert_eq!(
+        read_all(&fs, f.fh),
+        b"Leader: 2\tReplicas: 2,1,3\tIsr: 2,3\n"
+    );
+    assert_eq!(
+        errno_of(fs.open(walk(&fs, "rem/0/replicas"), WO, me())),
+        libc::EACCES
+    );
+    c.down.store(true, Ordering::SeqCst);
+    assert_eq!(
+        errno_of(fs.lookup(walk(&fs, "rem/0"), OsStr::new("replicas"))),
+        libc::EIO
+    );
 }

@@ -64,7 +64,11 @@ impl FsState {
             }
             Node::Partition(t, p) => {
                 let log = self.partition(t, *p)?;
-                if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
+                if let Some(f) = PartitionFile::ALL
+                    .into_iter()
+                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+                    .find(|f| f.name() == name)
+                {
                     return Ok(Node::PartitionFile(t.clone(), *p, f));
                 }
                 if let Some(d) = PartitionDir::ALL
@@ -194,6 +198,7 @@ impl FsState {
                     PartitionFile::Append | PartitionFile::AppendJsonl => 0,
                     PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
                     PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
+                    PartitionFile::Replicas => log.replicas_text()?.len() as u64,
                 }
             }
             Node::Lookup(t, p, _) => {
@@ -292,7 +297,10 @@ impl FsState {
             }
             Node::Partition(t, p) => {
                 let log = self.partition(t, *p)?;
-                for f in PartitionFile::ALL {
+                for f in PartitionFile::ALL
+                    .into_iter()
+                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+                {
                     out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
                 }
                 let has_segments = log.has_segment_files();

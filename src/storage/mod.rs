@@ -207,6 +207,19 @@ pub trait PartitionStore: Send + Sync {
     /// Wakes `w` once the log end passes `offset` (at once if it already has), or when the
     /// partition goes away (topic deleted, shutdown).
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);
+    /// Whether the partition has replicas to show (`replicas`). (None by default: a storage
+    /// that keeps one copy.)
+    fn has_replicas(&self) -> bool {
+        false
+    }
+    /// The `replicas` file, as the storage answers it now: `Leader: L\tReplicas: R,...\tIsr:
+    /// I,...`, as `kafka-topics --describe` shows them.
+    fn replicas_text(&self) -> Result<String> {
+        Err(crate::error::Error::UnknownPartition {
+            topic: String::new(),
+            partition: self.partition(),
+        })
+    }
     /// Whether the partition has segment files to show (`segments/`).
     /// (None by default: a storage whose data is elsewhere.)
     fn has_segment_files(&self) -> bool {

@@ -186,6 +186,28 @@ impl PartitionStore for ClusterPartition {
         self.appended();
         res
     }
+    fn has_replicas(&self) -> bool {
+        true
+    }
+    fn replicas_text(&self) -> Result<String> {
+        let what = format!("replicas of {}-{}", self.topic, self.p);
+        let md = self
+            .inner
+            .meta
+            .fetch_metadata(Some(&self.topic), self.inner.timeout)
+            .map_err(|e| kafka(&what, e))?;
+        let part = md
+            .topics()
+            .iter()
+            .filter(|t| t.name() == self.topic)
+            .flat_map(|t| t.partitions())
+            .find(|p| p.id() == self.p as i32)
+            .ok_or_else(|| Error::Cluster(format!("{what}: not in the cluster's metadata")))?;
+        if let Some(e) = part.error() {
+            return Err(Error::Cluster(format!("{what}: {e:?}")));
+        }
+        Ok(replicas_line(part.leader(), part.replicas(), part.isr()))
+    }
     fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
         if !self.inner.cfg.write_behind {
             return None;
@@ -205,6 +227,21 @@ impl PartitionStore for ClusterPartition {
             .watch
             .add(Waiter(self.topic.clone(), self.p, offset, w));
     }
+}
+
+/// A partition's replicas as `kafka-topics --describe` shows them: `Leader: 1\tReplicas:
+/// 1,2,3\tIsr: 1,2`, `none` for no leader.
+fn replicas_line(leader: i32, replicas: &[i32], isr: &[i32]) -> String {
+    let ids = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    let leader = match leader {
+        l if l < 0 => "none".to_string(),
+        l => l.to_string(),
+    };
+    format!(
+        "Leader: {leader}\tReplicas: {}\tIsr: {}\n",
+        ids(replicas),
+        ids(isr)
+    )
 }
 
 /// A partition's records from `start` up to `end` (the high watermark when opened), fetched
@@ -461,5 +498,20 @@ impl Watch {
             drop(inner);
             std::thread::sleep(WATCH_EVERY);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn item5_replicas_line_in_kafka_topics_describe_words() {
+        assert_eq!(
+            super::replicas_line(2, &[2, 1, 3], &[2, 3]),
+            "Leader: 2\tReplicas: 2,1,3\tIsr: 2,3\n"
+        );
+        assert_eq!(
+            super::replicas_line(-1, &[1], &[]),
+            "Leader: none\tReplicas: 1\tIsr: \n"
+        );
     }
 }
