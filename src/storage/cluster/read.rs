@@ -36,6 +36,44 @@ pub(crate) struct ClusterPartition {
     marks: Arc<Mutex<Marks>>,
     /// Write-behind: what this open append file's appends wait for.
     behind: Option<Arc<Unacked>>,
+    /// The lines the last count fetched, for the stream that reads them next.
+    fetched: Arc<Mutex<Option<Fetched>>>,
+}
+
+/// The lines a count of a partition's records fetched (`fstat` of a stream: see
+/// [`PartitionStore::lines_len`]), kept for the stream that reads them next: `cat` opens,
+/// measures, then reads, and the records are fetched once. Chunks in offset order, each
+/// (offset it starts at, offset after it, its lines); at most [`FETCHED_MAX`] bytes are kept
+/// (the rest of a longer count is fetched again by the reader), for [`FETCHED_TTL`].
+struct Fetched {
+    at: Instant,
+    chunks: std::collections::VecDeque<(i64, i64, Vec<u8>)>,
+}
+
+/// The most bytes of lines a count keeps for the next reader.
+const FETCHED_MAX: usize = 128 << 20;
+/// How long they are kept for it.
+const FETCHED_TTL: Duration = Duration::from_secs(10);
+
+impl Fetched {
+    /// The chunk that starts at `from` and ends at or before `to`, when it is next.
+    fn take(slot: &Mutex<Option<Fetched>>, from: i64, to: i64) -> Option<(i64, Vec<u8>)> {
+        let mut slot = slot.guard();
+        let f = slot.as_mut()?;
+        if f.at.elapsed() > FETCHED_TTL {
+            *slot = None;
+            return None;
+        }
+        let &(start, next, _) = f.chunks.front()?;
+        if start != from || next > to {
+            return None;
+        }
+        let (_, next, lines) = f.chunks.pop_front()?;
+        if f.chunks.is_empty() {
+            *slot = None;
+        }
+        Some((next, lines))
+    }
 }
 
 impl ClusterPartition {
@@ -50,6 +88,7 @@ impl ClusterPartition {
                 at: None,
             })),
             behind: None,
+            fetched: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -93,18 +132,11 @@ impl ClusterPartition {
     }
 
     fn stream(&self, offset: i64, end: i64) -> Result<ClusterStream> {
-        let consumer = if offset < end {
-            let c = self.inner.cfg.plain_consumer()?;
-            let mut tpl = TopicPartitionList::new();
-            tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(offset))
-                .map_err(|e| kafka("assign", e))?;
-            c.assign(&tpl).map_err(|e| kafka("assign", e))?;
-            Some(c)
-        } else {
-            None
-        };
         Ok(ClusterStream {
-            consumer,
+            consumer: None,
+            inner: self.inner.clone(),
+            partition: (self.topic.clone(), self.p),
+            fetched: self.fetched.clone(),
             topic: format!("{}-{}", self.topic, self.p),
             start: offset,
             next: offset,
@@ -159,6 +191,39 @@ impl PartitionStore for ClusterPartition {
             Offset::Offset(n) if n >= 0 => Some(n),
             _ => None,
         })
+    }
+    /// Counted by fetching the records (Kafka keeps no line lengths); the lines fetched are
+    /// kept for the next reader from `from` (see [`Fetched`]).
+    fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
+        let mut s = self.stream(from, self.check_offset(from)?.min(to))?;
+        let mut total = 0u64;
+        let mut kept = 0usize;
+        let mut chunks = std::collections::VecDeque::new();
+        loop {
+            let start = s.next;
+            let mut lines = Vec::new();
+            let more = s.next_batch_meta(&mut |_, r| {
+                if r.offset >= from && r.offset < to {
+                    total += r.line_len();
+                    if kept < FETCHED_MAX {
+                        lines.extend_from_slice(r.value.unwrap_or_default());
+                        lines.push(b'\n');
+                    }
+                }
+            })?;
+            if kept < FETCHED_MAX && s.next > start {
+                kept += lines.len();
+                chunks.push_back((start, s.next, lines));
+            }
+            if !more {
+                break;
+            }
+        }
+        *self.fetched.guard() = (!chunks.is_empty()).then(|| Fetched {
+            at: Instant::now(),
+            chunks,
+        });
+        Ok(total)
     }
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
         let end = self.check_offset(offset)?;
@@ -219,6 +284,7 @@ impl PartitionStore for ClusterPartition {
             p: self.p,
             marks: self.marks.clone(),
             behind: Some(file.clone()),
+            fetched: self.fetched.clone(),
         };
         Some((Arc::new(view), file))
     }
@@ -245,9 +311,14 @@ fn replicas_line(leader: i32, replicas: &[i32], isr: &[i32]) -> String {
 }
 
 /// A partition's records from `start` up to `end` (the high watermark when opened), fetched
-/// by a consumer of no group. Control records never reach it (librdkafka drops them).
+/// by a consumer of no group, assigned at the first record wanted that a count did not fetch
+/// already (see [`Fetched`]). Control records never reach it (librdkafka drops them).
 pub(crate) struct ClusterStream {
     consumer: Option<BaseConsumer>,
+    inner: Arc<Inner>,
+    /// (topic, partition).
+    partition: (String, u32),
+    fetched: Arc<Mutex<Option<Fetched>>>,
     topic: String,
     start: i64,
     next: i64,
@@ -313,13 +384,34 @@ impl RecordStream for ClusterStream {
     fn passed(&self) -> i64 {
         self.next
     }
+    fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        if *from == self.next
+            && self.consumer.is_none()
+            && let Some((next, lines)) = Fetched::take(&self.fetched, self.next, to)
+        {
+            out.extend_from_slice(&lines);
+            self.next = next;
+            *from = next;
+            return Ok(true);
+        }
+        self.next_batch_meta(&mut |_, r| {
+            if r.offset >= *from && r.offset < to {
+                out.extend_from_slice(r.value.unwrap_or_default());
+                out.push(b'\n');
+                *from = r.offset + 1;
+            }
+        })
+    }
     fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
-        let Some(c) = self.consumer.as_ref() else {
-            return Ok(false);
-        };
         if self.next >= self.end {
             return Ok(false);
         }
+        if self.consumer.is_none() {
+            self.consumer = Some(self.assign()?);
+        }
+        let Some(c) = self.consumer.as_ref() else {
+            return Ok(false);
+        };
         // The records librdkafka has queued already are taken in one call (a poll per call
         // and a clock read per record were most of a remote read); the wait for the first
         // one is bounded by the client's timeout.
@@ -380,6 +472,19 @@ impl RecordStream for ClusterStream {
                 }
             }
         }
+    }
+}
+
+impl ClusterStream {
+    /// A consumer assigned to the partition at the next offset to read.
+    fn assign(&self) -> Result<BaseConsumer> {
+        let c = self.inner.cfg.plain_consumer()?;
+        let mut tpl = TopicPartitionList::new();
+        let (topic, p) = &self.partition;
+        tpl.add_partition_offset(topic, *p as i32, Offset::Offset(self.next))
+            .map_err(|e| kafka("assign", e))?;
+        c.assign(&tpl).map_err(|e| kafka("assign", e))?;
+        Ok(c)
     }
 }
 
@@ -513,5 +618,29 @@ mod tests {
             super::replicas_line(-1, &[1], &[]),
             "Leader: none\tReplicas: 1\tIsr: \n"
         );
+    }
+
+    #[test]
+    fn item3_lines_a_count_fetched_go_to_the_next_reader_once_in_order() {
+        use super::{Fetched, Instant, Mutex};
+        let chunks = [(5, 8, b"a\nb\nc\n".to_vec()), (8, 9, b"d\n".to_vec())];
+        let slot = Mutex::new(Some(Fetched {
+            at: Instant::now(),
+            chunks: chunks.into_iter().collect(),
+        }));
+        // Not where the reader is, or past its end: left for the reader it fits.
+        assert!(Fetched::take(&slot, 6, 100).is_none());
+        assert!(Fetched::take(&slot, 5, 7).is_none());
+        assert_eq!(Fetched::take(&slot, 5, 9), Some((8, b"a\nb\nc\n".to_vec())));
+        assert_eq!(Fetched::take(&slot, 8, 9), Some((9, b"d\n".to_vec())));
+        // Each once: the slot is empty now.
+        assert!(slot.lock().unwrap().is_none());
+        // Kept only a while.
+        let slot = Mutex::new(Some(Fetched {
+            at: Instant::now() - super::FETCHED_TTL * 2,
+            chunks: [(0, 1, b"x\n".to_vec())].into_iter().collect(),
+        }));
+        assert!(Fetched::take(&slot, 0, 1).is_none());
+        assert!(slot.lock().unwrap().is_none());
     }
 }
