@@ -12,6 +12,7 @@
 #      acknowledged line exactly once.
 
 S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"; MW="$S9/mnt-wb"
+MCW="$S9/mnt-cluster-wb"
 CLIENT_CONF="$S9/client.properties"
 KT=("$INTEROP_DIR/kafka-topics.sh")
 CG9=("$INTEROP_DIR/kafka-consumer-groups.sh")
@@ -323,6 +324,31 @@ kill_under_appends() {
   tail -n 3 "$S9/loop.err" 2>/dev/null
   return $rc
 }
+wb_fsync_then_kill_leader() { # --write-behind: 20000 lines, fsync returned, the leader SIGKILLed
+  local leader
+  python3 - "$MCW/rf3/0/append" "$S9/wbc" <<'PY' || return 1
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+lines = [f"wbc-{i:06d}\n" for i in range(20000)]
+t0 = time.monotonic()
+for i in range(0, len(lines), 500):
+    os.write(fd, "".join(lines[i:i + 500]).encode())
+os.fsync(fd)
+print(f"20000 lines written, fsync returned after {time.monotonic() - t0:.2f}s")
+open(sys.argv[2] + ".synced", "w").write("".join(lines))
+os.close(fd)
+PY
+  leader="$(timeout 30 kcat -b "$CBOOT" -L -t rf3 | sed -n 's/.*partition 0, leader \([0-9]*\),.*/\1/p')"
+  echo "partition 0 leader: node $leader; SIGKILL"
+  echo "${leader:-1}" > "$S9/killed-wb"
+  "$INTEROP_DIR/cluster.sh" kill "$C9" "${leader:-1}"
+}
+wb_synced_read_once() { # every line before the returned fsync, in order, each once, from the new leader
+  timeout 30 kcat -b "$CBOOT" -C -t rf3 -o beginning -e -q -f '%s\n' > "$S9/wbc.kcat" || return 1
+  grep '^wbc-' "$S9/wbc.kcat" > "$S9/wbc.got"
+  echo "$(wc -l < "$S9/wbc.got") of 20000 lines read by kcat after the kill"
+  cmp "$S9/wbc.got" "$S9/wbc.synced"
+}
 acked_exactly_once() {
   timeout 60 kcat -b "$CBOOT" -C -t rf3 -o beginning -e -q -f '%s\n' > "$S9/rf3.kcat" || return 1
   python3 - "$S9/acked" "$S9/rf3.kcat" <<'PY'
@@ -393,6 +419,10 @@ EOF
   check "9b cluster.sh restart: the killed node registers again" \
     sh -c "'$INTEROP_DIR/cluster.sh' restart '$C9' \"\$(cat '$S9/killed')\""
   check "9b an append after the node's return" sh -c "/bin/echo after-return >> '$MC/rf3/0/append'"
+  check "9b mount --write-behind (all 3)" tfs_mount_remote "$MCW" "$CBOOT" --write-behind
+  check "9b --write-behind: lines written, fsync returned, the partition leader SIGKILLed" wb_fsync_then_kill_leader
+  check "9b kcat reads every line before the returned fsync, in order, each once" wait_for 60 wb_synced_read_once
+  check "9b umount (--write-behind)" tfs_umount_remote "$MCW"
   check "9b umount" tfs_umount_remote "$MC"
   check "9b cluster.sh stop" "$INTEROP_DIR/cluster.sh" stop "$C9"
 }
