@@ -257,9 +257,13 @@ def rows(r, failures):
     add_ratio("11", "remote mount: bulk append, `cat file >> append` vs `kcat -P` (both acks=all, "
               "idempotent) to the same broker", "remote append vs kcat",
               "remote.append.topicfs", "remote.append.kcat", "kcat -P, same broker", "MiB/s")
+    add_ratio("11", "remote mount `--write-behind`: bulk append, `cat file >> append` (close waits "
+              "for every acknowledgement) vs `kcat -P` (acks=all, idempotent) to the same broker",
+              "remote write-behind append vs kcat", "remote.append.wb", "remote.append.kcat",
+              "kcat -P, same broker", "MiB/s", goal=0.9)
     add_read("11", "remote mount: sequential read of the topic, `cat by-offset/0` vs `kcat -C -e`"
              " (ratio of times)", "remote read vs kcat", "remote.read.topicfs",
-             "remote.read.kcat", "remote.read.bytes", "kcat -C, same broker")
+             "remote.read.kcat", "remote.read.bytes", "kcat -C, same broker", goal=0.9)
     return out
 
 

@@ -23,7 +23,8 @@
 #   BENCH_PEER=1              figure 10: a Kafka broker (interop/broker.sh, Java) and kcat on
 #                             the same data; 0 skips it (when Java is absent)
 #   BENCH_PEER_LOOKUPS=200/50 figure 10: lookups per run, one process each
-#   BENCH_REMOTE=1            figure 11: a remote-mode mount of that broker against kcat; 0 skips
+#   BENCH_REMOTE=1            figure 11: remote-mode mounts of that broker (default and
+#                             --write-behind) against kcat; 0 skips
 #   BENCH_REMOTE_MB=BULK_MB   figure 11: MiB appended and read through the remote mount
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
@@ -707,6 +708,16 @@ if [ "$REMOTE" = 1 ]; then
     REMOTE_PID=$(cat "$WORK/remote.pid")
     PIDS+=("$REMOTE_PID")
     MOUNTS+=("$RMNT")
+    # The same broker through a --write-behind mount: write() returns once handed to the
+    # producer, the close waits for every acknowledgement (what is timed includes it).
+    WMNT=$WORK/rmnt-wb
+    mkdir -p "$WMNT"
+    "$TOPICFS" mount "$WMNT" --bootstrap-servers "$BOOT" --fuse-threads "$THREADS" --write-behind \
+        --pid-file "$WORK/remote-wb.pid" --log-file "$WORK/remote-wb.log" \
+        || { tail -5 "$WORK/remote-wb.log" >&2; exit 1; }
+    WB_PID=$(cat "$WORK/remote-wb.pid")
+    PIDS+=("$WB_PID")
+    MOUNTS+=("$WMNT")
     remote_append_topicfs() {
         mkdir "$RMNT/rt-$1"
         sync
@@ -717,10 +728,20 @@ if [ "$REMOTE" = 1 ]; then
         leo=$(cat "$RMNT/rt-$1/0/log-end-offset")
         [ "$leo" = "$REMOTE_LINES" ] || die "rt-$1: log end offset $leo, expected $REMOTE_LINES"
     }
+    remote_append_wb() {
+        mkdir "$WMNT/rw-$1"
+        sync
+        local t0 t1
+        t0=$(now); cat "$RFILE" >>"$WMNT/rw-$1/0/append"; t1=$(now)
+        record remote.append.wb "$1" "$(div "$(mib "$REMOTE_BYTES")" "$(elapsed "$t0" "$t1")")"
+        local leo
+        leo=$(cat "$WMNT/rw-$1/0/log-end-offset")
+        [ "$leo" = "$REMOTE_LINES" ] || die "rw-$1: log end offset $leo, expected $REMOTE_LINES"
+    }
     remote_append_kcat() {
         kcat_append remote.append.kcat "$1" "rk-$1" "$RFILE" "$REMOTE_BYTES" "$REMOTE_LINES"
     }
-    alternate remote_append_topicfs remote_append_kcat
+    alternate3 remote_append_topicfs remote_append_wb remote_append_kcat
     # Both read the same topic of the broker: the one the mount wrote last.
     RT=rt-$RUNS
     [ "$(kcat_end "$RT")" = "$REMOTE_LINES" ] || die "$RT: kcat sees another log end"
@@ -739,6 +760,7 @@ if [ "$REMOTE" = 1 ]; then
     }
     alternate remote_read_topicfs remote_read_kcat
     record remote.read.bytes 0 "$REMOTE_BYTES"
+    unmount "$WMNT" "$WB_PID"
     unmount "$RMNT" "$REMOTE_PID"
 fi
 

@@ -11,7 +11,8 @@
 #      through the mount, one node SIGKILLed: appends continue, and kcat finds every
 #      acknowledged line exactly once.
 
-S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"
+S9="$W/s9"; L9="$S9/logs"; M9="$S9/mnt"; C9="$S9/cluster"; MC="$S9/mnt-cluster"; MW="$S9/mnt-wb"
+MCW="$S9/mnt-cluster-wb"
 CLIENT_CONF="$S9/client.properties"
 KT=("$INTEROP_DIR/kafka-topics.sh")
 CG9=("$INTEROP_DIR/kafka-consumer-groups.sh")
@@ -70,6 +71,19 @@ describe_partitions() { # TOPIC N : kafka-topics --describe shows N partitions
   echo "$out" | grep -q "PartitionCount: $2"$'\t'
 }
 topic_in_mount() { [ -d "$1" ]; }
+replicas_agree() { # BOOT MNT TOPIC [NODE]: <p>/replicas = kafka-topics --describe for each partition
+  # (and NODE is in no ISR)
+  local out p want got bad=0
+  out="$(timeout 60 "${KT[@]}" --bootstrap-server "$1" --describe --topic "$3" 2>&1)" || { echo "$out"; return 1; }
+  for p in $(echo "$out" | sed -n 's/.*Partition: \([0-9]*\)\t.*/\1/p'); do
+    want="$(echo "$out" | grep -P "\tPartition: $p\t" | sed 's/.*\(Leader: .*Isr: [0-9,]*\).*/\1/')"
+    got="$(cat "$2/$3/$p/replicas")" || return 1
+    echo "partition $p: kafka-topics '$want', replicas '$got'"
+    [ "$want" = "$got" ] || bad=1
+    if [ -n "${4:-}" ] && [[ ",${got##*Isr: }," == *",$4,"* ]]; then bad=1; fi
+  done
+  [ -n "$p" ] && return $bad
+}
 
 append_lines_p0() { # 5 lines through r9/0/append, kcat reads exactly those on partition 0
   printf 'p0-a\np0-b\n' >> "$M9/r9/0/append" || return 1
@@ -203,6 +217,75 @@ append_eio_when_down() { # broker stopped: `>>` and `>` fail with EIO within one
     [ "$dt" -lt 25 ] || { echo "$op took ${dt}s: more than the producer's timeouts"; return 1; }
   done
 }
+write_behind_fsync_then_kcat() { # --write-behind: lines written, fsync returned, kcat reads each once
+  mkdir "$MW/r9wb" || return 1
+  python3 - "$MW/r9wb/0/append" "$S9/wb.want" <<'PY' || return 1
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+lines = [f"wb-{i:06d}-" + "x" * 80 + "\n" for i in range(50000)]
+want = open(sys.argv[2], "w")
+t0 = time.monotonic()
+for i in range(0, len(lines), 1000):          # 50 writes of 1000 lines (91 KB)
+    chunk = "".join(lines[i:i + 1000]).encode()
+    assert os.write(fd, chunk) == len(chunk)
+t1 = time.monotonic()
+os.fsync(fd)
+t2 = time.monotonic()
+want.write("".join(lines))
+want.close()
+print(f"{len(lines)} lines: writes returned in {t1 - t0:.2f}s, fsync in {t2 - t1:.2f}s")
+os.write(fd, b"after-fsync\n")
+os.close(fd)
+PY
+  timeout 60 kcat -b "$BOOT" -C -t r9wb -p 0 -o beginning -e -q -f '%s\n' > "$S9/wb.kcat" || return 1
+  echo "kcat read $(wc -l < "$S9/wb.kcat") lines"
+  # Everything before the fsync, in order, each once; the line after it came with the close.
+  head -n 50000 "$S9/wb.kcat" | cmp - "$S9/wb.want" || return 1
+  [ "$(sed -n '50001,$p' "$S9/wb.kcat")" = after-fsync ]
+}
+write_behind_eio_when_down() { # broker stopped: a write returns, its fsync and close fail with EIO
+  timeout 90 python3 - "$MW/r9wb/0/append" <<'PY'
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+def timed(what, f):
+    t0 = time.monotonic()
+    try:
+        f(); err = None
+    except OSError as e:
+        err = e
+    dt = time.monotonic() - t0
+    print(f"{what}: {err or 'ok'} after {dt:.1f}s")
+    return err, dt
+err, dt = timed("write", lambda: os.write(fd, b"while-down-1\n"))
+assert err is None and dt < 2, "a write behind returns once handed over"
+err, dt = timed("fsync", lambda: os.fsync(fd))
+# message.timeout.ms is 10 s: the record fails within it (librdkafka scans once a second).
+assert err is not None and err.errno == errno.EIO and dt < 25, "fsync: EIO within the timeout"
+err, dt = timed("write", lambda: os.write(fd, b"while-down-2\n"))
+assert err is None, "the failure was reported once, at the fsync"
+err, dt = timed("close", lambda: os.close(fd))
+assert err is not None and err.errno == errno.EIO and dt < 25, "close: EIO within the timeout"
+PY
+  local rc=$?
+  grep -m 2 'written behind' "$MW.log"
+  [ "$rc" = 0 ] && grep -q 'written behind to r9wb-0 was not acknowledged' "$MW.log"
+}
+cluster_files_eio_when_down() { # broker still stopped: no file shows an old answer as current
+  local f rc t0 dt
+  for f in r9/0/log-end-offset r9/0/log-start-offset r9/config r9/partitions; do
+    rc=0; t0=$(date +%s)
+    timeout 60 cat "$M9/$f" > "$S9/down.out" 2> "$S9/down.err" || rc=$?
+    dt=$(( $(date +%s) - t0 ))
+    echo "cat $f: exit $rc after ${dt}s: $(cat "$S9/down.out" "$S9/down.err" | tr '\n' ' ')"
+    [ "$rc" != 124 ] || { echo "cat $f hung for 60 s"; return 1; }
+    [ "$rc" != 0 ] && grep -q 'Input/output error' "$S9/down.err" || return 1
+    # One client timeout (10 s here) for the lookup, one for the open at most.
+    [ "$dt" -lt 25 ] || { echo "cat $f took ${dt}s: more than the client's timeouts"; return 1; }
+  done
+  # Listings answer from the last metadata the cluster gave.
+  timeout 60 ls "$M9/r9" "$M9/r9/0" > "$S9/down.ls" || { echo "ls failed while the broker is down"; return 1; }
+  grep -qx log-end-offset "$S9/down.ls" && grep -qx partitions "$S9/down.ls"
+}
 appends_resume() { # broker back on its ports: an append succeeds again, without a remount
   local port cport
   port="${BOOT##*:}"
@@ -241,6 +324,31 @@ kill_under_appends() {
   tail -n 3 "$S9/loop.err" 2>/dev/null
   return $rc
 }
+wb_fsync_then_kill_leader() { # --write-behind: 20000 lines, fsync returned, the leader SIGKILLed
+  local leader
+  python3 - "$MCW/rf3/0/append" "$S9/wbc" <<'PY' || return 1
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+lines = [f"wbc-{i:06d}\n" for i in range(20000)]
+t0 = time.monotonic()
+for i in range(0, len(lines), 500):
+    os.write(fd, "".join(lines[i:i + 500]).encode())
+os.fsync(fd)
+print(f"20000 lines written, fsync returned after {time.monotonic() - t0:.2f}s")
+open(sys.argv[2] + ".synced", "w").write("".join(lines))
+os.close(fd)
+PY
+  leader="$(timeout 30 kcat -b "$CBOOT" -L -t rf3 | sed -n 's/.*partition 0, leader \([0-9]*\),.*/\1/p')"
+  echo "partition 0 leader: node $leader; SIGKILL"
+  echo "${leader:-1}" > "$S9/killed-wb"
+  "$INTEROP_DIR/cluster.sh" kill "$C9" "${leader:-1}"
+}
+wb_synced_read_once() { # every line before the returned fsync, in order, each once, from the new leader
+  timeout 30 kcat -b "$CBOOT" -C -t rf3 -o beginning -e -q -f '%s\n' > "$S9/wbc.kcat" || return 1
+  grep '^wbc-' "$S9/wbc.kcat" > "$S9/wbc.got"
+  echo "$(wc -l < "$S9/wbc.got") of 20000 lines read by kcat after the kill"
+  cmp "$S9/wbc.got" "$S9/wbc.synced"
+}
 acked_exactly_once() {
   timeout 60 kcat -b "$CBOOT" -C -t rf3 -o beginning -e -q -f '%s\n' > "$S9/rf3.kcat" || return 1
   python3 - "$S9/acked" "$S9/rf3.kcat" <<'PY'
@@ -278,13 +386,20 @@ EOF
   check "9a log-end-offset = kcat's end offset, every partition" leo_agrees
   check "9a echo 4 > r9/partitions" sh -c "echo 4 > '$M9/r9/partitions'"
   check "9a kafka-topics --describe r9: PartitionCount 4" describe_partitions r9 4
+  check "9a <p>/replicas = kafka-topics --describe (leader, replicas, isr), every partition" replicas_agree "$BOOT" "$M9" r9
   check "9a config: two keys set, both in kafka-configs --describe" config_set
   check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
   check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
+  check "9a --write-behind mount" tfs_mount_remote "$MW" "$BOOT" --write-behind
+  check "9a --write-behind: 50000 lines written, fsync returned: kcat reads them in order, each once" write_behind_fsync_then_kcat
   check "9a broker stopped under the mount: >> and > appends fail with EIO within the producer timeouts" append_eio_when_down
+  check "9a --write-behind, broker stopped: write returns, fsync and close fail with EIO within the timeout" write_behind_eio_when_down
+  check "9a broker stopped: log-end-offset, log-start-offset, config and partitions fail with EIO within the client's timeout; ls answers from the last metadata" cluster_files_eio_when_down
   check "9a broker back on its port: appends resume without a remount" appends_resume
   check "9a umount" tfs_umount_remote "$M9"
+  check "9a umount (--write-behind)" tfs_umount_remote "$MW"
   check "9a broker: stop" "$INTEROP_DIR/broker.sh" stop "$L9"
+  [ "${TOPICFS_INTEROP_PART9_CLUSTER:-1}" = 0 ] && return 0
 
   CLUSTERS+=("$C9")
   check "9b cluster.sh: 3 nodes, every broker registered" sh -c "'$INTEROP_DIR/cluster.sh' start '$C9' >/dev/null"
@@ -296,11 +411,18 @@ EOF
   check "9b mount --bootstrap-servers (all 3)" tfs_mount_remote "$MC" "$CBOOT"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   check "9b rf3 shows in the mount" wait_for 30 topic_in_mount "$MC/rf3/0"
+  check "9b <p>/replicas = kafka-topics --describe before a node is killed" replicas_agree "$CBOOT" "$MC" rf3
   check "9b appends in a loop, the partition leader SIGKILLed: appends continue" kill_under_appends
+  check "9b <p>/replicas = kafka-topics --describe after: the killed node in no ISR" \
+    wait_for 60 replicas_agree "$CBOOT" "$MC" rf3 "$(cat "$S9/killed")"
   check "9b kcat reads every acknowledged line exactly once" acked_exactly_once
   check "9b cluster.sh restart: the killed node registers again" \
     sh -c "'$INTEROP_DIR/cluster.sh' restart '$C9' \"\$(cat '$S9/killed')\""
   check "9b an append after the node's return" sh -c "/bin/echo after-return >> '$MC/rf3/0/append'"
+  check "9b mount --write-behind (all 3)" tfs_mount_remote "$MCW" "$CBOOT" --write-behind
+  check "9b --write-behind: lines written, fsync returned, the partition leader SIGKILLed" wb_fsync_then_kill_leader
+  check "9b kcat reads every line before the returned fsync, in order, each once" wait_for 60 wb_synced_read_once
+  check "9b umount (--write-behind)" tfs_umount_remote "$MCW"
   check "9b umount" tfs_umount_remote "$MC"
   check "9b cluster.sh stop" "$INTEROP_DIR/cluster.sh" stop "$C9"
 }

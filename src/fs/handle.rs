@@ -11,7 +11,7 @@ use crate::fs::inode::{Format, TopicName};
 use crate::jsonl;
 use crate::log::now_ms;
 use crate::record::RecordInput;
-use crate::storage::{PartitionStore, Storage, TopicStore};
+use crate::storage::{PartitionStore, Storage, TopicStore, Unacknowledged};
 
 /// One open file.
 pub enum Handle {
@@ -36,11 +36,20 @@ impl Handle {
         }
     }
 
-    /// Completes what the writer left pending (a partial line, config lines): at release and
-    /// shutdown. Offsets lines are applied by the fs core (they need the group's readers).
+    /// Whether close(2) has anything to do: something pending, or records written behind.
+    pub fn has_close_work(&self) -> bool {
+        self.has_pending() || matches!(self, Handle::Append(h) if h.unacked.is_some())
+    }
+
+    /// Completes what the writer left pending (a partial line, config lines, records written
+    /// behind): at release and shutdown. Offsets lines are applied by the fs core (they need
+    /// the group's readers).
     pub fn finish(&mut self, mgr: &dyn Storage) -> Result<()> {
         match self {
-            Handle::Append(h) => h.flush_partial(),
+            Handle::Append(h) => {
+                let res = h.flush_partial();
+                h.wait_acknowledged().and(res)
+            }
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
             Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) => Ok(()),
@@ -49,10 +58,13 @@ impl Handle {
 
     /// close(2) of one descriptor of the open file, by the process whose descriptor table is
     /// `owner`. A partial line (config lines) is appended (applied) when its writer closes; a
-    /// process that only inherited the descriptor (a child exiting) leaves it pending.
+    /// process that only inherited the descriptor (a child exiting) leaves it pending. Every
+    /// close waits for what was written behind through the file so far.
     pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
-            Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
+            Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => {
+                h.wait_acknowledged()
+            }
             Handle::Text(t) => t.apply(mgr, Some(owner)),
             _ => self.finish(mgr),
         }
@@ -90,6 +102,9 @@ pub struct AppendHandle {
     appended: usize,
     /// What separates a key from its value in an `append.kv` line.
     key_separator: Vec<u8>,
+    /// Write-behind: the records handed to the storage and not yet acknowledged (fsync and
+    /// close wait for them).
+    unacked: Option<Arc<dyn Unacknowledged>>,
 }
 
 struct Rejected {
@@ -115,7 +130,19 @@ fn same_error(e: &Error) -> Error {
 
 impl AppendHandle {
     pub fn new(target: AppendTarget, format: Format, max_record: usize) -> AppendHandle {
+        // A storage that writes behind gives each open file its own view of the target.
+        let (target, unacked) = match target {
+            AppendTarget::Partition(name, log) => match log.write_behind() {
+                Some((view, u)) => (AppendTarget::Partition(name, view), Some(u)),
+                None => (AppendTarget::Partition(name, log), None),
+            },
+            AppendTarget::Topic(topic) => match topic.write_behind() {
+                Some((view, u)) => (AppendTarget::Topic(view), Some(u)),
+                None => (AppendTarget::Topic(topic), None),
+            },
+        };
         AppendHandle {
+            unacked,
             target,
             format,
             partial: Vec::new(),
@@ -266,8 +293,18 @@ impl AppendHandle {
         self.append_lines(&line, &[])
     }
 
+    /// Write-behind: returns once every record written through the file is acknowledged;
+    /// the first that was not, once.
+    pub fn wait_acknowledged(&self) -> Result<()> {
+        match &self.unacked {
+            Some(u) => u.wait(),
+            None => Ok(()),
+        }
+    }
+
     /// fsync: makes everything this handle appended durable.
     pub fn sync(&self, mgr: &dyn Storage) -> Result<()> {
+        self.wait_acknowledged()?;
         match &self.target {
             AppendTarget::Partition(topic, log) => mgr.sync_partition(topic, log.partition()),
             AppendTarget::Topic(topic) => {

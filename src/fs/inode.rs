@@ -138,6 +138,8 @@ pub enum PartitionFile {
     LogEndOffset,
     /// `count`: the data records in the partition now.
     Count,
+    /// The leader, replicas and in-sync replicas (a storage with replicas: remote mode).
+    Replicas,
 }
 
 /// Directories directly under `<topic>/<p>/`.
@@ -231,13 +233,14 @@ impl TopicFile {
 }
 
 impl PartitionFile {
-    pub const ALL: [PartitionFile; 6] = [
+    pub const ALL: [PartitionFile; 7] = [
         PartitionFile::Append,
         PartitionFile::AppendJsonl,
         PartitionFile::AppendKv,
         PartitionFile::LogStartOffset,
         PartitionFile::LogEndOffset,
         PartitionFile::Count,
+        PartitionFile::Replicas,
     ];
 
     pub fn name(self) -> &'static str {
@@ -248,6 +251,7 @@ impl PartitionFile {
             PartitionFile::LogStartOffset => "log-start-offset",
             PartitionFile::LogEndOffset => "log-end-offset",
             PartitionFile::Count => "count",
+            PartitionFile::Replicas => "replicas",
         }
     }
 }

@@ -547,7 +547,7 @@ impl FsState {
             drop(live);
             return Ok(g.commit()?);
         }
-        if !h.has_pending() {
+        if !h.has_close_work() {
             return Ok(());
         }
         let _live = live?;
@@ -751,3 +751,5 @@ mod tests;
 mod tests_members;
 #[cfg(test)]
 mod tests_memory;
+#[cfg(test)]
+mod tests_remote;

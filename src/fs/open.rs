@@ -83,7 +83,7 @@ impl FsState {
                 (Handle::Append(h), true)
             }
             Node::TopicFile(t, TopicFile::Partitions) => {
-                let n = self.topic(t)?.partition_count();
+                let n = self.topic(t)?.partition_count_now()?;
                 let content = format!("{n}\n").into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
@@ -91,7 +91,7 @@ impl FsState {
                 )
             }
             Node::TopicFile(t, TopicFile::Config) => {
-                let content = self.topic(t)?.config_text().into_bytes();
+                let content = self.topic(t)?.config_text()?.into_bytes();
                 (
                     Handle::Text(TextHandle::new(
                         content,
@@ -106,10 +106,11 @@ impl FsState {
                 f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
             ) => {
                 let log = self.partition(t, *p)?;
+                let (start, end) = log.offsets_now()?;
                 let offset = if *f == PartitionFile::LogStartOffset {
-                    log.log_start_offset()
+                    start
                 } else {
-                    log.log_end_offset()
+                    end
                 };
                 let content = offset_text(offset).into_bytes();
                 (
@@ -119,6 +120,13 @@ impl FsState {
             }
             Node::PartitionFile(t, p, PartitionFile::Count) => {
                 let content = format!("{}\n", self.partition(t, *p)?.record_count()?).into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
+            Node::PartitionFile(t, p, PartitionFile::Replicas) => {
+                let content = self.partition(t, *p)?.replicas_text()?.into_bytes();
                 (
                     Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
                     true,

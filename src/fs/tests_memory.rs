@@ -73,7 +73,7 @@ impl Storage for Memory {
 
 /// Commits kept in memory: (group, topic, partition) -> offset.
 #[derive(Default)]
-struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
+pub(super) struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u32), i64>>);
 
 impl GroupStore for MemGroups {
     fn groups_of(&self, topic: &str) -> Vec<String> {
@@ -133,8 +133,8 @@ impl TopicStore for MemTopic {
             }),
         }
     }
-    fn config_text(&self) -> String {
-        String::new()
+    fn config_text(&self) -> Result<String> {
+        Ok(String::new())
     }
     fn max_message_bytes(&self) -> usize {
         1 << 20
@@ -265,6 +265,8 @@ fn the_tree_works_over_another_storage() {
         .map(|e| e.name)
         .collect();
     assert!(!names.contains(&"segments".to_string()), "{names:?}");
+    // One copy of the data: no replicas file.
+    assert!(!names.contains(&"replicas".to_string()), "{names:?}");
     assert!(names.contains(&"by-offset".to_string()), "{names:?}");
     assert_eq!(
         errno_of(fs.lookup(walk(&fs, "mem/0"), OsStr::new("segments"))),

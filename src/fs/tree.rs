@@ -84,7 +84,11 @@ impl FsState {
             }
             Node::Partition(t, p) => {
                 let log = self.partition(t, *p)?;
-                if let Some(f) = PartitionFile::ALL.into_iter().find(|f| f.name() == name) {
+                if let Some(f) = PartitionFile::ALL
+                    .into_iter()
+                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+                    .find(|f| f.name() == name)
+                {
                     return Ok(Node::PartitionFile(t.clone(), *p, f));
                 }
                 if let Some(d) = PartitionDir::ALL
@@ -201,8 +205,10 @@ impl FsState {
                 let topic = self.topic(t)?;
                 time = topic.modified().unwrap_or(time);
                 match f {
-                    TopicFile::Partitions => format!("{}\n", topic.partition_count()).len() as u64,
-                    TopicFile::Config => topic.config_text().len() as u64,
+                    TopicFile::Partitions => {
+                        format!("{}\n", topic.partition_count_now()?).len() as u64
+                    }
+                    TopicFile::Config => topic.config_text()?.len() as u64,
                     TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv => 0,
                 }
             }
@@ -217,11 +223,10 @@ impl FsState {
                     PartitionFile::Append
                     | PartitionFile::AppendJsonl
                     | PartitionFile::AppendKv => 0,
-                    PartitionFile::LogStartOffset => {
-                        offset_text(log.log_start_offset()).len() as u64
-                    }
-                    PartitionFile::LogEndOffset => offset_text(log.log_end_offset()).len() as u64,
+                    PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
+                    PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
                     PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
+                    PartitionFile::Replicas => log.replicas_text()?.len() as u64,
                 }
             }
             Node::Lookup(t, p, _) => {
@@ -334,7 +339,10 @@ impl FsState {
             }
             Node::Partition(t, p) => {
                 let log = self.partition(t, *p)?;
-                for f in PartitionFile::ALL {
+                for f in PartitionFile::ALL
+                    .into_iter()
+                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+                {
                     out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
                 }
                 let has_segments = log.has_segment_files();

@@ -74,6 +74,10 @@ pub struct MountArgs {
     /// streams end at the last stable offset)
     #[arg(long, value_name = "LEVEL", value_parser = ["read_uncommitted", "read_committed"])]
     isolation_level: Option<String>,
+    /// Remote mode: write() returns once its records are handed to the producer; fsync()
+    /// and close() wait until every record written through the file is acknowledged
+    #[arg(long)]
+    pub(crate) write_behind: bool,
 
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -328,6 +332,8 @@ pub(super) struct MountFlags {
     key_separator: Option<String>,
     /// `-o isolation.level=read_committed` / `--isolation-level`.
     pub(super) read_committed: bool,
+    /// `-o write_behind` (remote mode).
+    pub(super) o_write_behind: bool,
 }
 
 impl MountFlags {
@@ -354,6 +360,7 @@ impl MountFlags {
             o_client_config: None,
             key_separator: None,
             read_committed: false,
+            o_write_behind: false,
         }
     }
 
@@ -402,6 +409,7 @@ impl MountFlags {
                 ("isolation.level" | "isolation_level", Some(v)) => {
                     self.read_committed = parse_isolation(v)?
                 }
+                ("write_behind", None) => self.o_write_behind = true,
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs

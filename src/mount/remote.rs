@@ -1,6 +1,7 @@
 //! Remote mode's part of the command line: `--bootstrap-servers` (or `-o
 //! bootstrap.servers=`), `--client-config FILE` (Java properties, as Kafka's tools take
-//! them), `--num-partitions` and `--replication-factor` for `mkdir`.
+//! them), `--num-partitions` and `--replication-factor` for `mkdir`, `--write-behind` (`-o
+//! write_behind`) for appends.
 
 use super::options::{MountArgs, MountFlags};
 use crate::storage::ClusterConfig;
@@ -18,10 +19,11 @@ pub(super) fn cluster_config(
         .client_config
         .clone()
         .or_else(|| flags.o_client_config.clone());
+    let write_behind = args.write_behind || flags.o_write_behind;
     let Some(bootstrap_servers) = bootstrap else {
-        if client_file.is_some() || args.replication_factor.is_some() {
+        if client_file.is_some() || args.replication_factor.is_some() || write_behind {
             return Err(
-                "--client-config and --replication-factor need --bootstrap-servers (remote mode)"
+                "--client-config, --replication-factor and --write-behind need --bootstrap-servers (remote mode)"
                     .into(),
             );
         }
@@ -72,5 +74,6 @@ pub(super) fn cluster_config(
         num_partitions,
         replication_factor: args.replication_factor,
         read_committed: flags.read_committed,
+        write_behind,
     }))
 }

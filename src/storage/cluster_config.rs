@@ -19,6 +19,9 @@ pub struct ClusterConfig {
     pub replication_factor: Option<i32>,
     /// `isolation.level=read_committed` for the consumers (`--isolation-level`).
     pub read_committed: bool,
+    /// Appends return once handed to the producer; fsync and close wait for the
+    /// acknowledgements (`--write-behind`).
+    pub write_behind: bool,
 }
 
 /// Client properties topicfs sets unless `--client-config` sets them: an outage must end in

@@ -93,8 +93,8 @@ impl TopicStore for Topic {
     fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
         Ok(Topic::partition(self, p)?)
     }
-    fn config_text(&self) -> String {
-        Topic::config_text(self)
+    fn config_text(&self) -> Result<String> {
+        Ok(Topic::config_text(self))
     }
     fn max_message_bytes(&self) -> usize {
         self.config().max_message_bytes

@@ -119,6 +119,14 @@ pub trait MemberEvents: Send + Sync {
     fn owned(&self, partitions: &[u32]);
 }
 
+/// What one open append file handed to a storage that writes behind and the storage has not
+/// yet acknowledged (see [`TopicStore::write_behind`]).
+pub trait Unacknowledged: Send + Sync {
+    /// Returns once every record appended through the file is acknowledged (within the
+    /// storage's timeouts); the first failure among them since the last call, reported once.
+    fn wait(&self) -> Result<()>;
+}
+
 pub trait TopicStore: Send + Sync {
     fn name(&self) -> &str;
     /// Unique among all topics of the process, deleted ones included: a topic created again
@@ -127,9 +135,15 @@ pub trait TopicStore: Send + Sync {
     /// TopicDeleted once the topic is deleted; otherwise a guard deletion waits for.
     fn live(&self) -> Result<Live<'_>>;
     fn partition_count(&self) -> u32;
+    /// The partition count as the storage answers it now (the `partitions` file): an error
+    /// when it cannot tell (a cluster that does not answer), never an old answer.
+    fn partition_count_now(&self) -> Result<u32> {
+        Ok(self.partition_count())
+    }
     fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>>;
-    /// The `config` file: the topic's overrides as `key=value` lines.
-    fn config_text(&self) -> String;
+    /// The `config` file: the topic's overrides as `key=value` lines (an error when the
+    /// storage cannot tell them now).
+    fn config_text(&self) -> Result<String>;
     /// The largest batch the topic accepts.
     fn max_message_bytes(&self) -> usize;
     /// When the topic last changed (an append to any partition, its config, its partition
@@ -160,6 +174,12 @@ pub trait TopicStore: Send + Sync {
         let records = crate::record::lines::line_records(parts, timestamp);
         self.append(&records, max_record, done, written)
     }
+    /// The topic as one open append file of a storage that writes behind sees it: its
+    /// appends return once handed over, and the [`Unacknowledged`] waits for them. None (the
+    /// default): an append returns once stored.
+    fn write_behind(&self) -> Option<(Arc<dyn TopicStore>, Arc<dyn Unacknowledged>)> {
+        None
+    }
 }
 
 pub trait PartitionStore: Send + Sync {
@@ -170,6 +190,13 @@ pub trait PartitionStore: Send + Sync {
     /// known.
     fn modified(&self) -> Option<std::time::SystemTime> {
         None
+    }
+
+    /// (log start, log end) as the storage answers them now (the `log-start-offset` and
+    /// `log-end-offset` files): an error when it cannot tell (a cluster that does not
+    /// answer), never an old answer.
+    fn offsets_now(&self) -> Result<(i64, i64)> {
+        Ok((self.log_start_offset(), self.log_end_offset()))
     }
     /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
     fn check_offset(&self, offset: i64) -> Result<i64>;
@@ -200,9 +227,26 @@ pub trait PartitionStore: Send + Sync {
     fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
         self.append(&crate::record::lines::line_records(parts, timestamp), done)
     }
+    /// The partition as one open append file sees it (see [`TopicStore::write_behind`]).
+    fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
+        None
+    }
     /// Wakes `w` once the log end passes `offset` (at once if it already has), or when the
     /// partition goes away (topic deleted, shutdown).
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>);
+    /// Whether the partition has replicas to show (`replicas`). (None by default: a storage
+    /// that keeps one copy.)
+    fn has_replicas(&self) -> bool {
+        false
+    }
+    /// The `replicas` file, as the storage answers it now: `Leader: L\tReplicas: R,...\tIsr:
+    /// I,...`, as `kafka-topics --describe` shows them.
+    fn replicas_text(&self) -> Result<String> {
+        Err(crate::error::Error::UnknownPartition {
+            topic: String::new(),
+            partition: self.partition(),
+        })
+    }
     /// Whether the partition has segment files to show (`segments/`).
     /// (None by default: a storage whose data is elsewhere.)
     fn has_segment_files(&self) -> bool {

@@ -23,7 +23,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use super::cluster_config::KAFKA_MAX_MESSAGE_BYTES;
-use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore};
+use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore, Unacknowledged};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
 use crate::sync::MutexExt;
@@ -456,17 +456,15 @@ impl TopicStore for ClusterTopic {
     fn partition_count(&self) -> u32 {
         self.count.load(Ordering::SeqCst)
     }
+    fn partition_count_now(&self) -> Result<u32> {
+        Ok(self.inner.topic(&self.name, true)?.count())
+    }
     fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
         Ok(self.part(p)?)
     }
-    fn config_text(&self) -> String {
-        match admin::topic_overrides(&self.inner, &self.name) {
-            Ok(entries) => entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect(),
-            Err(e) => {
-                log::error!("config of {}: {e}", self.name);
-                String::new()
-            }
-        }
+    fn config_text(&self) -> Result<String> {
+        let entries = admin::topic_overrides(&self.inner, &self.name)?;
+        Ok(entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect())
     }
     fn max_message_bytes(&self) -> usize {
         let mut cached = self.max_message_bytes.guard();
@@ -499,6 +497,35 @@ impl TopicStore for ClusterTopic {
         done: &mut usize,
         written: &mut BTreeSet<u32>,
     ) -> Result<()> {
+        self.append_to(records, max_record, done, written, None)
+    }
+    fn write_behind(&self) -> Option<(Arc<dyn TopicStore>, Arc<dyn Unacknowledged>)> {
+        if !self.inner.cfg.write_behind {
+            return None;
+        }
+        let file = produce::Unacked::new(&self.name);
+        let topic = self.inner.topics.guard().get(&self.name).cloned();
+        // A topic deleted since has no file to write to (the append fails as before).
+        let topic = topic.filter(|t| t.incarnation == self.incarnation)?;
+        let view = BehindTopic {
+            topic,
+            file: file.clone(),
+        };
+        Some((Arc::new(view), file))
+    }
+}
+
+impl ClusterTopic {
+    /// Appends one write's records (see [`TopicStore::append`]); with `behind`, returns once
+    /// they are handed to the producer.
+    fn append_to(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+        behind: Option<&Arc<produce::Unacked>>,
+    ) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }
@@ -515,10 +542,14 @@ impl TopicStore for ClusterTopic {
                 None => unkeyed,
             })
             .collect();
-        let res = self
-            .inner
-            .producer
-            .send(&self.name, records, &parts, self.inner.timeout, done);
+        let res = self.inner.producer.send(
+            &self.name,
+            records,
+            &parts,
+            self.inner.timeout,
+            done,
+            behind,
+        );
         written.extend(parts[..*done].iter().copied());
         for p in written.iter() {
             if let Ok(part) = self.part(*p) {
@@ -526,5 +557,49 @@ impl TopicStore for ClusterTopic {
             }
         }
         res
+    }
+}
+
+/// A topic as one open append file that writes behind sees it (`--write-behind`): its
+/// appends return once handed to the producer and are counted in `file` until acknowledged.
+struct BehindTopic {
+    topic: Arc<ClusterTopic>,
+    file: Arc<produce::Unacked>,
+}
+
+impl TopicStore for BehindTopic {
+    fn name(&self) -> &str {
+        &self.topic.name
+    }
+    fn incarnation(&self) -> u64 {
+        self.topic.incarnation
+    }
+    fn live(&self) -> Result<Live<'_>> {
+        self.topic.live()
+    }
+    fn partition_count(&self) -> u32 {
+        self.topic.partition_count()
+    }
+    fn partition_count_now(&self) -> Result<u32> {
+        self.topic.partition_count_now()
+    }
+    fn partition(&self, p: u32) -> Result<Arc<dyn PartitionStore>> {
+        self.topic.partition(p)
+    }
+    fn config_text(&self) -> Result<String> {
+        self.topic.config_text()
+    }
+    fn max_message_bytes(&self) -> usize {
+        self.topic.max_message_bytes()
+    }
+    fn append(
+        &self,
+        records: &[RecordInput<'_>],
+        max_record: usize,
+        done: &mut usize,
+        written: &mut BTreeSet<u32>,
+    ) -> Result<()> {
+        self.topic
+            .append_to(records, max_record, done, written, Some(&self.file))
     }
 }

@@ -11,11 +11,12 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
+use super::produce::Unacked;
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{PartitionStore, RecordStream, Waker};
+use crate::storage::{PartitionStore, RecordStream, Unacknowledged, Waker};
 use crate::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
@@ -32,7 +33,47 @@ pub(crate) struct ClusterPartition {
     inner: Arc<Inner>,
     topic: String,
     p: u32,
-    marks: Mutex<Marks>,
+    marks: Arc<Mutex<Marks>>,
+    /// Write-behind: what this open append file's appends wait for.
+    behind: Option<Arc<Unacked>>,
+    /// The lines the last count fetched, for the stream that reads them next.
+    fetched: Arc<Mutex<Option<Fetched>>>,
+}
+
+/// The lines a count of a partition's records fetched (`fstat` of a stream: see
+/// [`PartitionStore::lines_len`]), kept for the stream that reads them next: `cat` opens,
+/// measures, then reads, and the records are fetched once. Chunks in offset order, each
+/// (offset it starts at, offset after it, its lines); at most [`FETCHED_MAX`] bytes are kept
+/// (the rest of a longer count is fetched again by the reader), for [`FETCHED_TTL`].
+struct Fetched {
+    at: Instant,
+    chunks: std::collections::VecDeque<(i64, i64, Vec<u8>)>,
+}
+
+/// The most bytes of lines a count keeps for the next reader.
+const FETCHED_MAX: usize = 128 << 20;
+/// How long they are kept for it.
+const FETCHED_TTL: Duration = Duration::from_secs(10);
+
+impl Fetched {
+    /// The chunk that starts at `from` and ends at or before `to`, when it is next.
+    fn take(slot: &Mutex<Option<Fetched>>, from: i64, to: i64) -> Option<(i64, Vec<u8>)> {
+        let mut slot = slot.guard();
+        let f = slot.as_mut()?;
+        if f.at.elapsed() > FETCHED_TTL {
+            *slot = None;
+            return None;
+        }
+        let &(start, next, _) = f.chunks.front()?;
+        if start != from || next > to {
+            return None;
+        }
+        let (_, next, lines) = f.chunks.pop_front()?;
+        if f.chunks.is_empty() {
+            *slot = None;
+        }
+        Some((next, lines))
+    }
 }
 
 impl ClusterPartition {
@@ -41,11 +82,13 @@ impl ClusterPartition {
             inner,
             topic: topic.to_string(),
             p,
-            marks: Mutex::new(Marks {
+            marks: Arc::new(Mutex::new(Marks {
                 start: 0,
                 end: 0,
                 at: None,
-            }),
+            })),
+            behind: None,
+            fetched: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -89,18 +132,11 @@ impl ClusterPartition {
     }
 
     fn stream(&self, offset: i64, end: i64) -> Result<ClusterStream> {
-        let consumer = if offset < end {
-            let c = self.inner.cfg.plain_consumer()?;
-            let mut tpl = TopicPartitionList::new();
-            tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(offset))
-                .map_err(|e| kafka("assign", e))?;
-            c.assign(&tpl).map_err(|e| kafka("assign", e))?;
-            Some(c)
-        } else {
-            None
-        };
         Ok(ClusterStream {
-            consumer,
+            consumer: None,
+            inner: self.inner.clone(),
+            partition: (self.topic.clone(), self.p),
+            fetched: self.fetched.clone(),
             topic: format!("{}-{}", self.topic, self.p),
             start: offset,
             next: offset,
@@ -120,6 +156,9 @@ impl PartitionStore for ClusterPartition {
     }
     fn log_end_offset(&self) -> i64 {
         self.marks_or_last().1
+    }
+    fn offsets_now(&self) -> Result<(i64, i64)> {
+        self.marks(false)
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let (start, end) = self.marks(true)?;
@@ -153,6 +192,39 @@ impl PartitionStore for ClusterPartition {
             _ => None,
         })
     }
+    /// Counted by fetching the records (Kafka keeps no line lengths); the lines fetched are
+    /// kept for the next reader from `from` (see [`Fetched`]).
+    fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
+        let mut s = self.stream(from, self.check_offset(from)?.min(to))?;
+        let mut total = 0u64;
+        let mut kept = 0usize;
+        let mut chunks = std::collections::VecDeque::new();
+        loop {
+            let start = s.next;
+            let mut lines = Vec::new();
+            let more = s.next_batch_meta(&mut |_, r| {
+                if r.offset >= from && r.offset < to {
+                    total += r.line_len();
+                    if kept < FETCHED_MAX {
+                        lines.extend_from_slice(r.value.unwrap_or_default());
+                        lines.push(b'\n');
+                    }
+                }
+            })?;
+            if kept < FETCHED_MAX && s.next > start {
+                kept += lines.len();
+                chunks.push_back((start, s.next, lines));
+            }
+            if !more {
+                break;
+            }
+        }
+        *self.fetched.guard() = (!chunks.is_empty()).then(|| Fetched {
+            at: Instant::now(),
+            chunks,
+        });
+        Ok(total)
+    }
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
         let end = self.check_offset(offset)?;
         Ok(Box::new(self.stream(offset, end)?))
@@ -168,12 +240,53 @@ impl PartitionStore for ClusterPartition {
     }
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
         let parts = vec![self.p; records.len()];
-        let res = self
-            .inner
-            .producer
-            .send(&self.topic, records, &parts, self.inner.timeout, done);
+        let res = self.inner.producer.send(
+            &self.topic,
+            records,
+            &parts,
+            self.inner.timeout,
+            done,
+            self.behind.as_ref(),
+        );
         self.appended();
         res
+    }
+    fn has_replicas(&self) -> bool {
+        true
+    }
+    fn replicas_text(&self) -> Result<String> {
+        let what = format!("replicas of {}-{}", self.topic, self.p);
+        let md = self
+            .inner
+            .meta
+            .fetch_metadata(Some(&self.topic), self.inner.timeout)
+            .map_err(|e| kafka(&what, e))?;
+        let part = md
+            .topics()
+            .iter()
+            .filter(|t| t.name() == self.topic)
+            .flat_map(|t| t.partitions())
+            .find(|p| p.id() == self.p as i32)
+            .ok_or_else(|| Error::Cluster(format!("{what}: not in the cluster's metadata")))?;
+        if let Some(e) = part.error() {
+            return Err(Error::Cluster(format!("{what}: {e:?}")));
+        }
+        Ok(replicas_line(part.leader(), part.replicas(), part.isr()))
+    }
+    fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
+        if !self.inner.cfg.write_behind {
+            return None;
+        }
+        let file = Unacked::new(&format!("{}-{}", self.topic, self.p));
+        let view = ClusterPartition {
+            inner: self.inner.clone(),
+            topic: self.topic.clone(),
+            p: self.p,
+            marks: self.marks.clone(),
+            behind: Some(file.clone()),
+            fetched: self.fetched.clone(),
+        };
+        Some((Arc::new(view), file))
     }
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         self.inner
@@ -182,10 +295,30 @@ impl PartitionStore for ClusterPartition {
     }
 }
 
+/// A partition's replicas as `kafka-topics --describe` shows them: `Leader: 1\tReplicas:
+/// 1,2,3\tIsr: 1,2`, `none` for no leader.
+fn replicas_line(leader: i32, replicas: &[i32], isr: &[i32]) -> String {
+    let ids = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    let leader = match leader {
+        l if l < 0 => "none".to_string(),
+        l => l.to_string(),
+    };
+    format!(
+        "Leader: {leader}\tReplicas: {}\tIsr: {}\n",
+        ids(replicas),
+        ids(isr)
+    )
+}
+
 /// A partition's records from `start` up to `end` (the high watermark when opened), fetched
-/// by a consumer of no group. Control records never reach it (librdkafka drops them).
+/// by a consumer of no group, assigned at the first record wanted that a count did not fetch
+/// already (see [`Fetched`]). Control records never reach it (librdkafka drops them).
 pub(crate) struct ClusterStream {
     consumer: Option<BaseConsumer>,
+    inner: Arc<Inner>,
+    /// (topic, partition).
+    partition: (String, u32),
+    fetched: Arc<Mutex<Option<Fetched>>>,
     topic: String,
     start: i64,
     next: i64,
@@ -251,13 +384,34 @@ impl RecordStream for ClusterStream {
     fn passed(&self) -> i64 {
         self.next
     }
+    fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        if *from == self.next
+            && self.consumer.is_none()
+            && let Some((next, lines)) = Fetched::take(&self.fetched, self.next, to)
+        {
+            out.extend_from_slice(&lines);
+            self.next = next;
+            *from = next;
+            return Ok(true);
+        }
+        self.next_batch_meta(&mut |_, r| {
+            if r.offset >= *from && r.offset < to {
+                out.extend_from_slice(r.value.unwrap_or_default());
+                out.push(b'\n');
+                *from = r.offset + 1;
+            }
+        })
+    }
     fn next_batch_meta(&mut self, f: &mut dyn FnMut(&BatchHeader, &Record<'_>)) -> Result<bool> {
-        let Some(c) = self.consumer.as_ref() else {
-            return Ok(false);
-        };
         if self.next >= self.end {
             return Ok(false);
         }
+        if self.consumer.is_none() {
+            self.consumer = Some(self.assign()?);
+        }
+        let Some(c) = self.consumer.as_ref() else {
+            return Ok(false);
+        };
         // The records librdkafka has queued already are taken in one call (a poll per call
         // and a clock read per record were most of a remote read); the wait for the first
         // one is bounded by the client's timeout.
@@ -318,6 +472,19 @@ impl RecordStream for ClusterStream {
                 }
             }
         }
+    }
+}
+
+impl ClusterStream {
+    /// A consumer assigned to the partition at the next offset to read.
+    fn assign(&self) -> Result<BaseConsumer> {
+        let c = self.inner.cfg.plain_consumer()?;
+        let mut tpl = TopicPartitionList::new();
+        let (topic, p) = &self.partition;
+        tpl.add_partition_offset(topic, *p as i32, Offset::Offset(self.next))
+            .map_err(|e| kafka("assign", e))?;
+        c.assign(&tpl).map_err(|e| kafka("assign", e))?;
+        Ok(c)
     }
 }
 
@@ -436,5 +603,44 @@ impl Watch {
             drop(inner);
             std::thread::sleep(WATCH_EVERY);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn item5_replicas_line_in_kafka_topics_describe_words() {
+        assert_eq!(
+            super::replicas_line(2, &[2, 1, 3], &[2, 3]),
+            "Leader: 2\tReplicas: 2,1,3\tIsr: 2,3\n"
+        );
+        assert_eq!(
+            super::replicas_line(-1, &[1], &[]),
+            "Leader: none\tReplicas: 1\tIsr: \n"
+        );
+    }
+
+    #[test]
+    fn item3_lines_a_count_fetched_go_to_the_next_reader_once_in_order() {
+        use super::{Fetched, Instant, Mutex};
+        let chunks = [(5, 8, b"a\nb\nc\n".to_vec()), (8, 9, b"d\n".to_vec())];
+        let slot = Mutex::new(Some(Fetched {
+            at: Instant::now(),
+            chunks: chunks.into_iter().collect(),
+        }));
+        // Not where the reader is, or past its end: left for the reader it fits.
+        assert!(Fetched::take(&slot, 6, 100).is_none());
+        assert!(Fetched::take(&slot, 5, 7).is_none());
+        assert_eq!(Fetched::take(&slot, 5, 9), Some((8, b"a\nb\nc\n".to_vec())));
+        assert_eq!(Fetched::take(&slot, 8, 9), Some((9, b"d\n".to_vec())));
+        // Each once: the slot is empty now.
+        assert!(slot.lock().unwrap().is_none());
+        // Kept only a while.
+        let slot = Mutex::new(Some(Fetched {
+            at: Instant::now() - super::FETCHED_TTL * 2,
+            chunks: [(0, 1, b"x\n".to_vec())].into_iter().collect(),
+        }));
+        assert!(Fetched::take(&slot, 0, 1).is_none());
+        assert!(slot.lock().unwrap().is_none());
     }
 }
