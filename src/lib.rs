@@ -20,5 +20,6 @@ pub mod record;
 pub mod safe_fs;
 pub mod storage;
 pub mod sync;
+pub mod table;
 
 pub use error::{Error, Result};
