@@ -22,12 +22,18 @@ pub enum Handle {
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
     Segment(Arc<File>),
+    /// `table/<key>`.
+    Table(super::table::TableHandle),
 }
 
 impl Handle {
     /// Whether a partial line waits to be appended.
     pub fn has_pending_line(&self) -> bool {
-        matches!(self, Handle::Append(h) if !h.partial.is_empty())
+        match self {
+            Handle::Append(h) => !h.partial.is_empty(),
+            Handle::Table(t) => t.pending(),
+            _ => false,
+        }
     }
 
     /// Completes what the writer left pending (a partial line): at release and shutdown.
@@ -35,6 +41,7 @@ impl Handle {
         match self {
             Handle::Append(h) => h.flush_partial(),
             Handle::Group(g) => g.commit(),
+            Handle::Table(t) => t.produce(),
             Handle::Stream(_) | Handle::Segment(_) | Handle::Text(_) | Handle::GroupOffsets(_) => {
                 Ok(())
             }
@@ -47,6 +54,7 @@ impl Handle {
     pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
             Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
+            Handle::Table(t) if !t.wrote() => Ok(()),
             _ => self.finish(mgr),
         }
     }

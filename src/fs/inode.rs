@@ -65,6 +65,10 @@ pub enum Node {
     Group(TopicName, Arc<str>),
     /// A file of `<topic>/groups/<G>/`.
     GroupFile(TopicName, Arc<str>, GroupFile),
+    /// `<topic>/table/`.
+    Table(TopicName),
+    /// `<topic>/table/<key>`: the key's bytes (the name is their escaped form).
+    TableKey(TopicName, Arc<[u8]>),
 }
 
 /// Files of `<topic>/groups/<G>/`.
@@ -112,6 +116,9 @@ impl GroupFile {
 
 /// The name of the directory of groups under a topic.
 pub const GROUPS_DIR: &str = "groups";
+
+/// The name of the directory of keys under a topic.
+pub const TABLE_DIR: &str = "table";
 
 /// Files directly under `<topic>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -301,7 +308,9 @@ impl Node {
             | Node::Segment(t, ..)
             | Node::Groups(t)
             | Node::Group(t, _)
-            | Node::GroupFile(t, ..) => Some(t),
+            | Node::GroupFile(t, ..)
+            | Node::Table(t)
+            | Node::TableKey(t, _) => Some(t),
         }
     }
 
@@ -312,8 +321,10 @@ impl Node {
             | Node::Partition(..)
             | Node::PartitionDir(..)
             | Node::Groups(_)
-            | Node::Group(..) => Kind::Directory,
-            Node::TopicFile(..)
+            | Node::Group(..)
+            | Node::Table(_) => Kind::Directory,
+            Node::TableKey(..)
+            | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::Segment(..)
@@ -324,7 +335,8 @@ impl Node {
     /// Permission bits. The filesystem enforces them itself at open (root included).
     pub fn perm(&self) -> u16 {
         match self {
-            Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
+            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
+            Node::TableKey(..) => 0o644,
             Node::PartitionDir(..) | Node::Groups(_) | Node::Group(..) => 0o555,
             Node::GroupFile(_, _, GroupFile::Offsets) => 0o644,
             Node::GroupFile(..) => 0o444,
@@ -361,6 +373,7 @@ impl Node {
             Node::TopicFile(..)
                 | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl)
                 | Node::GroupFile(_, _, GroupFile::Offsets)
+                | Node::TableKey(..)
         )
     }
 
@@ -377,6 +390,8 @@ impl Node {
             Node::Groups(t) => Node::Topic(t.clone()),
             Node::Group(t, _) => Node::Groups(t.clone()),
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
+            Node::Table(t) => Node::Topic(t.clone()),
+            Node::TableKey(t, _) => Node::Table(t.clone()),
         }
     }
 }
@@ -396,6 +411,12 @@ impl std::fmt::Display for Node {
             Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
             Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
             Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),
+            Node::Table(t) => write!(f, "{t}/{TABLE_DIR}"),
+            Node::TableKey(t, key) => write!(
+                f,
+                "{t}/{TABLE_DIR}/{}",
+                crate::table::names::key_to_name(key)
+            ),
         }
     }
 }

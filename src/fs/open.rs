@@ -125,12 +125,14 @@ impl FsState {
                 backing = Some(file.clone());
                 (Handle::Segment(file), false)
             }
+            Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
             Node::Root
             | Node::Topic(_)
             | Node::Partition(..)
             | Node::PartitionDir(..)
             | Node::Groups(_)
-            | Node::Group(..) => {
+            | Node::Group(..)
+            | Node::Table(_) => {
                 return tree(libc::EISDIR, format!("{node} is a directory"));
             }
         };
@@ -150,7 +152,10 @@ impl FsState {
         handle: Handle,
         pid: u32,
     ) -> FsResult<Opened> {
-        let flush = matches!(handle, Handle::Append(_) | Handle::Group(_));
+        let flush = matches!(
+            handle,
+            Handle::Append(_) | Handle::Group(_) | Handle::Table(_)
+        );
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::inode::{
-    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
+    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TABLE_DIR, TopicFile,
+    TopicName,
 };
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
@@ -33,6 +34,9 @@ impl FsState {
 
     /// Resolves `name` in `parent`, asking the core whether it exists.
     pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
+        if let Node::Table(t) = parent {
+            return self.table_child(t, name);
+        }
         let Some(name) = name.to_str() else {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
@@ -53,6 +57,10 @@ impl FsState {
                 if name == GROUPS_DIR {
                     self.topic(t)?;
                     return Ok(Node::Groups(t.clone()));
+                }
+                if name == TABLE_DIR {
+                    self.topic(t)?;
+                    return Ok(Node::Table(t.clone()));
                 }
                 match inode::parse_partition(name) {
                     Some(p) => {
@@ -136,11 +144,13 @@ impl FsState {
                     None => missing(),
                 }
             }
+            Node::Table(_) => unreachable!("answered above"),
             Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::Segment(..)
-            | Node::GroupFile(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::GroupFile(..)
+            | Node::TableKey(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -200,9 +210,14 @@ impl FsState {
                 self.partition(t, *p)?;
                 0
             }
-            Node::Groups(t) | Node::Group(t, _) | Node::GroupFile(t, ..) => {
+            Node::Groups(t) | Node::Group(t, _) | Node::GroupFile(t, ..) | Node::Table(t) => {
                 self.topic(t)?;
                 0
+            }
+            Node::TableKey(t, key) => {
+                let (size, at) = self.table_attr(t, key)?;
+                time = at;
+                size
             }
             Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;
@@ -271,6 +286,7 @@ impl FsState {
                     out.push((Node::TopicFile(t.clone(), f), f.name().to_string()));
                 }
                 out.push((Node::Groups(t.clone()), GROUPS_DIR.to_string()));
+                out.push((Node::Table(t.clone()), TABLE_DIR.to_string()));
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
                 }

@@ -267,11 +267,7 @@ impl KeyIndex {
             + inner.by_digest.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + inner.arena.capacity()
             + inner.next.capacity() * 8
-            + inner
-                .collided
-                .iter()
-                .map(|(k, _)| k.len() + 32)
-                .sum::<usize>()
+            + inner.collided.keys().map(|k| k.len() + 32).sum::<usize>()
     }
 }
 
