@@ -25,7 +25,8 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "append.jsonl",
             "config",
             "groups",
-            "partitions"
+            "partitions",
+            "table"
         ]
     );
     assert_eq!(

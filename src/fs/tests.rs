@@ -106,14 +106,15 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
             "append",
             "append.jsonl",
             "groups",
+            "table",
             "0",
             "1"
         ]
     );
     // readdir continues from the offset it was given.
-    let rest = fs.readdir(topic, 7).unwrap();
+    let rest = fs.readdir(topic, 8).unwrap();
     assert_eq!(rest.len(), 2);
-    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 8));
+    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 9));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("a b"))), libc::EINVAL);
     assert_eq!(errno_of(fs.mkdir(topic, OsStr::new("x"))), libc::EPERM);
