@@ -13,6 +13,7 @@ pub mod jsonl;
 pub mod log;
 pub mod logdir_trust;
 pub mod manager;
+pub mod metrics;
 pub mod mount;
 pub mod produce;
 pub mod read_window;

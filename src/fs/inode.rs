@@ -65,6 +65,8 @@ pub enum Node {
     Group(TopicName, Arc<str>),
     /// A file of `<topic>/groups/<G>/`.
     GroupFile(TopicName, Arc<str>, GroupFile),
+    /// `<mountpoint>/@metrics`.
+    Metrics,
     /// `<topic>/table/`.
     Table(TopicName),
     /// `<topic>/table/<key>`: the key's bytes (the name is their escaped form).
@@ -116,6 +118,9 @@ impl GroupFile {
 
 /// The name of the directory of groups under a topic.
 pub const GROUPS_DIR: &str = "groups";
+
+/// The name of the metrics file at the root (`@` starts no topic name).
+pub const METRICS_FILE: &str = "@metrics";
 
 /// The name of the directory of keys under a topic.
 pub const TABLE_DIR: &str = "table";
@@ -298,7 +303,7 @@ impl Node {
     /// The topic this node belongs to (None for the root).
     pub fn topic(&self) -> Option<&TopicName> {
         match self {
-            Node::Root => None,
+            Node::Root | Node::Metrics => None,
             Node::Topic(t)
             | Node::TopicFile(t, _)
             | Node::Partition(t, _)
@@ -324,6 +329,7 @@ impl Node {
             | Node::Group(..)
             | Node::Table(_) => Kind::Directory,
             Node::TableKey(..)
+            | Node::Metrics
             | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
@@ -345,7 +351,7 @@ impl Node {
             | Node::PartitionFile(_, _, PartitionFile::Append | PartitionFile::AppendJsonl) => {
                 0o200
             }
-            Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
+            Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) | Node::Metrics => 0o444,
         }
     }
 
@@ -380,7 +386,7 @@ impl Node {
     /// The directory this node lives in (the root is its own parent).
     pub fn parent(&self) -> Node {
         match self {
-            Node::Root | Node::Topic(_) => Node::Root,
+            Node::Root | Node::Topic(_) | Node::Metrics => Node::Root,
             Node::TopicFile(t, _) | Node::Partition(t, _) => Node::Topic(t.clone()),
             Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
                 Node::Partition(t.clone(), *p)
@@ -401,6 +407,7 @@ impl std::fmt::Display for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Node::Root => write!(f, "/"),
+            Node::Metrics => write!(f, "{METRICS_FILE}"),
             Node::Topic(t) => write!(f, "{t}"),
             Node::TopicFile(t, file) => write!(f, "{t}/{}", file.name()),
             Node::Partition(t, p) => write!(f, "{t}/{p}"),

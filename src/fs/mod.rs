@@ -11,6 +11,7 @@ pub mod group;
 pub mod handle;
 pub mod inode;
 mod members;
+mod metrics;
 mod open;
 mod read;
 pub mod stream;

@@ -126,6 +126,13 @@ impl FsState {
                 (Handle::Segment(file), false)
             }
             Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
+            Node::Metrics => {
+                let content = self.metrics_text().into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
             Node::Root
             | Node::Topic(_)
             | Node::Partition(..)

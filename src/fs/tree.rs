@@ -42,6 +42,7 @@ impl FsState {
         };
         let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
         match parent {
+            Node::Root if name == inode::METRICS_FILE => Ok(Node::Metrics),
             Node::Root => {
                 let topic = self.mgr.topic(name)?;
                 Ok(Node::Topic(TopicName::new(
@@ -145,7 +146,8 @@ impl FsState {
                 }
             }
             Node::Table(_) => unreachable!("answered above"),
-            Node::TopicFile(..)
+            Node::Metrics
+            | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::Segment(..)
@@ -179,7 +181,8 @@ impl FsState {
         let mut time = self.mounted_at;
         let mut file_mode = 0o777u16;
         let size: u64 = match node {
-            Node::Root => 0,
+            // Made at each open: its size is known only then (a reader reads to the end).
+            Node::Root | Node::Metrics => 0,
             Node::Topic(t) => {
                 self.topic(t)?;
                 0

@@ -160,6 +160,7 @@ impl PartitionLog {
             last_lookup_scan: AtomicU64::new(0),
             waiters: Default::default(),
             structure: Mutex::new(()),
+            counters: Default::default(),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

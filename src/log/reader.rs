@@ -38,6 +38,8 @@ pub struct LogReader {
     /// Stops at the end of its first segment, its position kept there (a count of one
     /// segment's lines).
     one_segment: bool,
+    /// The partition's counters, for the bytes this reader serves (`@metrics`).
+    counters: Option<Arc<crate::metrics::LogCounters>>,
 }
 
 impl Drop for LogReader {
@@ -91,7 +93,13 @@ impl LogReader {
             scratch: Vec::new(),
             last_served: None,
             one_segment: false,
+            counters: None,
         }
+    }
+
+    /// Counts the bytes of the batches this reader serves in `counters`.
+    pub(super) fn counted_by(&mut self, counters: Arc<crate::metrics::LogCounters>) {
+        self.counters = Some(counters);
     }
 
     /// A reader of `seg` alone that stops at its end with its position kept.
@@ -351,6 +359,9 @@ impl LogReader {
             view.records(&mut self.scratch)
                 .and_then(|records| decode(&header, records.prefetching(ahead)))
                 .map_err(bad)?;
+            if let Some(c) = &self.counters {
+                c.read(size as u64);
+            }
             return Ok(true);
         }
     }
