@@ -107,6 +107,7 @@ impl ClusterPartition {
             end,
             timeout: self.inner.timeout,
             headers: Vec::new(),
+            counters: self.inner.counters.clone(),
         })
     }
 }
@@ -172,6 +173,9 @@ impl PartitionStore for ClusterPartition {
             .inner
             .producer
             .send(&self.topic, records, &parts, self.inner.timeout, done);
+        if res.is_err() {
+            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
+        }
         self.appended();
         res
     }
@@ -193,6 +197,8 @@ pub(crate) struct ClusterStream {
     timeout: Duration,
     /// A record's headers in Kafka's record encoding (what [`Record`] carries).
     headers: Vec<u8>,
+    /// Where a failed fetch is counted (`@metrics`).
+    counters: Arc<crate::metrics::DaemonCounters>,
 }
 
 /// `msg`'s headers as a record batch encodes them; returns their count.
@@ -311,6 +317,7 @@ impl RecordStream for ClusterStream {
                     return Ok(delivered > 0);
                 }
                 Some(Err(e)) => {
+                    crate::metrics::DaemonCounters::add(&self.counters.consumer_errors, 1);
                     return Err(kafka(
                         &format!("fetching {} at {}", self.topic, self.next),
                         e,
