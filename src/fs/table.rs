@@ -21,7 +21,7 @@ use crate::table::{KeyIndex, Latest};
 
 /// Entries one readdir call answers at most (the kernel asks again from the last one's
 /// offset): a listing of many keys is made a piece at a time.
-const LIST_CHUNK: usize = 1024;
+const LIST_CHUNK: usize = 256;
 
 /// Inode numbers the entries of a listing carry (`d_ino`): above any the inode table gives.
 const LISTED_INO: u64 = 1 << 62;

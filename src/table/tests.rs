@@ -122,3 +122,89 @@ fn table_index_memory_per_key() {
     let per_key = (idx.heap_bytes() - key_bytes) as f64 / f64::from(n);
     assert!(per_key < 100.0, "{per_key} bytes per key besides the key");
 }
+
+#[test]
+fn table_values_of_records_inside_large_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_mgr, t) = topic(dir.path(), 3);
+    let keys: Vec<Vec<u8>> = (0..100)
+        .map(|i| format!("user-{i:04}").into_bytes())
+        .collect();
+    let recs: Vec<RecordInput<'_>> = keys
+        .iter()
+        .map(|k| RecordInput {
+            key: Some(k),
+            value: Some(k),
+            headers: &[],
+            timestamp: 1,
+        })
+        .collect();
+    let mut done = 0;
+    t.append(&recs, 1 << 20, &mut done, &mut Default::default())
+        .unwrap();
+    let idx = KeyIndex::new();
+    idx.refresh(&*t).unwrap();
+    for k in &keys {
+        let l = idx.get(&*t, k).unwrap();
+        assert_eq!(
+            idx.value(&*t, k).unwrap().map(|v| v.0).as_ref(),
+            Some(k),
+            "{:?} at {l:?}",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
+#[test]
+fn table_values_of_many_keys_in_one_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_mgr, t) = topic(dir.path(), 3);
+    let keys: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("user-{i:010}").into_bytes())
+        .collect();
+    let value = [b'v'; 100];
+    let recs: Vec<RecordInput<'_>> = keys
+        .iter()
+        .map(|k| RecordInput {
+            key: Some(k),
+            value: Some(&value),
+            headers: &[],
+            timestamp: 1,
+        })
+        .collect();
+    let mut done = 0;
+    t.append(&recs, 1 << 20, &mut done, &mut Default::default())
+        .unwrap();
+    let idx = KeyIndex::new();
+    idx.refresh(&*t).unwrap();
+    for k in &keys {
+        let l = idx.get(&*t, k).unwrap().unwrap();
+        let log = t.partition(l.partition).unwrap();
+        let mut s = log.read_from_offset(l.offset).unwrap();
+        let mut seen = Vec::new();
+        s.next_batch_meta(&mut |_, r| {
+            if seen.len() < 3 {
+                seen.push((
+                    r.offset,
+                    String::from_utf8_lossy(r.key.unwrap()).into_owned(),
+                ))
+            }
+        })
+        .unwrap();
+        assert!(
+            idx.value(&*t, k).unwrap().is_some(),
+            "{:?} at {l:?}: {seen:?}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    for round in 0..3 {
+        for k in keys.iter().rev() {
+            let l = idx.get(&*t, k).unwrap();
+            assert!(
+                idx.value(&*t, k).unwrap().is_some(),
+                "round {round}: {:?} at {l:?}",
+                String::from_utf8_lossy(k)
+            );
+        }
+    }
+}
