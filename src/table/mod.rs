@@ -151,6 +151,7 @@ impl KeyIndex {
     /// time) into the index.
     pub fn refresh(&self, topic: &dyn TopicStore) -> Result<()> {
         let mut inner = self.inner.guard();
+        let started = (!inner.built).then(std::time::Instant::now);
         let count = topic.partition_count() as usize;
         if inner.next.len() < count {
             inner.next.resize(count, 0);
@@ -182,10 +183,16 @@ impl KeyIndex {
             })? {}
             inner.next[p] = reached.max(stop).max(from);
         }
-        if !inner.built {
+        if let Some(started) = started {
             inner.built = true;
             inner.arena.shrink_to_fit();
             inner.slots.shrink_to_fit();
+            log::info!(
+                "{}: key index of table/ built from the log: {} keys in {:.3}s",
+                topic.name(),
+                inner.slots.len(),
+                started.elapsed().as_secs_f64()
+            );
         }
         Ok(())
     }
