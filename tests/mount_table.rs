@@ -333,3 +333,26 @@ with open('t/append.jsonl', 'w') as f:
         assert_eq!(m.read(&format!("t/table/key-{i:06}")), format!("v{i}"));
     }
 }
+
+#[test]
+fn table_write_survives_a_forked_child_closing_the_descriptor() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    m.ok("mkdir t");
+    python(
+        &m,
+        r#"
+import os
+f = open('t/table/k', 'wb', buffering=0)
+f.write(b'head-')
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+f.write(b'tail')
+f.close()
+"#,
+    );
+    assert_eq!(m.read("t/table/k"), "head-tail");
+    let values: Vec<Option<Vec<u8>>> = decoded(&m, "t", 1).into_iter().map(|r| r.2).collect();
+    assert_eq!(values, vec![Some(b"head-tail".to_vec())]);
+}

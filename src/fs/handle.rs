@@ -54,7 +54,7 @@ impl Handle {
     pub fn flush(&mut self, mgr: &dyn Storage, owner: u64) -> Result<()> {
         match self {
             Handle::Append(h) if h.partial_owner.is_some_and(|o| o != owner) => Ok(()),
-            Handle::Table(t) if !t.wrote() => Ok(()),
+            Handle::Table(t) if !t.wrote() || t.writer().is_some_and(|o| o != owner) => Ok(()),
             _ => self.finish(mgr),
         }
     }

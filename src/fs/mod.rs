@@ -468,7 +468,7 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.mgr, data)?,
-            Handle::Table(t) => t.write(data),
+            Handle::Table(t) => t.write(data, owner),
             Handle::GroupOffsets(o) => {
                 let topic = of.topic.as_ref().expect("a topic's file");
                 let t = TopicName::new(topic.name(), topic.incarnation());

@@ -39,6 +39,10 @@ pub struct TableHandle {
     max_record: usize,
     /// Whether anything was written since the last record produced.
     wrote: bool,
+    /// The descriptor table (FUSE lock owner) of the process that wrote last: its close
+    /// produces the record; a process that only inherited the descriptor (a child exiting)
+    /// does not.
+    writer: Option<u64>,
 }
 
 impl TableHandle {
@@ -48,8 +52,9 @@ impl TableHandle {
         &self.value[start..end]
     }
 
-    pub fn write(&mut self, data: &[u8]) {
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) {
         self.wrote = true;
+        self.writer = owner.or(self.writer);
         let buf = self.written.get_or_insert_with(Vec::new);
         if let Some(n) = &mut self.oversized {
             *n += data.len();
@@ -71,6 +76,11 @@ impl TableHandle {
     /// key's empty value to the release.
     pub fn wrote(&self) -> bool {
         self.wrote
+    }
+
+    /// The lock owner of the last writer, when the kernel named one.
+    pub fn writer(&self) -> Option<u64> {
+        self.writer
     }
 
     /// Produces what was written as the key's record (once): to the partition Kafka's
@@ -242,6 +252,7 @@ impl FsState {
             oversized: None,
             max_record,
             wrote: false,
+            writer: None,
         }
     }
 
