@@ -28,6 +28,9 @@
 #      under running appends loses no acknowledged record.
 #  10. Remote consumer groups (part10-remote-groups.sh): two daemons on one broker share a
 #      group's partitions as two members of a Kafka consumer group (kafka-consumer-groups).
+#  11. The table (part11-table.sh): a compacted topic written through `<topic>/table/` of a
+#      remote mount: kcat finds the keyed records where murmur2 puts them and the same latest
+#      value of every key.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -819,6 +822,11 @@ want_part 9 && part9
 section "10. Remote consumer groups: two mounts are two members of one Kafka consumer group"
 . "$INTEROP_DIR/part10-remote-groups.sh"
 want_part 10 && part10
+
+# =============================================================================================
+section "11. The table of keys in remote mode: table/ over a live broker, checked by kcat"
+. "$INTEROP_DIR/part11-table.sh"
+want_part 11 && part11
 
 # =============================================================================================
 section

@@ -14,6 +14,7 @@ pub mod jsonl;
 pub mod log;
 pub mod logdir_trust;
 pub mod manager;
+pub mod metrics;
 pub mod mount;
 pub mod produce;
 pub mod read_window;
@@ -21,5 +22,6 @@ pub mod record;
 pub mod safe_fs;
 pub mod storage;
 pub mod sync;
+pub mod table;
 
 pub use error::{Error, Result};

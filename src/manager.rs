@@ -229,6 +229,8 @@ pub struct LogManager {
     background: Arc<Background>,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     cleaner: cleaner::CleanerState,
+    /// The cleaner's, retention's and recovery's work since start (`@metrics`).
+    counters: crate::metrics::DaemonCounters,
 }
 
 impl LogManager {
@@ -271,6 +273,7 @@ impl LogManager {
         let unfinished = undo_unfinished_creation(&dirs, config.read_only)?;
         let counts = partition_counts(&dirs, &unfinished)?;
         let mut found: BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>> = BTreeMap::new();
+        let mut recovered = 0u64;
         for dir in &dirs {
             let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
             let clean = marker.exists();
@@ -342,6 +345,9 @@ impl LogManager {
                 );
             }
             let total = parts.len();
+            if !clean {
+                recovered += total as u64;
+            }
             // Long work reports progress (the terminal of the waiting mount, systemd's
             // STATUS=) once a second.
             let mut reported = Instant::now();
@@ -403,6 +409,10 @@ impl LogManager {
             }),
             threads: Mutex::new(Vec::new()),
             cleaner: cleaner::CleanerState::load(&config.log_dirs),
+            counters: crate::metrics::DaemonCounters {
+                recovered_partitions: recovered.into(),
+                ..Default::default()
+            },
         });
         {
             let mut topics = mgr.topics.write_guard();
@@ -555,7 +565,16 @@ impl LogManager {
                 }
             }
         }
+        crate::metrics::DaemonCounters::add(
+            &self.counters.retention_deleted_segments,
+            deleted as u64,
+        );
         Ok(deleted)
+    }
+
+    /// The daemon's counters (`@metrics`).
+    pub fn counters(&self) -> &crate::metrics::DaemonCounters {
+        &self.counters
     }
 
     fn start_background(self: &Arc<Self>) {

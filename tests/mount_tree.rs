@@ -29,7 +29,8 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "config",
             "follow",
             "groups",
-            "partitions"
+            "partitions",
+            "table"
         ]
     );
     assert_eq!(

@@ -107,6 +107,11 @@ impl Parking {
         Some(p)
     }
 
+    /// How many reads wait now.
+    pub(super) fn waiting(&self) -> usize {
+        self.parked.guard().len()
+    }
+
     /// Takes every parked read out (shutdown).
     pub(super) fn take_all(&self) -> Vec<Parked> {
         let all: Vec<Parked> = self.parked.guard().drain().map(|(_, p)| p).collect();

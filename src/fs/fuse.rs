@@ -283,8 +283,8 @@ impl Filesystem for TopicFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let e = self.state.unlink(parent.0, name);
-        reply.error(errno(report("unlink", &name_in(parent, name), e)));
+        let r = self.state.unlink(parent.0, name);
+        empty(r, "unlink", &name_in(parent, name), reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -527,15 +527,29 @@ impl Filesystem for TopicFs {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         _mode: u32,
         _umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
-        let e = self.state.create(parent.0, name);
-        reply.error(errno(report("create", &name_in(parent, name), e)));
+        let r = self
+            .state
+            .create_open(parent.0, name, Access::from_flags(flags), req.pid());
+        match r {
+            Ok((ttl, attr, o)) => {
+                let fopen = FopenFlags::FOPEN_DIRECT_IO;
+                reply.created(
+                    &ttl,
+                    &file_attr(&attr),
+                    Generation(0),
+                    FileHandle(o.fh),
+                    fopen,
+                );
+            }
+            Err(e) => reply.error(errno(report("create", &name_in(parent, name), e))),
+        }
     }
 }

@@ -22,16 +22,19 @@ pub enum Handle {
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
     Segment(Arc<File>),
+    /// `table/<key>`.
+    Table(super::table::TableHandle),
 }
 
 impl Handle {
-    /// Whether something written waits for the close: a partial line, or the lines of a
-    /// `config` or `offsets` open.
+    /// Whether something written waits for the close: a partial line, the lines of a
+    /// `config` or `offsets` open, a `table/` key's value.
     pub fn has_pending(&self) -> bool {
         match self {
             Handle::Append(h) => !h.partial.is_empty(),
             Handle::Text(t) => t.pending(),
             Handle::GroupOffsets(o) => o.pending(),
+            Handle::Table(t) => t.pending(),
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => false,
         }
     }
@@ -50,6 +53,7 @@ impl Handle {
                 let res = h.flush_partial();
                 h.wait_acknowledged().and(res)
             }
+            Handle::Table(t) => t.produce(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
             Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) => Ok(()),
@@ -66,6 +70,7 @@ impl Handle {
                 h.wait_acknowledged()
             }
             Handle::Text(t) => t.apply(mgr, Some(owner)),
+            Handle::Table(t) if !t.wrote() || t.writer().is_some_and(|o| o != owner) => Ok(()),
             _ => self.finish(mgr),
         }
     }

@@ -70,6 +70,12 @@ pub enum Node {
     Group(TopicName, Arc<str>),
     /// A file of `<topic>/groups/<G>/`.
     GroupFile(TopicName, Arc<str>, GroupFile),
+    /// `<mountpoint>/@metrics`.
+    Metrics,
+    /// `<topic>/table/`.
+    Table(TopicName),
+    /// `<topic>/table/<key>`: the key's bytes (the name is their escaped form).
+    TableKey(TopicName, Arc<[u8]>),
 }
 
 /// Files of `<topic>/groups/<G>/`.
@@ -117,6 +123,12 @@ impl GroupFile {
 
 /// The name of the directory of groups under a topic.
 pub const GROUPS_DIR: &str = "groups";
+
+/// The name of the metrics file at the root (`@` starts no topic name).
+pub const METRICS_FILE: &str = "@metrics";
+
+/// The name of the directory of keys under a topic.
+pub const TABLE_DIR: &str = "table";
 
 /// Files directly under `<topic>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -275,50 +287,19 @@ impl PartitionDir {
 }
 
 /// The name a consumer group shows as in `groups/`. Kafka allows any string as a group id;
-/// one that is a file name and has no `%` is its own name. Any other is percent-escaped:
-/// `%`, `/` and NUL as `%25`, `%2F`, `%00` (`a/b` is `a%2Fb`, `50%` is `50%25`), `.` and
-/// `..` as `%2E` and `%2E%2E`, the empty id as `%`. Every `%` being escaped, no id's name is
-/// another's.
+/// it is named by the rule of `table/` keys ([`crate::table::names::key_to_name`]): one that
+/// is a file name and has no `%` is its own name; any other is percent-escaped (`a/b` is
+/// `a%2Fb`, `50%` is `50%25`, `.` and `..` are `%2E` and `%2E%2E`, the empty id is `%`).
+/// Every `%` being escaped, no id's name is another's.
 pub fn group_file_name(id: &str) -> String {
-    match id {
-        "" => "%".to_string(),
-        "." => "%2E".to_string(),
-        ".." => "%2E%2E".to_string(),
-        _ => {
-            let mut out = String::with_capacity(id.len());
-            for c in id.chars() {
-                match c {
-                    '%' | '/' | '\0' => out.push_str(&format!("%{:02X}", c as u32)),
-                    c => out.push(c),
-                }
-            }
-            out
-        }
-    }
+    crate::table::names::key_to_name(id.as_bytes())
 }
 
 /// The group id a name of `groups/` stands for ([`group_file_name`] undone); None for a
-/// name that is no group's (a `%` not followed by two hex digits, an escape that decodes to
-/// bytes that are not UTF-8, or one where none is needed: each group has one name).
+/// name that is no group's (a bad escape, bytes that are not UTF-8, or an escape where none
+/// is needed: each group has one name).
 pub fn group_id(name: &str) -> Option<String> {
-    if name == "%" {
-        return Some(String::new());
-    }
-    let b = name.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    let id = String::from_utf8(out).ok()?;
-    (group_file_name(&id) == name).then_some(id)
+    String::from_utf8(crate::table::names::name_to_key(name)?).ok()
 }
 
 /// Parses a partition directory name: the canonical decimal form only (`0`, `12`, not `012`).
@@ -373,7 +354,7 @@ impl Node {
     /// The topic this node belongs to (None for the root).
     pub fn topic(&self) -> Option<&TopicName> {
         match self {
-            Node::Root => None,
+            Node::Root | Node::Metrics => None,
             Node::Topic(t)
             | Node::TopicFile(t, _)
             | Node::Partition(t, _)
@@ -385,7 +366,9 @@ impl Node {
             | Node::TopicLookup(t, _)
             | Node::Groups(t)
             | Node::Group(t, _)
-            | Node::GroupFile(t, ..) => Some(t),
+            | Node::GroupFile(t, ..)
+            | Node::Table(t)
+            | Node::TableKey(t, _) => Some(t),
         }
     }
 
@@ -397,8 +380,11 @@ impl Node {
             | Node::PartitionDir(..)
             | Node::TopicDir(..)
             | Node::Groups(_)
-            | Node::Group(..) => Kind::Directory,
+            | Node::Group(..)
+            | Node::Table(_) => Kind::Directory,
             Node::TopicLookup(..)
+            | Node::TableKey(..)
+            | Node::Metrics
             | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
@@ -410,7 +396,8 @@ impl Node {
     /// Permission bits. The filesystem enforces them itself at open (root included).
     pub fn perm(&self) -> u16 {
         match self {
-            Node::Root | Node::Topic(_) | Node::Partition(..) => 0o755,
+            Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
+            Node::TableKey(..) => 0o644,
             Node::PartitionDir(..) | Node::TopicDir(..) | Node::Groups(_) | Node::Group(..) => {
                 0o555
             }
@@ -430,7 +417,7 @@ impl Node {
                 _,
                 PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv,
             ) => 0o200,
-            Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) => 0o444,
+            Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) | Node::Metrics => 0o444,
         }
     }
 
@@ -468,13 +455,14 @@ impl Node {
                     PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv
                 )
                 | Node::GroupFile(_, _, GroupFile::Offsets)
+                | Node::TableKey(..)
         )
     }
 
     /// The directory this node lives in (the root is its own parent).
     pub fn parent(&self) -> Node {
         match self {
-            Node::Root | Node::Topic(_) => Node::Root,
+            Node::Root | Node::Topic(_) | Node::Metrics => Node::Root,
             Node::TopicFile(t, _) | Node::Partition(t, _) => Node::Topic(t.clone()),
             Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
                 Node::Partition(t.clone(), *p)
@@ -485,6 +473,8 @@ impl Node {
             Node::TopicLookup(t, l) => Node::TopicDir(t.clone(), l.by.dir()),
             Node::Group(t, _) => Node::Groups(t.clone()),
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
+            Node::Table(t) => Node::Topic(t.clone()),
+            Node::TableKey(t, _) => Node::Table(t.clone()),
         }
     }
 }
@@ -494,6 +484,7 @@ impl std::fmt::Display for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Node::Root => write!(f, "/"),
+            Node::Metrics => write!(f, "{METRICS_FILE}"),
             Node::Topic(t) => write!(f, "{t}"),
             Node::TopicFile(t, file) => write!(f, "{t}/{}", file.name()),
             Node::Partition(t, p) => write!(f, "{t}/{p}"),
@@ -506,6 +497,12 @@ impl std::fmt::Display for Node {
             Node::Groups(t) => write!(f, "{t}/{GROUPS_DIR}"),
             Node::Group(t, g) => write!(f, "{t}/{GROUPS_DIR}/{g}"),
             Node::GroupFile(t, g, file) => write!(f, "{t}/{GROUPS_DIR}/{g}/{}", file.name()),
+            Node::Table(t) => write!(f, "{t}/{TABLE_DIR}"),
+            Node::TableKey(t, key) => write!(
+                f,
+                "{t}/{TABLE_DIR}/{}",
+                crate::table::names::key_to_name(key)
+            ),
         }
     }
 }

@@ -11,9 +11,11 @@ pub mod group;
 pub mod handle;
 pub mod inode;
 mod members;
+mod metrics;
 mod open;
 mod read;
 pub mod stream;
+pub mod table;
 mod tree;
 pub mod types;
 
@@ -145,6 +147,8 @@ pub struct FsState {
     streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
+    /// The key index of each topic's `table/` (by name and incarnation), built at first use.
+    tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
 }
 
 /// How the tree reads and writes records (mount options).
@@ -231,6 +235,7 @@ impl FsState {
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
             key_separator: options.key_separator,
+            tables: Mutex::new(HashMap::new()),
         });
         follow::start(&state);
         Ok(state)
@@ -377,7 +382,11 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let mut attr = self.attr(ino, &node)?;
+        let mut attr = match self.attr(ino, &node) {
+            // A key created by this open file has no value before its close.
+            Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
+            r => r?,
+        };
         if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }
@@ -407,7 +416,13 @@ impl FsState {
             }
             // Truncating to 0 is what `>` sends: appending never loses data, so it is a no-op.
         }
-        Ok((Self::ttl(&node), self.attr(ino, &node)?))
+        match self.attr(ino, &node) {
+            // `touch` sets the times of the key it created before its close.
+            Err(_) if self.key_being_created(ino, &node) => {
+                Ok((Self::ttl(&node), self.new_key_attr(ino, &node)))
+            }
+            r => Ok((Self::ttl(&node), r?)),
+        }
     }
 
     /// The entries from `offset` on, `.` and `..` first.
@@ -416,6 +431,9 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        if let Node::Table(t) = &node {
+            return self.table_readdir(ino, t, offset);
+        }
         let entries = self.entries(&node)?;
         let parent_ino = self.inodes.peek(&node.parent());
         let dots = [(ino, "."), (parent_ino, "..")]
@@ -485,6 +503,7 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.mgr, data, owner)?,
+            Handle::Table(t) => t.write(data, owner),
             Handle::GroupOffsets(o) => {
                 self.offsets_movable(&of, o)?;
                 o.write(&*self.groups, data, owner)?
@@ -709,10 +728,14 @@ impl FsState {
         no_new_files()
     }
 
-    pub fn unlink(&self, _parent: u64, _name: &OsStr) -> FsError {
-        FsError::Tree(
+    pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
+        let _g = self.gate()?;
+        if let Node::Table(t) = self.node(parent)? {
+            return self.table_unlink(&t, name);
+        }
+        tree(
             libc::EPERM,
-            "files cannot be deleted; rmdir deletes a topic".into(),
+            "files cannot be deleted but keys of table/; rmdir deletes a topic",
         )
     }
 

@@ -157,13 +157,22 @@ impl FsState {
                 backing = Some(file.clone());
                 (Handle::Segment(file), false)
             }
+            Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
+            Node::Metrics => {
+                let content = self.metrics_text().into_bytes();
+                (
+                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
+                    true,
+                )
+            }
             Node::Root
             | Node::Topic(_)
             | Node::Partition(..)
             | Node::PartitionDir(..)
             | Node::TopicDir(..)
             | Node::Groups(_)
-            | Node::Group(..) => {
+            | Node::Group(..)
+            | Node::Table(_) => {
                 return tree(libc::EISDIR, format!("{node} is a directory"));
             }
         };
@@ -190,6 +199,7 @@ impl FsState {
             Handle::Append(_)
                 | Handle::Group(_)
                 | Handle::GroupOffsets(_)
+                | Handle::Table(_)
                 | Handle::Text(TextHandle {
                     target: TextTarget::Config(..),
                     ..

@@ -134,6 +134,7 @@ impl FsState {
             },
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Table(t) => reply.data(t.read(offset, size as usize)),
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => {
                     // Never reached by an open file the kernel reads itself (passthrough).

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::inode::{
-    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TopicFile, TopicName,
+    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TABLE_DIR, TopicFile,
+    TopicName,
 };
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
@@ -49,11 +50,15 @@ impl FsState {
 
     /// Resolves `name` in `parent`, asking the core whether it exists.
     pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
+        if let Node::Table(t) = parent {
+            return self.table_child(t, name);
+        }
         let Some(name) = name.to_str() else {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
         match parent {
+            Node::Root if name == inode::METRICS_FILE => Ok(Node::Metrics),
             Node::Root => {
                 let topic = self.mgr.topic(name)?;
                 Ok(Node::Topic(TopicName::new(
@@ -69,6 +74,10 @@ impl FsState {
                 if name == GROUPS_DIR {
                     self.topic(t)?;
                     return Ok(Node::Groups(t.clone()));
+                }
+                if name == TABLE_DIR {
+                    self.topic(t)?;
+                    return Ok(Node::Table(t.clone()));
                 }
                 if let Some(d) = TOPIC_DIRS.into_iter().find(|d| d.name() == name) {
                     self.topic(t)?;
@@ -159,12 +168,15 @@ impl FsState {
                     None => missing(),
                 }
             }
-            Node::TopicFile(..)
+            Node::Table(_) => unreachable!("answered above"),
+            Node::Metrics
+            | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::TopicLookup(..)
             | Node::Segment(..)
-            | Node::GroupFile(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::GroupFile(..)
+            | Node::TableKey(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -196,7 +208,8 @@ impl FsState {
         let mut file_mode = 0o777u16;
         let mut blocks = None;
         let size: u64 = match node {
-            Node::Root => 0,
+            // Made at each open: its size is known only then (a reader reads to the end).
+            Node::Root | Node::Metrics => 0,
             Node::Topic(t) => {
                 time = self.topic(t)?.modified().unwrap_or(time);
                 0
@@ -237,9 +250,15 @@ impl FsState {
             | Node::Group(t, _)
             | Node::GroupFile(t, ..)
             | Node::TopicDir(t, _)
-            | Node::TopicLookup(t, _) => {
+            | Node::TopicLookup(t, _)
+            | Node::Table(t) => {
                 time = self.topic(t)?.modified().unwrap_or(time);
                 0
+            }
+            Node::TableKey(t, key) => {
+                let (size, at) = self.table_attr(t, key)?;
+                time = at;
+                size
             }
             Node::Segment(t, p, name, file_ino) => {
                 let log = self.partition(t, *p)?;
@@ -314,6 +333,7 @@ impl FsState {
                 for d in TOPIC_DIRS {
                     out.push((Node::TopicDir(t.clone(), d), d.name().to_string()));
                 }
+                out.push((Node::Table(t.clone()), TABLE_DIR.to_string()));
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
                 }

@@ -170,6 +170,7 @@ impl PartitionLog {
             offline: std::sync::atomic::AtomicBool::new(false),
             last_append: AtomicI64::new(last_append),
             isolation: std::sync::OnceLock::new(),
+            counters: Default::default(),
         };
         log.check_indexes(params.had_clean_shutdown, &present)?;
         if !params.had_clean_shutdown {

@@ -96,6 +96,8 @@ pub struct PartitionLog {
     last_append: AtomicI64,
     /// Set when the partition is read with `isolation.level=read_committed`.
     isolation: std::sync::OnceLock<isolation::Isolation>,
+    /// Records and bytes appended and read since the daemon started (`@metrics`).
+    counters: Arc<crate::metrics::LogCounters>,
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -179,6 +181,11 @@ impl PartitionLog {
 
     pub fn segments(&self) -> Vec<Arc<LogSegment>> {
         self.segments.read_guard().values().cloned().collect()
+    }
+
+    /// Records and bytes appended and read since the daemon started.
+    pub fn counters(&self) -> &crate::metrics::LogCounters {
+        &self.counters
     }
 
     pub fn size_in_bytes(&self) -> u64 {
@@ -298,6 +305,7 @@ impl PartitionLog {
         };
         active.append(batch, &meta, &cfg)?;
         self.last_append.store(now, Ordering::Relaxed);
+        self.counters.appended(count as u64, size as u64);
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         self.waiters.log_end_moved(last_offset + 1);
@@ -596,6 +604,7 @@ impl PartitionLog {
         let segments = self.snapshot_from(offset);
         let mut reader = LogReader::new(segments, offset, end);
         reader.position_at(offset, &self.last_lookup_scan)?;
+        reader.counted_by(self.counters.clone());
         Ok(reader)
     }
 

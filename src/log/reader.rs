@@ -40,6 +40,8 @@ pub struct LogReader {
     one_segment: bool,
     /// `read_committed`: drops the batches of aborted transactions.
     aborted: Option<super::isolation::AbortedFilter>,
+    /// The partition's counters, for the bytes this reader serves (`@metrics`).
+    counters: Option<Arc<crate::metrics::LogCounters>>,
 }
 
 impl Drop for LogReader {
@@ -94,6 +96,7 @@ impl LogReader {
             last_served: None,
             one_segment: false,
             aborted: None,
+            counters: None,
         }
     }
 
@@ -101,6 +104,11 @@ impl LogReader {
     pub(super) fn dropping(mut self, filter: super::isolation::AbortedFilter) -> LogReader {
         self.aborted = (!filter.is_empty()).then_some(filter);
         self
+    }
+
+    /// Counts the bytes of the batches this reader serves in `counters`.
+    pub(super) fn counted_by(&mut self, counters: Arc<crate::metrics::LogCounters>) {
+        self.counters = Some(counters);
     }
 
     /// A reader of `seg` alone that stops at its end with its position kept.
@@ -375,6 +383,9 @@ impl LogReader {
             view.records(&mut self.scratch)
                 .and_then(|records| decode(&header, records.prefetching(ahead)))
                 .map_err(bad)?;
+            if let Some(c) = &self.counters {
+                c.read(size as u64);
+            }
             return Ok(true);
         }
     }

@@ -167,6 +167,7 @@ impl LogManager {
                     log.topic(),
                     log.partition()
                 );
+                crate::metrics::DaemonCounters::add(&self.counters.cleaner_failures, 1);
                 self.cleaner
                     .uncleanable
                     .lock()
@@ -176,6 +177,8 @@ impl LogManager {
             }
         };
         let s = round.stats;
+        crate::metrics::DaemonCounters::add(&self.counters.cleaner_runs, 1);
+        crate::metrics::DaemonCounters::add(&self.counters.bytes_cleaned, s.bytes_read);
         let secs = started.elapsed().as_secs_f64().max(1e-9);
         log::info!(
             "{}-{}: cleaned up to offset {} in {secs:.3}s: {} of {} records kept, {} -> {} bytes ({:.1} MB/s), {} segments into {}",

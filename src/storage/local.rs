@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::group::{GroupOffsets, OFFSETS_TOPIC};
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
+use crate::metrics::{PartitionSample, Sample};
 use crate::produce;
 use crate::record::{BatchHeader, Record, RecordInput};
 
@@ -53,6 +54,29 @@ impl Storage for LogManager {
     }
     fn is_internal(&self, topic: &str) -> bool {
         topic == OFFSETS_TOPIC
+    }
+    fn sample(&self) -> Sample {
+        let mut s = Sample::default();
+        for t in LogManager::topics(self) {
+            let Ok(topic) = LogManager::topic(self, &t) else {
+                continue;
+            };
+            for log in topic.partitions() {
+                let mut p = PartitionSample {
+                    topic: t.clone(),
+                    partition: log.partition(),
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    size_bytes: Some(log.size_in_bytes()),
+                    segments: Some(log.segments().len() as u64),
+                    ..Default::default()
+                };
+                Sample::counters(&mut p, log.counters());
+                s.partitions.push(p);
+            }
+        }
+        s.take_daemon(self.counters());
+        s
     }
 }
 

@@ -61,6 +61,27 @@ pub trait Storage: Send + Sync {
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>>;
     /// Whether `topic` is internal (`__consumer_offsets`): shown, but not appended to.
     fn is_internal(&self, topic: &str) -> bool;
+    /// What `@metrics` shows of the storage: each partition's offsets (by default; a storage
+    /// with segment files adds their sizes), and the counters it keeps.
+    fn sample(&self) -> crate::metrics::Sample {
+        let mut s = crate::metrics::Sample::default();
+        for t in self.topics() {
+            let Ok(topic) = self.topic(&t) else { continue };
+            for p in 0..topic.partition_count() {
+                let Ok(log) = topic.partition(p) else {
+                    continue;
+                };
+                s.partitions.push(crate::metrics::PartitionSample {
+                    topic: t.clone(),
+                    partition: p,
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    ..Default::default()
+                });
+            }
+        }
+        s
+    }
 }
 
 /// Committed offsets of consumer groups: (group, topic, partition) -> the next offset to read.

@@ -143,6 +143,8 @@ pub(crate) struct Inner {
     watch: Arc<read::Watch>,
     closed: AtomicBool,
     me: Weak<Inner>,
+    /// Produce requests and fetches that failed (`@metrics`).
+    counters: Arc<crate::metrics::DaemonCounters>,
 }
 
 /// The cluster storage; clones share one set of clients.
@@ -182,6 +184,7 @@ impl ClusterStorage {
             watch: read::Watch::start(me.clone()),
             closed: AtomicBool::new(false),
             me: me.clone(),
+            counters: Default::default(),
             cfg,
         });
         Ok(ClusterStorage(inner))
@@ -398,6 +401,28 @@ impl Storage for ClusterStorage {
     fn is_internal(&self, topic: &str) -> bool {
         topic.starts_with("__")
     }
+    fn sample(&self) -> crate::metrics::Sample {
+        let mut s = crate::metrics::Sample::default();
+        for t in Storage::topics(self) {
+            let Ok(topic) = Storage::topic(self, &t) else {
+                continue;
+            };
+            for p in 0..topic.partition_count() {
+                let Ok(log) = topic.partition(p) else {
+                    continue;
+                };
+                s.partitions.push(crate::metrics::PartitionSample {
+                    topic: t.clone(),
+                    partition: p,
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    ..Default::default()
+                });
+            }
+        }
+        s.take_daemon(&self.0.counters);
+        s
+    }
 }
 
 pub(crate) struct ClusterTopic {
@@ -550,6 +575,9 @@ impl ClusterTopic {
             done,
             behind,
         );
+        if res.is_err() {
+            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
+        }
         written.extend(parts[..*done].iter().copied());
         for p in written.iter() {
             if let Ok(part) = self.part(*p) {

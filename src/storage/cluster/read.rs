@@ -143,6 +143,7 @@ impl ClusterPartition {
             end,
             timeout: self.inner.timeout,
             headers: Vec::new(),
+            counters: self.inner.counters.clone(),
         })
     }
 }
@@ -248,6 +249,9 @@ impl PartitionStore for ClusterPartition {
             done,
             self.behind.as_ref(),
         );
+        if res.is_err() {
+            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
+        }
         self.appended();
         res
     }
@@ -326,6 +330,8 @@ pub(crate) struct ClusterStream {
     timeout: Duration,
     /// A record's headers in Kafka's record encoding (what [`Record`] carries).
     headers: Vec<u8>,
+    /// Where a failed fetch is counted (`@metrics`).
+    counters: Arc<crate::metrics::DaemonCounters>,
 }
 
 /// `msg`'s headers as a record batch encodes them; returns their count.
@@ -465,6 +471,7 @@ impl RecordStream for ClusterStream {
                     return Ok(delivered > 0);
                 }
                 Some(Err(e)) => {
+                    crate::metrics::DaemonCounters::add(&self.counters.consumer_errors, 1);
                     return Err(kafka(
                         &format!("fetching {} at {}", self.topic, self.next),
                         e,

@@ -1,0 +1,359 @@
+//! `<topic>/table/`: the latest value of every key as a file (docs/contract.md, "The table").
+//! The key index is `crate::table::KeyIndex`; this is the tree over it: names, attributes,
+//! listings, opening, creating and removing keys, and the handle that produces a key's value
+//! at close.
+
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::handle::Handle;
+use super::inode::{Node, TopicName};
+use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::{FsResult, FsState, tree};
+use crate::error::Error;
+use crate::log::now_ms;
+use crate::record::RecordInput;
+use crate::storage::TopicStore;
+use crate::sync::MutexExt;
+use crate::table::names::{NAME_MAX, key_to_name, name_to_key};
+use crate::table::{KeyIndex, Latest};
+
+/// Entries one readdir call answers at most (the kernel asks again from the last one's
+/// offset): a listing of many keys is made a piece at a time.
+const LIST_CHUNK: usize = 256;
+
+/// Inode numbers the entries of a listing carry (`d_ino`): above any the inode table gives.
+const LISTED_INO: u64 = 1 << 62;
+
+/// The open `table/<key>` file: the value as it was at open (for reading) and the bytes
+/// written since open, which become the key's new record at close.
+pub struct TableHandle {
+    topic: Arc<dyn TopicStore>,
+    key: Arc<[u8]>,
+    value: Vec<u8>,
+    written: Option<Vec<u8>>,
+    /// The size of what was written once it passed the largest record the topic takes (the
+    /// bytes are not kept; close fails with EMSGSIZE).
+    oversized: Option<usize>,
+    max_record: usize,
+    /// Whether anything was written since the last record produced.
+    wrote: bool,
+    /// The descriptor table (FUSE lock owner) of the process that wrote last: its close
+    /// produces the record; a process that only inherited the descriptor (a child exiting)
+    /// does not.
+    writer: Option<u64>,
+}
+
+impl TableHandle {
+    pub fn read(&self, offset: u64, size: usize) -> &[u8] {
+        let start = (offset as usize).min(self.value.len());
+        let end = start.saturating_add(size).min(self.value.len());
+        &self.value[start..end]
+    }
+
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) {
+        self.wrote = true;
+        self.writer = owner.or(self.writer);
+        let buf = self.written.get_or_insert_with(Vec::new);
+        if let Some(n) = &mut self.oversized {
+            *n += data.len();
+        } else if buf.len() + data.len() > self.max_record {
+            self.oversized = Some(buf.len() + data.len());
+            *buf = Vec::new();
+        } else {
+            buf.extend_from_slice(data);
+        }
+    }
+
+    /// Whether close has a record to produce.
+    pub fn pending(&self) -> bool {
+        self.written.is_some()
+    }
+
+    /// Whether bytes were written since the last record: a close produces them. A close
+    /// before any write (the shell's, after it moved the descriptor with `dup2`) leaves a new
+    /// key's empty value to the release.
+    pub fn wrote(&self) -> bool {
+        self.wrote
+    }
+
+    /// The lock owner of the last writer, when the kernel named one.
+    pub fn writer(&self) -> Option<u64> {
+        self.writer
+    }
+
+    /// Produces what was written as the key's record (once): to the partition Kafka's
+    /// murmur2 partitioner picks, acknowledged (in the log) when this returns.
+    pub fn produce(&mut self) -> crate::error::Result<()> {
+        self.wrote = false;
+        let Some(value) = self.written.take() else {
+            return Ok(());
+        };
+        if let Some(size) = self.oversized.take() {
+            return Err(Error::RecordTooLarge {
+                size,
+                max: self.max_record,
+            });
+        }
+        append_record(&*self.topic, &self.key, Some(&value), self.max_record)?;
+        self.value = value;
+        Ok(())
+    }
+}
+
+/// Appends one keyed record (a tombstone when `value` is None) through the topic's producer.
+fn append_record(
+    topic: &dyn TopicStore,
+    key: &[u8],
+    value: Option<&[u8]>,
+    max_record: usize,
+) -> crate::error::Result<()> {
+    let record = RecordInput {
+        key: Some(key),
+        value,
+        headers: &[],
+        timestamp: now_ms(),
+    };
+    let mut done = 0;
+    topic.append(&[record], max_record, &mut done, &mut Default::default())?;
+    if done != 1 {
+        return Err(Error::Io(std::io::Error::other(
+            "the record was not appended",
+        )));
+    }
+    Ok(())
+}
+
+impl FsState {
+    /// The key index of `topic`, caught up with the log.
+    fn key_index(&self, topic: &dyn TopicStore) -> FsResult<Arc<KeyIndex>> {
+        let id = (topic.name().to_string(), topic.incarnation());
+        let idx = {
+            let mut tables = self.tables.guard();
+            // A deleted topic's index goes with it.
+            if !tables.contains_key(&id) {
+                tables.retain(|(name, _), _| name != &id.0);
+            }
+            tables.entry(id).or_default().clone()
+        };
+        idx.refresh(topic)?;
+        Ok(idx)
+    }
+
+    /// `table/<name>`: the key the name shows, if it has a value.
+    pub(super) fn table_child(&self, t: &TopicName, name: &OsStr) -> FsResult<Node> {
+        let topic = self.topic(t)?;
+        let Some(key) = name.to_str().and_then(name_to_key) else {
+            return tree(libc::ENOENT, format!("{name:?} is not the name of a key"));
+        };
+        match self.key_index(&*topic)?.get(&*topic, &key)? {
+            Some(_) => Ok(Node::TableKey(t.clone(), Arc::from(key))),
+            None => tree(libc::ENOENT, format!("{t}/table has no key {name:?}")),
+        }
+    }
+
+    /// The size (the value's length) and time (the record's timestamp) of `table/<key>`.
+    pub(super) fn table_attr(&self, t: &TopicName, key: &[u8]) -> FsResult<(u64, SystemTime)> {
+        let topic = self.topic(t)?;
+        match self.key_index(&*topic)?.get(&*topic, key)? {
+            Some(l) => Ok((l.value_len, record_time(&l))),
+            None => tree(
+                libc::ENOENT,
+                format!("{t}/table/{} no longer exists", key_to_name(key)),
+            ),
+        }
+    }
+
+    /// A piece of the listing of `table/` from `offset` on (`.` and `..` are offsets 0 and 1,
+    /// the key in slot `s` of the index is offset `s + 2`).
+    pub(super) fn table_readdir(
+        &self,
+        ino: u64,
+        t: &TopicName,
+        offset: u64,
+    ) -> FsResult<Vec<DirEntry>> {
+        let topic = self.topic(t)?;
+        let mut out = Vec::new();
+        if offset == 0 {
+            out.push(DirEntry {
+                ino,
+                next: 1,
+                kind: Kind::Directory,
+                name: ".".into(),
+            });
+        }
+        if offset <= 1 {
+            out.push(DirEntry {
+                ino: self.inodes.peek(&Node::Topic(t.clone())),
+                next: 2,
+                kind: Kind::Directory,
+                name: "..".into(),
+            });
+        }
+        let idx = self.key_index(&*topic)?;
+        let starts = (0..topic.partition_count())
+            .map(|p| Ok(topic.partition(p)?.log_start_offset()))
+            .collect::<crate::error::Result<Vec<i64>>>()?;
+        for l in idx.list(offset.saturating_sub(2), LIST_CHUNK, &starts) {
+            let name = key_to_name(&l.key);
+            // Longer names cannot be looked up: not listed.
+            if name.len() > NAME_MAX {
+                continue;
+            }
+            out.push(DirEntry {
+                ino: LISTED_INO | l.slot,
+                next: l.slot + 3,
+                kind: Kind::File,
+                name,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Opens `table/<key>`: for reading, its value now; for writing, a new value at close.
+    pub(super) fn table_open(
+        &self,
+        t: &TopicName,
+        key: &Arc<[u8]>,
+        access: Access,
+    ) -> FsResult<Handle> {
+        let topic = self.topic(t)?;
+        if access.write && self.mgr.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        let value = match self.key_index(&*topic)?.value(&*topic, key)? {
+            Some((v, _)) => v,
+            None => {
+                return tree(
+                    libc::ENOENT,
+                    format!("{t}/table/{} no longer exists", key_to_name(key)),
+                );
+            }
+        };
+        Ok(Handle::Table(self.table_handle(topic, key.clone(), value)))
+    }
+
+    fn table_handle(
+        &self,
+        topic: Arc<dyn TopicStore>,
+        key: Arc<[u8]>,
+        value: Vec<u8>,
+    ) -> TableHandle {
+        let max_record = topic.max_message_bytes();
+        TableHandle {
+            topic,
+            key,
+            value,
+            written: None,
+            oversized: None,
+            max_record,
+            wrote: false,
+            writer: None,
+        }
+    }
+
+    /// create(2) of `table/<name>`: a new key, whose value is produced at close.
+    pub fn create_open(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        access: Access,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
+        let _g = self.gate()?;
+        let parent = self.node(parent)?;
+        let Node::Table(t) = &parent else {
+            return Err(super::no_new_files());
+        };
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        if self.mgr.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        let Some(key) = name.to_str().and_then(name_to_key) else {
+            return tree(
+                libc::EINVAL,
+                format!("{name:?} is not the name of a key (see the escaping rule)"),
+            );
+        };
+        let key: Arc<[u8]> = Arc::from(key);
+        let node = Node::TableKey(t.clone(), key.clone());
+        let mut h = self.table_handle(topic.clone(), key, Vec::new());
+        // A new key gets a value at close, also an empty one (`touch`).
+        h.written = Some(Vec::new());
+        let ino = self.inodes.lookup(&node);
+        let attr = self.new_key_attr(ino, &node);
+        let fh = self
+            .next_fh
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !access.write {
+            return tree(libc::EACCES, "a new key is opened for writing");
+        }
+        let opened = self.opened(ino, fh, Some(topic.clone()), Handle::Table(h), pid)?;
+        Ok((Duration::ZERO, attr, opened))
+    }
+
+    /// Whether `node` is a key an open file created, whose value is not produced yet.
+    pub(super) fn key_being_created(&self, ino: u64, node: &Node) -> bool {
+        if !matches!(node, Node::TableKey(..)) {
+            return false;
+        }
+        let open: Vec<Arc<super::OpenFile>> = self
+            .handles
+            .guard()
+            .values()
+            .filter(|of| of.ino == ino)
+            .cloned()
+            .collect();
+        open.iter()
+            .any(|of| matches!(&*of.handle.guard(), Handle::Table(t) if t.pending()))
+    }
+
+    /// The attributes of a key whose value is not produced yet (an open file created it).
+    pub(super) fn new_key_attr(&self, ino: u64, node: &Node) -> Attr {
+        Attr {
+            ino,
+            size: 0,
+            blocks: 0,
+            kind: Kind::File,
+            perm: self.perm(node),
+            nlink: 1,
+            uid: self.uid,
+            gid: self.gid,
+            time: SystemTime::now(),
+            io_size: super::IO_SIZE,
+        }
+    }
+
+    /// unlink(2) of `table/<name>`: a tombstone for the key.
+    pub(super) fn table_unlink(&self, t: &TopicName, name: &OsStr) -> FsResult<()> {
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        if self.mgr.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        let Node::TableKey(_, key) = self.table_child(t, name)? else {
+            unreachable!("table_child gives a key");
+        };
+        append_record(&*topic, &key, None, topic.max_message_bytes())?;
+        Ok(())
+    }
+}
+
+fn record_time(l: &Latest) -> SystemTime {
+    if l.timestamp >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(l.timestamp as u64)
+    } else {
+        SystemTime::UNIX_EPOCH
+    }
+}

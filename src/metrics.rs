@@ -1,0 +1,289 @@
+//! `<mountpoint>/@metrics`: the mount's figures in Prometheus' text format (version 0.0.4).
+//!
+//! The counters live where the work is done: [`LogCounters`] in each partition's log (records
+//! and bytes appended, bytes read), [`DaemonCounters`] in the log manager (cleaner,
+//! retention, recovery) and in the cluster storage (producer and consumer errors). The storage
+//! gathers them into a [`Sample`], the fs core adds what it knows (consumer-group lag, waiting
+//! readers), and [`render`] formats it, through `prometheus-client`, here only.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// One partition's counters since the daemon started.
+#[derive(Default, Debug)]
+pub struct LogCounters {
+    pub records_appended: AtomicU64,
+    /// Bytes of the record batches appended (what the log grew by).
+    pub bytes_appended: AtomicU64,
+    /// Bytes of the record batches read from the log for readers.
+    pub bytes_read: AtomicU64,
+}
+
+impl LogCounters {
+    pub fn appended(&self, records: u64, bytes: u64) {
+        self.records_appended.fetch_add(records, Ordering::Relaxed);
+        self.bytes_appended.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn read(&self, bytes: u64) {
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// The daemon's own work since it started.
+#[derive(Default, Debug)]
+pub struct DaemonCounters {
+    pub cleaner_runs: AtomicU64,
+    pub cleaner_failures: AtomicU64,
+    /// Bytes of the segments the cleaner rewrote (read).
+    pub bytes_cleaned: AtomicU64,
+    pub retention_deleted_segments: AtomicU64,
+    /// Partitions recovered at start (after an unclean shutdown).
+    pub recovered_partitions: AtomicU64,
+    pub producer_errors: AtomicU64,
+    pub consumer_errors: AtomicU64,
+}
+
+impl DaemonCounters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// One partition's figures.
+#[derive(Clone, Debug, Default)]
+pub struct PartitionSample {
+    pub topic: String,
+    pub partition: u32,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    /// None when the storage has no local segments (remote mode).
+    pub size_bytes: Option<u64>,
+    pub segments: Option<u64>,
+    pub records_appended: u64,
+    pub bytes_appended: u64,
+    pub bytes_read: u64,
+}
+
+/// Everything `@metrics` shows.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    pub partitions: Vec<PartitionSample>,
+    /// (group, topic, partition, lag): the log end minus the group's committed offset.
+    pub group_lag: Vec<(String, String, u32, i64)>,
+    pub waiting_readers: u64,
+    pub cleaner_runs: u64,
+    pub cleaner_failures: u64,
+    pub bytes_cleaned: u64,
+    pub retention_deleted_segments: u64,
+    pub recovered_partitions: u64,
+    pub producer_errors: u64,
+    pub consumer_errors: u64,
+}
+
+impl Sample {
+    /// The daemon counters' values now.
+    pub fn take_daemon(&mut self, c: &DaemonCounters) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        self.cleaner_runs = get(&c.cleaner_runs);
+        self.cleaner_failures = get(&c.cleaner_failures);
+        self.bytes_cleaned = get(&c.bytes_cleaned);
+        self.retention_deleted_segments = get(&c.retention_deleted_segments);
+        self.recovered_partitions = get(&c.recovered_partitions);
+        self.producer_errors = get(&c.producer_errors);
+        self.consumer_errors = get(&c.consumer_errors);
+    }
+
+    /// A partition's counters now.
+    pub fn counters(p: &mut PartitionSample, c: &LogCounters) {
+        p.records_appended = c.records_appended.load(Ordering::Relaxed);
+        p.bytes_appended = c.bytes_appended.load(Ordering::Relaxed);
+        p.bytes_read = c.bytes_read.load(Ordering::Relaxed);
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn gauges(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
+    let f = Family::<Labels, Gauge>::default();
+    reg.register(name, help, f.clone());
+    f
+}
+
+fn counters(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+    let f = Family::<Labels, Counter>::default();
+    reg.register(name, help, f.clone());
+    f
+}
+
+fn counter(reg: &mut Registry, name: &str, help: &str, value: u64) {
+    let c = Counter::<u64>::default();
+    c.inc_by(value);
+    reg.register(name, help, c);
+}
+
+/// The text of `@metrics`.
+pub fn render(s: &Sample) -> String {
+    let mut reg = Registry::default();
+    let start = gauges(
+        &mut reg,
+        "topicfs_log_start_offset",
+        "The partition's log start offset",
+    );
+    let end = gauges(
+        &mut reg,
+        "topicfs_log_end_offset",
+        "The partition's log end offset (the next offset to be assigned)",
+    );
+    let size = gauges(
+        &mut reg,
+        "topicfs_log_size_bytes",
+        "Bytes of the partition's segment files",
+    );
+    let segments = gauges(
+        &mut reg,
+        "topicfs_log_segments",
+        "The partition's segment count",
+    );
+    let records = counters(
+        &mut reg,
+        "topicfs_records_appended",
+        "Records appended to the topic since the daemon started",
+    );
+    let appended = counters(
+        &mut reg,
+        "topicfs_bytes_appended",
+        "Bytes of record batches appended to the topic since the daemon started",
+    );
+    let read = counters(
+        &mut reg,
+        "topicfs_bytes_read",
+        "Bytes of record batches read from the topic's log for readers since the daemon started",
+    );
+    for p in &s.partitions {
+        let labels = vec![
+            ("topic", p.topic.clone()),
+            ("partition", p.partition.to_string()),
+        ];
+        start.get_or_create(&labels).set(p.log_start_offset);
+        end.get_or_create(&labels).set(p.log_end_offset);
+        if let Some(b) = p.size_bytes {
+            size.get_or_create(&labels).set(b as i64);
+        }
+        if let Some(n) = p.segments {
+            segments.get_or_create(&labels).set(n as i64);
+        }
+        let topic = vec![("topic", p.topic.clone())];
+        records.get_or_create(&topic).inc_by(p.records_appended);
+        appended.get_or_create(&topic).inc_by(p.bytes_appended);
+        read.get_or_create(&topic).inc_by(p.bytes_read);
+    }
+    let lag = gauges(
+        &mut reg,
+        "topicfs_group_lag",
+        "The partition's log end offset minus the group's committed offset",
+    );
+    for (group, topic, partition, l) in &s.group_lag {
+        let labels = vec![
+            ("group", group.clone()),
+            ("topic", topic.clone()),
+            ("partition", partition.to_string()),
+        ];
+        lag.get_or_create(&labels).set(*l);
+    }
+    let waiting = Gauge::<i64>::default();
+    waiting.set(s.waiting_readers as i64);
+    reg.register(
+        "topicfs_waiting_readers",
+        "Reads waiting at the log end for records (follow files)",
+        waiting,
+    );
+    counter(
+        &mut reg,
+        "topicfs_cleaner_runs",
+        "Cleaning rounds of compacted partitions completed",
+        s.cleaner_runs,
+    );
+    counter(
+        &mut reg,
+        "topicfs_cleaner_failures",
+        "Cleaning rounds that failed",
+        s.cleaner_failures,
+    );
+    counter(
+        &mut reg,
+        "topicfs_bytes_cleaned",
+        "Bytes of segments the cleaner read and rewrote",
+        s.bytes_cleaned,
+    );
+    counter(
+        &mut reg,
+        "topicfs_retention_deleted_segments",
+        "Segments deleted by retention",
+        s.retention_deleted_segments,
+    );
+    counter(
+        &mut reg,
+        "topicfs_recovered_partitions",
+        "Partitions recovered at start after an unclean shutdown",
+        s.recovered_partitions,
+    );
+    counter(
+        &mut reg,
+        "topicfs_producer_errors",
+        "Appends that failed (remote mode: produce requests the cluster refused or did not acknowledge)",
+        s.producer_errors,
+    );
+    counter(
+        &mut reg,
+        "topicfs_consumer_errors",
+        "Reads of the log that failed (remote mode: fetches from the cluster)",
+        s.consumer_errors,
+    );
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
+        .expect("formatting into a String does not fail");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_text_format_has_the_named_families() {
+        let s = Sample {
+            partitions: vec![PartitionSample {
+                topic: "t".into(),
+                partition: 1,
+                log_start_offset: 2,
+                log_end_offset: 7,
+                size_bytes: Some(300),
+                segments: Some(1),
+                records_appended: 5,
+                bytes_appended: 300,
+                bytes_read: 0,
+            }],
+            group_lag: vec![("g".into(), "t".into(), 1, 4)],
+            waiting_readers: 1,
+            ..Default::default()
+        };
+        let text = render(&s);
+        for line in [
+            "topicfs_log_start_offset{topic=\"t\",partition=\"1\"} 2",
+            "topicfs_log_end_offset{topic=\"t\",partition=\"1\"} 7",
+            "topicfs_log_size_bytes{topic=\"t\",partition=\"1\"} 300",
+            "topicfs_records_appended_total{topic=\"t\"} 5",
+            "topicfs_group_lag{group=\"g\",topic=\"t\",partition=\"1\"} 4",
+            "topicfs_waiting_readers 1",
+            "# TYPE topicfs_log_end_offset gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        assert!(!text.contains("# EOF"), "0.0.4 has no EOF marker");
+    }
+}

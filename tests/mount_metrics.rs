@@ -1,0 +1,147 @@
+//! `<mountpoint>/@metrics` through a real mount, parsed by an independent Prometheus parser
+//! (Python's `prometheus_client`): the offsets equal `log-end-offset` and `log-start-offset`,
+//! the group lag equals what `groups/<G>/offsets` shows, the bytes appended equal the bytes
+//! the segment files grew by; fresh at each open.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::mount::TestMount;
+
+/// The samples of `@metrics`, parsed by prometheus_client: "name{k=v,...}" -> value.
+fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+text = open('@metrics').read()
+for fam in text_string_to_metric_families(text):
+    for s in fam.samples:
+        labels = ','.join('%s=%s' % kv for kv in sorted(s.labels.items()))
+        name = s.name + ('{%s}' % labels if labels else '')
+        print('%s %s %r' % (fam.type, name, s.value))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "prometheus_client could not parse @metrics: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut parts = l.split(' ');
+            let _type = parts.next().unwrap();
+            let name = parts.next().unwrap().to_string();
+            let value: f64 = parts.next().unwrap().parse().unwrap();
+            (name, value)
+        })
+        .collect()
+}
+
+fn segment_bytes(m: &TestMount, topic: &str, p: u32) -> u64 {
+    std::fs::read_dir(m.partition_dir(topic, p))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn metrics_parsed_by_prometheus_client_equal_the_tree() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    m.ok("seq 1 10 >> t/0/append");
+    m.ok("seq 1 4 >> t/1/append");
+    m.ok("printf 'a\\nb\\n' >> t/1/append");
+    m.ok("echo '0 3' > t/groups/g/offsets");
+    m.ok("echo '1 1' > t/groups/g/offsets");
+    m.ok("cat t/0/by-offset/0 > /dev/null");
+    let s = scrape(&m);
+    for p in 0..2 {
+        let labels = format!("partition={p},topic=t");
+        assert_eq!(
+            s[&format!("topicfs_log_end_offset{{{labels}}}")] as i64,
+            m.end_offset("t", p)
+        );
+        assert_eq!(
+            s[&format!("topicfs_log_start_offset{{{labels}}}")] as i64,
+            m.read(&format!("t/{p}/log-start-offset"))
+                .trim()
+                .parse::<i64>()
+                .unwrap()
+        );
+        assert_eq!(
+            s[&format!("topicfs_log_size_bytes{{{labels}}}")] as u64,
+            segment_bytes(&m, "t", p)
+        );
+        assert_eq!(s[&format!("topicfs_log_segments{{{labels}}}")], 1.0);
+    }
+    // Lag as groups/g/offsets shows it (`partition committed log-end lag`).
+    let offsets = m.read("t/groups/g/offsets");
+    let mut lags = 0;
+    for line in offsets.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f[3] == "-" {
+            continue;
+        }
+        let key = format!("topicfs_group_lag{{group=g,partition={},topic=t}}", f[0]);
+        assert_eq!(s[&key] as i64, f[3].parse::<i64>().unwrap(), "{offsets}");
+        lags += 1;
+    }
+    assert_eq!(lags, 2, "{offsets}");
+    assert_eq!(
+        s["topicfs_group_lag{group=g,partition=0,topic=t}"] as i64,
+        10 - 3
+    );
+    // Counters: every record and byte appended since the daemon started (the log was empty).
+    assert_eq!(s["topicfs_records_appended_total{topic=t}"], 16.0);
+    assert_eq!(
+        s["topicfs_bytes_appended_total{topic=t}"] as u64,
+        segment_bytes(&m, "t", 0) + segment_bytes(&m, "t", 1)
+    );
+    assert!(s["topicfs_bytes_read_total{topic=t}"] as u64 >= segment_bytes(&m, "t", 0));
+    assert_eq!(s["topicfs_waiting_readers"], 0.0);
+    for name in [
+        "topicfs_cleaner_runs_total",
+        "topicfs_bytes_cleaned_total",
+        "topicfs_retention_deleted_segments_total",
+        "topicfs_recovered_partitions_total",
+        "topicfs_producer_errors_total",
+        "topicfs_consumer_errors_total",
+    ] {
+        assert!(s.contains_key(name), "{name} in {s:?}");
+    }
+    // Fresh at each open.
+    m.ok("seq 1 5 >> t/0/append");
+    let again = scrape(&m);
+    assert_eq!(again["topicfs_log_end_offset{partition=0,topic=t}"], 15.0);
+    assert_eq!(again["topicfs_records_appended_total{topic=t}"], 21.0);
+    // `@` starts no topic name: the file hides none, and is not listed among the topics.
+    m.fails_with("mkdir @metrics", "");
+    assert!(!m.ok("ls").contains("@metrics"));
+}
+
+#[test]
+fn metrics_waiting_readers_counts_a_follow_read() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    m.ok("mkdir t");
+    let mut child = Command::new("cat")
+        .arg(m.path("t/0/follow/latest"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::mount::wait_until("the follow read waits", || {
+        scrape(&m)["topicfs_waiting_readers"] == 1.0
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
