@@ -28,6 +28,9 @@
 #      under running appends loses no acknowledged record.
 #  10. Remote consumer groups (part10-remote-groups.sh): two daemons on one broker share a
 #      group's partitions as two members of a Kafka consumer group (kafka-consumer-groups).
+#  11. Remote consuming under real programs (part11-remote-consume.sh): a group reader's fd shared
+#      with children, kcat -G as a co-member mid-stream, group ids that are not file names, tree
+#      walks of a topic (kcat, kafka-python and kafka-consumer-groups as oracles).
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -806,6 +809,11 @@ want_part 9 && part9
 section "10. Remote consumer groups: two mounts are two members of one Kafka consumer group"
 . "$INTEROP_DIR/part10-remote-groups.sh"
 want_part 10 && part10
+
+# =============================================================================================
+section "11. Remote consuming: shared descriptors, a kcat co-member, any group id, tree walks"
+. "$INTEROP_DIR/part11-remote-consume.sh"
+want_part 11 && part11
 
 # =============================================================================================
 section
