@@ -152,11 +152,13 @@ PY
   timeout 60 "$INTEROP_DIR/kafka-consumer-groups.sh" --bootstrap-server "$BOOT" --list | cat -A
   ls "$M11/c11/groups/" > "$out" || { echo "ls groups/ failed"; return 1; }
   cat "$out"
+  ! grep -qxF "%" "$out" || { echo "the empty id is listed, but the mount cannot read it"; return 1; }
   for g in "sp ace" "grün:x" "a%2Fb"; do
     grep -qxF "$g" "$out" || { echo "$g not listed"; return 1; }
     cat "$M11/c11/groups/$g/offsets" > "$S11/off.out" || return 1
     echo "$g/offsets: $(tr '\n' ';' < "$S11/off.out")"
-    [ "$(cat "$S11/off.out")" = "$(printf '0 20 20 0\n1 20 20 0')" ] || return 1
+    # kcat -G read both partitions to their ends: each committed at its log end, lag 0
+    awk '$2 == $3 && $2 > 0 && $4 == 0 { n++ } END { exit !(n == 2 && NR == 2) }' "$S11/off.out" || return 1
   done
 }
 
