@@ -31,6 +31,9 @@
 #  11. The table (part11-table.sh): a compacted topic written through `<topic>/table/` of a
 #      remote mount: kcat finds the keyed records where murmur2 puts them and the same latest
 #      value of every key.
+#  12. Remote consuming under real programs (part12-remote-consume.sh): a group reader's fd shared
+#      with children, kcat -G as a co-member mid-stream, group ids that are not file names, tree
+#      walks of a topic (kcat, kafka-python and kafka-consumer-groups as oracles).
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -827,6 +830,10 @@ want_part 10 && part10
 section "11. The table of keys in remote mode: table/ over a live broker, checked by kcat"
 . "$INTEROP_DIR/part11-table.sh"
 want_part 11 && part11
+
+section "12. Remote consuming: shared descriptors, a kcat co-member, any group id, tree walks"
+. "$INTEROP_DIR/part12-remote-consume.sh"
+want_part 12 && part12
 
 # =============================================================================================
 section
