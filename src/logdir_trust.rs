@@ -82,7 +82,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
             }
             Ok(md) if md.is_dir() => break,
             Ok(_) => {
-                return Err(Error::Io(io::Error::new(
+                return Err(Error::from(io::Error::new(
                     io::ErrorKind::NotADirectory,
                     format!("log dir {} is not a directory", dir.display()),
                 )));
@@ -91,7 +91,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
                 create(&dir, me, allow_untrusted)?;
             }
             Err(e) => {
-                return Err(Error::Io(io::Error::new(
+                return Err(Error::from(io::Error::new(
                     e.kind(),
                     format!("log dir {}: {e}", dir.display()),
                 )));
@@ -99,7 +99,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
         }
     }
     let canonical = dir.canonicalize().map_err(|e| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("log dir {}: {e}", dir.display()),
         ))
@@ -114,7 +114,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
 /// following a link, that the path is the directory we created.
 fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
     let cannot = |e: io::Error| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("cannot create log dir {}: {e}", dir.display()),
         ))
@@ -163,7 +163,7 @@ fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
 fn check_chain(dir: &Path, canonical: &Path, me: u32) -> Result<()> {
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let io_err = |e: io::Error| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("log dir {}: {e}", dir.display()),
         ))

@@ -62,7 +62,7 @@ impl From<Error> for FsError {
 
 impl From<std::io::Error> for FsError {
     fn from(e: std::io::Error) -> Self {
-        FsError::Core(Error::Io(e))
+        FsError::Core(e.into())
     }
 }
 

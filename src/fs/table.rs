@@ -118,7 +118,7 @@ fn append_record(
     let mut done = 0;
     topic.append(&[record], max_record, &mut done, &mut Default::default())?;
     if done != 1 {
-        return Err(Error::Io(std::io::Error::other(
+        return Err(Error::from(std::io::Error::other(
             "the record was not appended",
         )));
     }

@@ -197,6 +197,26 @@ fn files_keep_their_modes_and_refuse_what_they_cannot_do() {
     assert_eq!(read(&fs, 999, 0, 10), Answer::Errno(libc::EBADF));
 }
 
+/// A write that continued a partial line and was refused is refused again, with the same
+/// errno, when the writer sends it again: a bad timestamp stays EINVAL, never EIO.
+#[test]
+fn item4_a_retried_jsonl_write_gets_the_same_errno() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/append.jsonl"), WO, me()).unwrap();
+    assert_eq!(fs.write(w.fh, br#"{"value":"a","#, Some(1)).unwrap(), 13);
+    let rest = br#""timestamp":-5}
+"#;
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    // The retry of a short write: the same bytes, the same refusal.
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    // A line of its own goes in.
+    let ok = b"{\"value\":\"b\"}\n";
+    assert_eq!(fs.write(w.fh, ok, Some(1)).unwrap() as usize, ok.len());
+}
+
 #[test]
 fn a_deleted_topics_open_files_fail_and_its_name_can_be_reused() {
     let d = tempfile::tempdir().unwrap();

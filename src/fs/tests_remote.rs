@@ -73,7 +73,7 @@ impl Storage for Remote {
         Err(Error::UnknownTopic(name.into()))
     }
     fn check_topic_config(&self, _: &str, _: Option<&str>) -> Result<()> {
-        Err(Error::Io(std::io::Error::other(
+        Err(Error::from(std::io::Error::other(
             "the cluster does not answer",
         )))
     }

@@ -86,7 +86,7 @@ pub struct Cleaner {
 }
 
 fn aborted() -> Error {
-    Error::Io(std::io::Error::new(
+    Error::from(std::io::Error::new(
         std::io::ErrorKind::Interrupted,
         "cleaning aborted: the cleaner is stopping",
     ))
