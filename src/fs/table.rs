@@ -219,7 +219,7 @@ impl FsState {
         access: Access,
     ) -> FsResult<Handle> {
         let topic = self.topic(t)?;
-        if access.write && self.mgr.is_internal(t) {
+        if access.write && self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),
@@ -271,7 +271,7 @@ impl FsState {
         };
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.mgr.is_internal(t) {
+        if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),
@@ -336,7 +336,7 @@ impl FsState {
     pub(super) fn table_unlink(&self, t: &TopicName, name: &OsStr) -> FsResult<()> {
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.mgr.is_internal(t) {
+        if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),
