@@ -39,6 +39,7 @@ fn euid() -> u32 {
 fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
     // SAFETY: a zeroed stat is a valid out-parameter; fd is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is borrowed open for the call; `st` is ours to fill.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }

@@ -688,6 +688,7 @@ impl FsState {
                 .map_err(|_| FsError::Tree(libc::EINVAL, "log dir path has a NUL byte".into()))?;
             // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
             let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            // SAFETY: `path` is NUL-terminated and outlives the call; `st` is ours to fill.
             if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
                 return Err(std::io::Error::last_os_error().into());
             }

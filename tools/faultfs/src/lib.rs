@@ -1138,6 +1138,7 @@ impl Filesystem for Fs {
         let c = std::ffi::CString::new(st.lower.as_os_str().as_encoded_bytes()).unwrap_or_default();
         // SAFETY: zeroed statvfs is valid; statvfs writes into it.
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a NUL-terminated path that outlives the call; `s` is ours to fill.
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
             return reply.error(Errno::EIO);
         }
