@@ -8,6 +8,7 @@ use super::types::{Access, Kind, ReadReply};
 use super::{FsState, report};
 use crate::config::BrokerConfig;
 use crate::manager::LogManager;
+use crate::sync::MutexExt;
 
 pub(super) const ROOT: u64 = 1;
 pub(super) const RO: Access = Access {
@@ -43,17 +44,17 @@ struct Capture(Arc<Mutex<Option<Answer>>>);
 
 impl ReadReply for Capture {
     fn data(self: Box<Self>, data: &[u8]) {
-        *self.0.lock().unwrap() = Some(Answer::Data(data.to_vec()));
+        *self.0.guard() = Some(Answer::Data(data.to_vec()));
     }
     fn error(self: Box<Self>, errno: i32) {
-        *self.0.lock().unwrap() = Some(Answer::Errno(errno));
+        *self.0.guard() = Some(Answer::Errno(errno));
     }
 }
 
 fn read(fs: &FsState, fh: u64, offset: u64, size: u32) -> Answer {
     let slot = Arc::new(Mutex::new(None));
     fs.read(fh, offset, size, 0, Box::new(Capture(slot.clone())));
-    let answer = slot.lock().unwrap().take();
+    let answer = slot.guard().take();
     answer.expect("the core answered the read")
 }
 
@@ -266,7 +267,7 @@ pub(super) fn read_later(
 pub(super) fn wait_answer(slot: &Arc<Mutex<Option<Answer>>>) -> Answer {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        if let Some(a) = slot.lock().unwrap().take() {
+        if let Some(a) = slot.guard().take() {
             return a;
         }
         assert!(std::time::Instant::now() < until, "no answer within 5 s");
@@ -286,10 +287,7 @@ fn a_follow_read_at_the_log_end_waits_for_the_next_record() {
     // At the log end: no answer, no thread held.
     let slot = read_later(&fs, f.fh, 4, 100);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    assert!(
-        slot.lock().unwrap().is_none(),
-        "answered before a record came"
-    );
+    assert!(slot.guard().is_none(), "answered before a record came");
     assert_eq!(fs.waiting_reads(), 1);
     fs.write(w.fh, b"new\n", None).unwrap();
     assert_eq!(wait_answer(&slot), Answer::Data(b"new\n".to_vec()));

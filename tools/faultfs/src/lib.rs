@@ -640,6 +640,8 @@ pub struct FaultFs {
     mountpoint: PathBuf,
 }
 
+/// The state's guard, recovered if a holder panicked: the one raw lock call in this crate.
+#[allow(clippy::disallowed_methods)]
 fn lock(s: &Mutex<State>) -> MutexGuard<'_, State> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
