@@ -1,8 +1,11 @@
-//! The storage core's error type. The FUSE layer maps each variant to exactly one errno.
+//! The storage core's error type. The FUSE layer maps each variant to exactly one errno
+//! (`fs/errno.rs`). It is cloneable, so a refusal kept for a write sent again is answered
+//! with the same error, and so the same errno.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     #[error(
         "invalid topic name {0:?}: Kafka allows 1..249 characters of [a-zA-Z0-9._-], not '.' or '..'"
@@ -65,8 +68,21 @@ pub enum Error {
     /// What a client may not do to an internal topic (`__consumer_offsets`).
     #[error("{0}")]
     InternalTopic(String),
+    /// A write to a read-only mount or log dir.
+    #[error("read-only file system")]
+    ReadOnly,
+    /// A write to a file that is not open for writing (or cannot be written at all).
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    NotWritable(String),
+    /// What the disk or the kernel reported; shared, so the error can be cloned whole.
+    #[error("{0}")]
+    Io(Arc<std::io::Error>),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(Arc::new(e))
+    }
 }
 
 /// A batch that fails its checks is a corrupt log.

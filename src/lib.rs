@@ -1,27 +1,51 @@
 //! topicfs: Kafka topics stored exactly as a Kafka broker stores them, under a mountpoint.
 //!
-//! Layers, data flowing down: `fs` (the FUSE adapter) over `manager` (log dirs, topics) over
-//! `log` (one partition's segments and indexes) over `record` (RecordBatch v2 bytes).
+//! The layers, data flowing down (docs/architecture.md describes each file):
+//! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
+//!   touches process-wide state;
+//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse.rs` its thin FUSE adapter, and
+//!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
+//!   records, resolved against given bounds;
+//! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
+//! - `table` (a topic's latest value per key), `metrics` (counters and `@metrics`), `produce`
+//!   (a write's records into batches, keyed routing);
+//! - `manager` (log dirs, topics, load, the background tasks) and `group` (consumer-group
+//!   offsets in `__consumer_offsets`);
+//! - `log`: one partition's segments and indexes, shaped like Kafka's storage module;
+//! - `record`: RecordBatch v2 bytes, no files.
+//!
+//! Beside them: `dump` (dump-log over `record`), `safe_fs` and `logdir_trust` (file operations
+//! that never follow a symlink; a log dir checked before use), `checkpoint`, `config`,
+//! `jsonl`, `read_window`, `sync` (the one path to a lock), `error`.
+
+// The layers, top down.
+pub mod mount;
 
 pub mod addr;
+pub mod fs;
+
+pub mod storage;
+
+pub mod metrics;
+pub mod produce;
+pub mod table;
+
+pub mod group;
+pub mod manager;
+
+pub mod log;
+
+pub mod record;
+
+// Beside them.
 pub mod checkpoint;
 pub mod config;
 pub mod dump;
 pub mod error;
-pub mod fs;
-pub mod group;
 pub mod jsonl;
-pub mod log;
 pub mod logdir_trust;
-pub mod manager;
-pub mod metrics;
-pub mod mount;
-pub mod produce;
 pub mod read_window;
-pub mod record;
 pub mod safe_fs;
-pub mod storage;
 pub mod sync;
-pub mod table;
 
 pub use error::{Error, Result};

@@ -39,6 +39,7 @@ fn euid() -> u32 {
 fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
     // SAFETY: a zeroed stat is a valid out-parameter; fd is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is borrowed open for the call; `st` is ours to fill.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -82,7 +83,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
             }
             Ok(md) if md.is_dir() => break,
             Ok(_) => {
-                return Err(Error::Io(io::Error::new(
+                return Err(Error::from(io::Error::new(
                     io::ErrorKind::NotADirectory,
                     format!("log dir {} is not a directory", dir.display()),
                 )));
@@ -91,7 +92,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
                 create(&dir, me, allow_untrusted)?;
             }
             Err(e) => {
-                return Err(Error::Io(io::Error::new(
+                return Err(Error::from(io::Error::new(
                     e.kind(),
                     format!("log dir {}: {e}", dir.display()),
                 )));
@@ -99,7 +100,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
         }
     }
     let canonical = dir.canonicalize().map_err(|e| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("log dir {}: {e}", dir.display()),
         ))
@@ -114,7 +115,7 @@ pub fn prepare(dir: &Path, allow_untrusted: bool, create_missing: bool) -> Resul
 /// following a link, that the path is the directory we created.
 fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
     let cannot = |e: io::Error| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("cannot create log dir {}: {e}", dir.display()),
         ))
@@ -163,7 +164,7 @@ fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
 fn check_chain(dir: &Path, canonical: &Path, me: u32) -> Result<()> {
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let io_err = |e: io::Error| {
-        Error::Io(io::Error::new(
+        Error::from(io::Error::new(
             e.kind(),
             format!("log dir {}: {e}", dir.display()),
         ))

@@ -295,7 +295,7 @@ impl LogManager {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let ft = entry.file_type()?;
                 if ft.is_symlink() && parse_partition_dir(&name).is_some() {
-                    return Err(Error::Io(io::Error::new(
+                    return Err(Error::from(io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!(
                             "partition directory {} is a symlink: refusing to follow it (move the directory itself into the log dir)",
@@ -457,7 +457,7 @@ impl LogManager {
     /// guard).
     fn writable(&self) -> Result<()> {
         if self.config.read_only {
-            return Err(Error::Io(io::Error::from_raw_os_error(libc::EROFS)));
+            return Err(Error::ReadOnly);
         }
         Ok(())
     }

@@ -164,6 +164,7 @@ fn open_dir(path: &Path, follow: bool) -> io::Result<(OwnedFd, DirId)> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: zeroed statx is valid; statx writes into it; "" with AT_EMPTY_PATH is the fd.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open for the call, "" is NUL-terminated, `st` is ours to fill.
     check(unsafe {
         libc::statx(
             fd.as_raw_fd(),
@@ -332,6 +333,8 @@ impl Dir {
         let dir = self.fd()?;
         // SAFETY: zeroed stat is valid; fstatat writes into it.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `dir` is an open directory fd and `c` a NUL-terminated name, both held for
+        // the call; `st` is ours to fill.
         let rc = unsafe {
             libc::fstatat(
                 dir.as_raw_fd(),

@@ -3,6 +3,13 @@
 //! kept consistent by each critical section (state is updated after the fallible work), so the
 //! guard is recovered and used.
 
+//!
+//! The only place that calls `Mutex::lock`, `RwLock::read` and `RwLock::write`: clippy's
+//! `disallowed-methods` (clippy.toml) refuses them everywhere else.
+
+// The one path to the raw lock calls.
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub trait MutexExt<T> {

@@ -71,6 +71,7 @@ impl Daemon {
 
     fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child.
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
             let st = c.wait().unwrap();
             assert!(st.success(), "clean shutdown exit status {st}");

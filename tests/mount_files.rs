@@ -180,6 +180,7 @@ fn lock_held(dir: &std::path::Path) -> bool {
     // SAFETY: zeroed flock is valid; fcntl on an fd we own.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as _;
+    // SAFETY: `f` is open for the call; F_OFD_GETLK writes only into `fl`, which is ours.
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
     assert_eq!(rc, 0);
     i32::from(fl.l_type) != libc::F_UNLCK

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::decode::decode_partition_dir;
 use common::mount::TestMount;
+use topicfs::sync::MutexExt;
 
 const WRITERS: u32 = 3;
 
@@ -75,7 +76,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
                 let body = format!("w{w}-{seq}\nw{w}-{}\n", seq + 1);
                 match file.as_mut().unwrap().write(body.as_bytes()) {
                     Ok(n) if n == body.len() => {
-                        acked[w as usize].lock().unwrap().extend([seq, seq + 1]);
+                        acked[w as usize].guard().extend([seq, seq + 1]);
                     }
                     _ => file = None,
                 }
@@ -118,7 +119,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
                         s
                     })
                     .collect();
-                streams.lock().unwrap().push((p, seqs));
+                streams.guard().push((p, seqs));
             }
         }));
     }
@@ -206,7 +207,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
             seqs.windows(2).all(|x| x[0] < x[1]),
             "t-{w}: a record stored twice or out of order"
         );
-        let acked = acked[w as usize].lock().unwrap();
+        let acked = acked[w as usize].guard();
         assert!(acked.len() > 100, "writer {w} acked only {}", acked.len());
         // Retention removes a prefix; every acknowledged record after it is stored.
         let first = *seqs.first().expect("t has records");
@@ -227,7 +228,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
         );
         // Streams: gap-free among acknowledged records.
         let acked_set: BTreeSet<u64> = acked.iter().copied().collect();
-        for (p, s) in streams.lock().unwrap().iter().filter(|(p, _)| *p == w) {
+        for (p, s) in streams.guard().iter().filter(|(p, _)| *p == w) {
             assert!(
                 s.windows(2).all(|x| x[0] < x[1]),
                 "stream of t/{p} repeated a record"
@@ -243,7 +244,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
         }
     }
     assert!(retained_any, "retention never deleted anything");
-    assert!(!streams.lock().unwrap().is_empty());
+    assert!(!streams.guard().is_empty());
 
     // No stray file: only Kafka's root files and live partitions' segment files.
     let root = &m.log_dirs[0].clone();

@@ -25,7 +25,9 @@ pub fn errno(e: &Error) -> i32 {
         Error::Cluster(_) => libc::EIO,
         Error::GroupBusy(_) => libc::EBUSY,
         Error::InternalTopic(_) => libc::EPERM,
-        // ENOSPC, EDQUOT, EROFS... pass through as the disk reported them.
+        Error::ReadOnly => libc::EROFS,
+        Error::NotWritable(_) => libc::EBADF,
+        // ENOSPC, EDQUOT, EROFS of the disk... pass through as the disk reported them.
         Error::Io(io) => crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
     }
 }
@@ -51,9 +53,11 @@ mod tests {
             libc::ENOENT
         );
         assert_eq!(
-            errno(&Error::Io(std::io::Error::from_raw_os_error(libc::ENOSPC))),
+            errno(&std::io::Error::from_raw_os_error(libc::ENOSPC).into()),
             libc::ENOSPC
         );
-        assert_eq!(errno(&Error::Io(std::io::Error::other("x"))), libc::EIO);
+        assert_eq!(errno(&std::io::Error::other("x").into()), libc::EIO);
+        assert_eq!(errno(&Error::ReadOnly), libc::EROFS);
+        assert_eq!(errno(&Error::NotWritable("x".into())), libc::EBADF);
     }
 }

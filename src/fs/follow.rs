@@ -261,6 +261,7 @@ mod tests {
     #[test]
     fn signals_of_a_thread_are_read_from_proc() {
         // This thread has nothing pending; a thread that does not exist counts as gone.
+        // SAFETY: gettid takes nothing and cannot fail.
         let tid = unsafe { libc::gettid() } as u32;
         assert!(!signal_pending(tid));
         assert!(signal_pending(u32::MAX - 1));

@@ -117,22 +117,6 @@ struct Rejected {
     error: Error,
 }
 
-/// The same error again, for the retry of a refused request.
-fn same_error(e: &Error) -> Error {
-    match e {
-        Error::RecordTooLarge { size, max } => Error::RecordTooLarge {
-            size: *size,
-            max: *max,
-        },
-        Error::InvalidRecord(m) => Error::InvalidRecord(m.clone()),
-        Error::TopicDeleted(t) => Error::TopicDeleted(t.clone()),
-        Error::Io(io) => Error::Io(std::io::Error::from_raw_os_error(
-            crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
-        )),
-        other => Error::Io(std::io::Error::other(other.to_string())),
-    }
-}
-
 impl AppendHandle {
     pub fn new(target: AppendTarget, format: Format, max_record: usize) -> AppendHandle {
         // A storage that writes behind gives each open file its own view of the target.
@@ -180,18 +164,17 @@ impl AppendHandle {
             // Those bytes sent again (the retry of a short write): refused again.
             let n = r.rest.len().min(data.len());
             if data[..n] == r.rest[..n] {
-                return Err(same_error(&r.error));
+                return Err(r.error.clone());
             }
             // The refused line had not ended: these bytes continue it up to their first `\n`.
             if r.rest.last() != Some(&b'\n') {
                 let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
-                let error = same_error(&r.error);
-                let e = same_error(&error);
+                let error = r.error.clone();
                 self.rejected = Some(Rejected {
                     rest: data[..end].to_vec(),
-                    error,
+                    error: error.clone(),
                 });
-                return Err(e);
+                return Err(error);
             }
             self.rejected = None;
         }
@@ -203,7 +186,7 @@ impl AppendHandle {
             let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
             self.rejected = Some(Rejected {
                 rest: data[..end].to_vec(),
-                error: same_error(e),
+                error: e.clone(),
             });
         }
         res
@@ -593,7 +576,7 @@ impl TextHandle {
                 }
                 Ok(items)
             }),
-            TextTarget::ReadOnly => Err(Error::Io(std::io::Error::from_raw_os_error(libc::EBADF))),
+            TextTarget::ReadOnly => Err(Error::NotWritable("read-only file".into())),
         }
     }
 

@@ -152,7 +152,7 @@ impl FsState {
         all.push((fh, follow));
         let owned = gm.owned.clone();
         let member = gm.member.clone();
-        let internal = self.mgr.is_internal(topic.name());
+        let internal = self.storage.is_internal(topic.name());
         let made = self
             .rebalance(topic, group, &all, Some(fh), owned.as_deref())
             .and_then(|assignment| {

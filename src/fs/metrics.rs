@@ -6,7 +6,7 @@ use super::FsState;
 impl FsState {
     /// The text of `@metrics` now.
     pub(super) fn metrics_text(&self) -> String {
-        let mut sample = self.mgr.sample();
+        let mut sample = self.storage.sample();
         let mut topics: Vec<&str> = sample.partitions.iter().map(|p| p.topic.as_str()).collect();
         topics.dedup();
         let mut lag = Vec::new();

@@ -62,7 +62,7 @@ impl From<Error> for FsError {
 
 impl From<std::io::Error> for FsError {
     fn from(e: std::io::Error) -> Self {
-        FsError::Core(Error::Io(e))
+        FsError::Core(e.into())
     }
 }
 
@@ -118,7 +118,7 @@ fn errno_name(code: i32) -> String {
 
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
-    mgr: Arc<dyn Storage>,
+    storage: Arc<dyn Storage>,
     inodes: InodeTable,
     handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
@@ -183,14 +183,14 @@ impl OpenFile {
 }
 
 impl FsState {
-    /// The fs core over `mgr`; loads the consumer groups' committed offsets.
-    pub fn new(mgr: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
-        FsState::with_options(mgr, FsOptions::default())
+    /// The fs core over `storage`; loads the consumer groups' committed offsets.
+    pub fn new(storage: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
+        FsState::with_options(storage, FsOptions::default())
     }
 
     /// [`FsState::new`] with the mount's options.
     pub fn with_options(
-        mgr: Arc<dyn Storage>,
+        storage: Arc<dyn Storage>,
         options: FsOptions,
     ) -> crate::error::Result<Arc<FsState>> {
         // The tree belongs to the owner and group of the first log dir, and grants group and
@@ -199,7 +199,7 @@ impl FsState {
         // SAFETY: getuid/getgid cannot fail.
         let (mut uid, mut gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let mut dir_mode = 0o077u16;
-        for (i, dir) in mgr.log_dirs().iter().enumerate() {
+        for (i, dir) in storage.log_dirs().iter().enumerate() {
             match std::fs::metadata(dir) {
                 Ok(md) => {
                     use std::os::unix::fs::MetadataExt;
@@ -217,10 +217,10 @@ impl FsState {
                 }
             }
         }
-        let groups = mgr.clone().open_groups()?;
+        let groups = storage.clone().open_groups()?;
         let state = Arc::new_cyclic(|me| FsState {
             me: me.clone(),
-            mgr,
+            storage,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -278,14 +278,14 @@ impl FsState {
             let mut h = of.handle.guard();
             let res = match &mut *h {
                 Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
-                h => h.finish(&*self.mgr).map_err(Into::into),
+                h => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {
                 log::error!("shutdown: what open file {fh} wrote was not applied: {e}");
             }
         }
         self.leave_all_groups();
-        self.mgr.shutdown()
+        self.storage.shutdown()
     }
 
     fn gate(&self) -> FsResult<RwLockReadGuard<'_, bool>> {
@@ -306,7 +306,7 @@ impl FsState {
     /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
     /// created again).
     fn topic(&self, t: &TopicName) -> FsResult<Arc<dyn TopicStore>> {
-        let topic = self.mgr.topic(t)?;
+        let topic = self.storage.topic(t)?;
         if topic.incarnation() != t.incarnation() {
             return tree(
                 libc::ENOENT,
@@ -468,7 +468,7 @@ impl FsState {
         let Some(name) = name.to_str() else {
             return Err(Error::InvalidTopicName(name.to_string_lossy().into_owned()).into());
         };
-        let topic = self.mgr.create_topic(name)?;
+        let topic = self.storage.create_topic(name)?;
         self.entry(Node::Topic(TopicName::new(
             topic.name(),
             topic.incarnation(),
@@ -487,7 +487,7 @@ impl FsState {
         let Some(name) = name.to_str() else {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
-        self.mgr.delete_topic(name)?;
+        self.storage.delete_topic(name)?;
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");
@@ -502,7 +502,7 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
-            Handle::Text(t) => t.write(&*self.mgr, data, owner)?,
+            Handle::Text(t) => t.write(&*self.storage, data, owner)?,
             Handle::Table(t) => t.write(data, owner),
             Handle::GroupOffsets(o) => {
                 self.offsets_movable(&of, o)?;
@@ -573,7 +573,7 @@ impl FsState {
         if let Handle::GroupOffsets(o) = &mut *h {
             return self.apply_offsets(&of, o, Some(owner));
         }
-        Ok(h.flush(&*self.mgr, owner)?)
+        Ok(h.flush(&*self.storage, owner)?)
     }
 
     pub fn release(&self, fh: u64) -> FsResult<()> {
@@ -619,7 +619,7 @@ impl FsState {
         // A group reader committed above, then the others take over its partitions.
         let res = match last_commit {
             Some(res) => res,
-            None => h.finish(&*self.mgr),
+            None => h.finish(&*self.storage),
         };
         let group = match &*h {
             Handle::Group(g) => Some(g.group().to_string()),
@@ -655,7 +655,7 @@ impl FsState {
         let _live = of.live()?;
         let h = of.handle.guard();
         match &*h {
-            Handle::Append(a) => Ok(a.sync(&*self.mgr)?),
+            Handle::Append(a) => Ok(a.sync(&*self.storage)?),
             _ => Ok(()),
         }
     }
@@ -683,11 +683,12 @@ impl FsState {
         let mut seen = Vec::new();
         let mut total = [0u64; 5];
         let mut unit = 0u64;
-        for dir in self.mgr.log_dirs() {
+        for dir in self.storage.log_dirs() {
             let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
                 .map_err(|_| FsError::Tree(libc::EINVAL, "log dir path has a NUL byte".into()))?;
             // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
             let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            // SAFETY: `path` is NUL-terminated and outlives the call; `st` is ours to fill.
             if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
                 return Err(std::io::Error::last_os_error().into());
             }

@@ -30,7 +30,7 @@ impl FsState {
                 ),
             );
         }
-        if write && node.is_append() && node.topic().is_some_and(|t| self.mgr.is_internal(t)) {
+        if write && node.is_append() && node.topic().is_some_and(|t| self.storage.is_internal(t)) {
             return tree(
                 libc::EPERM,
                 format!("{node}: an internal topic is written by topicfs only"),

@@ -233,7 +233,7 @@ impl StreamHandle {
             }
         }
         self.cursor.as_deref_mut().ok_or_else(|| {
-            Error::Io(std::io::Error::other(
+            Error::from(std::io::Error::other(
                 "the stream's read-ahead failed: the file must be opened again",
             ))
         })

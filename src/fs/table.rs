@@ -118,7 +118,7 @@ fn append_record(
     let mut done = 0;
     topic.append(&[record], max_record, &mut done, &mut Default::default())?;
     if done != 1 {
-        return Err(Error::Io(std::io::Error::other(
+        return Err(Error::from(std::io::Error::other(
             "the record was not appended",
         )));
     }
@@ -219,7 +219,7 @@ impl FsState {
         access: Access,
     ) -> FsResult<Handle> {
         let topic = self.topic(t)?;
-        if access.write && self.mgr.is_internal(t) {
+        if access.write && self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),
@@ -271,7 +271,7 @@ impl FsState {
         };
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.mgr.is_internal(t) {
+        if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),
@@ -336,7 +336,7 @@ impl FsState {
     pub(super) fn table_unlink(&self, t: &TopicName, name: &OsStr) -> FsResult<()> {
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.mgr.is_internal(t) {
+        if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
                 format!("{t}: an internal topic is written by topicfs only"),

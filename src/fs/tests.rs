@@ -8,6 +8,7 @@ use super::types::{Access, Kind, ReadReply};
 use super::{FsState, report};
 use crate::config::BrokerConfig;
 use crate::manager::LogManager;
+use crate::sync::MutexExt;
 
 pub(super) const ROOT: u64 = 1;
 pub(super) const RO: Access = Access {
@@ -21,6 +22,7 @@ pub(super) const WO: Access = Access {
 
 /// This thread, as FUSE would name the caller.
 pub(super) fn me() -> u32 {
+    // SAFETY: gettid takes nothing and cannot fail.
     unsafe { libc::gettid() as u32 }
 }
 
@@ -42,17 +44,17 @@ struct Capture(Arc<Mutex<Option<Answer>>>);
 
 impl ReadReply for Capture {
     fn data(self: Box<Self>, data: &[u8]) {
-        *self.0.lock().unwrap() = Some(Answer::Data(data.to_vec()));
+        *self.0.guard() = Some(Answer::Data(data.to_vec()));
     }
     fn error(self: Box<Self>, errno: i32) {
-        *self.0.lock().unwrap() = Some(Answer::Errno(errno));
+        *self.0.guard() = Some(Answer::Errno(errno));
     }
 }
 
 fn read(fs: &FsState, fh: u64, offset: u64, size: u32) -> Answer {
     let slot = Arc::new(Mutex::new(None));
     fs.read(fh, offset, size, 0, Box::new(Capture(slot.clone())));
-    let answer = slot.lock().unwrap().take();
+    let answer = slot.guard().take();
     answer.expect("the core answered the read")
 }
 
@@ -197,6 +199,26 @@ fn files_keep_their_modes_and_refuse_what_they_cannot_do() {
     assert_eq!(read(&fs, 999, 0, 10), Answer::Errno(libc::EBADF));
 }
 
+/// A write that continued a partial line and was refused is refused again, with the same
+/// errno, when the writer sends it again: a bad timestamp stays EINVAL, never EIO.
+#[test]
+fn item4_a_retried_jsonl_write_gets_the_same_errno() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/append.jsonl"), WO, me()).unwrap();
+    assert_eq!(fs.write(w.fh, br#"{"value":"a","#, Some(1)).unwrap(), 13);
+    let rest = br#""timestamp":-5}
+"#;
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    // The retry of a short write: the same bytes, the same refusal.
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    assert_eq!(errno_of(fs.write(w.fh, rest, Some(1))), libc::EINVAL);
+    // A line of its own goes in.
+    let ok = b"{\"value\":\"b\"}\n";
+    assert_eq!(fs.write(w.fh, ok, Some(1)).unwrap() as usize, ok.len());
+}
+
 #[test]
 fn a_deleted_topics_open_files_fail_and_its_name_can_be_reused() {
     let d = tempfile::tempdir().unwrap();
@@ -245,7 +267,7 @@ pub(super) fn read_later(
 pub(super) fn wait_answer(slot: &Arc<Mutex<Option<Answer>>>) -> Answer {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        if let Some(a) = slot.lock().unwrap().take() {
+        if let Some(a) = slot.guard().take() {
             return a;
         }
         assert!(std::time::Instant::now() < until, "no answer within 5 s");
@@ -265,10 +287,7 @@ fn a_follow_read_at_the_log_end_waits_for_the_next_record() {
     // At the log end: no answer, no thread held.
     let slot = read_later(&fs, f.fh, 4, 100);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    assert!(
-        slot.lock().unwrap().is_none(),
-        "answered before a record came"
-    );
+    assert!(slot.guard().is_none(), "answered before a record came");
     assert_eq!(fs.waiting_reads(), 1);
     fs.write(w.fh, b"new\n", None).unwrap();
     assert_eq!(wait_answer(&slot), Answer::Data(b"new\n".to_vec()));

@@ -16,6 +16,7 @@ use crate::config::BrokerConfig;
 use crate::error::Result;
 use crate::manager::LogManager;
 use crate::storage::{GroupMember, GroupStore, MemberEvents, Storage, TopicStore};
+use crate::sync::MutexExt;
 
 type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
 
@@ -96,7 +97,7 @@ impl GroupStore for JoinedGroups {
         self.inner.committed(group, topic)
     }
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
-        let mut c = self.probe.plain_commits.lock().unwrap();
+        let mut c = self.probe.plain_commits.guard();
         c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
         self.inner.commit(group, offsets)
     }
@@ -110,7 +111,7 @@ impl GroupStore for JoinedGroups {
         events: Arc<dyn MemberEvents>,
     ) -> Result<Option<Arc<dyn GroupMember>>> {
         self.probe.joins.fetch_add(1, Ordering::SeqCst);
-        *self.probe.events.lock().unwrap() = Some(events);
+        *self.probe.events.guard() = Some(events);
         Ok(Some(Arc::new(Member {
             inner: self.inner.clone(),
             group: group.to_string(),
@@ -121,7 +122,7 @@ impl GroupStore for JoinedGroups {
 
 impl GroupMember for Member {
     fn commit(&self, offsets: &[(&str, u32, i64)]) -> Result<()> {
-        let mut c = self.probe.member_commits.lock().unwrap();
+        let mut c = self.probe.member_commits.guard();
         c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
         self.inner.commit(&self.group, offsets)
     }
@@ -132,7 +133,7 @@ impl GroupMember for Member {
 
 /// The coordinator gives the mount `partitions` (as the storage's thread would report it).
 fn coordinator_gives(probe: &Probe, partitions: &[u32]) {
-    let events = probe.events.lock().unwrap().clone().expect("joined");
+    let events = probe.events.guard().clone().expect("joined");
     let p = partitions.to_vec();
     // From another thread, as a storage reports it.
     std::thread::spawn(move || events.owned(&p)).join().unwrap();
@@ -195,7 +196,7 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
     assert_eq!(probe.joins.load(Ordering::SeqCst), 1);
     let first = read_later(&fs, f1, 0, 4096);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    assert!(first.lock().unwrap().is_none(), "read before any partition");
+    assert!(first.guard().is_none(), "read before any partition");
     coordinator_gives(&probe, &[1, 3]);
     let mut at1: u64;
     let got = match wait_answer(&first) {
@@ -224,14 +225,14 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
 
     // The coordinator takes everything back: both readers commit, through the member,
     // before the report returns.
-    probe.member_commits.lock().unwrap().clear();
+    probe.member_commits.guard().clear();
     coordinator_gives(&probe, &[]);
-    let mut commits = probe.member_commits.lock().unwrap().clone();
+    let mut commits = probe.member_commits.guard().clone();
     commits.sort();
     assert_eq!(commits, [("t".to_string(), 1, 5), ("t".to_string(), 3, 5)]);
     let r = read_later(&fs, f1, at1, 4096);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    assert!(r.lock().unwrap().is_none(), "no partitions, nothing read");
+    assert!(r.guard().is_none(), "no partitions, nothing read");
 
     // Then all four: f1 gets 0 and 1, f2 2 and 3 (range), each from the group's commits.
     coordinator_gives(&probe, &[0, 1, 2, 3]);
@@ -256,7 +257,7 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
         "partition 0 from its start, 1 had nothing new"
     );
     assert_eq!(lines(&fs, f2, &mut at2, 3), want(&[2], 0, 3));
-    assert!(probe.plain_commits.lock().unwrap().is_empty());
+    assert!(probe.plain_commits.guard().is_empty());
 
     // The first reader closes: the other takes all the mount's partitions, the mount stays.
     fs.flush(f1, 0).unwrap();
@@ -275,5 +276,5 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
         BTreeMap::from([(0, 6), (1, 5), (2, 3), (3, 5)]),
         "what was read, committed by the member"
     );
-    assert!(probe.plain_commits.lock().unwrap().is_empty());
+    assert!(probe.plain_commits.guard().is_empty());
 }

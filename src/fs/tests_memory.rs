@@ -11,6 +11,7 @@ use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Waker};
+use crate::sync::MutexExt;
 
 #[derive(Default)]
 struct Memory {
@@ -77,7 +78,7 @@ pub(super) struct MemGroups(Mutex<std::collections::BTreeMap<(String, String, u3
 
 impl GroupStore for MemGroups {
     fn groups_of(&self, topic: &str) -> Vec<String> {
-        let m = self.0.lock().unwrap();
+        let m = self.0.guard();
         let mut g: Vec<String> = m
             .keys()
             .filter(|k| k.1 == topic)
@@ -87,14 +88,14 @@ impl GroupStore for MemGroups {
         g
     }
     fn committed(&self, group: &str, topic: &str) -> std::collections::BTreeMap<u32, i64> {
-        let m = self.0.lock().unwrap();
+        let m = self.0.guard();
         m.iter()
             .filter(|(k, _)| k.0 == group && k.1 == topic)
             .map(|(k, v)| (k.2, *v))
             .collect()
     }
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
-        let mut m = self.0.lock().unwrap();
+        let mut m = self.0.guard();
         for (t, p, o) in offsets {
             m.insert((group.to_string(), t.to_string(), *p), *o);
         }
@@ -159,7 +160,7 @@ impl PartitionStore for MemPartition {
         0
     }
     fn log_end_offset(&self) -> i64 {
-        self.0.lock().unwrap().len() as i64
+        self.0.guard().len() as i64
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let end = self.log_end_offset();
@@ -178,7 +179,7 @@ impl PartitionStore for MemPartition {
     fn read_from_offset(&self, offset: i64) -> Result<Box<dyn RecordStream>> {
         let end = self.check_offset(offset)?;
         Ok(Box::new(MemStream {
-            values: self.0.lock().unwrap().clone(),
+            values: self.0.guard().clone(),
             next: offset as usize,
             end,
         }))
@@ -187,7 +188,7 @@ impl PartitionStore for MemPartition {
         Err(Error::NoRecordAtOrAfter(ts))
     }
     fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
-        let mut v = self.0.lock().unwrap();
+        let mut v = self.0.guard();
         for r in records {
             v.push(r.value.unwrap_or_default().to_vec());
         }

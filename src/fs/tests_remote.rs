@@ -14,6 +14,7 @@ use crate::record::RecordInput;
 use crate::storage::{
     GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Unacknowledged, Waker,
 };
+use crate::sync::MutexExt;
 
 /// One topic `rem` of one partition on a "cluster": the acknowledged values, and whether it
 /// answers.
@@ -32,7 +33,7 @@ impl Cluster {
         }
     }
     fn values(&self) -> Vec<Vec<u8>> {
-        self.acked.lock().unwrap().clone()
+        self.acked.guard().clone()
     }
 }
 
@@ -45,12 +46,12 @@ struct Held(Arc<Cluster>, Mutex<Vec<Vec<u8>>>);
 
 impl Unacknowledged for Held {
     fn wait(&self) -> Result<()> {
-        let held = std::mem::take(&mut *self.1.lock().unwrap());
+        let held = std::mem::take(&mut *self.1.guard());
         if held.is_empty() {
             return Ok(());
         }
         self.0.answer()?;
-        self.0.acked.lock().unwrap().extend(held);
+        self.0.acked.guard().extend(held);
         Ok(())
     }
 }
@@ -73,7 +74,7 @@ impl Storage for Remote {
         Err(Error::UnknownTopic(name.into()))
     }
     fn check_topic_config(&self, _: &str, _: Option<&str>) -> Result<()> {
-        Err(Error::Io(std::io::Error::other(
+        Err(Error::from(std::io::Error::other(
             "the cluster does not answer",
         )))
     }
@@ -159,7 +160,7 @@ impl PartitionStore for RemPartition {
         0
     }
     fn log_end_offset(&self) -> i64 {
-        self.0.acked.lock().unwrap().len() as i64
+        self.0.acked.guard().len() as i64
     }
     fn offsets_now(&self) -> Result<(i64, i64)> {
         self.0.answer()?;
@@ -182,10 +183,10 @@ impl PartitionStore for RemPartition {
         let values = records.iter().map(|r| r.value.unwrap_or_default().to_vec());
         match &self.1 {
             // Handed over: acknowledged when the file waits for it.
-            Some(held) => held.1.lock().unwrap().extend(values),
+            Some(held) => held.1.guard().extend(values),
             None => {
                 self.0.answer()?;
-                self.0.acked.lock().unwrap().extend(values);
+                self.0.acked.guard().extend(values);
             }
         }
         *done += records.len();
@@ -267,7 +268,7 @@ fn item4_files_from_the_cluster_fail_with_eio_while_it_does_not_answer() {
 fn item1_write_behind_fsync_and_each_close_wait_for_the_acknowledgements() {
     let (fs, c) = mount(true);
     for path in ["rem/0/append", "rem/append"] {
-        c.acked.lock().unwrap().clear();
+        c.acked.guard().clear();
         let w = fs.open(walk(&fs, path), WO, me()).unwrap();
         fs.write(w.fh, b"a\nb\n", Some(1)).unwrap();
         // write() returned once handed over: nothing acknowledged yet.

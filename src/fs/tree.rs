@@ -60,7 +60,7 @@ impl FsState {
         match parent {
             Node::Root if name == inode::METRICS_FILE => Ok(Node::Metrics),
             Node::Root => {
-                let topic = self.mgr.topic(name)?;
+                let topic = self.storage.topic(name)?;
                 Ok(Node::Topic(TopicName::new(
                     topic.name(),
                     topic.incarnation(),
@@ -315,9 +315,9 @@ impl FsState {
         let mut out = Vec::new();
         match node {
             Node::Root => {
-                for t in self.mgr.topics() {
+                for t in self.storage.topics() {
                     // Deleted since the names were listed: not listed.
-                    let Ok(topic) = self.mgr.topic(&t) else {
+                    let Ok(topic) = self.storage.topic(&t) else {
                         continue;
                     };
                     let node = Node::Topic(TopicName::new(&t, topic.incarnation()));

@@ -92,8 +92,9 @@ impl IndexFile {
             None => 0,
         };
         let mmap = match &file {
-            // SAFETY: a private mapping of a file we only read; it lives no longer than `self`.
             Some(f) if len > 0 => {
+                // SAFETY: a private mapping of a file we only read; it lives no longer than
+                // `self`.
                 Some(unsafe { MmapOptions::new().len(len as usize).map_copy(f)? })
             }
             _ => None,

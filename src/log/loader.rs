@@ -65,7 +65,7 @@ impl PartitionLog {
                 || name.ends_with(".cleaned")
                 || name.ends_with(".swap");
             if is_segment_file && entry.kind != Kind::File {
-                return Err(Error::Io(std::io::Error::new(
+                return Err(Error::from(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!(
                         "{} is a {}, not a regular file: refusing to load {topic}-{partition}",

@@ -235,7 +235,7 @@ impl PartitionLog {
         add: impl FnOnce(&mut BatchBuilder) -> usize,
     ) -> Result<AppendInfo> {
         if self.read_only {
-            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EROFS)));
+            return Err(Error::ReadOnly);
         }
         self.online()?;
         let empty = || {
@@ -550,7 +550,7 @@ impl PartitionLog {
     /// Opens one of the files `segment_files` lists, for reading (never following a link).
     pub fn open_segment_file(&self, name: &str) -> Result<std::fs::File> {
         if !self.segment_files().iter().any(|f| f.name == name) {
-            return Err(Error::Io(std::io::Error::new(
+            return Err(Error::from(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 format!(
                     "{} is not a live segment file",

@@ -782,9 +782,9 @@ impl LogSegment {
     /// at once, the `.log` when the last reader holding this segment lets go of it (so an
     /// open `by-offset` stream keeps reading what it started on). A `.deleted` file left by
     /// a stop is removed at the next load.
-    pub fn delete_files(&self) -> io::Result<()> {
+    pub fn delete_files(&self) -> crate::error::Result<()> {
         if self.read_only {
-            return Err(io::Error::from_raw_os_error(libc::EROFS));
+            return Err(crate::error::Error::ReadOnly);
         }
         let _check = self.check_lock.guard();
         self.offset_index.close();
@@ -797,7 +797,7 @@ impl LogSegment {
             match self.dir.open_file(&self.log_name, Access::ReadOnly) {
                 Ok(f) => *g = Some(Arc::new(f)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         let txn = format!("{}.txnindex", file_prefix(self.base_offset));
@@ -812,7 +812,7 @@ impl LogSegment {
                 Ok(()) if name != self.log_name => self.dir.remove(&d)?,
                 Ok(()) => self.deleted.store(true, Ordering::Release),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         self.deleted.store(true, Ordering::Release);

@@ -170,8 +170,7 @@ impl LogManager {
                 crate::metrics::DaemonCounters::add(&self.counters.cleaner_failures, 1);
                 self.cleaner
                     .uncleanable
-                    .lock()
-                    .unwrap()
+                    .guard()
                     .insert((log.topic().to_string(), log.partition()));
                 return Err(e);
             }

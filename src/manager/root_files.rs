@@ -35,6 +35,7 @@ pub(super) fn lock_dir(dir: &Path, read_only: bool) -> Result<Option<File>> {
         libc::F_WRLCK
     } as _;
     fl.l_whence = libc::SEEK_SET as _;
+    // SAFETY: `f` is open for the call; F_OFD_SETLK only reads the flock we pass.
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
     if rc != 0 {
         let e = io::Error::last_os_error();
@@ -70,6 +71,7 @@ pub(super) fn java_date_now() -> String {
     let t = (now_ms() / 1000) as libc::time_t;
     // SAFETY: gmtime_r writes into our tm.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: gmtime_r is the reentrant form: it reads `t` and writes only `tm`, both ours.
     unsafe { libc::gmtime_r(&t, &mut tm) };
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [

@@ -89,6 +89,7 @@ fn lock_held(dir: &Path) -> bool {
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as _;
     fl.l_whence = libc::SEEK_SET as _;
+    // SAFETY: `f` is open for the call; F_OFD_GETLK writes only into `fl`, which is ours.
     let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
     rc == 0 && i32::from(fl.l_type) != libc::F_UNLCK
 }

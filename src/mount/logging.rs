@@ -7,6 +7,8 @@ use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Mutex, OnceLock};
 
+use crate::sync::MutexExt;
+
 use log::{Level, Log, Metadata, Record};
 
 /// The target of progress records.
@@ -55,7 +57,7 @@ pub fn to_syslog() -> bool {
 /// Where progress records go besides the log (`None`: nowhere else).
 pub fn set_progress(sink: Option<Sink>) {
     if let Some(l) = LOGGER.get() {
-        *l.progress.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+        *l.progress.guard() = sink;
     }
 }
 
@@ -81,7 +83,7 @@ impl Log for Logger {
             return;
         }
         if record.target() == PROGRESS
-            && let Some(sink) = &*self.progress.lock().unwrap_or_else(|e| e.into_inner())
+            && let Some(sink) = &*self.progress.guard()
         {
             sink(&record.args().to_string());
         }
@@ -102,10 +104,7 @@ impl Log for Logger {
                     record.target(),
                     record.args()
                 );
-                let _ = sock
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .send(msg.as_bytes());
+                let _ = sock.guard().send(msg.as_bytes());
             }
             None => self.inner.log(record),
         }

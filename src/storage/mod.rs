@@ -279,7 +279,7 @@ pub trait PartitionStore: Send + Sync {
     }
     /// Opens one of the files `segment_files` lists, for reading.
     fn open_segment_file(&self, name: &str) -> Result<File> {
-        Err(crate::error::Error::Io(std::io::Error::new(
+        Err(crate::error::Error::from(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!(
                 "no segment file {name}: partition {} has none",

@@ -38,9 +38,16 @@ const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 
 /// The environment variable naming a point of the file dance where the process kills itself
 /// with SIGKILL (`after-cleaned`, `after-swap`, `after-deleted`): how the crash tests stop a
-/// real process mid-clean.
+/// real process mid-clean. Only a build with the `failpoints` feature (the tests' build)
+/// has the crash points.
+#[cfg(feature = "failpoints")]
 pub const CRASH_POINT_ENV: &str = "TOPICFS_CLEANER_CRASH_AT";
 
+/// Without the `failpoints` feature, a crash point is nothing.
+#[cfg(not(feature = "failpoints"))]
+fn crash_point(_name: &str) {}
+
+#[cfg(feature = "failpoints")]
 fn crash_point(name: &str) {
     if std::env::var(CRASH_POINT_ENV).is_ok_and(|v| v == name) {
         log::error!("cleaner crash point {name}: killing the process");
@@ -86,7 +93,7 @@ pub struct Cleaner {
 }
 
 fn aborted() -> Error {
-    Error::Io(std::io::Error::new(
+    Error::from(std::io::Error::new(
         std::io::ErrorKind::Interrupted,
         "cleaning aborted: the cleaner is stopping",
     ))

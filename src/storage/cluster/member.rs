@@ -135,7 +135,7 @@ impl ClusterMember {
         let thread = std::thread::Builder::new()
             .name("topicfs-member".into())
             .spawn(move || serve(&c2, &s2, timeout, &what))
-            .map_err(Error::Io)?;
+            .map_err(Error::from)?;
         log::info!("group {group} of {topic}: this mount joins as a member");
         Ok(Arc::new(ClusterMember {
             group: group.to_string(),

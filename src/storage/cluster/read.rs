@@ -630,6 +630,7 @@ mod tests {
     #[test]
     fn item3_lines_a_count_fetched_go_to_the_next_reader_once_in_order() {
         use super::{Fetched, Instant, Mutex};
+        use crate::sync::MutexExt;
         let chunks = [(5, 8, b"a\nb\nc\n".to_vec()), (8, 9, b"d\n".to_vec())];
         let slot = Mutex::new(Some(Fetched {
             at: Instant::now(),
@@ -641,13 +642,13 @@ mod tests {
         assert_eq!(Fetched::take(&slot, 5, 9), Some((8, b"a\nb\nc\n".to_vec())));
         assert_eq!(Fetched::take(&slot, 8, 9), Some((9, b"d\n".to_vec())));
         // Each once: the slot is empty now.
-        assert!(slot.lock().unwrap().is_none());
+        assert!(slot.guard().is_none());
         // Kept only a while.
         let slot = Mutex::new(Some(Fetched {
             at: Instant::now() - super::FETCHED_TTL * 2,
             chunks: [(0, 1, b"x\n".to_vec())].into_iter().collect(),
         }));
         assert!(Fetched::take(&slot, 0, 1).is_none());
-        assert!(slot.lock().unwrap().is_none());
+        assert!(slot.guard().is_none());
     }
 }

@@ -640,6 +640,8 @@ pub struct FaultFs {
     mountpoint: PathBuf,
 }
 
+/// The state's guard, recovered if a holder panicked: the one raw lock call in this crate.
+#[allow(clippy::disallowed_methods)]
 fn lock(s: &Mutex<State>) -> MutexGuard<'_, State> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -1138,6 +1140,7 @@ impl Filesystem for Fs {
         let c = std::ffi::CString::new(st.lower.as_os_str().as_encoded_bytes()).unwrap_or_default();
         // SAFETY: zeroed statvfs is valid; statvfs writes into it.
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a NUL-terminated path that outlives the call; `s` is ours to fill.
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
             return reply.error(Errno::EIO);
         }
