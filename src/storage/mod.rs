@@ -64,24 +64,32 @@ pub trait Storage: Send + Sync {
     /// What `@metrics` shows of the storage: each partition's offsets (by default; a storage
     /// with segment files adds their sizes), and the counters it keeps.
     fn sample(&self) -> crate::metrics::Sample {
-        let mut s = crate::metrics::Sample::default();
-        for t in self.topics() {
-            let Ok(topic) = self.topic(&t) else { continue };
-            for p in 0..topic.partition_count() {
-                let Ok(log) = topic.partition(p) else {
-                    continue;
-                };
-                s.partitions.push(crate::metrics::PartitionSample {
-                    topic: t.clone(),
-                    partition: p,
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.log_end_offset(),
-                    ..Default::default()
-                });
-            }
-        }
-        s
+        sample_offsets(self)
     }
+}
+
+/// Each partition's offsets as `@metrics` shows them: what every storage's
+/// [`Storage::sample`] starts from.
+pub fn sample_offsets<S: Storage + ?Sized>(storage: &S) -> crate::metrics::Sample {
+    let mut s = crate::metrics::Sample::default();
+    for t in storage.topics() {
+        let Ok(topic) = storage.topic(&t) else {
+            continue;
+        };
+        for p in 0..topic.partition_count() {
+            let Ok(log) = topic.partition(p) else {
+                continue;
+            };
+            s.partitions.push(crate::metrics::PartitionSample {
+                topic: t.clone(),
+                partition: p,
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                ..Default::default()
+            });
+        }
+    }
+    s
 }
 
 /// Committed offsets of consumer groups: (group, topic, partition) -> the next offset to read.

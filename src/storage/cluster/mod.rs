@@ -402,24 +402,7 @@ impl Storage for ClusterStorage {
         topic.starts_with("__")
     }
     fn sample(&self) -> crate::metrics::Sample {
-        let mut s = crate::metrics::Sample::default();
-        for t in Storage::topics(self) {
-            let Ok(topic) = Storage::topic(self, &t) else {
-                continue;
-            };
-            for p in 0..topic.partition_count() {
-                let Ok(log) = topic.partition(p) else {
-                    continue;
-                };
-                s.partitions.push(crate::metrics::PartitionSample {
-                    topic: t.clone(),
-                    partition: p,
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.log_end_offset(),
-                    ..Default::default()
-                });
-            }
-        }
+        let mut s = crate::storage::sample_offsets(self);
         s.take_daemon(&self.0.counters);
         s
     }
