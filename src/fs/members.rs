@@ -75,8 +75,15 @@ impl MemberEvents for Events {
 
 impl FsState {
     /// Opens a record file of `group` as reader `fh`: checks who else reads, rebalances the
-    /// follow readers, and returns the new reader's handle with its partitions.
-    pub(super) fn join_group(
+    /// follow readers, and makes the new reader's handle with its partitions, which
+    /// `register` makes an open file (returning what it returns).
+    ///
+    /// The handle is registered before the group's readers are unlocked: a rebalance that
+    /// runs next (another reader opening, one closing, the topic growing) finds it and takes
+    /// away the partitions it loses. One that ran before would give them to another reader
+    /// while this one still read them, both from the same commit (records read twice).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn join_group<R>(
         &self,
         topic: &Arc<dyn TopicStore>,
         t: &TopicName,
@@ -84,7 +91,8 @@ impl FsState {
         follow: bool,
         format: Format,
         fh: u64,
-    ) -> FsResult<GroupHandle> {
+        register: impl FnOnce(GroupHandle) -> R,
+    ) -> FsResult<R> {
         let k = key(t, group);
         let until = Instant::now() + CLOSING_WAIT;
         let (mut members, current) = loop {
@@ -181,9 +189,10 @@ impl FsState {
             }
         };
         members.get_mut(&k).expect("present").readers = all;
+        let registered = register(handle);
         drop(members);
         self.resume_members(&current);
-        Ok(handle)
+        Ok(registered)
     }
 
     /// Reader `fh` closed (it committed already): the others take over its partitions; the

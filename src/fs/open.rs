@@ -47,8 +47,8 @@ impl FsState {
                 let topic = self.topic(t)?;
                 let format = f.format().expect("a record file");
                 let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                let h = self.join_group(&topic, t, g, f.follows(), format, fh)?;
-                return self.opened(ino, fh, Some(topic), Handle::Group(h), pid);
+                let opened = |h| self.opened(ino, fh, Some(topic.clone()), Handle::Group(h), pid);
+                return self.join_group(&topic, t, g, f.follows(), format, fh, opened)?;
             }
             Node::TopicFile(
                 t,

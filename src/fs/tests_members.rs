@@ -278,3 +278,52 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
     );
     assert!(probe.plain_commits.guard().is_empty());
 }
+
+/// The partitions of each of `fhs` (open group readers).
+fn partitions_of(fs: &FsState, fhs: &[u64]) -> Vec<Vec<u32>> {
+    fhs.iter()
+        .map(|fh| {
+            let of = fs.handles.lock().unwrap().get(fh).cloned().expect("open");
+            let h = of.handle.lock().unwrap();
+            match &*h {
+                super::handle::Handle::Group(g) => g.partitions(),
+                _ => panic!("not a group reader"),
+            }
+        })
+        .collect()
+}
+
+/// Follow readers of one group opened at the same time (local mode): once the opens
+/// returned, each partition is read by exactly one of them. A reader whose open had
+/// rebalanced the group but was not yet an open file kept the partitions the next open's
+/// rebalance gave to another reader: both read them from the same commit.
+#[test]
+fn item13_readers_opening_together_never_share_a_partition() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = BrokerConfig::default();
+    c.log_dirs = vec![d.path().to_path_buf()];
+    c.num_partitions = 8;
+    let fs = FsState::new(LogManager::open(c).unwrap()).unwrap();
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let follow = walk(&fs, "t/groups/g/follow");
+    for round in 0..100 {
+        let fhs: Vec<u64> = std::thread::scope(|s| {
+            let opens: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| fs.open(follow, RO, me()).unwrap().fh))
+                .collect();
+            opens.into_iter().map(|o| o.join().unwrap()).collect()
+        });
+        let parts = partitions_of(&fs, &fhs);
+        let mut all: Vec<u32> = parts.iter().flatten().copied().collect();
+        all.sort();
+        assert_eq!(
+            all,
+            (0..8).collect::<Vec<u32>>(),
+            "round {round}: readers {fhs:?} have partitions {parts:?}"
+        );
+        for fh in fhs {
+            fs.flush(fh, 0).unwrap();
+            fs.release(fh).unwrap();
+        }
+    }
+}
