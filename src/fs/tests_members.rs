@@ -283,8 +283,8 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
 fn partitions_of(fs: &FsState, fhs: &[u64]) -> Vec<Vec<u32>> {
     fhs.iter()
         .map(|fh| {
-            let of = fs.handles.lock().unwrap().get(fh).cloned().expect("open");
-            let h = of.handle.lock().unwrap();
+            let of = fs.handles.guard().get(fh).cloned().expect("open");
+            let h = of.handle.guard();
             match &*h {
                 super::handle::Handle::Group(g) => g.partitions(),
                 _ => panic!("not a group reader"),
