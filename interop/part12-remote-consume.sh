@@ -10,14 +10,14 @@
 #   committed with ids that are not file names are listed by their escaped names and open; an
 #   empty id does not make `ls groups/` fail. d: cp -r, grep -r and tar of the topic move no group.
 
-S11="$W/s11"; L11="$S11/logs"; M11="$S11/mnt"
+S12="$W/s12"; L12="$S12/logs"; M12="$S12/mnt"
 
 c11_shared_fd() { # item 2
   local p i t="${2:-c11}"
   for p in 0 1; do
     for i in $(seq 0 9); do echo "a$p-$i"; done | timeout 60 kcat -b "$BOOT" -P -t "$t" -p "$p" || return 1
   done
-  timeout 120 python3 -u - "$M11" "$BOOT" "$INTEROP_DIR" "${1:-F11}" "$t" <<'PY'
+  timeout 120 python3 -u - "$M12" "$BOOT" "$INTEROP_DIR" "${1:-F11}" "$t" <<'PY'
 import os, signal, subprocess, sys, time
 mnt, boot, idir, group, topic = sys.argv[1:6]
 def groups(*args):
@@ -75,7 +75,7 @@ bad |= "Empty" not in st
 sys.exit(1 if bad else 0)
 PY
   local rc=$?
-  if grep -E "BrokerDestroy|ERROR" "$M11.log"; then echo "errors in the mount's log"; rc=1; fi
+  if grep -E "BrokerDestroy|ERROR" "$M12.log"; then echo "errors in the mount's log"; rc=1; fi
   return $rc
 }
 
@@ -86,7 +86,7 @@ c11_rebalance() { # item 1
 p = sys.argv[1]
 for i in range(1500): print(f"p{p}-{i:06d}-" + "x" * 109)' "$p" | timeout 60 kcat -b "$BOOT" -P -t r11 -p "$p" || return 1
   done
-  timeout 120 python3 - "$M11" "$BOOT" r11 R11 "$S11/reb" 3000 <<'PY' || return 1
+  timeout 120 python3 - "$M12" "$BOOT" r11 R11 "$S12/reb" 3000 <<'PY' || return 1
 import os, select, subprocess, sys, time
 mnt, boot, topic, group, out = sys.argv[1:6]
 n = int(sys.argv[6])
@@ -117,7 +117,7 @@ nl = data.count(b"\n")
 print(f"the Python reader read {nl} lines, kcat -G {kcat_lines()} in {time.time() - t0:.1f} s")
 sys.exit(0 if nl > 300 and kcat_lines() > 0 else 1)
 PY
-  python3 - 1500 "$S11/reb" "$S11/reb.kcat" <<'PY'
+  python3 - 1500 "$S12/reb" "$S12/reb.kcat" <<'PY'
 import collections, re, sys
 n_per, files = int(sys.argv[1]), sys.argv[2:]
 ok = re.compile(rb"^p([01])-(\d{6})-x{109}$")
@@ -136,7 +136,7 @@ PY
 }
 
 c11_group_ids() { # item 10
-  local g out="$S11/ids.out"
+  local g out="$S12/ids.out"
   for g in "sp ace" "grün:x" "a/b"; do
     timeout 60 kcat -b "$BOOT" -G "$g" -o beginning -e -q c11 > /dev/null || return 1
   done
@@ -150,15 +150,15 @@ c.assign([tp]); c.commit({tp: OffsetAndMetadata(7, "", -1)}); c.close()
 print("kafka-python committed offset 7 of c11/0 for the empty group id")
 PY
   timeout 60 "$INTEROP_DIR/kafka-consumer-groups.sh" --bootstrap-server "$BOOT" --list | cat -A
-  ls "$M11/c11/groups/" > "$out" || { echo "ls groups/ failed"; return 1; }
+  ls "$M12/c11/groups/" > "$out" || { echo "ls groups/ failed"; return 1; }
   cat "$out"
   ! grep -qxF "%" "$out" || { echo "the empty id is listed, but the mount cannot read it"; return 1; }
   for g in "sp ace" "grün:x" "a%2Fb"; do
     grep -qxF "$g" "$out" || { echo "$g not listed"; return 1; }
-    cat "$M11/c11/groups/$g/offsets" > "$S11/off.out" || return 1
-    echo "$g/offsets: $(tr '\n' ';' < "$S11/off.out")"
+    cat "$M12/c11/groups/$g/offsets" > "$S12/off.out" || return 1
+    echo "$g/offsets: $(tr '\n' ';' < "$S12/off.out")"
     # kcat -G read both partitions to their ends: each committed at its log end, lag 0
-    awk '$2 == $3 && $2 > 0 && $4 == 0 { n++ } END { exit !(n == 2 && NR == 2) }' "$S11/off.out" || return 1
+    awk '$2 == $3 && $2 > 0 && $4 == 0 { n++ } END { exit !(n == 2 && NR == 2) }' "$S12/off.out" || return 1
   done
 }
 
@@ -178,37 +178,37 @@ c11_walks() { # item 11
   for p in 0 1; do echo "c$p" | timeout 60 kcat -b "$BOOT" -P -t c11 -p "$p" || return 1; done
   before="$(c11_committed)" || return 1
   echo "$before"
-  timeout 60 cp -r "$M11/c11" "$S11/copy" 2> "$S11/cp.err"; echo "cp -r: exit $? (the append files are write-only)"
-  timeout 60 grep -r zzz "$M11/c11" 2> /dev/null; echo "grep -r: exit $?"
-  timeout 60 tar cf /dev/null -C "$M11" c11 2> /dev/null; echo "tar: exit $?"
-  [ "$(timeout 60 find "$M11/c11" | wc -l)" -gt 0 ] || return 1
+  timeout 60 cp -r "$M12/c11" "$S12/copy" 2> "$S12/cp.err"; echo "cp -r: exit $? (the append files are write-only)"
+  timeout 60 grep -r zzz "$M12/c11" 2> /dev/null; echo "grep -r: exit $?"
+  timeout 60 tar cf /dev/null -C "$M12" c11 2> /dev/null; echo "tar: exit $?"
+  [ "$(timeout 60 find "$M12/c11" | wc -l)" -gt 0 ] || return 1
   after="$(c11_committed)" || return 1
   [ "$(echo "$before" | wc -l)" -ge 5 ] && [ "$before" = "$after" ] || { echo "after:"; echo "$after"; return 1; }
-  ! grep -v "append" "$S11/cp.err"
+  ! grep -v "append" "$S12/cp.err"
 }
 
 part12() {
-  mkdir -p "$S11"
-  CLIENT_CONF="$S11/client.properties"
+  mkdir -p "$S12"
+  CLIENT_CONF="$S12/client.properties"
   cat > "$CLIENT_CONF" <<'EOF2'
 message.timeout.ms=10000
 request.timeout.ms=5000
 socket.timeout.ms=10000
 EOF2
-  check "11 broker: start on a fresh log dir" broker_start "$L11"
+  check "12 broker: start on a fresh log dir" broker_start "$L12"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
-  check "11 kafka-topics --create c11 and r11 (2 partitions each)" sh -c "
+  check "12 kafka-topics --create c11 and r11 (2 partitions each)" sh -c "
     timeout 90 '$INTEROP_DIR/kafka-topics.sh' --bootstrap-server '$BOOT' --create --topic c11 --partitions 2 --replication-factor 1 &&
     timeout 90 '$INTEROP_DIR/kafka-topics.sh' --bootstrap-server '$BOOT' --create --topic r11 --partitions 2 --replication-factor 1"
-  check "11 mount --bootstrap-servers" tfs_mount_remote "$M11" "$BOOT"
+  check "12 mount --bootstrap-servers" tfs_mount_remote "$M12" "$BOOT"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
-  check "11 a group follow fd shared by subprocess.run, fork and dup: one member, its commits reach the broker, the close succeeds" \
+  check "12 a group follow fd shared by subprocess.run, fork and dup: one member, its commits reach the broker, the close succeeds" \
     c11_shared_fd
-  check "11 kcat -G joins as a co-member mid-stream: no glued line, every record read whole at least once" \
+  check "12 kcat -G joins as a co-member mid-stream: no glued line, every record read whole at least once" \
     c11_rebalance
-  check "11 group ids kcat committed (space, grün:x, a/b) are listed and open by their escaped names; ls groups/ succeeds with an empty id committed by kafka-python" \
+  check "12 group ids kcat committed (space, grün:x, a/b) are listed and open by their escaped names; ls groups/ succeeds with an empty id committed by kafka-python" \
     c11_group_ids
-  check "11 cp -r, grep -r, tar of the topic: no group moves" c11_walks
-  check "11 umount" tfs_umount_remote "$M11"
-  check "11 broker: stop" "$INTEROP_DIR/broker.sh" stop "$L11"
+  check "12 cp -r, grep -r, tar of the topic: no group moves" c11_walks
+  check "12 umount" tfs_umount_remote "$M12"
+  check "12 broker: stop" "$INTEROP_DIR/broker.sh" stop "$L12"
 }

@@ -275,6 +275,10 @@ fn group_resets_as_kafka_consumer_groups() {
     assert_eq!(committed(&m), at(&[(0, "10"), (1, "3")]));
     m.ok("echo '0 1000' > t/groups/g/offsets");
     assert_eq!(committed(&m), at(&[(0, "10"), (1, "3")]));
+    // bash's builtin printf writes a line at a time: each line of the open still starts from
+    // what the lines before it set, also those of earlier writes.
+    m.ok(r#"bash -c "printf '0 5\n1 1\nshift-by 1\nshift-by 1\n' > t/groups/g/offsets""#);
+    assert_eq!(committed(&m), at(&[(0, "7"), (1, "3")]));
     // A time: the first record at or after it; none after it is the log end.
     m.ok("echo 'to-datetime 2026-12-04T17:49:03.500+01:00' > t/groups/g/offsets");
     assert_eq!(committed(&m), at(&[(0, "4"), (1, "0")]));

@@ -527,8 +527,9 @@ impl crate::addr::ResetView for TopicView<'_> {
 }
 
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
-/// open; a write of `partition offset` lines, or `earliest` / `latest`, moves G's committed
-/// offsets as `kafka-consumer-groups --reset-offsets` does. One open is one change
+/// open; a write of reset lines (`P N`, `P earliest|latest`, `earliest`, `latest`,
+/// `shift-by K`, `to-datetime T`, `by-duration D`) moves G's committed offsets as
+/// `kafka-consumer-groups --reset-offsets` does. One open is one change
 /// ([`OneChange`]): lines are checked as they are written and applied at close.
 pub struct OffsetsHandle {
     topic: Arc<dyn TopicStore>,
@@ -581,14 +582,17 @@ impl OffsetsHandle {
         owner: Option<u64>,
     ) -> Result<()> {
         let (topic, group) = (&self.topic, &self.group);
+        // What the earlier writes of this open set (bash's printf writes a line at a time).
+        let earlier = self.change.items().to_vec();
         self.change
-            .write(owner, || Self::check(topic, group, groups, data))
+            .write(owner, || Self::check(topic, group, groups, &earlier, data))
     }
 
     fn check(
         topic: &Arc<dyn TopicStore>,
         group: &str,
         groups: &dyn GroupStore,
+        earlier: &[(u32, i64)],
         data: &[u8],
     ) -> Result<Vec<(u32, i64)>> {
         let text = std::str::from_utf8(data)
@@ -600,6 +604,7 @@ impl OffsetsHandle {
             let reset = crate::addr::parse_reset_line(line).map_err(Error::InvalidRecord)?;
             // Each line from what the lines before it set (`shift-by` twice shifts twice).
             let mut committed = groups.committed(group, topic.name());
+            committed.extend(earlier.iter().copied());
             committed.extend(target.iter().map(|(p, o)| (*p, *o)));
             let view = TopicView(&**topic);
             for (p, o) in crate::addr::resolve_reset(reset, count, &committed, &view, now)? {

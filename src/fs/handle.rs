@@ -483,6 +483,11 @@ impl<T> OneChange<T> {
         !self.items.is_empty()
     }
 
+    /// The lines earlier writes of this open hold for the close.
+    pub fn items(&self) -> &[T] {
+        &self.items
+    }
+
     /// The lines to apply now: at the close of the process that wrote them (`Some(owner)`),
     /// or at release or shutdown (`None`). Empty when there is nothing to apply.
     pub fn take(&mut self, closer: Option<u64>) -> Vec<T> {

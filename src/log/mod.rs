@@ -470,6 +470,18 @@ impl PartitionLog {
     /// `read_committed`, up to the last stable offset and without the batches of aborted
     /// transactions (those the `.txnindex` files name, as Kafka's fetch collects them).
     pub fn read_isolated(&self, offset: i64) -> Result<LogReader> {
+        if self.isolation.get().is_none() {
+            return self.read_from_offset(offset);
+        }
+        let mut reader = self.committed_reader(offset)?;
+        reader.counted_by(self.counters.clone());
+        Ok(reader)
+    }
+
+    /// A `read_committed` reader from `offset` (not counted in the bytes read: measuring a
+    /// range uses it too).
+    fn committed_reader(&self, offset: i64) -> Result<LogReader> {
+        self.online()?;
         let Some(iso) = self.isolation.get() else {
             return self.read_from_offset(offset);
         };
@@ -500,7 +512,7 @@ impl PartitionLog {
         if filter.is_empty() {
             return self.lines_len(from, to);
         }
-        let mut reader = self.read_isolated(from)?;
+        let mut reader = self.committed_reader(from)?;
         let (mut at, mut out, mut total) = (from, Vec::new(), 0);
         while reader.next_batch_lines(&mut at, to, &mut out)? {
             total += out.len() as u64;
