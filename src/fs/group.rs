@@ -582,10 +582,11 @@ impl OffsetsHandle {
         owner: Option<u64>,
     ) -> Result<()> {
         let (topic, group) = (&self.topic, &self.group);
-        // What the earlier writes of this open set (bash's printf writes a line at a time).
-        let earlier = self.change.items().to_vec();
-        self.change
-            .write(owner, || Self::check(topic, group, groups, &earlier, data))
+        // Lines start from what the earlier writes of this open set (bash's printf writes a
+        // line at a time).
+        self.change.write(owner, |earlier| {
+            Self::check(topic, group, groups, earlier, data)
+        })
     }
 
     fn check(

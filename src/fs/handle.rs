@@ -450,19 +450,20 @@ impl<T> Default for OneChange<T> {
 }
 
 impl<T> OneChange<T> {
-    /// One write: `check` turns its lines into items, or fails it. After a failed write,
+    /// One write: `check` turns its lines into items, or fails it; it is given the items the
+    /// earlier writes of this open hold (a line may build on them). After a failed write,
     /// every write fails and nothing of the open is applied.
     pub fn write(
         &mut self,
         owner: Option<u64>,
-        check: impl FnOnce() -> Result<Vec<T>>,
+        check: impl FnOnce(&[T]) -> Result<Vec<T>>,
     ) -> Result<()> {
         if let Some(why) = &self.failed {
             return Err(Error::InvalidConfig(format!(
                 "an earlier write of this open failed ({why}): nothing of it is applied"
             )));
         }
-        match check() {
+        match check(&self.items) {
             Ok(items) => {
                 self.items.extend(items);
                 if owner.is_some() {
@@ -481,11 +482,6 @@ impl<T> OneChange<T> {
     /// Whether lines wait to be applied.
     pub fn pending(&self) -> bool {
         !self.items.is_empty()
-    }
-
-    /// The lines earlier writes of this open hold for the close.
-    pub fn items(&self) -> &[T] {
-        &self.items
     }
 
     /// The lines to apply now: at the close of the process that wrote them (`Some(owner)`),
@@ -567,7 +563,7 @@ impl TextHandle {
                 }
                 Ok(())
             }
-            TextTarget::Config(topic, change) => change.write(owner, || {
+            TextTarget::Config(topic, change) => change.write(owner, |_| {
                 let mut items = Vec::new();
                 for line in text_lines(data, &format!("{topic}/config"))? {
                     let (key, value) = line.split_once('=').ok_or_else(|| {
