@@ -470,28 +470,29 @@ impl PartitionLog {
     /// `read_committed`, up to the last stable offset and without the batches of aborted
     /// transactions (those the `.txnindex` files name, as Kafka's fetch collects them).
     pub fn read_isolated(&self, offset: i64) -> Result<LogReader> {
-        if self.isolation.get().is_none() {
-            return self.read_from_offset(offset);
-        }
-        let mut reader = self.committed_reader(offset)?;
-        reader.counted_by(self.counters.clone());
-        Ok(reader)
-    }
-
-    /// A `read_committed` reader from `offset` (not counted in the bytes read: measuring a
-    /// range uses it too).
-    fn committed_reader(&self, offset: i64) -> Result<LogReader> {
-        self.online()?;
         let Some(iso) = self.isolation.get() else {
             return self.read_from_offset(offset);
         };
-        let leo = self.check_offset(offset)?;
-        let end = iso.stable_end(leo);
+        self.online()?;
+        let end = iso.stable_end(self.check_offset(offset)?);
         if offset >= end {
             return Ok(LogReader::new(Vec::new(), offset, offset));
         }
         let segments = self.snapshot_from(offset);
         let filter = isolation::AbortedFilter::collect(&self.dirfd, &segments, offset, end)?;
+        let mut reader = self.reader_dropping(segments, offset, end, filter)?;
+        reader.counted_by(self.counters.clone());
+        Ok(reader)
+    }
+
+    /// A reader of `segments` from `offset` to `end` without the batches `filter` names.
+    fn reader_dropping(
+        &self,
+        segments: Vec<Arc<LogSegment>>,
+        offset: i64,
+        end: i64,
+        filter: isolation::AbortedFilter,
+    ) -> Result<LogReader> {
         let mut reader = LogReader::new(segments, offset, end).dropping(filter);
         reader.position_at(offset, &self.last_lookup_scan)?;
         Ok(reader)
@@ -503,6 +504,7 @@ impl PartitionLog {
         if self.isolation.get().is_none() {
             return self.lines_len(from, to);
         }
+        self.online()?;
         let to = to.min(self.read_end());
         if from >= to {
             return Ok(0);
@@ -512,7 +514,8 @@ impl PartitionLog {
         if filter.is_empty() {
             return self.lines_len(from, to);
         }
-        let mut reader = self.committed_reader(from)?;
+        // Not counted in the bytes read: this measures the range.
+        let mut reader = self.reader_dropping(segments, from, to, filter)?;
         let (mut at, mut out, mut total) = (from, Vec::new(), 0);
         while reader.next_batch_lines(&mut at, to, &mut out)? {
             total += out.len() as u64;
