@@ -28,7 +28,7 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt || true
 python3 -c 'import kafka' 2>/dev/null || python3 -m pip install -q 'kafka-python>=2.2'
-# tests/mount_metrics.rs parses @metrics with Prometheus' own Python parser.
+# tests/mount/metrics.rs parses @metrics with Prometheus' own Python parser.
 python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q 'prometheus_client>=0.20'
 if [ ! -e /dev/fuse ]; then
     echo "/dev/fuse is missing: the mount tests cannot run" >&2

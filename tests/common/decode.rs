@@ -64,7 +64,7 @@ impl Decoded {
 
 /// The `.log` files of a partition directory, in offset order.
 pub fn log_files(dir: &Path) -> Vec<String> {
-    super::file_names(dir)
+    super::mount::file_names(dir)
         .into_iter()
         .filter(|n| n.ends_with(".log"))
         .collect()

@@ -6,10 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod decode;
 pub mod drain;
 pub mod mount;
 pub mod readers;
-
-/// Declared by mount.rs (see there), so that tests including mount.rs alone still compile.
-#[allow(unused_imports)]
-pub use mount::decode;

@@ -422,14 +422,6 @@ pub fn file_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The decoding helpers live in decode.rs; declared here (not only in mod.rs) so that a test
-/// that includes this file alone (`#[path = "common/mount.rs"] mod mount;`) still finds
-/// `mount::batches` and the others.
-#[path = "decode.rs"]
-pub mod decode;
-#[allow(unused_imports)]
-pub use decode::{Decoded, batches, decode_partition_dir, log_files};
-
 /// `sh -c script` as another local user (uid/gid 65534, no supplementary groups), in `cwd`.
 pub fn as_nobody(cwd: &Path, script: &str) -> Output {
     Command::new("setpriv")

@@ -3,13 +3,11 @@
 //! indexes, segments an independent decoder reads), remount, lock refusal, two log dirs,
 //! `--config` / `-o` precedence, the `mount.topicfs` helper, systemd readiness. Real mounts.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::decode::decode_log;
-use common::mount::{self, BIN, Options, TestMount, file_names, is_mounted};
+use crate::common::decode::decode_log;
+use crate::common::mount::{self, BIN, Options, TestMount, file_names, is_mounted};
 
 fn write_lines(m: &TestMount, topic: &str, p: u32, lines: &[String]) {
     let f = m.dir.path().join("input");

@@ -3,14 +3,12 @@
 //! Kafka's murmur2 partitions, tombstones); escaped keys, oversized values, a remount, reads
 //! across compaction and retention, and many keys.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 
-use common::decode::decode_dir_records;
-use common::mount::{TestMount, wait_until};
+use crate::common::decode::decode_dir_records;
+use crate::common::mount::{TestMount, wait_until};
 use topicfs::produce::partitioner::partition_for_key;
 
 fn python(m: &TestMount, script: &str) -> String {
@@ -24,7 +22,7 @@ fn python(m: &TestMount, script: &str) -> String {
         out.status.success(),
         "python failed: {}\n{}",
         String::from_utf8_lossy(&out.stderr),
-        common::mount::tail(&m.daemon_log(), 20)
+        crate::common::mount::tail(&m.daemon_log(), 20)
     );
     String::from_utf8(out.stdout).unwrap()
 }

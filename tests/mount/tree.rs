@@ -1,9 +1,7 @@
 //! The mounted tree of docs/contract.md: listings, modes, topics by mkdir/rmdir, the
 //! `partitions` and `config` files, truthful attributes and statfs. Real mounts.
 
-mod common;
-
-use common::mount::TestMount;
+use crate::common::mount::TestMount;
 
 fn lines(s: &str) -> Vec<&str> {
     s.lines().collect()

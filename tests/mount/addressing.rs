@@ -2,12 +2,10 @@
 //! offset forms (`earliest`, `latest`, `-K`, `A..B`), time forms (ISO-8601, dates, `now`,
 //! durations before now, `T1..T2`) through real mounts, read by `cat`, `head` and Python.
 
-mod common;
-
 use std::time::Duration;
 
-use common::mount::TestMount;
-use common::readers::{exits_within, spawn};
+use crate::common::mount::TestMount;
+use crate::common::readers::{exits_within, spawn};
 
 /// `printf` lines `0`..`n-1` into `t/0`, `per_write` records to a batch.
 fn numbered(m: &TestMount, n: usize, per_write: usize) {
@@ -411,13 +409,13 @@ fn earliest_and_count_follow_retention_moving_the_log_start() {
     numbered(&m, 60, 3);
     // A follow stream opened at `earliest` before retention runs.
     let mut early = spawn(&m, "exec cat t/0/follow/earliest");
-    let rx = common::readers::lines_of(&mut early);
+    let rx = crate::common::readers::lines_of(&mut early);
     assert_eq!(
-        common::readers::next_line(&rx, Duration::from_secs(5)).as_deref(),
+        crate::common::readers::next_line(&rx, Duration::from_secs(5)).as_deref(),
         Some("0")
     );
     m.ok("echo retention.bytes=700 >> t/config");
-    common::mount::wait_until("retention deleted segments", || {
+    crate::common::mount::wait_until("retention deleted segments", || {
         m.read("t/0/log-start-offset").trim() != "0"
     });
     let start: usize = m.read("t/0/log-start-offset").trim().parse().unwrap();
@@ -431,7 +429,7 @@ fn earliest_and_count_follow_retention_moving_the_log_start() {
     m.ok("echo after >> t/0/append");
     let mut got = vec!["0".to_string()];
     while got.last().map(String::as_str) != Some("after") {
-        match common::readers::next_line(&rx, Duration::from_secs(5)) {
+        match crate::common::readers::next_line(&rx, Duration::from_secs(5)) {
             Some(l) => got.push(l),
             None => panic!("the early stream stopped after {got:?}"),
         }
@@ -442,7 +440,7 @@ fn earliest_and_count_follow_retention_moving_the_log_start() {
         .collect();
     assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
     assert_eq!(numbers.last(), Some(&59));
-    common::readers::kill(&early, libc::SIGTERM);
+    crate::common::readers::kill(&early, libc::SIGTERM);
 }
 
 #[test]

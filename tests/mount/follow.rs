@@ -2,14 +2,12 @@
 //! at the log end, driven by real `cat`, `tail -f`, `head`, Python's `select.poll`, and
 //! background readers that are killed. Real mounts.
 
-mod common;
-
 use std::io::Read;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::mount::{TestMount, wait_until};
-use common::readers::{exits_within, kill, lines_of, next_line, spawn};
+use crate::common::mount::{TestMount, wait_until};
+use crate::common::readers::{exits_within, kill, lines_of, next_line, spawn};
 
 #[test]
 fn cat_of_follow_gets_old_and_new_records_within_a_second_and_never_eof() {

@@ -2,14 +2,12 @@
 //! pid file, stray partition directories, colliding topic names, preallocation of an append
 //! file.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::decode::batches;
-use common::mount::{BIN, TestMount, file_names, force_unmount, is_mounted};
+use crate::common::decode::batches;
+use crate::common::mount::{BIN, TestMount, file_names, force_unmount, is_mounted};
 
 /// Runs `topicfs mount` and returns its output; panics (after unmounting) if it hangs.
 fn run_mount(args: &[&std::ffi::OsStr], mnt: &Path) -> Output {

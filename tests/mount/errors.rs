@@ -1,10 +1,8 @@
 //! Every row of the error table of docs/contract.md, through a real mount, each with the errno it
 //! names and a log line saying why.
 
-mod common;
-
-use common::decode::{batches, decode_log};
-use common::mount::{Options, TestMount};
+use crate::common::decode::{batches, decode_log};
+use crate::common::mount::{Options, TestMount};
 
 #[test]
 fn invalid_topic_names_are_einval() {

@@ -2,12 +2,10 @@
 //! request, partial lines held per open file, `>` and `>>`, round-robin topic appends,
 //! writers that never interleave inside a line, large writes, EMSGSIZE, fsync. Real mounts.
 
-mod common;
-
 use std::io::Write;
 
-use common::decode::batches;
-use common::mount::TestMount;
+use crate::common::decode::batches;
+use crate::common::mount::TestMount;
 
 /// The batches of partition `p`'s first segment, read through `segments/`.
 fn segment_batches(m: &TestMount, topic: &str, p: u32) -> Vec<(i64, usize, Vec<Vec<u8>>)> {

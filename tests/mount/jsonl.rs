@@ -1,9 +1,7 @@
 //! JSON Lines through the mount: `append.jsonl` (key, value, headers, timestamp; keyed
 //! records to Kafka's murmur2 partition) and `by-offset/<N>.jsonl` / `by-time/<T>.jsonl`.
 
-mod common;
-
-use common::mount::TestMount;
+use crate::common::mount::TestMount;
 use serde_json::{Value, json};
 
 fn json_lines(s: &str) -> Vec<Value> {

@@ -3,11 +3,9 @@
 //! names every read of a segment file it serves). With `--no-passthrough` the daemon serves
 //! them, byte for byte the same. Real mounts (as root: passthrough needs CAP_SYS_ADMIN).
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::mount::{TestMount, wait_until};
+use crate::common::mount::{TestMount, wait_until};
 
 const SEG: &str = "t/0/segments/00000000000000000000";
 

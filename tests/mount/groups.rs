@@ -3,12 +3,10 @@
 //! commits that survive a remount and a kill -9 of the daemon. The bytes in
 //! `__consumer_offsets` are decoded by kafka-protocol, not by our codec. Real mounts.
 
-mod common;
-
 use std::time::Duration;
 
-use common::mount::TestMount;
-use common::readers::{exits_within, kill, lines_of, spawn};
+use crate::common::mount::TestMount;
+use crate::common::readers::{exits_within, kill, lines_of, spawn};
 
 /// Topic `t` with 3 partitions holding p0-0.., p1-0.., p2-0.. (`n` each).
 fn three_partitions(m: &TestMount, n: usize) {
@@ -203,7 +201,7 @@ fn offset_commits(dir: &std::path::Path) -> Vec<(String, String, i32, i64)> {
         *at += 2 + n;
         s
     }
-    common::decode::decode_dir_records(dir)
+    crate::common::decode::decode_dir_records(dir)
         .into_iter()
         .filter_map(|r| {
             let (k, v) = (r.key?, r.value?);

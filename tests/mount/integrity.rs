@@ -2,16 +2,14 @@
 //! tail found at a clean mount, and corrupt bytes in a log that was shut down cleanly.
 //! Real mounts; the stored bytes are checked with kafka-protocol, an independent decoder.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::decode::decode_partition_dir;
-use common::mount::{TestMount, file_names};
+use crate::common::decode::decode_partition_dir;
+use crate::common::mount::{TestMount, file_names};
 
 /// (offset, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(dir: &Path) -> Vec<(i64, String)> {

@@ -2,13 +2,11 @@
 //! follow files under fork, subprocess and dup, rebalances, bash's `while read`, O_NONBLOCK,
 //! poll, and tree walks. Real programs (python3, bash, coreutils) through real mounts.
 
-mod common;
-
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use common::mount::{TestMount, wait_until};
+use crate::common::mount::{TestMount, wait_until};
 
 /// Writes `script` next to the mount and runs `python3` on it in the mountpoint (killed after
 /// 30 s: a reader that hangs fails its test).
@@ -33,7 +31,7 @@ fn finish(m: &TestMount, child: Child) -> String {
         "reader failed ({}): {}\n--- daemon log (tail) ---\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
-        common::mount::tail(&m.daemon_log(), 30)
+        crate::common::mount::tail(&m.daemon_log(), 30)
     );
     String::from_utf8(out.stdout).unwrap()
 }
@@ -167,7 +165,7 @@ fn item2_a_follow_reader_whose_descriptor_a_child_shared_keeps_its_partitions() 
     let mut line = String::new();
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
     assert_eq!(line, "ready\n");
-    let mut b = common::readers::spawn(&m, "exec timeout 3 cat t/groups/g/follow");
+    let mut b = crate::common::readers::spawn(&m, "exec timeout 3 cat t/groups/g/follow");
     std::thread::sleep(Duration::from_millis(500));
     let want: Vec<String> = (0..2)
         .flat_map(|p| (0..50).map(move |i| record(p, i, 30)))
@@ -519,7 +517,7 @@ fn item12_a_write_of_a_line_that_can_never_be_stored_is_emsgsize() {
         stdout.lines().collect::<Vec<_>>(),
         ["1048517", &emsgsize, &emsgsize, &emsgsize, "2"],
         "{}",
-        common::mount::tail(&m.daemon_log(), 20)
+        crate::common::mount::tail(&m.daemon_log(), 20)
     );
     // Stored: the largest line, and the line before the one too long.
     assert_eq!(m.end_offset("t", 0), 2);
@@ -575,20 +573,20 @@ fn item8_consumer_offsets_is_guarded() {
 fn item7_partitions_added_while_a_follow_reader_runs_reach_it() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && echo p0-a >> t/0/append");
-    let mut r = common::readers::spawn(&m, "exec cat t/groups/g/follow");
-    let lines = common::readers::lines_of(&mut r);
+    let mut r = crate::common::readers::spawn(&m, "exec cat t/groups/g/follow");
+    let lines = crate::common::readers::lines_of(&mut r);
     assert_eq!(
-        common::readers::next_line(&lines, Duration::from_secs(5)).as_deref(),
+        crate::common::readers::next_line(&lines, Duration::from_secs(5)).as_deref(),
         Some("p0-a")
     );
     m.ok("echo 3 > t/partitions && echo p2-a >> t/2/append && echo p1-a >> t/1/append");
     let mut got: Vec<String> = (0..2)
-        .filter_map(|_| common::readers::next_line(&lines, Duration::from_secs(5)))
+        .filter_map(|_| crate::common::readers::next_line(&lines, Duration::from_secs(5)))
         .collect();
     got.sort();
     assert_eq!(got, ["p1-a", "p2-a"]);
-    common::readers::kill(&r, libc::SIGTERM);
-    common::readers::exits_within(&mut r, Duration::from_secs(5));
+    crate::common::readers::kill(&r, libc::SIGTERM);
+    crate::common::readers::exits_within(&mut r, Duration::from_secs(5));
     assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n1 1 1 0\n2 1 1 0\n");
 }
 
@@ -639,7 +637,7 @@ fn item10_any_kafka_group_id_is_listed_and_opens() {
         topicfs::group::partition_for("a/b", 50),
     );
     // An OffsetCommit key: version, then the group as an int16-length string.
-    let seen = common::decode::decode_dir_records(&dir)
+    let seen = crate::common::decode::decode_dir_records(&dir)
         .iter()
         .filter_map(|r| r.key.as_ref())
         .any(|key| key.get(2..7) == Some(b"\x00\x03a/b"));
@@ -657,7 +655,7 @@ fn item9_reading_a_group_needs_the_permission_to_reset_it() {
         m.ok("stat -c %a t/groups/g/offsets t/groups/g/records t/groups/g/follow.jsonl"),
         "644\n400\n400\n"
     );
-    let nobody = |script: &str| common::mount::as_nobody(&m.path(""), script);
+    let nobody = |script: &str| crate::common::mount::as_nobody(&m.path(""), script);
     // Another user sees the group's commits, but neither resets nor reads it.
     let out = nobody("cat t/groups/g/offsets");
     assert!(out.status.success(), "{out:?}");
@@ -800,7 +798,7 @@ fn item13_group_soak_every_record_whole_and_once() {
         "soak (seed {seed}) failed: {}{}\n--- daemon log (tail) ---\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
-        common::mount::tail(&m.daemon_log(), 30)
+        crate::common::mount::tail(&m.daemon_log(), 30)
     );
     let summary = String::from_utf8_lossy(&out.stdout);
     eprintln!("soak (seed {seed}): {summary}");
@@ -855,18 +853,18 @@ fn item1_a_reader_stopped_inside_a_record_gives_its_partition_up_after_a_while()
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "inside\n");
     // B joins: the range assignor gives it partition 1, which A is inside a record of.
-    let mut b = common::readers::spawn(&m, "exec cat t/groups/g/follow");
-    let lines = common::readers::lines_of(&mut b);
+    let mut b = crate::common::readers::spawn(&m, "exec cat t/groups/g/follow");
+    let lines = crate::common::readers::lines_of(&mut b);
     writeln!(a.stdin.as_mut().unwrap()).unwrap();
     let start = std::time::Instant::now();
     // Held while A may finish its line, then B's: from the last commit, the record whole.
     assert_eq!(
-        common::readers::next_line(&lines, Duration::from_secs(2)),
+        crate::common::readers::next_line(&lines, Duration::from_secs(2)),
         None,
         "partition 1 moved while A was inside a record of it"
     );
     let got: Vec<String> = (0..3)
-        .filter_map(|_| common::readers::next_line(&lines, Duration::from_secs(8)))
+        .filter_map(|_| crate::common::readers::next_line(&lines, Duration::from_secs(8)))
         .collect();
     assert_eq!(got, want, "after {:?}", start.elapsed());
     assert!(
@@ -879,7 +877,7 @@ fn item1_a_reader_stopped_inside_a_record_gives_its_partition_up_after_a_while()
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     a.wait().unwrap();
     assert_eq!(rest, format!("{}\n", want[0]));
-    common::readers::kill(&b, libc::SIGTERM);
-    common::readers::exits_within(&mut b, Duration::from_secs(5));
+    crate::common::readers::kill(&b, libc::SIGTERM);
+    crate::common::readers::exits_within(&mut b, Duration::from_secs(5));
     assert_eq!(m.read("t/groups/g/offsets"), "0 0 0 0\n1 3 3 0\n");
 }

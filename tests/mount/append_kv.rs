@@ -2,9 +2,7 @@
 //! kafka-console-producer's `parse.key=true` reads them, at partition and topic level, with
 //! `-o key.separator=S`. Real mounts.
 
-mod common;
-
-use common::mount::TestMount;
+use crate::common::mount::TestMount;
 use serde_json::{Value, json};
 
 fn json_lines(s: &str) -> Vec<Value> {

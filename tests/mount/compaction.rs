@@ -3,12 +3,10 @@
 //! `by-offset/N` reading the compacted log (a removed offset opens at the next record), a
 //! stream opened before a clean reading on across it, and the checkpoint in the log dir.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
-use common::mount::{TestMount, wait_until};
+use crate::common::mount::{TestMount, wait_until};
 use serde_json::Value;
 
 /// (offset, key, value) of each line of a `.jsonl` read.

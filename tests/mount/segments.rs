@@ -1,10 +1,8 @@
 //! `segments/`: the partition's real .log/.index/.timeindex files, read-only and byte for
 //! byte, rolling at a small `--segment-bytes`. Real mounts.
 
-mod common;
-
-use common::decode::batches;
-use common::mount::{self, TestMount};
+use crate::common::decode::batches;
+use crate::common::mount::{self, TestMount};
 
 #[test]
 fn segments_roll_and_read_byte_for_byte() {

@@ -3,12 +3,10 @@
 //! replaced, and the file it points to is never opened for writing, truncated or appended to.
 //! Real mounts, as root; the links are planted by another user where the directory lets them.
 
-mod common;
-
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use common::mount::{self, TestMount};
+use crate::common::mount::{self, TestMount};
 
 /// A root-owned 0600 file with known content, outside the log dir.
 fn precious(m: &TestMount) -> PathBuf {

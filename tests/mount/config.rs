@@ -1,10 +1,8 @@
 //! Topic configuration through `<topic>/config`, retention, compression and timestamp types,
 //! through a real mount.
 
-mod common;
-
-use common::decode::batches;
-use common::mount::{TestMount, wait_until};
+use crate::common::decode::batches;
+use crate::common::mount::{TestMount, wait_until};
 
 fn segment_logs(m: &TestMount, t: &str) -> Vec<String> {
     m.ok(&format!("ls {t}/0/segments"))

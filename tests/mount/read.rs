@@ -2,12 +2,10 @@
 //! records from the start record to the log end as it was at open; ENOENT for names that do
 //! not open, never cached; starts inside a batch and inside a compressed batch. Real mounts.
 
-mod common;
-
 use std::io::{Read, Seek, SeekFrom};
 
-use common::decode::batches;
-use common::mount::TestMount;
+use crate::common::decode::batches;
+use crate::common::mount::TestMount;
 
 fn input(m: &TestMount, name: &str, content: &str) -> String {
     let p = m.dir.path().join(name);

@@ -2,13 +2,11 @@
 //! files of the old one are open, a record too large inside one large write, and operations
 //! that fail half way leaving no trace.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::decode::{decode_partition_dir, log_files};
-use common::mount::{self, Options, TestMount, file_names, tail};
+use crate::common::decode::{decode_partition_dir, log_files};
+use crate::common::mount::{self, Options, TestMount, file_names, tail};
 
 /// The values of every record in a partition directory's `.log` files, decoded with the
 /// kafka-protocol crate (offsets checked dense from 0), and the names of those files.

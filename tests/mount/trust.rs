@@ -2,14 +2,12 @@
 //! permissions `--allow-other` shows to other users, a mount stacked on a topicfs mount, and
 //! the record timestamps Kafka refuses. Another local user is uid/gid 65534 (setpriv).
 
-mod common;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use common::decode::decode_partition_dir;
-use common::mount::{self, BIN, TestMount, as_nobody, file_names, tail};
+use crate::common::decode::decode_partition_dir;
+use crate::common::mount::{self, BIN, TestMount, as_nobody, file_names, tail};
 
 /// (offset, timestamp, value) of every record of a partition dir, by kafka-protocol.
 fn decoded(partition_dir: &Path) -> Vec<(i64, i64, String)> {

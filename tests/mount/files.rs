@@ -2,11 +2,9 @@
 //! writes do to `config` and `offsets`, writing `config` back, refused values. Real mounts,
 //! real programs (bash 5's builtin printf, cat, python3).
 
-mod common;
-
 use std::process::Command;
 
-use common::mount::{BIN, TestMount, force_unmount, is_mounted};
+use crate::common::mount::{BIN, TestMount, force_unmount, is_mounted};
 
 /// `bash -c script` run in the mountpoint (bash's builtin printf writes each line with its own
 /// write(2), unlike dash's and coreutils').
@@ -201,7 +199,7 @@ fn item2_topicfs_umount_returns_after_the_clean_shutdown_and_mount_waits_for_one
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.matches("finishing its shutdown").count() <= 1, "{err}");
-    assert!(common::mount::process_gone(first));
+    assert!(crate::common::mount::process_gone(first));
     assert_eq!(m.read("t/partitions"), "2000\n");
     assert_eq!(m.read("t/0/by-offset/0"), "x\n");
     let second: i32 = std::fs::read_to_string(&m.pid_file)
@@ -222,7 +220,7 @@ fn item2_topicfs_umount_returns_after_the_clean_shutdown_and_mount_waits_for_one
     );
     assert!(logs.join(".kafka_cleanshutdown").exists());
     assert!(!lock_held(&logs));
-    assert!(common::mount::process_gone(second));
+    assert!(crate::common::mount::process_gone(second));
     assert!(!is_mounted(&m.mnt));
     m.wait_daemon_exit();
     // Not a topicfs mount: refused.
@@ -242,9 +240,9 @@ fn item3_a_dead_mountpoint_is_detached_and_mounted_again() {
     let pid = m.pid();
     // SAFETY: kill(2) of the daemon this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    common::mount::wait_until("daemon killed", || common::mount::process_gone(pid));
+    crate::common::mount::wait_until("daemon killed", || crate::common::mount::process_gone(pid));
     // The kernel aborts the connection once the dead daemon's descriptors are closed.
-    common::mount::wait_until("the mountpoint is dead (ENOTCONN)", || {
+    crate::common::mount::wait_until("the mountpoint is dead (ENOTCONN)", || {
         std::fs::metadata(&m.mnt)
             .err()
             .and_then(|e| e.raw_os_error())
@@ -325,7 +323,7 @@ fn item8_a_killed_waiting_reader_is_not_an_error_in_the_log() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(common::mount::process_gone(pid));
+    assert!(crate::common::mount::process_gone(pid));
     let log = m.daemon_log();
     assert!(log.contains("clean shutdown"), "{log}");
     assert!(!log.contains("ERROR fuser"), "{log}");
@@ -478,7 +476,7 @@ fn item8_a_recovery_reports_progress_on_the_terminal() {
     let pid = m.pid();
     // SAFETY: kill(2) of the daemon this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    common::mount::wait_until("daemon killed", || common::mount::process_gone(pid));
+    crate::common::mount::wait_until("daemon killed", || crate::common::mount::process_gone(pid));
     let out = m.mount_command().output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

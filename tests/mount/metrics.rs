@@ -3,12 +3,10 @@
 //! the group lag equals what `groups/<G>/offsets` shows, the bytes appended equal the bytes
 //! the segment files grew by; fresh at each open.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::mount::TestMount;
+use crate::common::mount::TestMount;
 
 /// The samples of `@metrics`, parsed by prometheus_client: "name{k=v,...}" -> value.
 fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
@@ -139,7 +137,7 @@ fn metrics_waiting_readers_counts_a_follow_read() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    common::mount::wait_until("the follow read waits", || {
+    crate::common::mount::wait_until("the follow read waits", || {
         scrape(&m)["topicfs_waiting_readers"] == 1.0
     });
     child.kill().unwrap();

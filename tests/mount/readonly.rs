@@ -2,13 +2,11 @@
 //! checkpoints, no index rebuild on disk, no `.lock` change; it still serves the valid
 //! records. `-o ro,rw` is a read-write mount (the last flag wins). Real mounts.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use common::mount::TestMount;
+use crate::common::mount::TestMount;
 
 /// Every entry below `dir`: path -> (mode, content or None for directories).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {

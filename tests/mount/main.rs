@@ -1,0 +1,31 @@
+//! Every test that mounts topicfs, in one test binary (one link instead of one per file): a
+//! module per part of the contract, each with its own doc. They share `tests/common` (real
+//! mounts, decoders, background readers). Run one part with `cargo test --test mount <module>::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod addressing;
+mod append;
+mod append_kv;
+mod compaction;
+mod config;
+mod consume_trust;
+mod errors;
+mod files;
+mod follow;
+mod groups;
+mod integrity;
+mod jsonl;
+mod lifecycle;
+mod metrics;
+mod passthrough;
+mod read;
+mod readonly;
+mod refusals;
+mod reliability;
+mod segments;
+mod symlinks;
+mod table;
+mod tree;
+mod trust;
