@@ -301,16 +301,26 @@ impl TestMount {
 
     /// `umount` the mount the way a user does, and wait for the daemon to exit.
     /// Returns the exit status when the daemon is our child (`--foreground`).
+    ///
+    /// The mount tests share one process: a child that another test forks inherits every open
+    /// descriptor until its exec, so on a loaded machine `umount` can briefly find the mount
+    /// busy. A mount still busy after 5 s fails, naming the processes that hold it.
     pub fn unmount(&mut self) -> Option<ExitStatus> {
-        let out = Command::new("umount")
-            .arg(&self.mnt)
-            .output()
-            .expect("run umount");
-        assert!(
-            out.status.success(),
-            "umount failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let started = Instant::now();
+        loop {
+            let out = Command::new("umount")
+                .arg(&self.mnt)
+                .output()
+                .expect("run umount");
+            if out.status.success() {
+                break;
+            }
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            if !err.contains("busy") || started.elapsed() > Duration::from_secs(5) {
+                panic!("umount failed: {err}{}", holders(&self.mnt));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         self.wait_daemon_exit()
     }
 
@@ -436,4 +446,38 @@ pub fn as_nobody(cwd: &Path, script: &str) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run setpriv")
+}
+
+/// The processes with a descriptor, cwd or root under `mnt` (from /proc), for failure messages.
+fn holders(mnt: &Path) -> String {
+    let mut found = String::new();
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = proc_dir.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let links = ["cwd", "root"]
+            .iter()
+            .map(|l| proc_dir.path().join(l))
+            .chain(
+                std::fs::read_dir(proc_dir.path().join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        for link in links {
+            if std::fs::read_link(&link).is_ok_and(|t| t.starts_with(mnt)) {
+                let cmd = std::fs::read_to_string(proc_dir.path().join("cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ");
+                found.push_str(&format!("\n  pid {pid} ({cmd}): {}", link.display()));
+            }
+        }
+    }
+    if found.is_empty() {
+        "\n  (no process holds it now)".to_string()
+    } else {
+        format!("\n  held by:{found}")
+    }
 }
