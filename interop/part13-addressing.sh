@@ -10,7 +10,7 @@
 #   2. a, d in remote mode: `by-offset/{earliest,latest,-K,A..B}`, `by-time/<ISO>[..<ISO>]`
 #      (Z, +hh:mm, fractions, a date, a duration), whole-topic reads, each equal to kcat's -o
 #      forms and starting where Admin.listOffsets says, `follow/<X>` and `follow/@<T>` starting
-#      with the same records; read_committed = Kafka's consumer.
+#      with the same records, `count` = kcat's records; read_committed = Kafka's consumer.
 #   3. The broker stopped, topicfs on its dir (local mode): the same reads; b: each reset line
 #      written to groups/g13/offsets gives the dry run's offsets; c: lines through append.kv;
 #      e: keys set, overwritten, removed and escaped through tab13/table/; d with
@@ -46,7 +46,10 @@ setup13() { # the broker writes every topic of the part
     --transaction-timeout-ms 900000 --value-prefix open- > /dev/null || return 1
   timeout 120 "${P[@]}" --partition -1 --keys --count 6 --start-index 20 --value-prefix after- \
     > /dev/null || return 1
-  timeout 30 kcat -b "$BOOT" -C -t x13 -o beginning -e -q -f '%p %o %s\n' | sort -n | tr '\n' ' '
+  # every data record (librdkafka's default is read_committed)
+  timeout 30 kcat -b "$BOOT" -C -t x13 -o beginning -e -q -f '%p %o %s\n' -X isolation.level=read_uncommitted \
+    > "$S13/x13.kcat" || return 1
+  sort -n "$S13/x13.kcat" | tr '\n' ' '
 }
 
 forms13() { # FORMS13: "path<TAB>kcat args<TAB>listOffsets ms or -" for every form checked
@@ -55,6 +58,7 @@ forms13() { # FORMS13: "path<TAB>kcat args<TAB>listOffsets ms or -" for every fo
       t13/0/by-offset/earliest "-p 0 -o beginning" \
       t13/0/by-offset/-5 "-p 0 -o -5" \
       t13/0/by-offset/-100 "-p 0 -o -100 -X auto.offset.reset=earliest" \
+      t13/1/by-offset/-100 "-p 1 -o -100" \
       t13/0/by-offset/latest "-p 0 -o end" \
       t13/0/by-offset/5..12 "-p 0 -o 5 -c 7" \
       t13/0/by-offset/earliest..6 "-p 0 -o beginning -c 4" \
@@ -93,6 +97,25 @@ streams13() { # ROOT: every form read through the mount at ROOT = kcat's records
       timeout 60 "${A13[@]}" streamcheck "$root" "$path" "$K13/$i" "$S13/times.out" "$ms" || bad=1
     fi
   done < "$FORMS13"
+  counts13 "$root" || bad=1
+  return $bad
+}
+
+counts13() { # ROOT: <p>/count = the records kcat reads from the beginning (no control record;
+  # read_uncommitted for x13: count is every data record whatever the isolation level)
+  local root="$1" t p want got bad=0
+  for t in t13 x13; do
+    for p in 0 1; do
+      if [ "$t" = t13 ]; then
+        want="$(grep -c "^$p"$'\t' "$K13/$(grep -n $'^t13/by-offset/earliest\t' "$FORMS13" | cut -d: -f1)")"
+      else
+        want="$(grep -c "^$p " "$S13/x13.kcat")"
+      fi
+      got="$(cat "$root/$t/$p/count")" || { bad=1; continue; }
+      echo "$t/$p/count: $got, kcat -o beginning read $want"
+      [ "$got" = "$want" ] || bad=1
+    done
+  done
   return $bad
 }
 
@@ -214,7 +237,7 @@ part13() {
 
   check "13a remote mount" tfs_mount_remote "$R13" "$BOOT"
   if [ "$OK" = 1 ]; then
-    check "13a remote: by-offset earliest/latest/-K/A..B, by-time ISO/date/duration/ranges, whole-topic = kcat, starts = Admin.listOffsets" \
+    check "13a remote: by-offset earliest/latest/-K/A..B, by-time ISO/date/duration/ranges, whole-topic, follow, count = kcat, starts = Admin.listOffsets" \
       streams13 "$R13"
     check "13a remote umount" tfs_umount_remote "$R13"
   fi
@@ -228,7 +251,7 @@ part13() {
 
   check "13 mount topicfs on the broker's dir" tfs_mount "$M13" "$L13"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
-  check "13a local: the same forms = what kcat read from the broker, starts = Admin.listOffsets" streams13 "$M13"
+  check "13a local: the same forms and counts = what kcat read from the broker, starts = Admin.listOffsets" streams13 "$M13"
   check "13b local: reset lines in groups/g13/offsets = kafka-consumer-groups --reset-offsets --dry-run" resets13
   check "13c local: the same keyed lines through kvp13/1/append.kv and kvt13/append.kv" kv13
   check "13e local: tab13/table/ set, overwritten, rm, escaped keys" table13
