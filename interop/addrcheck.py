@@ -17,8 +17,9 @@ against Kafka's own answers. Sub-commands:
                              follow/<X> (follow/@<T>) starts with the same records
   kvlines OUT_P OUT_T        the keyed lines written (partition level, topic level)
   kvcheck CONSUMED           Kafka's consumer read kvp13 and kvt13 (what topicfs's append.kv
-                             wrote) with the keys, values and partitions of kvpref and kvtref
-                             (what kafka-console-producer wrote from the same lines)
+                             wrote in local mode; kvrp13, kvrt13 in remote mode) with the keys,
+                             values and partitions of kvpref and kvtref (what
+                             kafka-console-producer wrote from the same lines)
   tablesnap TABLEDIR OUT     `ls` and `cat` of a table/ directory, keys unescaped, as JSON
   tablecheck CONSUMED SNAP   the latest record of every key Kafka's consumer read in tab13 is the
                              value `cat table/<key>` gave (tombstoned keys absent), and each key's
@@ -36,6 +37,8 @@ TOPICS = {  # name: (partitions, configs)
     "t13": (2, {}),
     "kvp13": (2, {}),
     "kvt13": (3, {}),
+    "kvrp13": (2, {}),
+    "kvrt13": (3, {}),
     "kvpref": (1, {}),
     "kvtref": (3, {}),
     "tab13": (3, {"cleanup.policy": "compact"}),
@@ -257,22 +260,23 @@ def consumed(path):
 def cmd_kvcheck(argv):
     recs = consumed(argv[0])
     bad = 0
-    got_p = recs.get("kvp13", {})
     want_p = recs.get("kvpref", {}).get(0, [])
-    if got_p.get(1) != want_p or got_p.get(0):
-        bad |= fail("partition level: kvp13 %s, kafka-console-producer %s" % (got_p, want_p))
-    got_t, want_t = recs.get("kvt13", {}), recs.get("kvtref", {})
-    if got_t != want_t:
+    want_t = recs.get("kvtref", {})
+    if sum(len(r) for r in want_t.values()) != len(KV_T) or len(want_p) != len(KV_P):
+        bad |= fail("the console producer's records are not all there")
+    for mode, tp, tt in (("local", "kvp13", "kvt13"), ("remote", "kvrp13", "kvrt13")):
+        got_p = recs.get(tp, {})
+        if got_p.get(1) != want_p or got_p.get(0):
+            bad |= fail("%s, partition level: %s %s, kafka-console-producer %s" % (mode, tp, got_p, want_p))
+        got_t = recs.get(tt, {})
         for p in sorted(set(got_t) | set(want_t)):
             if got_t.get(p) != want_t.get(p):
-                bad |= fail("topic level, partition %d: kvt13 %s, kafka-console-producer %s"
-                            % (p, got_t.get(p), want_t.get(p)))
-    n = len(KV_T)
-    if sum(len(r) for r in want_t.values()) != n or len(want_p) != len(KV_P):
-        bad |= fail("the console producer's records are not all there")
-    print("partition level: %d records, keys and values as the console producer's; topic level: "
-          "%d records, per partition %s, as the console producer's" % (
-              len(want_p), n, {p: len(r) for p, r in sorted(got_t.items())}))
+                bad |= fail("%s, topic level, partition %d: %s %s, kafka-console-producer %s"
+                            % (mode, p, tt, got_t.get(p), want_t.get(p)))
+        print("%s mode: partition level %d records, keys and values as the console producer's; "
+              "topic level %d records, per partition %s, as the console producer's" % (
+                  mode, len(got_p.get(1, [])), sum(len(r) for r in got_t.values()),
+                  {p: len(r) for p, r in sorted(got_t.items())}))
     return bad
 
 

@@ -15,6 +15,7 @@
 #      written to groups/g13/offsets gives the dry run's offsets; c: lines through append.kv;
 #      e: keys set, overwritten, removed and escaped through tab13/table/; d with
 #      -o isolation.level=read_committed.
+#      (c is also written through the remote mount in step 2.)
 #   4. The broker takes the dir back: Kafka's consumer reads append.kv's records with the keys,
 #      values and partitions the console producer gave the same lines, and tab13's latest
 #      value of every key is what `cat table/<key>` gave.
@@ -189,11 +190,11 @@ console13() { # kafka-console-producer's records from the same lines (parse.key,
   echo "$(wc -l < "$S13/kv.p") lines to kvpref, $(wc -l < "$S13/kv.t") to kvtref"
 }
 
-kv13() { # the same lines through topicfs: kvp13's partition 1 and kvt13's topic-level append.kv
-  cat "$S13/kv.p" >> "$M13/kvp13/1/append.kv" || return 1
-  head -n 20 "$S13/kv.t" >> "$M13/kvt13/append.kv" || return 1  # two writes
-  tail -n +21 "$S13/kv.t" >> "$M13/kvt13/append.kv" || return 1
-  echo "kvp13: $(cat "$M13/kvp13/1/log-end-offset") records, kvt13: $(cat "$M13"/kvt13/[0-9]*/log-end-offset | tr '\n' ' ')"
+kv13() { # ROOT P T: the same lines through topicfs: P's partition 1 and T's topic-level append.kv
+  cat "$S13/kv.p" >> "$1/$2/1/append.kv" || return 1
+  head -n 20 "$S13/kv.t" >> "$1/$3/append.kv" || return 1  # two writes
+  tail -n +21 "$S13/kv.t" >> "$1/$3/append.kv" || return 1
+  echo "$2: $(cat "$1/$2/1/log-end-offset") records, $3: $(cat "$1/$3"/[0-9]*/log-end-offset | tr '\n' ' ')"
 }
 
 table13() { # tab13/table/ in local mode: set, overwrite, rm, escaped keys; then what cat gives
@@ -210,7 +211,7 @@ table13() { # tab13/table/ in local mode: set, overwrite, rm, escaped keys; then
 }
 
 consume_back13() { # the broker back on the dir: Kafka's consumer reads what topicfs appended
-  timeout 120 "$INTEROP_DIR/consume.sh" --bootstrap "$BOOT" --topic kvp13,kvt13,kvpref,kvtref,tab13 \
+  timeout 120 "$INTEROP_DIR/consume.sh" --bootstrap "$BOOT" --topic kvp13,kvt13,kvrp13,kvrt13,kvpref,kvtref,tab13 \
     --partition all > "$S13/back.jsonl" || return 1
   wc -l < "$S13/back.jsonl"
 }
@@ -239,6 +240,8 @@ part13() {
   if [ "$OK" = 1 ]; then
     check "13a remote: by-offset earliest/latest/-K/A..B, by-time ISO/date/duration/ranges, whole-topic, follow, count = kcat, starts = Admin.listOffsets" \
       streams13 "$R13"
+    check "13c remote: the same keyed lines through kvrp13/1/append.kv and kvrt13/append.kv" \
+      kv13 "$R13" kvrp13 kvrt13
     check "13a remote umount" tfs_umount_remote "$R13"
   fi
   check "13d remote mount -o isolation.level=read_committed" tfs_mount_remote "$R13" "$BOOT" -o isolation.level=read_committed
@@ -253,7 +256,8 @@ part13() {
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   check "13a local: the same forms and counts = what kcat read from the broker, starts = Admin.listOffsets" streams13 "$M13"
   check "13b local: reset lines in groups/g13/offsets = kafka-consumer-groups --reset-offsets --dry-run" resets13
-  check "13c local: the same keyed lines through kvp13/1/append.kv and kvt13/append.kv" kv13
+  check "13c local: the same keyed lines through kvp13/1/append.kv and kvt13/append.kv" \
+    kv13 "$M13" kvp13 kvt13
   check "13e local: tab13/table/ set, overwritten, rm, escaped keys" table13
   check "13 umount" tfs_umount "$M13" "$L13"
   check "13d mount topicfs on the broker's dir -o isolation.level=read_committed" \
@@ -266,7 +270,7 @@ part13() {
   check "13 broker: takes the dir back" broker_start "$L13"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   check "13 Kafka's consumer reads kvp13, kvt13, tab13 (and the references)" consume_back13
-  check "13c append.kv's records = kafka-console-producer's: keys, values, partitions" \
+  check "13c append.kv's records (local and remote mode) = kafka-console-producer's: keys, values, partitions" \
     "${A13[@]}" kvcheck "$S13/back.jsonl"
   check "13e tab13 read by Kafka's consumer: latest value of each key = cat table/<key>, tombstone absent, murmur2 partitions" \
     "${A13[@]}" tablecheck "$S13/back.jsonl" "$S13/table.json"
