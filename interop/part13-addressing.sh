@@ -17,13 +17,13 @@
 #      -o isolation.level=read_committed.
 #      (c is also written through the remote mount in step 2.)
 #   4. The broker takes the dir back: Kafka's consumer reads append.kv's records with the keys,
-#      values and partitions the console producer gave the same lines, and tab13's latest
-#      value of every key is what `cat table/<key>` gave.
+#      values and partitions the console producer gave the same lines, tab13's latest value of
+#      every key is what `cat table/<key>` gave, and g13's commits are topicfs's last reset.
 
 S13="$W/s13"; L13="$S13/logs"; M13="$S13/mnt"; R13="$S13/remote"; K13="$S13/kcat"
 A13=(python3 "$INTEROP_DIR/addrcheck.py")
 CG13=("$INTEROP_DIR/kafka-consumer-groups.sh")
-FORMS13="$S13/forms.tsv"
+FORMS13="$S13/forms.tsv"; FORMSC13="$S13/forms-committed.tsv"; KC13="$S13/kcat-committed"
 # reset lines written to groups/g13/offsets, and the same reset for kafka-consumer-groups
 RESETS13=(
   "to-datetime TDZ|--to-datetime TDZ"
@@ -72,33 +72,50 @@ forms13() { # FORMS13: "path<TAB>kcat args<TAB>listOffsets ms or -" for every fo
       t13/by-time/-5h "-o s@$((NOW13 - 5 * 3600000))"
     "${A13[@]}" instants "$BASE13" "$NOW13"
   } > "$FORMS13"
+  # x13 as read_committed streams show it, against kcat with that isolation level
+  printf '%s\t%s -X isolation.level=read_committed\t-\n' \
+    x13/0/by-offset/earliest "-p 0 -o beginning" \
+    x13/0/by-offset/-4 "-p 0 -o -4" \
+    x13/1/by-offset/-5 "-p 1 -o -5" \
+    x13/0/by-offset/latest "-p 0 -o end" \
+    x13/by-offset/earliest "-o beginning" \
+    x13/by-offset/-2 "-o -2" > "$FORMSC13"
 }
 
-kcat13() { # the oracles: kcat's records for every form, Admin.listOffsets for every time
+kcat13() { # FORMS DIR: kcat's records for every form into DIR/<line>, Admin.listOffsets for every time
   local path args ms i=0
-  mkdir -p "$K13"
+  mkdir -p "$2"
+  : > "$S13/times.in"
   while IFS=$'\t' read -r path args ms; do
     i=$((i + 1))
     # shellcheck disable=SC2086 # args are kcat's options, word-split on purpose
-    timeout 30 kcat -b "$BOOT" -C -t t13 $args -e -q -f '%p\t%o\t%s\n' > "$K13/$i" || return 1
-    echo "$path: kcat $args: $(wc -l < "$K13/$i") records"
-    [ "$ms" = - ] || printf 't13 0 %s\nt13 1 %s\n' "$ms" "$ms" >> "$S13/times.in"
-  done < "$FORMS13"
+    timeout 30 kcat -b "$BOOT" -C -t "${path%%/*}" $args -e -q -f '%p\t%o\t%s\n' > "$2/$i" || return 1
+    echo "$path: kcat $args: $(wc -l < "$2/$i") records"
+    [ "$ms" = - ] || printf '%s 0 %s\n%s 1 %s\n' "${path%%/*}" "$ms" "${path%%/*}" "$ms" >> "$S13/times.in"
+  done < "$1"
+  [ -s "$S13/times.in" ] || return 0
   timeout 120 "$INTEROP_DIR/list-offsets.sh" --bootstrap "$BOOT" < "$S13/times.in" > "$S13/times.out" || return 1
   cat "$S13/times.out"
 }
 
-streams13() { # ROOT: every form read through the mount at ROOT = kcat's records (and listOffsets)
+streams13() { # ROOT FORMS DIR: every form read through the mount at ROOT = kcat's records in DIR
+  # (and starts where listOffsets says)
   local root="$1" path args ms i=0 bad=0
   while IFS=$'\t' read -r path args ms; do
     i=$((i + 1))
     if [ "$ms" = - ]; then
-      timeout 60 "${A13[@]}" streamcheck "$root" "$path" "$K13/$i" || bad=1
+      timeout 60 "${A13[@]}" streamcheck "$root" "$path" "$3/$i" || bad=1
     else
-      timeout 60 "${A13[@]}" streamcheck "$root" "$path" "$K13/$i" "$S13/times.out" "$ms" || bad=1
+      timeout 60 "${A13[@]}" streamcheck "$root" "$path" "$3/$i" "$S13/times.out" "$ms" || bad=1
     fi
-  done < "$FORMS13"
-  counts13 "$root" || bad=1
+  done < "$2"
+  return $bad
+}
+
+streams_counts13() { # ROOT: the forms of t13 and the counts
+  local bad=0
+  streams13 "$1" "$FORMS13" "$K13" || bad=1
+  counts13 "$1" || bad=1
   return $bad
 }
 
@@ -160,11 +177,25 @@ resets13() { # each reset line written to groups/g13/offsets (g13 back at 3 befo
     echo "'$line': topicfs $(echo $got), kafka-consumer-groups --dry-run $(echo $want)"
     [ -n "$want" ] && [ "$got" = "$want" ] || bad=1
   done
+  # the first reset is left in place, for the broker to read (describe13)
+  printf '0 3\n1 3\n' > "$offs" && echo "$(reset_subst13 "${RESETS13[0]%%|*}")" > "$offs" || bad=1
   return $bad
 }
 
-readcommitted13() { # ROOT: every partition of x13 = Kafka's read_committed consumer
+describe13() { # the broker back: kafka-consumer-groups --describe shows topicfs's last reset of g13
+  local want got
+  timeout 120 "${CG13[@]}" --bootstrap-server "$BOOT" --describe --group g13 > "$S13/describe.out" 2>&1 \
+    || { cat "$S13/describe.out"; return 1; }
+  want="$(awk '$2 == "t13" { print $3, $4 }' "$S13/dry.1" | sort)"
+  got="$(awk '$2 == "t13" { print $3, $4 }' "$S13/describe.out" | sort)"
+  echo "kafka-consumer-groups --describe: $(echo $got); the dry run of '$(reset_subst13 "${RESETS13[0]%%|*}")': $(echo $want)"
+  [ -n "$want" ] && [ "$got" = "$want" ]
+}
+
+readcommitted13() { # ROOT: every partition of x13 = Kafka's read_committed consumer, and the
+  # offset forms = kcat's with that isolation level
   timeout 60 "${PY[@]}" consumedcheck "$1" "$S13/x13.committed.jsonl" x13 || return 1
+  streams13 "$1" "$FORMSC13" "$KC13" || return 1
   # and the oracle is not trivial: no aborted record, nothing of or after the open transaction on p0
   python3 - "$S13/x13.committed.jsonl" <<'PY'
 import base64, json, sys
@@ -230,7 +261,8 @@ part13() {
     setup13
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   forms13
-  check "13 oracles: kcat -o for $(wc -l < "$FORMS13") forms, Admin.listOffsets for their times" kcat13
+  check "13 oracles: kcat -o for $(wc -l < "$FORMS13") forms, Admin.listOffsets for their times" kcat13 "$FORMS13" "$K13"
+  check "13 oracles: kcat -o -X isolation.level=read_committed for $(wc -l < "$FORMSC13") forms of x13" kcat13 "$FORMSC13" "$KC13"
   check "13 oracles: kafka-consumer-groups --reset-offsets --dry-run for ${#RESETS13[@]} resets of g13" dryruns13
   check "13 oracle: Kafka's read_committed consumer on x13 (no aborted record, p0 stops at the open transaction)" \
     sh -c "timeout 120 '$INTEROP_DIR/consume.sh' --bootstrap '$BOOT' --topic x13 --partition all --isolation read_committed > '$S13/x13.committed.jsonl'"
@@ -239,14 +271,15 @@ part13() {
   check "13a remote mount" tfs_mount_remote "$R13" "$BOOT"
   if [ "$OK" = 1 ]; then
     check "13a remote: by-offset earliest/latest/-K/A..B, by-time ISO/date/duration/ranges, whole-topic, follow, count = kcat, starts = Admin.listOffsets" \
-      streams13 "$R13"
+      streams_counts13 "$R13"
     check "13c remote: the same keyed lines through kvrp13/1/append.kv and kvrt13/append.kv" \
       kv13 "$R13" kvrp13 kvrt13
     check "13a remote umount" tfs_umount_remote "$R13"
   fi
   check "13d remote mount -o isolation.level=read_committed" tfs_mount_remote "$R13" "$BOOT" -o isolation.level=read_committed
   if [ "$OK" = 1 ]; then
-    check "13d remote read_committed: x13 = Kafka's read_committed consumer" readcommitted13 "$R13"
+    check "13d remote read_committed: x13 = Kafka's read_committed consumer; earliest, -K, latest, whole topic = kcat's" \
+      readcommitted13 "$R13"
     check "13d remote umount" tfs_umount_remote "$R13"
   fi
   check "13 broker: clean stop" broker_stop "$L13"
@@ -254,7 +287,8 @@ part13() {
 
   check "13 mount topicfs on the broker's dir" tfs_mount "$M13" "$L13"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
-  check "13a local: the same forms and counts = what kcat read from the broker, starts = Admin.listOffsets" streams13 "$M13"
+  check "13a local: the same forms and counts = what kcat read from the broker, starts = Admin.listOffsets" \
+    streams_counts13 "$M13"
   check "13b local: reset lines in groups/g13/offsets = kafka-consumer-groups --reset-offsets --dry-run" resets13
   check "13c local: the same keyed lines through kvp13/1/append.kv and kvt13/append.kv" \
     kv13 "$M13" kvp13 kvt13
@@ -263,7 +297,8 @@ part13() {
   check "13d mount topicfs on the broker's dir -o isolation.level=read_committed" \
     tfs_mount "$M13" "$L13" -o isolation.level=read_committed
   if [ "$OK" = 1 ]; then
-    check "13d local read_committed: x13 = Kafka's read_committed consumer" readcommitted13 "$M13"
+    check "13d local read_committed: x13 = Kafka's read_committed consumer; earliest, -K, latest, whole topic = kcat's" \
+      readcommitted13 "$M13"
     check "13d umount" tfs_umount "$M13" "$L13"
   fi
 
@@ -274,5 +309,6 @@ part13() {
     "${A13[@]}" kvcheck "$S13/back.jsonl"
   check "13e tab13 read by Kafka's consumer: latest value of each key = cat table/<key>, tombstone absent, murmur2 partitions" \
     "${A13[@]}" tablecheck "$S13/back.jsonl" "$S13/table.json"
+  check "13b the broker reads the reset topicfs wrote last (kafka-consumer-groups --describe g13)" describe13
   check "13 broker: clean stop" broker_stop "$L13"
 }
