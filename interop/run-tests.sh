@@ -34,6 +34,11 @@
 #  12. Remote consuming under real programs (part12-remote-consume.sh): a group reader's fd shared
 #      with children, kcat -G as a co-member mid-stream, group ids that are not file names, tree
 #      walks of a topic (kcat, kafka-python and kafka-consumer-groups as oracles).
+#  13. Addressing (part13-addressing.sh): by-offset/by-time forms (earliest, latest, -K, A..B,
+#      ISO times, durations, ranges, whole topics) = kcat and Admin.listOffsets, in remote mode
+#      and in local mode on the broker's dir; group resets = kafka-consumer-groups --dry-run;
+#      append.kv = kafka-console-producer parse.key=true; read_committed = Kafka's consumer;
+#      a compacted topic written through table/ read back by the broker.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -834,6 +839,11 @@ want_part 11 && part11
 section "12. Remote consuming: shared descriptors, a kcat co-member, any group id, tree walks"
 . "$INTEROP_DIR/part12-remote-consume.sh"
 want_part 12 && part12
+
+# =============================================================================================
+section "13. Addressing, group resets, keyed lines, read_committed and the table against Kafka's tools"
+. "$INTEROP_DIR/part13-addressing.sh"
+want_part 13 && part13
 
 # =============================================================================================
 section

@@ -48,10 +48,13 @@ public final class Produce {
         "  --idempotence true|false enable.idempotence (default true, Kafka's default)",
         "  --transactional-id ID    use a transactional producer, one transaction for all records",
         "  --abort                  abort the transaction instead of committing it",
+        "  --leave-open             neither commit nor abort: the process halts with the transaction",
+        "                           open (the coordinator aborts it after its timeout)",
+        "  --transaction-timeout-ms MS  transaction.timeout.ms (default Kafka's, 60000)",
         "  --start-index I          first i (default 0)");
 
     public static void main(String[] argv) throws Exception {
-        Args a = new Args(argv, USAGE, "keys", "headers", "null-header", "abort");
+        Args a = new Args(argv, USAGE, "keys", "headers", "null-header", "abort", "leave-open");
         String bootstrap = a.get("bootstrap", "127.0.0.1:19092");
         String topic = a.require("topic", USAGE);
         int partition = a.getInt("partition", 0);
@@ -68,6 +71,8 @@ public final class Produce {
         long tStep = a.getLong("timestamp-step", 1);
         String txId = a.get("transactional-id", null);
         boolean abort = a.flag("abort");
+        boolean leaveOpen = a.flag("leave-open");
+        String txTimeout = a.get("transaction-timeout-ms", null);
         long start = a.getLong("start-index", 0);
 
         createTopic(bootstrap, topic, a.getInt("partitions", 1), a.get("topic-config", ""));
@@ -86,6 +91,7 @@ public final class Produce {
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         if (txId != null) p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txId);
+        if (txTimeout != null) p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, txTimeout);
 
         List<Future<RecordMetadata>> acks = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
@@ -112,7 +118,7 @@ public final class Produce {
                 if ((n + 1) % batchRecords == 0) producer.flush();
             }
             producer.flush();
-            if (txId != null) {
+            if (txId != null && !leaveOpen) {
                 if (abort) producer.abortTransaction();
                 else producer.commitTransaction();
             }
@@ -127,6 +133,8 @@ public final class Produce {
             }
             System.out.print(out);
             System.out.flush();
+            // close() would abort an open transaction: halt before it, as a crashed producer
+            if (leaveOpen) Runtime.getRuntime().halt(0);
         }
     }
 
