@@ -1,7 +1,7 @@
 //! The fs core: the tree of docs/contract.md as a view of the storage. Every call takes plain
 //! inode numbers and file handles and answers with values (`types.rs`) or an [`FsError`],
 //! which [`report`] logs once and turns into the errno of `errno.rs`. It knows nothing of
-//! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
+//! FUSE: `fuse/` is the thin adapter that the kernel talks to.
 
 mod ahead;
 pub mod errno;
@@ -30,7 +30,6 @@ use crate::error::Error;
 use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
 use crate::sync::{MutexExt, RwLockExt};
-pub use fuse::TopicFs;
 use handle::Handle;
 use inode::{InodeTable, Node, TopicName};
 use types::{Attr, DirEntry, Kind, Statfs};

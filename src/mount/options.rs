@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::fs::fuse::FuseConfig;
+
 use crate::config::{
     BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms, option_def,
 };
@@ -167,7 +169,7 @@ impl MountArgs {
 pub struct MountPlan {
     pub mountpoint: PathBuf,
     pub broker: BrokerConfig,
-    pub fuse: fuser::Config,
+    pub fuse: FuseConfig,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     /// Remote mode: the cluster served instead of `broker`'s log dirs.
@@ -509,31 +511,14 @@ fn check_overlaps(
     Ok(())
 }
 
-/// The FUSE session's configuration: source and subtype as mount(8) shows them, ro,
-/// allow_other (with the kernel checking the mode bits), threads.
-fn fuse_config(source: &str, flags: &MountFlags) -> fuser::Config {
-    let mut fuse = fuser::Config::default();
-    let source = source.to_string();
-    let source = if source.contains([',', ' ', '\t', '\n']) {
-        "topicfs".to_string()
-    } else {
-        source
-    };
-    fuse.mount_options = vec![
-        fuser::MountOption::FSName(source),
-        fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
-    ];
-    if flags.read_only {
-        fuse.mount_options.push(fuser::MountOption::RO);
+/// The FUSE mount's configuration: `source` as mount(8) shows it, ro, allow_other, threads.
+fn fuse_config(source: &str, flags: &MountFlags) -> FuseConfig {
+    FuseConfig {
+        source: source.to_string(),
+        read_only: flags.read_only,
+        allow_other: flags.allow_other,
+        threads: flags.threads,
     }
-    if flags.allow_other {
-        fuse.acl = fuser::SessionACL::All;
-        fuse.mount_options
-            .push(fuser::MountOption::DefaultPermissions);
-    }
-    fuse.n_threads = Some(flags.threads.max(1));
-    fuse.clone_fd = true;
-    fuse
 }
 
 impl MountPlan {
@@ -658,10 +643,7 @@ mod tests {
     }
 
     fn has_ro(p: &MountPlan) -> bool {
-        p.fuse
-            .mount_options
-            .iter()
-            .any(|o| matches!(o, fuser::MountOption::RO))
+        p.fuse.read_only
     }
 
     #[test]
@@ -754,7 +736,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert!(matches!(p.fuse.acl, fuser::SessionACL::All));
+        assert!(p.fuse.allow_other);
         let pid = p.pid_file.unwrap();
         assert!(pid.is_absolute() && pid.ends_with("p"), "{}", pid.display());
         let e = plan(&d, &["-o", "bogus=1"]).err().unwrap();
