@@ -14,9 +14,9 @@
 //! - `log`: one partition's segments and indexes, shaped like Kafka's storage module;
 //! - `record`: RecordBatch v2 bytes, no files.
 //!
-//! Beside them: `dump` (dump-log over `record`), `safe_fs` and `logdir_trust` (file operations
-//! that never follow a symlink; a log dir checked before use), `checkpoint`, `config`,
-//! `jsonl`, `read_window`, `sync` (the one path to a lock), `error`.
+//! Beside them: `dump` (dump-log over `record`), `os` (`safe_fs`: file operations that never
+//! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
+//! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock), `error`.
 
 // The layers, top down.
 pub mod mount;
@@ -43,9 +43,7 @@ pub mod config;
 pub mod dump;
 pub mod error;
 pub mod jsonl;
-pub mod logdir_trust;
-pub mod read_window;
-pub mod safe_fs;
-pub mod sync;
+pub mod os;
+pub mod util;
 
 pub use error::{Error, Result};

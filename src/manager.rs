@@ -15,7 +15,7 @@ use crate::checkpoint::{self, Offsets};
 use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
 use crate::log::{LoadParams, PartitionLog, now_ms};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{MutexExt, RwLockExt};
 
 mod cleaner;
 mod root_files;
@@ -240,7 +240,7 @@ impl LogManager {
         let mut config = config;
         for path in config.log_dirs.iter_mut() {
             // A read-only mount creates nothing: its log dirs must exist.
-            *path = crate::logdir_trust::prepare(
+            *path = crate::os::logdir_trust::prepare(
                 path,
                 config.allow_untrusted_log_dir,
                 !config.read_only,
@@ -282,7 +282,7 @@ impl LogManager {
                     dir.broker_epoch.store(epoch, Ordering::Relaxed);
                 }
                 if !config.read_only {
-                    let d = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
+                    let d = crate::os::safe_fs::Dir::open_log_dir(&dir.path)?;
                     d.remove(CLEAN_SHUTDOWN_FILE)?;
                     d.sync()?;
                 }
@@ -696,7 +696,7 @@ fn undo_unfinished_creation(
 ) -> Result<std::collections::BTreeSet<(String, u32)>> {
     let mut unfinished = std::collections::BTreeSet::new();
     for dir in dirs {
-        let text = match crate::safe_fs::read_to_string(&dir.path.join(CREATING_FILE)) {
+        let text = match crate::os::safe_fs::read_to_string(&dir.path.join(CREATING_FILE)) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e.into()),
@@ -724,7 +724,7 @@ fn undo_unfinished_creation(
                 remove_partition_dir(&d);
             }
         }
-        let root = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
+        let root = crate::os::safe_fs::Dir::open_log_dir(&dir.path)?;
         root.sync()?;
         root.remove_if_exists(CREATING_FILE)?;
         root.sync()?;
@@ -762,7 +762,7 @@ fn partition_counts(
 fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for d in dirs {
-        let Ok(text) = crate::safe_fs::read_to_string(&d.join(TOPIC_CONFIG_FILE)) else {
+        let Ok(text) = crate::os::safe_fs::read_to_string(&d.join(TOPIC_CONFIG_FILE)) else {
             continue;
         };
         for line in text.lines() {

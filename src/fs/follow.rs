@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::FsState;
 use super::types::ReadReply;
 use crate::storage::Waker;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// How long a parked read waits before its thread's signals are looked at, and how often.
 const SIGNAL_CHECK: Duration = Duration::from_millis(200);

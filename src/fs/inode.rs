@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::types::Kind;
 use crate::addr::{self, Address};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
 /// numbers) of a deleted topic are never those of a topic created since under its name.

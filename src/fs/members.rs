@@ -22,7 +22,7 @@ use super::inode::{Format, TopicName};
 use super::{FsResult, FsState, tree};
 use crate::group::range_assign;
 use crate::storage::{GroupMember, MemberEvents, TopicStore};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// A group of one topic incarnation: (topic, incarnation, group).
 pub(super) type GroupKey = (String, u64, String);

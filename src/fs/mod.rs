@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::Error;
 use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{MutexExt, RwLockExt};
 use handle::Handle;
 use inode::{InodeTable, Node, TopicName};
 use types::{Attr, DirEntry, Kind, Statfs};

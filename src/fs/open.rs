@@ -9,7 +9,7 @@ use super::stream::StreamHandle;
 use super::types::{Access, Opened};
 use super::{FsResult, FsState, OpenFile, follow, group, offset_text, tree};
 use crate::storage::TopicStore;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl FsState {
     /// Opens `ino` for the process of thread `pid`.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::handle::{self, Handle};
 use super::types::ReadReply;
 use super::{FsError, FsResult, FsState, follow, report};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl FsState {
     /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).

@@ -15,9 +15,9 @@ use crate::error::Error;
 use crate::log::now_ms;
 use crate::record::RecordInput;
 use crate::storage::TopicStore;
-use crate::sync::MutexExt;
 use crate::table::names::{NAME_MAX, key_to_name, name_to_key};
 use crate::table::{KeyIndex, Latest};
+use crate::util::sync::MutexExt;
 
 /// Entries one readdir call answers at most (the kernel asks again from the last one's
 /// offset): a listing of many keys is made a piece at a time.

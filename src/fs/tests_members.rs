@@ -16,7 +16,7 @@ use crate::config::BrokerConfig;
 use crate::error::Result;
 use crate::manager::LogManager;
 use crate::storage::{GroupMember, GroupStore, MemberEvents, Storage, TopicStore};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
 

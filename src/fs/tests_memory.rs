@@ -11,7 +11,7 @@ use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Waker};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 #[derive(Default)]
 struct Memory {

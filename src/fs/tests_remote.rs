@@ -14,7 +14,7 @@ use crate::record::RecordInput;
 use crate::storage::{
     GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Unacknowledged, Waker,
 };
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// One topic `rem` of one partition on a "cluster": the acknowledged values, and whether it
 /// answers.

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::log::now_ms;
 use crate::manager::LogManager;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The internal topic of committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

@@ -21,10 +21,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::os::safe_fs::{Access, Dir, Entry, Kind};
 use crate::record::lines::line_record;
 use crate::record::{BatchBuilder, BatchOptions, RecordInput, TimestampType};
-use crate::safe_fs::{Access, Dir, Entry, Kind};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{MutexExt, RwLockExt};
 pub use reader::LogReader;
 use segment::AppendMeta;
 pub use segment::LogSegment;

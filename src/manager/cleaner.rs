@@ -17,7 +17,7 @@ use crate::checkpoint::{self, Offsets};
 use crate::error::Result;
 use crate::log::cleaner::{CleanRound, Cleaner, choose};
 use crate::log::{PartitionLog, now_ms};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{MutexExt, RwLockExt};
 
 /// The cleaner's state in the log manager.
 pub(super) struct CleanerState {

@@ -56,7 +56,7 @@ impl LogManager {
         let made = self.make_partitions(topics, topic, from, to, cfg);
         // On success each partition directory was synced into its log dir as it was made.
         for d in &self.dirs {
-            let removed = crate::safe_fs::Dir::open_log_dir(&d.path).and_then(|root| {
+            let removed = crate::os::safe_fs::Dir::open_log_dir(&d.path).and_then(|root| {
                 root.remove_if_exists(CREATING_FILE)
                     .and_then(|()| root.sync())
             });
@@ -377,7 +377,7 @@ fn sync_parents<'a>(paths: impl Iterator<Item = &'a std::path::Path>) -> std::io
         if let Some(parent) = p.parent()
             && done.insert(parent.to_path_buf())
         {
-            crate::safe_fs::Dir::open_log_dir(parent)?.sync()?;
+            crate::os::safe_fs::Dir::open_log_dir(parent)?.sync()?;
         }
     }
     Ok(())

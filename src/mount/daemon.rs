@@ -37,7 +37,7 @@ impl Reporter {
                 let Ok(f) = f.try_clone() else { return };
                 let f = std::sync::Mutex::new(f);
                 super::logging::set_progress(Some(Box::new(move |msg: &str| {
-                    let mut f = crate::sync::MutexExt::guard(&f);
+                    let mut f = crate::util::sync::MutexExt::guard(&f);
                     let _ = writeln!(f, "INFO {}", msg.replace('\n', " "));
                 })));
             }

@@ -8,7 +8,7 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::{Mutex, OnceLock};
 
 use crate::fs::fuse::{FUSER_LOG_TARGET, unanswered_reply};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 use log::{Level, Log, Metadata, Record};
 

@@ -27,7 +27,7 @@ use fuser::{
 
 use super::types::{Access, Attr, Kind, ReadReply};
 use super::{FsResult, FsState, MAX_WRITE, report};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
 pub struct TopicFs {

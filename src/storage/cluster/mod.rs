@@ -26,7 +26,7 @@ use super::cluster_config::KAFKA_MAX_MESSAGE_BYTES;
 use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore, Unacknowledged};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the

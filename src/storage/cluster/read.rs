@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{PartitionStore, RecordStream, Unacknowledged, Waker};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
 const MARKS_TTL: Duration = Duration::from_millis(20);
@@ -630,7 +630,7 @@ mod tests {
     #[test]
     fn item3_lines_a_count_fetched_go_to_the_next_reader_once_in_order() {
         use super::{Fetched, Instant, Mutex};
-        use crate::sync::MutexExt;
+        use crate::util::sync::MutexExt;
         let chunks = [(5, 8, b"a\nb\nc\n".to_vec()), (8, 9, b"d\n".to_vec())];
         let slot = Mutex::new(Some(Fetched {
             at: Instant::now(),
