@@ -53,7 +53,7 @@ impl Rng {
 }
 
 fn lines(n: usize) -> Vec<RecordInput<'static>> {
-    let ts = topicfs::log::now_ms();
+    let ts = topicfs::util::clock::now_ms();
     (0..n)
         .map(|_| RecordInput {
             value: Some(VALUE),

@@ -16,7 +16,7 @@
 //!
 //! Beside them: `dump` (dump-log over `record`), `os` (`safe_fs`: file operations that never
 //! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
-//! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock), `error`.
+//! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock, `clock`), `error`.
 
 // The layers, top down.
 pub mod mount;

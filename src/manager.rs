@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::checkpoint::{self, Offsets};
 use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
-use crate::log::{LoadParams, PartitionLog, now_ms};
+use crate::log::{LoadParams, PartitionLog};
+use crate::util::clock::now_ms;
 use crate::util::sync::{MutexExt, RwLockExt};
 
 mod cleaner;
@@ -125,7 +126,8 @@ impl Topic {
 
     /// Notes a change of the topic itself (made, config, partition count) now.
     pub(crate) fn touch(&self) {
-        self.changed.store(crate::log::now_ms(), Ordering::Relaxed);
+        self.changed
+            .store(crate::util::clock::now_ms(), Ordering::Relaxed);
     }
 
     /// The topic's last change: its own, or the last append to any partition.

@@ -57,7 +57,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let log = PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg(segment_bytes)).unwrap();
-        let ts = topicfs::log::now_ms();
+        let ts = topicfs::util::clock::now_ms();
         for batch in &batches {
             let recs: Vec<RecordInput> = batch
                 .iter()

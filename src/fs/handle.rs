@@ -9,9 +9,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, TopicName};
 use crate::jsonl;
-use crate::log::now_ms;
 use crate::record::RecordInput;
 use crate::storage::{PartitionStore, Storage, TopicStore, Unacknowledged};
+use crate::util::clock::now_ms;
 
 /// One open file.
 pub enum Handle {

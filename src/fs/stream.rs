@@ -289,7 +289,7 @@ impl StreamHandle {
 
 impl Cursor {
     fn open(topic: Arc<str>, log: Arc<dyn PartitionStore>, name: LookupName) -> Result<Cursor> {
-        let now = crate::log::now_ms();
+        let now = crate::util::clock::now_ms();
         let reader = open_at(&*log, name.addr.start, now)?;
         let start = reader.start_offset();
         let limit = resolve_limit(&*log, &name.addr, start, now)?;

@@ -12,11 +12,11 @@ use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
 use crate::error::Error;
-use crate::log::now_ms;
 use crate::record::RecordInput;
 use crate::storage::TopicStore;
 use crate::table::names::{NAME_MAX, key_to_name, name_to_key};
 use crate::table::{KeyIndex, Latest};
+use crate::util::clock::now_ms;
 use crate::util::sync::MutexExt;
 
 /// Entries one readdir call answers at most (the kernel asks again from the last one's

@@ -17,9 +17,9 @@ use super::codec::{
     self, OffsetCommitKey, OffsetCommitValue, RecordKey, decode_key, decode_offset_value,
 };
 use crate::error::{Error, Result};
-use crate::log::now_ms;
 use crate::manager::LogManager;
 use crate::record::{BatchHeader, Record, RecordInput};
+use crate::util::clock::now_ms;
 use crate::util::sync::MutexExt;
 
 /// The internal topic of committed offsets.

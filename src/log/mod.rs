@@ -17,24 +17,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::os::safe_fs::{Access, Dir, Entry, Kind};
 use crate::record::lines::line_record;
 use crate::record::{BatchBuilder, BatchOptions, RecordInput, TimestampType};
+use crate::util::clock::now_ms;
 use crate::util::sync::{MutexExt, RwLockExt};
 pub use reader::LogReader;
 use segment::AppendMeta;
 pub use segment::LogSegment;
-
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 /// Offsets given to one appended batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

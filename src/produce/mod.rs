@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use partitioner::{murmur2, partition_for_key};
 
 use crate::error::{Error, Result};
-use crate::log::{PartitionLog, now_ms, validator};
+use crate::log::{PartitionLog, validator};
 use crate::manager::Topic;
 use crate::record::lines::{line_record, line_records};
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+use crate::util::clock::now_ms;
 
 impl Topic {
     /// Appends one write's lines at topic level: they have no key, so they go together to the
