@@ -314,7 +314,7 @@ impl LogConfig {
     /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
     pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
-        if name == crate::group::OFFSETS_TOPIC {
+        if name == crate::consumer_offsets::OFFSETS_TOPIC {
             c.cleanup_policy = CleanupPolicy::compact();
         }
         for (k, v) in overrides {

@@ -9,8 +9,8 @@
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
 //! - `table` (a topic's latest value per key), `metrics` (counters and `@metrics`), `produce`
 //!   (a write's records into batches, keyed routing);
-//! - `manager` (log dirs, topics, load, the background tasks) and `group` (consumer-group
-//!   offsets in `__consumer_offsets`);
+//! - `manager` (log dirs, topics, load, the background tasks) and `consumer_offsets` (the
+//!   local store of consumer-group offsets, `__consumer_offsets`);
 //! - `log`: one partition's segments and indexes, shaped like Kafka's storage module;
 //! - `record`: RecordBatch v2 bytes, no files.
 //!
@@ -30,7 +30,7 @@ pub mod metrics;
 pub mod produce;
 pub mod table;
 
-pub mod group;
+pub mod consumer_offsets;
 pub mod manager;
 
 pub mod log;

@@ -372,7 +372,7 @@ impl LogManager {
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
                 // A log topicfs creates holds no transaction: only loaded ones are scanned.
-                if config.read_committed && t != crate::group::OFFSETS_TOPIC {
+                if config.read_committed && t != crate::consumer_offsets::OFFSETS_TOPIC {
                     log.set_read_committed()?;
                 }
                 if reported.elapsed() >= Duration::from_secs(1) {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use topicfs::config::BrokerConfig;
-use topicfs::group::OffsetsStorage;
+use topicfs::consumer_offsets::OffsetsStorage;
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
 

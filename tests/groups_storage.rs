@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use topicfs::config::BrokerConfig;
-use topicfs::group::codec::{self, OffsetCommitKey, OffsetCommitValue};
-use topicfs::group::{GroupOffsets, OFFSETS_TOPIC, partition_for};
+use topicfs::consumer_offsets::codec::{self, OffsetCommitKey, OffsetCommitValue};
+use topicfs::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC, partition_for};
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
 

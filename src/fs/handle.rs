@@ -17,8 +17,8 @@ use crate::util::clock::now_ms;
 pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
-    Group(super::group::GroupHandle),
-    GroupOffsets(super::group::OffsetsHandle),
+    Group(super::group_handle::GroupHandle),
+    GroupOffsets(super::group_handle::OffsetsHandle),
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
     Segment(Arc<File>),

@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::group::GroupHandle;
+use super::group_handle::GroupHandle;
 use super::handle::Handle;
 use super::inode::{Format, TopicName};
 use super::{FsResult, FsState, tree};
-use crate::group::range_assign;
+use crate::consumer_offsets::range_assign;
 use crate::storage::{GroupMember, MemberEvents, TopicStore};
 use crate::util::sync::MutexExt;
 

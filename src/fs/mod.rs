@@ -7,7 +7,7 @@ mod ahead;
 pub mod errno;
 mod follow;
 pub mod fuse;
-pub mod group;
+pub mod group_handle;
 pub mod handle;
 pub mod inode;
 mod members;
@@ -516,7 +516,7 @@ impl FsState {
 
     /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
     /// active members elsewhere (remote mode).
-    fn offsets_movable(&self, of: &OpenFile, o: &group::OffsetsHandle) -> FsResult<()> {
+    fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
         let topic = of.topic.as_ref().expect("a topic's file");
         let t = TopicName::new(topic.name(), topic.incarnation());
         if self.group_busy(&t, o.group()) {
@@ -533,7 +533,7 @@ impl FsState {
     fn apply_offsets(
         &self,
         of: &OpenFile,
-        o: &mut group::OffsetsHandle,
+        o: &mut group_handle::OffsetsHandle,
         closer: Option<u64>,
     ) -> FsResult<()> {
         if !o.pending() {

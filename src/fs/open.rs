@@ -7,7 +7,7 @@ use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
 use super::inode::{Format, GroupFile, Node, PartitionFile, TopicFile};
 use super::stream::StreamHandle;
 use super::types::{Access, Opened};
-use super::{FsResult, FsState, OpenFile, follow, group, offset_text, tree};
+use super::{FsResult, FsState, OpenFile, follow, group_handle, offset_text, tree};
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
@@ -40,7 +40,7 @@ impl FsState {
         let (handle, direct_io) = match &node {
             Node::GroupFile(t, g, GroupFile::Offsets) => {
                 let topic = self.topic(t)?;
-                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
+                let h = group_handle::OffsetsHandle::open(topic, g, &*self.groups)?;
                 (Handle::GroupOffsets(h), true)
             }
             Node::GroupFile(t, g, f) => {
@@ -139,7 +139,7 @@ impl FsState {
             }
             Node::TopicLookup(t, name) => {
                 let topic = self.topic(t)?;
-                let h = group::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
+                let h = group_handle::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
                 (Handle::Group(h), true)
             }
             Node::Segment(t, p, name, file_ino) => {

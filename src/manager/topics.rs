@@ -173,7 +173,7 @@ impl LogManager {
     /// topic stays as it was.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.writable()?;
-        if name == crate::group::OFFSETS_TOPIC {
+        if name == crate::consumer_offsets::OFFSETS_TOPIC {
             return Err(Error::InternalTopic(format!(
                 "{name} is the consumer groups' internal topic: it cannot be deleted"
             )));
@@ -255,7 +255,7 @@ impl LogManager {
     /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
-        if topic == crate::group::OFFSETS_TOPIC {
+        if topic == crate::consumer_offsets::OFFSETS_TOPIC {
             // A group's partition is its hash modulo the count: growing it moves groups.
             return Err(Error::InternalTopic(format!(
                 "{topic} is the consumer groups' internal topic: its partition count is fixed"
@@ -327,7 +327,7 @@ impl LogManager {
             }
         }
         let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
-        if topic == crate::group::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
+        if topic == crate::consumer_offsets::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
             // Its records are the latest commit of each key: deleting by age loses commits.
             return Err(Error::InvalidConfig(format!(
                 "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::{
     GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
 };
+use crate::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC};
 use crate::error::Result;
-use crate::group::{GroupOffsets, OFFSETS_TOPIC};
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
 use crate::metrics::{PartitionSample, Sample};

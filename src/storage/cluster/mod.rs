@@ -5,7 +5,7 @@
 
 mod admin;
 mod block;
-mod groups;
+mod group_offsets;
 mod member;
 mod produce;
 mod read;
@@ -396,7 +396,7 @@ impl Storage for ClusterStorage {
         self.0.producer.flush(self.0.timeout)
     }
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
-        Ok(Arc::new(groups::ClusterGroups::new(self.0.clone())))
+        Ok(Arc::new(group_offsets::ClusterGroups::new(self.0.clone())))
     }
     fn is_internal(&self, topic: &str) -> bool {
         topic.starts_with("__")

@@ -388,7 +388,7 @@ fn invalid(e: codec::CodecError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group::codec::encode_offset_key;
+    use crate::consumer_offsets::codec::encode_offset_key;
 
     /// An in-memory `__consumer_offsets`: per partition, the batches appended.
     #[derive(Default)]
