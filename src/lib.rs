@@ -21,12 +21,12 @@
 // The layers, top down.
 pub mod mount;
 
-pub mod addr;
+pub(crate) mod addr;
 pub mod fs;
 
 pub mod storage;
 
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod produce;
 pub mod table;
 
@@ -38,11 +38,11 @@ pub mod log;
 pub mod record;
 
 // Beside them.
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod config;
 pub mod dump;
-pub mod error;
-pub mod jsonl;
+pub(crate) mod error;
+pub(crate) mod jsonl;
 pub mod os;
 pub mod util;
 

@@ -20,7 +20,7 @@ pub enum Handle {
     Group(super::group_handle::GroupHandle),
     GroupOffsets(super::group_handle::OffsetsHandle),
     Text(TextHandle),
-    /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
+    /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),
     /// `table/<key>`.
     Table(super::table::TableHandle),

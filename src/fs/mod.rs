@@ -4,10 +4,10 @@
 //! FUSE: `fuse/` is the thin adapter that the kernel talks to.
 
 mod ahead;
-pub mod errno;
+pub(crate) mod errno;
 mod follow;
-pub mod fuse;
-pub mod group_handle;
+pub(crate) mod fuse;
+pub(crate) mod group_handle;
 pub mod handle;
 pub mod inode;
 mod members;
@@ -15,9 +15,9 @@ mod metrics;
 mod open;
 mod read;
 pub mod stream;
-pub mod table;
+pub(crate) mod table;
 mod tree;
-pub mod types;
+pub(crate) mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

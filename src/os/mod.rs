@@ -2,5 +2,5 @@
 //! operations that never follow a symlink) and `logdir_trust` (a log dir created safely and
 //! checked before use).
 
-pub mod logdir_trust;
+pub(crate) mod logdir_trust;
 pub mod safe_fs;

@@ -2,5 +2,5 @@
 //! positional read window) and `clock` (the wall clock in Kafka's milliseconds).
 
 pub mod clock;
-pub mod read_window;
+pub(crate) mod read_window;
 pub mod sync;
