@@ -3,7 +3,8 @@
 //! The layers, data flowing down (docs/architecture.md describes each file):
 //! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
 //!   touches process-wide state;
-//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse/` its thin FUSE adapter, and
+//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse/` its thin FUSE adapter (the only
+//!   user of fuser: the session and the mount configuration too), and
 //!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
 //!   records, resolved against given bounds;
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
