@@ -548,13 +548,7 @@ impl TextHandle {
                             "{topic}/partitions: {line:?} is not a partition count"
                         ))
                     })?;
-                    if n < count || n == 0 {
-                        return Err(Error::InvalidPartitionCount {
-                            topic: topic.to_string(),
-                            current: count,
-                            requested: n,
-                        });
-                    }
+                    crate::storage::partition_growth(topic, count, n)?;
                     count = n;
                     any = true;
                 }

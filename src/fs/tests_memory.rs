@@ -163,15 +163,7 @@ impl PartitionStore for MemPartition {
         self.0.guard().len() as i64
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
-        let end = self.log_end_offset();
-        if !(0..=end).contains(&offset) {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: 0,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, 0, self.log_end_offset())
     }
     fn offset_for_time(&self, _ts: i64) -> Result<Option<i64>> {
         Ok(None)

@@ -666,15 +666,7 @@ impl PartitionLog {
     /// `by-offset/N` exists when log-start-offset <= N <= log-end-offset. Returns the log end.
     pub fn check_offset(&self, offset: i64) -> Result<i64> {
         let end = self.log_end_offset();
-        let start = self.log_start_offset();
-        if offset < start || offset > end {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: start,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, self.log_start_offset(), end)
     }
 
     /// The first offset whose record has a timestamp >= `ts` (Kafka's `fetchOffsetByTimestamp`).

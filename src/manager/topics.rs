@@ -124,13 +124,7 @@ impl LogManager {
     /// Like [`LogManager::create_topic`], with `partitions` partitions (at least 1).
     pub fn create_topic_with_partitions(&self, name: &str, partitions: u32) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
-        if partitions == 0 {
-            return Err(Error::InvalidPartitionCount {
-                topic: name.to_string(),
-                current: 0,
-                requested: 0,
-            });
-        }
+        crate::storage::partition_growth(name, 0, partitions)?;
         self.writable()?;
         let _admin = self.admin.guard();
         if self.topics.read_guard().contains_key(name) {
@@ -264,14 +258,7 @@ impl LogManager {
         let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let current = t.partition_count();
-        if n < current || n == 0 {
-            return Err(Error::InvalidPartitionCount {
-                topic: topic.to_string(),
-                current,
-                requested: n,
-            });
-        }
-        if n == current {
+        if !crate::storage::partition_growth(topic, current, n)? {
             return Ok(());
         }
         let made = {

@@ -57,8 +57,12 @@ impl Topic {
             return Ok(());
         }
         validator::validate_timestamps(records, &self.config(), now_ms())?;
+        let parts = route(records, self.partition_count(), max_record, || {
+            self.next_round_robin()
+        })?;
         if records.iter().all(|r| r.key.is_none()) {
-            let p = self.next_round_robin();
+            // One partition: as one batch, or split as it fits.
+            let p = parts[0];
             let before = *done;
             let res = append_batch(&*self.partition(p)?, records, done);
             if *done > before {
@@ -66,19 +70,8 @@ impl Topic {
             }
             return res;
         }
-        // The write spans partitions: every record must fit before any is appended.
-        check_each_fits(records, max_record)?;
-        let unkeyed = records
-            .iter()
-            .any(|r| r.key.is_none())
-            .then(|| self.next_round_robin());
-        let count = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<RecordInput<'_>>> = BTreeMap::new();
-        for r in records {
-            let p = match r.key {
-                Some(k) => partition_for_key(k, count),
-                None => unkeyed.unwrap_or(0),
-            };
+        for (r, p) in records.iter().zip(parts) {
             by_partition.entry(p).or_default().push(*r);
         }
         for (p, recs) in by_partition {
@@ -91,6 +84,35 @@ impl Topic {
         }
         Ok(())
     }
+}
+
+/// Kafka's producer routing of one topic-level write, for every storage: each keyed record
+/// goes to its murmur2 partition of `count`, the unkeyed ones together to one partition,
+/// `next_round_robin()` (asked only when a record has no key, so each write with unkeyed
+/// records takes the next partition). A write with a keyed record may span partitions: it is
+/// refused whole (RecordTooLarge) when one record cannot fit in a batch of its own
+/// (`max_record`), before any is appended. The partition of each record, in order.
+pub fn route(
+    records: &[RecordInput<'_>],
+    count: u32,
+    max_record: usize,
+    next_round_robin: impl FnOnce() -> u32,
+) -> Result<Vec<u32>> {
+    if records.iter().any(|r| r.key.is_some()) {
+        check_each_fits(records, max_record)?;
+    }
+    let count = count.max(1);
+    let unkeyed = records
+        .iter()
+        .any(|r| r.key.is_none())
+        .then(next_round_robin);
+    Ok(records
+        .iter()
+        .map(|r| match r.key {
+            Some(k) => partition_for_key(k, count),
+            None => unkeyed.unwrap_or(0),
+        })
+        .collect())
 }
 
 /// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
@@ -163,7 +185,7 @@ pub fn append_lines(
 }
 
 /// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
-pub fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
+fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
     let mut sizes = Vec::with_capacity(records.len());
     let mut scratch = Vec::new();
     for r in records {
@@ -192,5 +214,63 @@ fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut us
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
+        RecordInput {
+            key,
+            value: Some(value),
+            headers: &[],
+            timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn item3_route_keyed_by_murmur2_unkeyed_to_one_round_robin_partition() {
+        let next = Cell::new(0u32);
+        let rr = || {
+            next.set(next.get() + 1);
+            7
+        };
+        // Unkeyed records of one write go together to the next round-robin partition.
+        let unkeyed = [rec(None, b"a"), rec(None, b"b")];
+        assert_eq!(route(&unkeyed, 12, 1 << 20, rr).unwrap(), vec![7, 7]);
+        assert_eq!(next.get(), 1);
+        // Keyed records go to Kafka's partition for their key; a write of keyed records
+        // only does not take a round-robin partition.
+        let keyed = [rec(Some(b"k1"), b"a"), rec(Some(b"k2"), b"b")];
+        let want: Vec<u32> = [b"k1", b"k2"]
+            .iter()
+            .map(|k| partition_for_key(&k[..], 12))
+            .collect();
+        assert_eq!(route(&keyed, 12, 1 << 20, rr).unwrap(), want);
+        assert_eq!(next.get(), 1);
+        let mixed = [rec(Some(b"k1"), b"a"), rec(None, b"b")];
+        assert_eq!(route(&mixed, 12, 1 << 20, rr).unwrap(), vec![want[0], 7]);
+        assert_eq!(next.get(), 2);
+    }
+
+    #[test]
+    fn item3_route_refuses_a_spanning_write_with_a_record_too_large_before_routing() {
+        let next = Cell::new(0u32);
+        let rr = || {
+            next.set(next.get() + 1);
+            0
+        };
+        let big = vec![b'x'; 200];
+        let mixed = [rec(Some(b"k"), b"a"), rec(None, &big)];
+        match route(&mixed, 3, 150, rr) {
+            Err(Error::RecordTooLarge { max: 150, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(next.get(), 0, "no partition taken by a refused write");
+        // Unkeyed records go to one partition, split there as they fit: no check here.
+        assert_eq!(route(&[rec(None, &big)], 3, 150, rr).unwrap(), vec![0]);
     }
 }

@@ -43,7 +43,7 @@ pub trait Storage: Send + Sync {
     /// Creates a topic with the default partition count and configs.
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
     fn delete_topic(&self, name: &str) -> Result<()>;
-    /// Grows a topic to `count` partitions (never shrinks).
+    /// Grows a topic to `count` partitions (never shrinks: [`partition_growth`]).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
     /// Whether one topic config line (`Some` sets, `None` removes) would be accepted, as far
     /// as it can be told before it is applied; nothing changes.
@@ -227,7 +227,8 @@ pub trait PartitionStore: Send + Sync {
     fn offsets_now(&self) -> Result<(i64, i64)> {
         Ok((self.log_start_offset(), self.log_end_offset()))
     }
-    /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
+    /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange: the
+    /// partition's offsets (as fresh as the storage needs them) held to [`offset_in_range`].
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>>;
@@ -297,6 +298,34 @@ pub trait PartitionStore: Send + Sync {
     }
 }
 
+/// The by-offset range rule, for every storage: `by-offset/N` (and a stream from N) exists
+/// when log-start <= N <= log-end, the log end itself naming the empty stream that grows.
+/// Ok(log end), else OffsetOutOfRange.
+pub fn offset_in_range(offset: i64, log_start: i64, log_end: i64) -> Result<i64> {
+    if offset < log_start || offset > log_end {
+        return Err(crate::error::Error::OffsetOutOfRange {
+            offset,
+            log_start,
+            log_end,
+        });
+    }
+    Ok(log_end)
+}
+
+/// Partition counts only grow, as Kafka's CreatePartitions allows, for every storage:
+/// Ok(true) when `requested` adds partitions to `current`, Ok(false) when it is `current`;
+/// fewer, or none, is InvalidPartitionCount. (A new topic grows from 0.)
+pub fn partition_growth(topic: &str, current: u32, requested: u32) -> Result<bool> {
+    if requested < current || requested == 0 {
+        return Err(crate::error::Error::InvalidPartitionCount {
+            topic: topic.to_string(),
+            current,
+            requested,
+        });
+    }
+    Ok(requested > current)
+}
+
 /// The sum of `measure` over the data records `reader` (opened at `from`) gives at offsets
 /// in [from, to), each record once; it stops reading once it passed `to`.
 pub fn measure_records(
@@ -345,5 +374,51 @@ pub trait RecordStream: Send {
                 *from = r.offset + 1;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn item3_offset_in_range_is_the_by_offset_rule_of_every_storage() {
+        // log-start <= N <= log-end: the log end names the empty stream that grows.
+        assert_eq!(offset_in_range(100, 100, 150).unwrap(), 150);
+        assert_eq!(offset_in_range(150, 100, 150).unwrap(), 150);
+        assert_eq!(offset_in_range(0, 0, 0).unwrap(), 0);
+        for n in [99, 151, -1, i64::MIN, i64::MAX] {
+            match offset_in_range(n, 100, 150) {
+                Err(Error::OffsetOutOfRange {
+                    offset,
+                    log_start: 100,
+                    log_end: 150,
+                }) => assert_eq!(offset, n),
+                other => panic!("{n}: {other:?}"),
+            }
+        }
+        // The names the tree resolves hold to it.
+        use crate::addr::OffsetForm;
+        assert_eq!(OffsetForm::At(150).resolve(100, 150), Some(150));
+        assert_eq!(OffsetForm::At(151).resolve(100, 150), None);
+    }
+
+    #[test]
+    fn item3_partition_counts_only_grow_in_every_storage() {
+        assert!(partition_growth("t", 2, 5).unwrap());
+        assert!(!partition_growth("t", 2, 2).unwrap());
+        // A new topic grows from 0.
+        assert!(partition_growth("t", 0, 1).unwrap());
+        for (current, requested) in [(2, 1), (0, 0), (3, 0)] {
+            match partition_growth("t", current, requested) {
+                Err(Error::InvalidPartitionCount {
+                    topic,
+                    current: c,
+                    requested: r,
+                }) => assert_eq!((topic.as_str(), c, r), ("t", current, requested)),
+                other => panic!("{current} -> {requested}: {other:?}"),
+            }
+        }
     }
 }

@@ -348,14 +348,7 @@ impl Storage for ClusterStorage {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         let t = self.0.topic(topic, true)?;
         let current = t.partition_count();
-        if count < current {
-            return Err(Error::InvalidPartitionCount {
-                topic: topic.to_string(),
-                current,
-                requested: count,
-            });
-        }
-        if count == current {
+        if !crate::storage::partition_growth(topic, current, count)? {
             return Ok(());
         }
         admin::create_partitions(&self.0, topic, count)?;
@@ -538,18 +531,9 @@ impl ClusterTopic {
             return Ok(());
         }
         let count = self.partition_count().max(1);
-        if records.iter().any(|r| r.key.is_some()) {
-            crate::produce::check_each_fits(records, max_record)?;
-        }
-        // Unkeyed records of one write go to one partition, the next write's to the next.
-        let unkeyed = self.round_robin.fetch_add(1, Ordering::Relaxed) % count;
-        let parts: Vec<u32> = records
-            .iter()
-            .map(|r| match r.key {
-                Some(k) => crate::produce::partition_for_key(k, count),
-                None => unkeyed,
-            })
-            .collect();
+        let parts = crate::produce::route(records, count, max_record, || {
+            self.round_robin.fetch_add(1, Ordering::Relaxed) % count
+        })?;
         let res = self.inner.producer.send(
             &self.name,
             records,

@@ -163,14 +163,7 @@ impl PartitionStore for ClusterPartition {
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let (start, end) = self.marks(true)?;
-        if offset < start || offset > end {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: start,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
         let mut tpl = TopicPartitionList::new();
