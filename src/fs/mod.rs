@@ -135,8 +135,8 @@ pub struct FsState {
     /// Consumer groups' committed offsets.
     groups: Arc<dyn GroupStore>,
     /// The open record files of each group (topic, incarnation, group), and the mount's
-    /// membership of it.
-    members: Mutex<HashMap<members::GroupKey, members::GroupMembers>>,
+    /// membership of it; a lock per group.
+    members: members::Groups,
     /// This state, for the storage's reports on group membership.
     me: std::sync::Weak<FsState>,
     /// Set when shutdown begins: follow files end (EOF) from then on.
