@@ -50,9 +50,7 @@ fn topic(mgr: &LogManager, name: &str, n: u64) -> Arc<dyn TopicStore> {
                 timestamp: now,
             })
             .collect();
-        let mut done = 0;
-        t.append(&records, 1 << 20, &mut done, &mut Default::default())
-            .unwrap();
+        t.append(&records, 1 << 20).unwrap();
         i += 100;
     }
     t

@@ -69,8 +69,7 @@ proptest! {
                 })
                 .collect();
             // Split as the producer splits a batch larger than a segment.
-            let mut done = 0;
-            topicfs::produce::append_batch(&log, &recs, &mut done).unwrap();
+            topicfs::produce::append_batch(&log, &recs).unwrap();
         }
         let all = decode_dir_records(&dir.path().join("t-0"));
         let n: usize = batches.iter().map(Vec::len).sum();

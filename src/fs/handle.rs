@@ -383,29 +383,28 @@ impl AppendHandle {
         self.append(Batch::Records(&records))
     }
 
+    /// Appends one write's batch; what it stored is counted (`appended`, `written`) also when
+    /// a later part of it failed.
     fn append(&mut self, batch: Batch<'_>) -> Result<()> {
-        let (appended, written) = (&mut self.appended, &mut self.written);
-        match &self.target {
-            AppendTarget::Partition(_, log) => {
-                let before = *appended;
-                let res = match batch {
-                    Batch::Records(records) => log.append(records, appended),
-                    Batch::Lines(parts, ts) => log.append_lines(parts, ts, appended),
-                };
-                if *appended > before {
-                    written.insert(log.partition());
-                }
-                res
+        let answer = match (&self.target, batch) {
+            (AppendTarget::Partition(_, log), Batch::Records(records)) => log.append(records),
+            (AppendTarget::Partition(_, log), Batch::Lines(parts, ts)) => {
+                log.append_lines(parts, ts)
             }
-            AppendTarget::Topic(topic) => match batch {
-                Batch::Records(records) => {
-                    topic.append(records, self.max_record, appended, written)
-                }
-                Batch::Lines(parts, ts) => {
-                    topic.append_lines(parts, ts, self.max_record, appended, written)
-                }
-            },
-        }
+            (AppendTarget::Topic(topic), Batch::Records(records)) => {
+                topic.append(records, self.max_record)
+            }
+            (AppendTarget::Topic(topic), Batch::Lines(parts, ts)) => {
+                topic.append_lines(parts, ts, self.max_record)
+            }
+        };
+        let (stored, result) = match answer {
+            Ok(a) => (a, Ok(())),
+            Err(e) => (e.appended, Err(e.error)),
+        };
+        self.appended += stored.records;
+        self.written.extend(stored.partitions);
+        result
     }
 }
 

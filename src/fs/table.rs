@@ -115,9 +115,8 @@ fn append_record(
         headers: &[],
         timestamp: now_ms(),
     };
-    let mut done = 0;
-    topic.append(&[record], max_record, &mut done, &mut Default::default())?;
-    if done != 1 {
+    let appended = topic.append(&[record], max_record)?;
+    if appended.records != 1 {
         return Err(Error::from(std::io::Error::other(
             "the record was not appended",
         )));

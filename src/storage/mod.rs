@@ -12,16 +12,79 @@ mod local;
 pub use cluster::ClusterStorage;
 pub use cluster_config::ClusterConfig;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 
 pub use crate::log::SegmentFile;
 pub use crate::log::waiters::Waker;
+
+/// What one append stored: the first `records` records of the write, in `partitions`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub records: usize,
+    pub partitions: BTreeSet<u32>,
+}
+
+impl Appended {
+    /// `records` records stored in partition `p` (none: no partition).
+    pub fn to(p: u32, records: usize) -> Appended {
+        Appended {
+            records,
+            partitions: (records > 0).then_some(p).into_iter().collect(),
+        }
+    }
+
+    /// What the write stored so far and then `next` of it: everything when `next` failed too.
+    pub fn then(mut self, next: AppendResult) -> AppendResult {
+        let (more, error) = match next {
+            Ok(a) => (a, None),
+            Err(e) => (e.appended, Some(e.error)),
+        };
+        self.records += more.records;
+        self.partitions.extend(more.partitions);
+        match error {
+            None => Ok(self),
+            Some(error) => Err(self.stopped(error)),
+        }
+    }
+
+    /// The write stopped at `error`, with this much of it stored.
+    pub fn stopped(self, error: Error) -> AppendError {
+        AppendError {
+            appended: self,
+            error,
+        }
+    }
+}
+
+/// An append that stopped at `error` after it stored `appended` (the first records of the
+/// write; none after them).
+#[derive(Debug)]
+pub struct AppendError {
+    pub appended: Appended,
+    pub error: Error,
+}
+
+/// Failed before anything was stored.
+impl From<Error> for AppendError {
+    fn from(error: Error) -> AppendError {
+        Appended::default().stopped(error)
+    }
+}
+
+impl From<AppendError> for Error {
+    fn from(e: AppendError) -> Error {
+        e.error
+    }
+}
+
+/// An append's answer: what it stored, or where it stopped and what it stored before.
+pub type AppendResult = std::result::Result<Appended, AppendError>;
 
 /// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
 pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
@@ -181,27 +244,14 @@ pub trait TopicStore: Send + Sync {
         None
     }
     /// Appends one write's records at topic level, routed as Kafka's producer routes them
-    /// (see [`crate::produce`]). `done` counts records appended, `written` gets the
-    /// partitions appended to.
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut std::collections::BTreeSet<u32>,
-    ) -> Result<()>;
+    /// (see [`crate::produce::route`]): the records appended and the partitions appended to
+    /// (also when a later part of the write failed).
+    fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult;
     /// Appends one write's lines at topic level (see [`crate::record::lines`]): by default as
     /// their records through [`TopicStore::append`].
-    fn append_lines(
-        &self,
-        parts: &[&[u8]],
-        timestamp: i64,
-        max_record: usize,
-        done: &mut usize,
-        written: &mut std::collections::BTreeSet<u32>,
-    ) -> Result<()> {
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, max_record: usize) -> AppendResult {
         let records = crate::record::lines::line_records(parts, timestamp);
-        self.append(&records, max_record, done, written)
+        self.append(&records, max_record)
     }
     /// The topic as one open append file of a storage that writes behind sees it: its
     /// appends return once handed over, and the [`Unacknowledged`] waits for them. None (the
@@ -249,13 +299,13 @@ pub trait PartitionStore: Send + Sync {
         let (from, to) = (self.log_start_offset(), self.log_end_offset());
         measure_records(&mut *self.read_from_offset(from)?, from, to, |_, _| 1)
     }
-    /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
-    /// the records appended (the first ones, when a later batch fails).
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Appends `records` as one batch, or as few as fit `max.message.bytes`: the records
+    /// appended (the first ones, when a later batch fails).
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult;
     /// Appends the lines of each of `parts` (see [`crate::record::lines`]), all with
     /// `timestamp`, as [`PartitionStore::append`] appends their records (by default, as them).
-    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
-        self.append(&crate::record::lines::line_records(parts, timestamp), done)
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
+        self.append(&crate::record::lines::line_records(parts, timestamp))
     }
     /// The partition as one open append file sees it (see [`TopicStore::write_behind`]).
     fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {

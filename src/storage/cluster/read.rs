@@ -16,7 +16,7 @@ use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{PartitionStore, RecordStream, Unacknowledged, Waker};
+use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
 use crate::util::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
@@ -232,21 +232,26 @@ impl PartitionStore for ClusterPartition {
             None => Err(Error::NoRecordAtOrAfter(ts)),
         }
     }
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
         let parts = vec![self.p; records.len()];
+        let mut done = 0;
         let res = self.inner.producer.send(
             &self.topic,
             records,
             &parts,
             self.inner.timeout,
-            done,
+            &mut done,
             self.behind.as_ref(),
         );
         if res.is_err() {
             crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
         }
         self.appended();
-        res
+        let appended = Appended::to(self.p, done);
+        match res {
+            Ok(()) => Ok(appended),
+            Err(e) => Err(appended.stopped(e)),
+        }
     }
     fn has_replicas(&self) -> bool {
         true
