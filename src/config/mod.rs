@@ -592,35 +592,7 @@ pub fn parse_properties(text: &str) -> std::result::Result<Vec<(String, String)>
         if line.is_empty() {
             continue;
         }
-        // Split the key from the value.
-        let mut key_len = 0;
-        let mut value_start = line.len();
-        let mut has_sep = false;
-        let mut esc = false;
-        while key_len < line.len() {
-            let c = line[key_len];
-            if (c == '=' || c == ':') && !esc {
-                value_start = key_len + 1;
-                has_sep = true;
-                break;
-            } else if is_blank(c) && !esc {
-                value_start = key_len + 1;
-                break;
-            }
-            esc = c == '\\' && !esc;
-            key_len += 1;
-        }
-        while value_start < line.len() {
-            let c = line[value_start];
-            if !is_blank(c) {
-                if !has_sep && (c == '=' || c == ':') {
-                    has_sep = true;
-                } else {
-                    break;
-                }
-            }
-            value_start += 1;
-        }
+        let (key_len, value_start) = split_key_value(&line);
         let key = unescape(&line[..key_len])?;
         let value = unescape(&line[value_start.min(line.len())..])?;
         match out.iter_mut().find(|(k, _)| *k == key) {
@@ -629,6 +601,42 @@ pub fn parse_properties(text: &str) -> std::result::Result<Vec<(String, String)>
         }
     }
     Ok(out)
+}
+
+/// Where a logical line's key ends and its value starts, as `Properties.load` splits them:
+/// the key ends at the first unescaped `=`, `:` or blank; then blanks and at most one `=` or
+/// `:` are skipped.
+fn split_key_value(line: &[char]) -> (usize, usize) {
+    let is_blank = |c: char| c == ' ' || c == '\t' || c == '\x0c';
+    let mut key_len = 0;
+    let mut value_start = line.len();
+    let mut has_sep = false;
+    let mut esc = false;
+    while key_len < line.len() {
+        let c = line[key_len];
+        if (c == '=' || c == ':') && !esc {
+            value_start = key_len + 1;
+            has_sep = true;
+            break;
+        } else if is_blank(c) && !esc {
+            value_start = key_len + 1;
+            break;
+        }
+        esc = c == '\\' && !esc;
+        key_len += 1;
+    }
+    while value_start < line.len() {
+        let c = line[value_start];
+        if !is_blank(c) {
+            if !has_sep && (c == '=' || c == ':') {
+                has_sep = true;
+            } else {
+                break;
+            }
+        }
+        value_start += 1;
+    }
+    (key_len, value_start)
 }
 
 /// Java's `Properties.loadConvert`: decodes `\uXXXX`, `\t`, `\n`, `\r`, `\f`; a backslash
