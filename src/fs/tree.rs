@@ -325,6 +325,9 @@ impl FsState {
     }
 
     /// The entries of a directory (without `.` and `..`).
+    ///
+    /// One step (over 80 lines): one arm per directory of the tree, each listing what
+    /// [`FsState::child`] finds, side by side so the two are read together.
     pub(super) fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
         let mut out = Vec::new();
         match node {
