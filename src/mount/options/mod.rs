@@ -9,7 +9,7 @@ use clap::Args;
 use crate::fs::fuse::FuseConfig;
 
 use crate::config::{
-    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms, option_def,
+    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,
 };
 
 #[derive(Args)]
@@ -94,64 +94,62 @@ pub struct MountArgs {
     kafka: KafkaArgs,
 }
 
-/// The Kafka long options: one field per key of [`CONFIG_KEYS`] that has an option (but
-/// `--log-dir`, which repeats and so is a field of its own). The fields stay derive fields so
-/// clap parses them as before; their name, alias, value name and help come from the table,
-/// and a unit test checks that every option of the table is here and nothing else.
-macro_rules! kafka_args {
-    ($( $field:ident, $key:literal; )*) => {
-        #[derive(Args)]
-        #[command(next_help_heading = "Kafka options (server.properties keys; they win over --config)")]
-        struct KafkaArgs {
-            $(
-                #[arg(
-                    long = option_def($key).option,
-                    alias = option_def($key).alias,
-                    value_name = option_def($key).unit,
-                    help = option_def($key).cli_help(),
-                )]
-                $field: Option<String>,
-            )*
-        }
+/// The Kafka long options, built from [`CONFIG_KEYS`]: one option per key of the table that
+/// has one (but `--log-dir`, which repeats and so is a field of its own), with its name,
+/// alias, value name and help from the key's row. Each given option's value, by key.
+struct KafkaArgs(Vec<(&'static str, String)>);
 
-        impl KafkaArgs {
-            /// (server.properties key, value) for each option given.
-            fn pairs(&self) -> Vec<(&'static str, &str)> {
-                let mut out = Vec::new();
-                $( if let Some(v) = &self.$field { out.push(($key, v.as_str())); } )*
-                out
-            }
-        }
-    };
+/// The heading of the Kafka options in `--help`.
+const KAFKA_HEADING: &str = "Kafka options (server.properties keys; they win over --config)";
+
+/// The keys of the table that have a Kafka long option.
+fn kafka_options() -> impl Iterator<Item = &'static crate::config::ConfigKey> {
+    CONFIG_KEYS
+        .iter()
+        .filter(|k| k.option.is_some() && k.broker != "log.dirs")
 }
 
-kafka_args! {
-    num_partitions, "num.partitions";
-    segment_bytes, "log.segment.bytes";
-    roll_ms, "log.roll.ms";
-    roll_hours, "log.roll.hours";
-    segment_index_bytes, "log.index.size.max.bytes";
-    index_interval_bytes, "log.index.interval.bytes";
-    message_timestamp_type, "log.message.timestamp.type";
-    timestamp_before_max_ms, "log.message.timestamp.before.max.ms";
-    timestamp_after_max_ms, "log.message.timestamp.after.max.ms";
-    retention_ms, "log.retention.ms";
-    retention_minutes, "log.retention.minutes";
-    retention_hours, "log.retention.hours";
-    retention_bytes, "log.retention.bytes";
-    retention_check_interval_ms, "log.retention.check.interval.ms";
-    flush_messages, "log.flush.interval.messages";
-    checkpoint_interval_ms, "log.flush.offset.checkpoint.interval.ms";
-    message_max_bytes, "message.max.bytes";
-    compression_type, "compression.type";
-    cleanup_policy, "log.cleanup.policy";
-    cleaner_enable, "log.cleaner.enable";
-    min_cleanable_dirty_ratio, "log.cleaner.min.cleanable.ratio";
-    min_compaction_lag_ms, "log.cleaner.min.compaction.lag.ms";
-    max_compaction_lag_ms, "log.cleaner.max.compaction.lag.ms";
-    delete_retention_ms, "log.cleaner.delete.retention.ms";
-    cleaner_backoff_ms, "log.cleaner.backoff.ms";
-    cleaner_dedupe_buffer_size, "log.cleaner.dedupe.buffer.size";
+impl clap::FromArgMatches for KafkaArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(KafkaArgs(
+            kafka_options()
+                .filter_map(|k| Some((k.broker, m.get_one::<String>(k.broker)?.clone())))
+                .collect(),
+        ))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for KafkaArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = cmd.next_help_heading(KAFKA_HEADING);
+        kafka_options().fold(cmd, |cmd, k| {
+            let mut arg = clap::Arg::new(k.broker)
+                .long(k.option)
+                .value_name(k.unit)
+                .help(k.cli_help())
+                .action(clap::ArgAction::Set);
+            if let Some(alias) = k.alias {
+                arg = arg.alias(alias);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl KafkaArgs {
+    /// (server.properties key, value) for each option given.
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        self.0.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
 }
 
 impl MountArgs {

@@ -258,3 +258,34 @@ fn mountinfo_escapes_are_undone() {
     assert_eq!(unescape_mountinfo(r"/a\04"), br"/a\04");
     assert_eq!(unescape_mountinfo(r"\\"), br"\\");
 }
+
+#[test]
+fn item5_the_kafka_options_are_built_from_the_key_table() {
+    let mut seen = 0;
+    for k in CONFIG_KEYS {
+        let Some(option) = k.option.filter(|_| k.broker != "log.dirs") else {
+            continue;
+        };
+        for name in std::iter::once(option).chain(k.alias) {
+            let argv = ["topicfs", "/mnt", &format!("--{name}=v-{name}")];
+            let cmd = Cmd::try_parse_from(argv).unwrap();
+            assert_eq!(
+                cmd.args.kafka.pairs(),
+                vec![(k.broker, format!("v-{name}").as_str())],
+                "--{name}"
+            );
+            assert_eq!(
+                cmd.args.kafka_value(k.broker),
+                Some(format!("v-{name}").as_str())
+            );
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, kafka_options().count());
+    // Options not given are not there; one given twice is refused as clap refuses it.
+    let cmd = Cmd::try_parse_from(["topicfs", "/mnt"]).unwrap();
+    assert!(cmd.args.kafka.pairs().is_empty());
+    assert!(
+        Cmd::try_parse_from(["topicfs", "/mnt", "--segment-bytes=1", "--segment-bytes=2"]).is_err()
+    );
+}
