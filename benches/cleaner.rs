@@ -41,7 +41,7 @@ fn cfg() -> Arc<LogConfig> {
 
 /// Appends `records` keyed records (`keys` distinct keys) in batches of 100.
 fn fill(log: &PartitionLog, records: usize, keys: usize, from: usize) {
-    let ts = topicfs::log::now_ms();
+    let ts = topicfs::util::clock::now_ms();
     let names: Vec<String> = (0..100).map(|_| String::new()).collect();
     let mut names = names;
     let mut i = from;
@@ -116,7 +116,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn clean_all(log: &PartitionLog, cleaner: &mut Cleaner) -> u64 {
-    let now = topicfs::log::now_ms();
+    let now = topicfs::util::clock::now_ms();
     let to_clean = choose::cleanable(log, None, now).unwrap();
     cleaner
         .clean(

@@ -53,7 +53,7 @@ impl Rng {
 }
 
 fn lines(n: usize) -> Vec<RecordInput<'static>> {
-    let ts = topicfs::log::now_ms();
+    let ts = topicfs::util::clock::now_ms();
     (0..n)
         .map(|_| RecordInput {
             value: Some(VALUE),
@@ -111,7 +111,7 @@ fn index_lookup(c: &mut Criterion) {
         e.extend_from_slice(&((i * 800) as u32).to_be_bytes());
         e
     });
-    let d = std::sync::Arc::new(topicfs::safe_fs::Dir::open(dir.path()).unwrap());
+    let d = std::sync::Arc::new(topicfs::os::safe_fs::Dir::open(dir.path()).unwrap());
     let oi = OffsetIndex::new(
         d.clone(),
         "00000000000000000000.index".into(),

@@ -37,7 +37,7 @@ fn key(i: u64) -> Vec<u8> {
 fn topic(mgr: &LogManager, name: &str, n: u64) -> Arc<dyn TopicStore> {
     let t = mgr.create_topic(name).unwrap();
     let value = [b'v'; 100];
-    let now = topicfs::log::now_ms();
+    let now = topicfs::util::clock::now_ms();
     let mut i = 0;
     while i < n {
         let keys: Vec<Vec<u8>> = (i..(i + 100).min(n)).map(key).collect();
@@ -50,9 +50,7 @@ fn topic(mgr: &LogManager, name: &str, n: u64) -> Arc<dyn TopicStore> {
                 timestamp: now,
             })
             .collect();
-        let mut done = 0;
-        t.append(&records, 1 << 20, &mut done, &mut Default::default())
-            .unwrap();
+        t.append(&records, 1 << 20).unwrap();
         i += 100;
     }
     t

@@ -20,10 +20,13 @@ pub enum OffsetForm {
 }
 
 impl OffsetForm {
-    /// The offset in a log of [start, end). None for a decimal offset outside it.
+    /// The offset in a log of [start, end). None for a decimal offset outside it (the
+    /// by-offset range rule, [`crate::storage::offset_in_range`]).
     pub fn resolve(self, start: i64, end: i64) -> Option<i64> {
         match self {
-            OffsetForm::At(n) => (start..=end).contains(&n).then_some(n),
+            OffsetForm::At(n) => crate::storage::offset_in_range(n, start, end)
+                .ok()
+                .map(|_| n),
             OffsetForm::Earliest => Some(start),
             OffsetForm::Latest => Some(end),
             OffsetForm::Last(k) => Some(end.saturating_sub(k).max(start)),

@@ -10,7 +10,7 @@ pub type Offsets = BTreeMap<(String, u32), i64>;
 
 /// Writes `content` to `path` atomically and durably (never writing through a symlink).
 pub fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
-    crate::safe_fs::write_atomic(path, content)
+    crate::os::safe_fs::write_atomic(path, content)
 }
 
 pub fn format(offsets: &Offsets) -> String {
@@ -27,7 +27,7 @@ pub fn write(path: &Path, offsets: &Offsets) -> io::Result<()> {
 
 /// Reads a checkpoint file; a missing or empty file is an empty map.
 pub fn read(path: &Path) -> io::Result<Offsets> {
-    let text = match crate::safe_fs::read_to_string(path) {
+    let text = match crate::os::safe_fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Offsets::new()),
         Err(e) => return Err(e),

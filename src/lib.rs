@@ -3,34 +3,35 @@
 //! The layers, data flowing down (docs/architecture.md describes each file):
 //! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
 //!   touches process-wide state;
-//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse.rs` its thin FUSE adapter, and
+//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse/` its thin FUSE adapter (the only
+//!   user of fuser: the session and the mount configuration too), and
 //!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
 //!   records, resolved against given bounds;
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
 //! - `table` (a topic's latest value per key), `metrics` (counters and `@metrics`), `produce`
 //!   (a write's records into batches, keyed routing);
-//! - `manager` (log dirs, topics, load, the background tasks) and `group` (consumer-group
-//!   offsets in `__consumer_offsets`);
+//! - `manager` (log dirs, topics, load, the background tasks) and `consumer_offsets` (the
+//!   local store of consumer-group offsets, `__consumer_offsets`);
 //! - `log`: one partition's segments and indexes, shaped like Kafka's storage module;
 //! - `record`: RecordBatch v2 bytes, no files.
 //!
-//! Beside them: `dump` (dump-log over `record`), `safe_fs` and `logdir_trust` (file operations
-//! that never follow a symlink; a log dir checked before use), `checkpoint`, `config`,
-//! `jsonl`, `read_window`, `sync` (the one path to a lock), `error`.
+//! Beside them: `dump` (dump-log over `record`), `os` (`safe_fs`: file operations that never
+//! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
+//! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock, `clock`), `error`.
 
 // The layers, top down.
 pub mod mount;
 
-pub mod addr;
+pub(crate) mod addr;
 pub mod fs;
 
 pub mod storage;
 
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod produce;
 pub mod table;
 
-pub mod group;
+pub mod consumer_offsets;
 pub mod manager;
 
 pub mod log;
@@ -38,14 +39,12 @@ pub mod log;
 pub mod record;
 
 // Beside them.
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod config;
 pub mod dump;
-pub mod error;
-pub mod jsonl;
-pub mod logdir_trust;
-pub mod read_window;
-pub mod safe_fs;
-pub mod sync;
+pub(crate) mod error;
+pub(crate) mod jsonl;
+pub mod os;
+pub mod util;
 
 pub use error::{Error, Result};

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use crate::checkpoint::{self, Offsets};
 use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
-use crate::log::{LoadParams, PartitionLog, now_ms};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::log::{LoadParams, PartitionLog};
+use crate::util::clock::now_ms;
+use crate::util::sync::{MutexExt, RwLockExt};
 
 mod cleaner;
 mod root_files;
@@ -125,7 +126,8 @@ impl Topic {
 
     /// Notes a change of the topic itself (made, config, partition count) now.
     pub(crate) fn touch(&self) {
-        self.changed.store(crate::log::now_ms(), Ordering::Relaxed);
+        self.changed
+            .store(crate::util::clock::now_ms(), Ordering::Relaxed);
     }
 
     /// The topic's last change: its own, or the last append to any partition.
@@ -240,7 +242,7 @@ impl LogManager {
         let mut config = config;
         for path in config.log_dirs.iter_mut() {
             // A read-only mount creates nothing: its log dirs must exist.
-            *path = crate::logdir_trust::prepare(
+            *path = crate::os::logdir_trust::prepare(
                 path,
                 config.allow_untrusted_log_dir,
                 !config.read_only,
@@ -282,7 +284,7 @@ impl LogManager {
                     dir.broker_epoch.store(epoch, Ordering::Relaxed);
                 }
                 if !config.read_only {
-                    let d = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
+                    let d = crate::os::safe_fs::Dir::open_log_dir(&dir.path)?;
                     d.remove(CLEAN_SHUTDOWN_FILE)?;
                     d.sync()?;
                 }
@@ -370,7 +372,7 @@ impl LogManager {
                 };
                 let log = PartitionLog::load(&path, &t, p, cfg, params)?;
                 // A log topicfs creates holds no transaction: only loaded ones are scanned.
-                if config.read_committed && t != crate::group::OFFSETS_TOPIC {
+                if config.read_committed && t != crate::consumer_offsets::OFFSETS_TOPIC {
                     log.set_read_committed()?;
                 }
                 if reported.elapsed() >= Duration::from_secs(1) {
@@ -696,7 +698,7 @@ fn undo_unfinished_creation(
 ) -> Result<std::collections::BTreeSet<(String, u32)>> {
     let mut unfinished = std::collections::BTreeSet::new();
     for dir in dirs {
-        let text = match crate::safe_fs::read_to_string(&dir.path.join(CREATING_FILE)) {
+        let text = match crate::os::safe_fs::read_to_string(&dir.path.join(CREATING_FILE)) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e.into()),
@@ -724,7 +726,7 @@ fn undo_unfinished_creation(
                 remove_partition_dir(&d);
             }
         }
-        let root = crate::safe_fs::Dir::open_log_dir(&dir.path)?;
+        let root = crate::os::safe_fs::Dir::open_log_dir(&dir.path)?;
         root.sync()?;
         root.remove_if_exists(CREATING_FILE)?;
         root.sync()?;
@@ -762,7 +764,7 @@ fn partition_counts(
 fn read_topic_overrides(dirs: &[PathBuf]) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for d in dirs {
-        let Ok(text) = crate::safe_fs::read_to_string(&d.join(TOPIC_CONFIG_FILE)) else {
+        let Ok(text) = crate::os::safe_fs::read_to_string(&d.join(TOPIC_CONFIG_FILE)) else {
             continue;
         };
         for line in text.lines() {

@@ -129,38 +129,45 @@ fn counter(reg: &mut Registry, name: &str, help: &str, value: u64) {
 /// The text of `@metrics`.
 pub fn render(s: &Sample) -> String {
     let mut reg = Registry::default();
+    partition_metrics(&mut reg, s);
+    group_metrics(&mut reg, s);
+    daemon_metrics(&mut reg, s);
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
+        .expect("formatting into a String does not fail");
+    out
+}
+
+/// Each partition's offsets and sizes, and each topic's record and byte counters.
+fn partition_metrics(reg: &mut Registry, s: &Sample) {
     let start = gauges(
-        &mut reg,
+        reg,
         "topicfs_log_start_offset",
         "The partition's log start offset",
     );
     let end = gauges(
-        &mut reg,
+        reg,
         "topicfs_log_end_offset",
         "The partition's log end offset (the next offset to be assigned)",
     );
     let size = gauges(
-        &mut reg,
+        reg,
         "topicfs_log_size_bytes",
         "Bytes of the partition's segment files",
     );
-    let segments = gauges(
-        &mut reg,
-        "topicfs_log_segments",
-        "The partition's segment count",
-    );
+    let segments = gauges(reg, "topicfs_log_segments", "The partition's segment count");
     let records = counters(
-        &mut reg,
+        reg,
         "topicfs_records_appended",
         "Records appended to the topic since the daemon started",
     );
     let appended = counters(
-        &mut reg,
+        reg,
         "topicfs_bytes_appended",
         "Bytes of record batches appended to the topic since the daemon started",
     );
     let read = counters(
-        &mut reg,
+        reg,
         "topicfs_bytes_read",
         "Bytes of record batches read from the topic's log for readers since the daemon started",
     );
@@ -182,8 +189,12 @@ pub fn render(s: &Sample) -> String {
         appended.get_or_create(&topic).inc_by(p.bytes_appended);
         read.get_or_create(&topic).inc_by(p.bytes_read);
     }
+}
+
+/// Each group's lag per partition.
+fn group_metrics(reg: &mut Registry, s: &Sample) {
     let lag = gauges(
-        &mut reg,
+        reg,
         "topicfs_group_lag",
         "The partition's log end offset minus the group's committed offset",
     );
@@ -195,6 +206,11 @@ pub fn render(s: &Sample) -> String {
         ];
         lag.get_or_create(&labels).set(*l);
     }
+}
+
+/// The daemon's own gauges and counters (waiting readers, the cleaner, retention, recovery,
+/// the cluster's errors).
+fn daemon_metrics(reg: &mut Registry, s: &Sample) {
     let waiting = Gauge::<i64>::default();
     waiting.set(s.waiting_readers as i64);
     reg.register(
@@ -203,51 +219,47 @@ pub fn render(s: &Sample) -> String {
         waiting,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_cleaner_runs",
         "Cleaning rounds of compacted partitions completed",
         s.cleaner_runs,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_cleaner_failures",
         "Cleaning rounds that failed",
         s.cleaner_failures,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_bytes_cleaned",
         "Bytes of segments the cleaner read and rewrote",
         s.bytes_cleaned,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_retention_deleted_segments",
         "Segments deleted by retention",
         s.retention_deleted_segments,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_recovered_partitions",
         "Partitions recovered at start after an unclean shutdown",
         s.recovered_partitions,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_producer_errors",
         "Appends that failed (remote mode: produce requests the cluster refused or did not acknowledge)",
         s.producer_errors,
     );
     counter(
-        &mut reg,
+        reg,
         "topicfs_consumer_errors",
         "Reads of the log that failed (remote mode: fetches from the cluster)",
         s.consumer_errors,
     );
-    let mut out = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
-        .expect("formatting into a String does not fail");
-    out
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use topicfs::config::BrokerConfig;
-use topicfs::group::OffsetsStorage;
+use topicfs::consumer_offsets::OffsetsStorage;
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
 
@@ -69,7 +69,7 @@ fn the_cleaner_thread_compacts_and_checkpoints_the_first_dirty_offset() {
     mgr.create_topic("plain").unwrap();
     mgr.set_topic_config("keyed", "cleanup.policy", Some("compact"))
         .unwrap();
-    let now = topicfs::log::now_ms();
+    let now = topicfs::util::clock::now_ms();
     for i in 0..200 {
         put(&mgr, "keyed", &format!("k{}", i % 5), &format!("v{i}"), now);
         put(&mgr, "plain", &format!("k{}", i % 5), &format!("v{i}"), now);
@@ -148,7 +148,7 @@ fn consumer_offsets_is_compacted() {
     // Kafka's 100 MiB segments would keep everything in the active segment here.
     mgr.set_topic_config("__consumer_offsets", "segment.bytes", Some("600"))
         .unwrap();
-    let now = topicfs::log::now_ms();
+    let now = topicfs::util::clock::now_ms();
     for i in 0..300 {
         let key = format!("group-{}", i % 3);
         let value = format!("commit-{i}");
@@ -187,7 +187,7 @@ fn compact_delete_also_deletes_old_segments_and_compact_alone_does_not() {
         )
         .unwrap();
     }
-    let old = topicfs::log::now_ms() - 3_600_000;
+    let old = topicfs::util::clock::now_ms() - 3_600_000;
     for i in 0..100 {
         for t in ["both", "compact"] {
             put(&mgr, t, &format!("k{i}"), "v", old);

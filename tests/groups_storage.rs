@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use topicfs::config::BrokerConfig;
-use topicfs::group::codec::{self, OffsetCommitKey, OffsetCommitValue};
-use topicfs::group::{GroupOffsets, OFFSETS_TOPIC, partition_for};
+use topicfs::consumer_offsets::codec::{self, OffsetCommitKey, OffsetCommitValue};
+use topicfs::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC, partition_for};
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
 
@@ -66,7 +66,7 @@ fn rec<'a>(k: &'a [u8], v: Option<&'a [u8]>) -> RecordInput<'a> {
         key: Some(k),
         value: v,
         headers: &[],
-        timestamp: topicfs::log::now_ms(),
+        timestamp: topicfs::util::clock::now_ms(),
     }
 }
 
@@ -252,12 +252,12 @@ fn bytes_on_disk_decode_with_kafkas_schema() {
     let tmp = tempfile::tempdir().unwrap();
     let mgr = open(tmp.path(), 50);
     let g = GroupOffsets::open(mgr.clone()).unwrap();
-    let before = topicfs::log::now_ms();
+    let before = topicfs::util::clock::now_ms();
     g.commit("g1", &[("orders", 0, 42), ("orders", 3, 1_000_000_000_000)])
         .unwrap();
     g.commit("g1", &[("payments.eu", 2, 0)]).unwrap();
     g.delete_offsets("g1", "orders").unwrap();
-    let after = topicfs::log::now_ms();
+    let after = topicfs::util::clock::now_ms();
     let dir = tmp.path().join(format!("{OFFSETS_TOPIC}-42"));
     drop(g);
     close(mgr);

@@ -27,7 +27,7 @@ fn put(mgr: &LogManager, topic: &str, p: u32, v: &str) -> i64 {
         .unwrap()
         .append(&[RecordInput {
             value: Some(v.as_bytes()),
-            timestamp: topicfs::log::now_ms(),
+            timestamp: topicfs::util::clock::now_ms(),
             ..Default::default()
         }])
         .unwrap()

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::decode::decode_partition_dir;
 use common::mount::TestMount;
-use topicfs::sync::MutexExt;
+use topicfs::util::sync::MutexExt;
 
 const WRITERS: u32 = 3;
 

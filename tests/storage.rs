@@ -326,14 +326,15 @@ fn lines_are_one_batch_split_when_too_large_and_refused_without_keys_on_compacte
         .collect();
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     let (head, rest) = text.as_bytes().split_at(text.find('\n').unwrap() + 1);
-    let mut done = 0;
-    PartitionStore::append_lines(&log, &[head, b"first batch\n"], 7, &mut done).unwrap();
-    assert_eq!((done, log.segments()[0].size() > 0), (2, true));
+    let first = PartitionStore::append_lines(&log, &[head, b"first batch\n"], 7).unwrap();
+    assert_eq!((first.records, log.segments()[0].size() > 0), (2, true));
+    assert_eq!(first.partitions.into_iter().collect::<Vec<_>>(), vec![0]);
     // 40 lines of ~50 bytes: about 2 KB of records, over the 1000-byte limit.
-    PartitionStore::append_lines(&log, &[head, rest], 8, &mut done).unwrap();
-    assert_eq!(done, 2 + 40);
-    PartitionStore::append_lines(&log, &[b"", b""], 9, &mut done).unwrap();
-    assert_eq!((done, log.log_end_offset()), (42, 42));
+    let split = PartitionStore::append_lines(&log, &[head, rest], 8).unwrap();
+    assert_eq!(split.records, 40);
+    let none = PartitionStore::append_lines(&log, &[b"", b""], 9).unwrap();
+    assert_eq!((none.records, log.log_end_offset()), (0, 42));
+    assert!(none.partitions.is_empty());
     let got = independent_decode(d.path());
     let mut want: Vec<(i64, i64, Vec<u8>)> = vec![
         (0, 7, head[..head.len() - 1].to_vec()),
@@ -360,12 +361,19 @@ fn lines_are_one_batch_split_when_too_large_and_refused_without_keys_on_compacte
     let mut cc = LogConfig::default();
     cc.set_topic_key("cleanup.policy", "compact").unwrap();
     let log = PartitionLog::create(compacted.path(), "t", 0, Arc::new(cc)).unwrap();
-    let mut done = 0;
-    let err = PartitionStore::append_lines(&log, &[b"a\nb\n"], 7, &mut done).unwrap_err();
-    assert!(matches!(err, topicfs::Error::InvalidRecord(_)), "{err}");
-    PartitionStore::append_lines(&log, &[b""], 7, &mut done).unwrap();
+    let err = PartitionStore::append_lines(&log, &[b"a\nb\n"], 7).unwrap_err();
+    assert!(
+        matches!(err.error, topicfs::Error::InvalidRecord(_)),
+        "{}",
+        err.error
+    );
+    let empty = PartitionStore::append_lines(&log, &[b""], 7).unwrap();
     assert_eq!(
-        (done, log.log_end_offset(), log.segments()[0].size()),
+        (
+            err.appended.records + empty.records,
+            log.log_end_offset(),
+            log.segments()[0].size()
+        ),
         (0, 0, 0)
     );
 }

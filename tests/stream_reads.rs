@@ -57,7 +57,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let log = PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg(segment_bytes)).unwrap();
-        let ts = topicfs::log::now_ms();
+        let ts = topicfs::util::clock::now_ms();
         for batch in &batches {
             let recs: Vec<RecordInput> = batch
                 .iter()
@@ -69,8 +69,7 @@ proptest! {
                 })
                 .collect();
             // Split as the producer splits a batch larger than a segment.
-            let mut done = 0;
-            topicfs::produce::append_batch(&log, &recs, &mut done).unwrap();
+            topicfs::produce::append_batch(&log, &recs).unwrap();
         }
         let all = decode_dir_records(&dir.path().join("t-0"));
         let n: usize = batches.iter().map(Vec::len).sum();

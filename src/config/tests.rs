@@ -328,3 +328,38 @@ fn cleanup_policy_and_cleaner_keys_follow_kafka() {
     let e = b.set("log.cleaner.enable", "yes").unwrap_err().to_string();
     assert!(e.contains("log.cleaner.enable"), "{e}");
 }
+
+#[test]
+fn item5_each_key_is_one_row_with_its_validator_and_accessor() {
+    for k in CONFIG_KEYS {
+        // A topic key is set and shown through its row; a broker-only key has its own setter.
+        assert_eq!(k.topic.is_some(), k.topic_value.is_some(), "{}", k.broker);
+        assert!(
+            k.topic_value.is_some() || k.broker_set.is_some(),
+            "{}",
+            k.broker
+        );
+        if let (Some(t), Some(v)) = (k.topic, k.topic_value) {
+            let mut c = LogConfig::default();
+            let shown = (v.get)(&c);
+            c.set_topic_key(t, &shown).unwrap();
+            assert_eq!(c, LogConfig::default(), "{t}={shown} is the default");
+            assert_eq!(c.get_topic_key(t), Some(shown));
+        }
+    }
+    let mut c = LogConfig::default();
+    c.set_topic_key("segment.bytes", " 4096 ").unwrap();
+    assert_eq!(c.get_topic_key("segment.bytes").as_deref(), Some("4096"));
+    // A broker key is no topic key.
+    assert!(c.set_topic_key("log.segment.bytes", "4096").is_err());
+    assert_eq!(c.get_topic_key("log.segment.bytes"), None);
+    // Through its broker key, a topic key's validator names the broker key.
+    let e = BrokerConfig::default()
+        .set("log.segment.bytes", "1")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("log.segment.bytes") && e.contains("at least 14"),
+        "{e}"
+    );
+}

@@ -5,8 +5,8 @@ use std::fs::File;
 use super::exception::{
     CORRUPT_RECORD, ILLEGAL_ARGUMENT, KAFKA, Res, exc, index_oob, nio_open_exc, read_exc,
 };
-use crate::read_window::FileWindow;
 use crate::record::{BatchHeader, BatchView, Compression, HEADER_SIZE, LOG_OVERHEAD};
+use crate::util::read_window::FileWindow;
 
 /// How much of a file one read brings in.
 const WINDOW: usize = 1 << 20;

@@ -11,7 +11,7 @@ use super::exception::{
 };
 use super::file_records::{LogRecords, be_i16, be_i32, be_i64};
 use super::java::{first_dot_part, java_absolute, java_child, java_parent, parse_java_long};
-use crate::read_window::FileWindow;
+use crate::util::read_window::FileWindow;
 
 const WINDOW: usize = 1 << 20;
 use super::records::{Rec, for_each_record};

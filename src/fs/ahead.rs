@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 type Job = Box<dyn FnOnce() + Send>;
 

@@ -28,7 +28,7 @@ pub fn errno(e: &Error) -> i32 {
         Error::ReadOnly => libc::EROFS,
         Error::NotWritable(_) => libc::EBADF,
         // ENOSPC, EDQUOT, EROFS of the disk... pass through as the disk reported them.
-        Error::Io(io) => crate::safe_fs::os_error(io).unwrap_or(libc::EIO),
+        Error::Io(io) => crate::os::safe_fs::os_error(io).unwrap_or(libc::EIO),
     }
 }
 

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use super::FsState;
 use super::types::ReadReply;
 use crate::storage::Waker;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// How long a parked read waits before its thread's signals are looked at, and how often.
 const SIGNAL_CHECK: Duration = Duration::from_millis(200);
 
 /// How often the group readers' periodic commits are looked at (they are due every
-/// [`super::group::COMMIT_INTERVAL`]).
+/// [`super::group_handle::COMMIT_INTERVAL`]).
 const COMMIT_SCAN: Duration = Duration::from_secs(1);
 
 /// A read waiting for records.

@@ -9,18 +9,18 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, TopicName};
 use crate::jsonl;
-use crate::log::now_ms;
 use crate::record::RecordInput;
 use crate::storage::{PartitionStore, Storage, TopicStore, Unacknowledged};
+use crate::util::clock::now_ms;
 
 /// One open file.
 pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
-    Group(super::group::GroupHandle),
-    GroupOffsets(super::group::OffsetsHandle),
+    Group(super::group_handle::GroupHandle),
+    GroupOffsets(super::group_handle::OffsetsHandle),
     Text(TextHandle),
-    /// The real file; the kernel may read it itself (passthrough): see [`super::types::Opened`].
+    /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),
     /// `table/<key>`.
     Table(super::table::TableHandle),
@@ -383,29 +383,28 @@ impl AppendHandle {
         self.append(Batch::Records(&records))
     }
 
+    /// Appends one write's batch; what it stored is counted (`appended`, `written`) also when
+    /// a later part of it failed.
     fn append(&mut self, batch: Batch<'_>) -> Result<()> {
-        let (appended, written) = (&mut self.appended, &mut self.written);
-        match &self.target {
-            AppendTarget::Partition(_, log) => {
-                let before = *appended;
-                let res = match batch {
-                    Batch::Records(records) => log.append(records, appended),
-                    Batch::Lines(parts, ts) => log.append_lines(parts, ts, appended),
-                };
-                if *appended > before {
-                    written.insert(log.partition());
-                }
-                res
+        let answer = match (&self.target, batch) {
+            (AppendTarget::Partition(_, log), Batch::Records(records)) => log.append(records),
+            (AppendTarget::Partition(_, log), Batch::Lines(parts, ts)) => {
+                log.append_lines(parts, ts)
             }
-            AppendTarget::Topic(topic) => match batch {
-                Batch::Records(records) => {
-                    topic.append(records, self.max_record, appended, written)
-                }
-                Batch::Lines(parts, ts) => {
-                    topic.append_lines(parts, ts, self.max_record, appended, written)
-                }
-            },
-        }
+            (AppendTarget::Topic(topic), Batch::Records(records)) => {
+                topic.append(records, self.max_record)
+            }
+            (AppendTarget::Topic(topic), Batch::Lines(parts, ts)) => {
+                topic.append_lines(parts, ts, self.max_record)
+            }
+        };
+        let (stored, result) = match answer {
+            Ok(a) => (a, Ok(())),
+            Err(e) => (e.appended, Err(e.error)),
+        };
+        self.appended += stored.records;
+        self.written.extend(stored.partitions);
+        result
     }
 }
 
@@ -548,13 +547,7 @@ impl TextHandle {
                             "{topic}/partitions: {line:?} is not a partition count"
                         ))
                     })?;
-                    if n < count || n == 0 {
-                        return Err(Error::InvalidPartitionCount {
-                            topic: topic.to_string(),
-                            current: count,
-                            requested: n,
-                        });
-                    }
+                    crate::storage::partition_growth(topic, count, n)?;
                     count = n;
                     any = true;
                 }

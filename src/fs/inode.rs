@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::types::Kind;
 use crate::addr::{self, Address};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The topic a node belongs to: its name and its incarnation, so the nodes (and inode
 /// numbers) of a deleted topic are never those of a topic created since under its name.
@@ -309,7 +309,7 @@ pub fn parse_partition(name: &str) -> Option<u32> {
 }
 
 /// Parses the name of a file under `by-offset/`, `by-time/` or `follow/`: one of the forms
-/// of [`crate::addr`] for that directory, optionally followed by `.jsonl`.
+/// of `crate::addr` for that directory, optionally followed by `.jsonl`.
 pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
     let (form, format) = match name.strip_suffix(Format::Jsonl.suffix()) {
         Some(d) => (d, Format::Jsonl),

@@ -12,20 +12,37 @@
 //! those the group's coordinator gives this mount, one member of a group with members on
 //! other mounts (remote mode), reported through [`MemberEvents`].
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::group::GroupHandle;
+use super::group_handle::GroupHandle;
 use super::handle::Handle;
 use super::inode::{Format, TopicName};
 use super::{FsResult, FsState, tree};
-use crate::group::range_assign;
+use crate::consumer_offsets::range_assign;
 use crate::storage::{GroupMember, MemberEvents, TopicStore};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// A group of one topic incarnation: (topic, incarnation, group).
 pub(super) type GroupKey = (String, u64, String);
+
+/// The groups of the mount, each behind a lock of its own: a group's lock is held while its
+/// readers change (a join or a commit through the storage, the commits of a rebalance), and
+/// the storage's reports on one group wait only for that group. The map's lock is held only
+/// to find or remove a group, never while a group's lock is awaited.
+pub(super) type Groups = Mutex<HashMap<GroupKey, Arc<Mutex<GroupSlot>>>>;
+
+/// One group's place in [`Groups`].
+#[derive(Default)]
+pub(super) struct GroupSlot {
+    /// Its readers; `None` until the first one joined.
+    members: Option<GroupMembers>,
+    /// Out of the map (its last reader left, or its first failed to join): whoever locks it
+    /// next finds the group anew.
+    gone: bool,
+}
 
 /// The open record files of one group of one topic on this mount.
 pub(super) struct GroupMembers {
@@ -55,6 +72,16 @@ fn member_id(fh: u64) -> String {
     format!("topicfs-{fh:020}")
 }
 
+/// One open of a group's record file, as [`FsState::join_group`] was asked for it.
+struct Join<'a> {
+    topic: &'a Arc<dyn TopicStore>,
+    t: &'a TopicName,
+    group: &'a str,
+    follow: bool,
+    format: Format,
+    fh: u64,
+}
+
 /// The storage's reports for one membership of the mount.
 struct Events {
     state: Weak<FsState>,
@@ -74,6 +101,32 @@ impl MemberEvents for Events {
 }
 
 impl FsState {
+    /// The lock of group `k`, made (in the map) when `create`; None when it has none.
+    fn group_slot(&self, k: &GroupKey, create: bool) -> Option<Arc<Mutex<GroupSlot>>> {
+        let mut groups = self.members.guard();
+        match create {
+            true => Some(groups.entry(k.clone()).or_default().clone()),
+            false => groups.get(k).cloned(),
+        }
+    }
+
+    /// Takes group `k` out of the map (its lock `slot` is held, as `g`): it has no reader.
+    fn drop_group(&self, k: &GroupKey, slot: &Arc<Mutex<GroupSlot>>, g: &mut GroupSlot) {
+        g.gone = true;
+        g.members = None;
+        let mut groups = self.members.guard();
+        if groups.get(k).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            groups.remove(k);
+        }
+    }
+
+    /// Runs `f` on group `k`'s readers under the group's lock; None when it has none.
+    fn with_group<T>(&self, k: &GroupKey, f: impl FnOnce(&mut GroupMembers) -> T) -> Option<T> {
+        let slot = self.group_slot(k, false)?;
+        let mut g = slot.guard();
+        g.members.as_mut().map(f)
+    }
+
     /// Opens a record file of `group` as reader `fh`: checks who else reads, rebalances the
     /// follow readers, and makes the new reader's handle with its partitions, which
     /// `register` makes an open file (returning what it returns).
@@ -93,28 +146,80 @@ impl FsState {
         fh: u64,
         register: impl FnOnce(GroupHandle) -> R,
     ) -> FsResult<R> {
+        let j = Join {
+            topic,
+            t,
+            group,
+            follow,
+            format,
+            fh,
+        };
         let k = key(t, group);
         let until = Instant::now() + CLOSING_WAIT;
-        let (mut members, current) = loop {
-            let members = self.members.guard();
-            let current: Vec<(u64, bool)> = members
-                .get(&k)
+        let mut slot = self.group_slot(&k, true).expect("made");
+        let (mut g, current) = loop {
+            let g = slot.guard();
+            let current: Vec<(u64, bool)> = g
+                .members
+                .as_ref()
                 .map(|m| m.readers.clone())
                 .unwrap_or_default();
             let conflict = (!follow && !current.is_empty()) || current.iter().any(|(_, f)| !f);
             // A reader closed by its process a moment ago is released right after: an open
             // that follows a close (`cat records; cat records`) waits for that release.
-            if conflict
+            let wait = conflict
                 && Instant::now() < until
-                && current.iter().all(|(fh, _)| self.reader_closing(*fh))
-            {
-                drop(members);
-                std::thread::sleep(Duration::from_millis(5));
+                && current.iter().all(|(fh, _)| self.reader_closing(*fh));
+            if g.gone || wait {
+                drop(g);
+                if wait {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                slot = self.group_slot(&k, true).expect("made");
                 continue;
             }
-            break (members, current);
+            break (g, current);
         };
-        if !follow && !current.is_empty() {
+        let handle = match self.add_reader(&j, &k, &slot, &mut g, &current) {
+            Ok(h) => h,
+            Err(e) => {
+                // A group this reader joined first is left again, once its lock is released
+                // (leaving waits for the storage's reports, which wait for the lock).
+                let joined = g.members.as_ref().is_some_and(|m| m.readers.is_empty());
+                let gm = if joined { g.members.take() } else { None };
+                if joined {
+                    self.drop_group(&k, &slot, &mut g);
+                }
+                drop(g);
+                if let Some(m) = gm.and_then(|gm| gm.member) {
+                    m.leave();
+                }
+                return Err(e);
+            }
+        };
+        let mut all = current.clone();
+        all.push((fh, follow));
+        g.members.as_mut().expect("joined").readers = all;
+        let registered = register(handle);
+        drop(g);
+        self.resume_members(&current);
+        Ok(registered)
+    }
+
+    /// The handle of reader `j.fh`, joining group `k` (locked: `g`) whose readers are
+    /// `current`: refused (EBUSY) beside a `records` reader, or as a `records` reader beside
+    /// any; the first reader joins the group (see [`FsState::first_reader`]); the follow
+    /// readers are rebalanced with the new one.
+    fn add_reader(
+        &self,
+        j: &Join<'_>,
+        k: &GroupKey,
+        slot: &Arc<Mutex<GroupSlot>>,
+        g: &mut GroupSlot,
+        current: &[(u64, bool)],
+    ) -> FsResult<GroupHandle> {
+        let (group, t, topic) = (j.group, j.t, j.topic);
+        if !j.follow && !current.is_empty() {
             return tree(
                 libc::EBUSY,
                 format!("group {group} of {t} has a reader; `records` reads alone"),
@@ -126,75 +231,69 @@ impl FsState {
                 format!("group {group} of {t} is being read by its `records` file"),
             );
         }
-        let fresh = current.is_empty();
-        if fresh {
-            let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
-            let member = if follow {
-                let events = Arc::new(Events {
-                    state: self.me.clone(),
-                    topic: topic.clone(),
-                    t: t.clone(),
-                    group: group.to_string(),
-                    serial,
-                });
-                self.groups.join(group, topic.name(), events)?
-            } else {
-                // `records` reads alone: not while the group has members elsewhere.
-                self.groups.check_idle(group)?;
-                None
-            };
-            let owned = member.as_ref().map(|_| Vec::new());
-            members.insert(
-                k.clone(),
-                GroupMembers {
-                    readers: Vec::new(),
-                    member,
-                    serial,
-                    owned,
-                    seen: topic.partition_count(),
-                },
-            );
+        if g.members.is_none() {
+            match self.first_reader(topic, t, group, j.follow) {
+                Ok(m) => g.members = Some(m),
+                Err(e) => {
+                    self.drop_group(k, slot, g);
+                    return Err(e);
+                }
+            }
         }
-        let gm = members.get_mut(&k).expect("inserted above");
-        let mut all = current.clone();
-        all.push((fh, follow));
-        let owned = gm.owned.clone();
-        let member = gm.member.clone();
+        let gm = g.members.as_ref().expect("joined above");
+        let mut all = current.to_vec();
+        all.push((j.fh, j.follow));
+        let (owned, member) = (gm.owned.clone(), gm.member.clone());
         let internal = self.storage.is_internal(topic.name());
-        let made = self
-            .rebalance(topic, group, &all, Some(fh), owned.as_deref())
+        self.rebalance(topic, group, &all, Some(j.fh), owned.as_deref())
             .and_then(|assignment| {
                 let h = GroupHandle::new(
                     topic.clone(),
                     group,
-                    format,
-                    follow,
+                    j.format,
+                    j.follow,
                     self.groups.clone(),
                     member,
-                    assignment.get(&member_id(fh)).map_or(&[][..], |v| v),
+                    assignment.get(&member_id(j.fh)).map_or(&[][..], |v| v),
                 )?;
                 // Reading the groups' own topic never writes to it.
                 Ok(if internal { h.without_commits() } else { h })
-            });
-        let handle = match made {
-            Ok(h) => h,
-            Err(e) => {
-                if fresh && let Some(gm) = members.remove(&k) {
-                    drop(members);
-                    if let Some(m) = gm.member {
-                        m.leave();
-                    }
-                }
-                return Err(e);
-            }
-        };
-        members.get_mut(&k).expect("present").readers = all;
-        let registered = register(handle);
-        drop(members);
-        self.resume_members(&current);
-        Ok(registered)
+            })
     }
 
+    /// The first reader of `group` on this mount: a `follow` reader makes the mount a member
+    /// of it (when the storage's groups have members elsewhere); `records` reads alone, so
+    /// not while the group has members elsewhere.
+    fn first_reader(
+        &self,
+        topic: &Arc<dyn TopicStore>,
+        t: &TopicName,
+        group: &str,
+        follow: bool,
+    ) -> FsResult<GroupMembers> {
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let member = if follow {
+            let events = Arc::new(Events {
+                state: self.me.clone(),
+                topic: topic.clone(),
+                t: t.clone(),
+                group: group.to_string(),
+                serial,
+            });
+            self.groups.join(group, topic.name(), events)?
+        } else {
+            self.groups.check_idle(group)?;
+            None
+        };
+        let owned = member.as_ref().map(|_| Vec::new());
+        Ok(GroupMembers {
+            readers: Vec::new(),
+            member,
+            serial,
+            owned,
+            seen: topic.partition_count(),
+        })
+    }
     /// Reader `fh` closed (it committed already): the others take over its partitions; the
     /// last one's close makes the mount leave the group. Nothing happens when it left already.
     pub(super) fn leave_group(
@@ -204,9 +303,12 @@ impl FsState {
         group: &str,
         fh: u64,
     ) {
-        let mut members = self.members.guard();
         let k = key(t, group);
-        let Some(gm) = members.get_mut(&k) else {
+        let Some(slot) = self.group_slot(&k, false) else {
+            return;
+        };
+        let mut g = slot.guard();
+        let Some(gm) = g.members.as_mut() else {
             return;
         };
         let before = gm.readers.len();
@@ -216,8 +318,9 @@ impl FsState {
         }
         let rest = gm.readers.clone();
         if rest.is_empty() {
-            let gm = members.remove(&k);
-            drop(members);
+            let gm = g.members.take();
+            self.drop_group(&k, &slot, &mut g);
+            drop(g);
             if let Some(m) = gm.and_then(|gm| gm.member) {
                 m.leave();
             }
@@ -227,36 +330,42 @@ impl FsState {
         if let Err(e) = self.rebalance(topic, group, &rest, None, owned.as_deref()) {
             log::error!("group {group} of {t}: rebalance after a reader left failed: {e}");
         }
-        drop(members);
+        drop(g);
         self.resume_members(&rest);
     }
 
     /// Reader `fh` of `group` gave away a partition it held (see [`GroupHandle::held`]): the
     /// readers are rebalanced so that another one takes it on.
     pub(super) fn regroup(&self, topic: &Arc<dyn TopicStore>, t: &TopicName, group: &str) {
-        let members = self.members.guard();
-        let Some(gm) = members.get(&key(t, group)) else {
-            return;
-        };
-        let (readers, owned) = (gm.readers.clone(), gm.owned.clone());
-        if let Err(e) = self.rebalance(topic, group, &readers, None, owned.as_deref()) {
-            log::error!("group {group} of {t}: rebalance after a hand-over failed: {e}");
-        }
-        drop(members);
-        self.resume_members(&readers);
+        let readers = self.with_group(&key(t, group), |gm| {
+            let (readers, owned) = (gm.readers.clone(), gm.owned.clone());
+            if let Err(e) = self.rebalance(topic, group, &readers, None, owned.as_deref()) {
+                log::error!("group {group} of {t}: rebalance after a hand-over failed: {e}");
+            }
+            readers
+        });
+        self.resume_members(&readers.unwrap_or_default());
     }
 
     /// Partitions added to a topic reach its groups' follow readers, as a Kafka subscriber
     /// picks them up at its next metadata refresh (called every second by the follow
     /// thread): the readers of a group whose topic grew are rebalanced.
     pub(super) fn refresh_groups(&self) {
-        let mut members = self.members.guard();
-        let mut moved = Vec::new();
-        for ((name, incarnation, group), gm) in members.iter_mut() {
+        let all: Vec<(GroupKey, Arc<Mutex<GroupSlot>>)> = self
+            .members
+            .guard()
+            .iter()
+            .map(|(k, slot)| (k.clone(), slot.clone()))
+            .collect();
+        for ((name, incarnation, group), slot) in all {
+            let mut g = slot.guard();
+            let Some(gm) = g.members.as_mut() else {
+                continue;
+            };
             if gm.owned.is_some() || !gm.readers.iter().any(|(_, follow)| *follow) {
                 continue;
             }
-            let Ok(topic) = self.topic(&TopicName::new(name, *incarnation)) else {
+            let Ok(topic) = self.topic(&TopicName::new(&name, incarnation)) else {
                 continue;
             };
             let count = topic.partition_count();
@@ -265,17 +374,17 @@ impl FsState {
             }
             gm.seen = count;
             log::info!("group {group} of {name}: the topic has {count} partitions now");
-            if let Err(e) = self.rebalance(&topic, group, &gm.readers, None, None) {
+            if let Err(e) = self.rebalance(&topic, &group, &gm.readers, None, None) {
                 log::error!("group {group} of {name}: rebalance over new partitions failed: {e}");
             }
-            moved.extend(gm.readers.iter().copied());
+            let moved = gm.readers.clone();
+            drop(g);
+            self.resume_members(&moved);
         }
-        drop(members);
-        self.resume_members(&moved);
     }
 
     /// The group's coordinator gave this mount `partitions` (membership `serial`): the
-    /// mount's readers share them from now on.
+    /// mount's readers share them from now on. Waits only for this group's lock.
     fn owned(
         &self,
         topic: &Arc<dyn TopicStore>,
@@ -284,36 +393,42 @@ impl FsState {
         serial: u64,
         partitions: &[u32],
     ) {
-        let mut members = self.members.guard();
-        let Some(gm) = members.get_mut(&key(t, group)) else {
-            return;
-        };
-        if gm.serial != serial {
-            return;
-        }
-        gm.owned = Some(partitions.to_vec());
-        let readers = gm.readers.clone();
-        if let Err(e) = self.rebalance(topic, group, &readers, None, Some(partitions)) {
-            log::error!("group {group} of {t}: taking on partitions {partitions:?} failed: {e}");
-        }
-        drop(members);
-        self.resume_members(&readers);
+        let readers = self.with_group(&key(t, group), |gm| {
+            if gm.serial != serial {
+                return Vec::new();
+            }
+            gm.owned = Some(partitions.to_vec());
+            let readers = gm.readers.clone();
+            if let Err(e) = self.rebalance(topic, group, &readers, None, Some(partitions)) {
+                log::error!(
+                    "group {group} of {t}: taking on partitions {partitions:?} failed: {e}"
+                );
+            }
+            readers
+        });
+        self.resume_members(&readers.unwrap_or_default());
     }
 
     /// The mount leaves every group it is a member of (unmount).
     pub(super) fn leave_all_groups(&self) {
-        let all: Vec<GroupMembers> = self.members.guard().drain().map(|(_, m)| m).collect();
-        for m in all.into_iter().filter_map(|m| m.member) {
-            m.leave();
+        let all: Vec<Arc<Mutex<GroupSlot>>> =
+            self.members.guard().drain().map(|(_, slot)| slot).collect();
+        for slot in all {
+            let gm = {
+                let mut g = slot.guard();
+                g.gone = true;
+                g.members.take()
+            };
+            if let Some(m) = gm.and_then(|gm| gm.member) {
+                m.leave();
+            }
         }
     }
 
     /// Whether `group` of `t` has a reader.
     pub(super) fn group_busy(&self, t: &TopicName, group: &str) -> bool {
-        self.members
-            .guard()
-            .get(&key(t, group))
-            .is_some_and(|m| !m.readers.is_empty())
+        self.with_group(&key(t, group), |gm| !gm.readers.is_empty())
+            .unwrap_or(false)
     }
 
     /// Computes the range assignment of `owned` (every partition when `None`) among `all`

@@ -1,13 +1,13 @@
 //! The fs core: the tree of docs/contract.md as a view of the storage. Every call takes plain
 //! inode numbers and file handles and answers with values (`types.rs`) or an [`FsError`],
 //! which [`report`] logs once and turns into the errno of `errno.rs`. It knows nothing of
-//! FUSE: `fuse.rs` is the thin adapter that the kernel talks to.
+//! FUSE: `fuse/` is the thin adapter that the kernel talks to.
 
 mod ahead;
-pub mod errno;
+pub(crate) mod errno;
 mod follow;
-pub mod fuse;
-pub mod group;
+pub(crate) mod fuse;
+pub(crate) mod group_handle;
 pub mod handle;
 pub mod inode;
 mod members;
@@ -15,9 +15,9 @@ mod metrics;
 mod open;
 mod read;
 pub mod stream;
-pub mod table;
+pub(crate) mod table;
 mod tree;
-pub mod types;
+pub(crate) mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -29,8 +29,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::Error;
 use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
 
-use crate::sync::{MutexExt, RwLockExt};
-pub use fuse::TopicFs;
+use crate::util::sync::{MutexExt, RwLockExt};
 use handle::Handle;
 use inode::{InodeTable, Node, TopicName};
 use types::{Attr, DirEntry, Kind, Statfs};
@@ -136,8 +135,8 @@ pub struct FsState {
     /// Consumer groups' committed offsets.
     groups: Arc<dyn GroupStore>,
     /// The open record files of each group (topic, incarnation, group), and the mount's
-    /// membership of it.
-    members: Mutex<HashMap<members::GroupKey, members::GroupMembers>>,
+    /// membership of it; a lock per group.
+    members: members::Groups,
     /// This state, for the storage's reports on group membership.
     me: std::sync::Weak<FsState>,
     /// Set when shutdown begins: follow files end (EOF) from then on.
@@ -517,7 +516,7 @@ impl FsState {
 
     /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
     /// active members elsewhere (remote mode).
-    fn offsets_movable(&self, of: &OpenFile, o: &group::OffsetsHandle) -> FsResult<()> {
+    fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
         let topic = of.topic.as_ref().expect("a topic's file");
         let t = TopicName::new(topic.name(), topic.incarnation());
         if self.group_busy(&t, o.group()) {
@@ -534,7 +533,7 @@ impl FsState {
     fn apply_offsets(
         &self,
         of: &OpenFile,
-        o: &mut group::OffsetsHandle,
+        o: &mut group_handle::OffsetsHandle,
         closer: Option<u64>,
     ) -> FsResult<()> {
         if !o.pending() {

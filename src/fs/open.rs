@@ -4,12 +4,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
-use super::inode::{Format, GroupFile, Node, PartitionFile, TopicFile};
+use super::inode::{Format, Node, PartitionFile, TopicFile};
 use super::stream::StreamHandle;
 use super::types::{Access, Opened};
-use super::{FsResult, FsState, OpenFile, follow, group, offset_text, tree};
+use super::{FsResult, FsState, OpenFile, follow, group_handle, offset_text, tree};
 use crate::storage::TopicStore;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl FsState {
     /// Opens `ino` for the process of thread `pid`.
@@ -19,6 +19,58 @@ impl FsState {
         // Held while the handle is made: the topic cannot be deleted under the open.
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
+        self.may_open(&node, access)?;
+        if let Node::GroupFile(t, g, f) = &node
+            && let Some(format) = f.format()
+        {
+            // A reader of a group: registered while the group's readers are locked.
+            let topic = self.topic(t)?;
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            let opened = |h| self.opened(ino, fh, Some(topic.clone()), Handle::Group(h), pid);
+            return self.join_group(&topic, t, g, f.follows(), format, fh, opened)?;
+        }
+        let mut backing = None;
+        let (handle, direct_io) = if let Some(h) = self.append_handle(&node)? {
+            (Handle::Append(h), true)
+        } else if let Some(h) = self.text_handle(&node)? {
+            (Handle::Text(h), true)
+        } else {
+            match &node {
+                Node::GroupFile(t, g, _) => {
+                    let topic = self.topic(t)?;
+                    let h = group_handle::OffsetsHandle::open(topic, g, &*self.groups)?;
+                    (Handle::GroupOffsets(h), true)
+                }
+                Node::Lookup(t, p, name) => {
+                    let log = self.partition(t, *p)?;
+                    let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);
+                    (Handle::Stream(stream), true)
+                }
+                Node::TopicLookup(t, name) => {
+                    let topic = self.topic(t)?;
+                    let h = group_handle::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
+                    (Handle::Group(h), true)
+                }
+                Node::Segment(..) => {
+                    let file = self.segment_open(&node)?;
+                    backing = Some(file.clone());
+                    (Handle::Segment(file), false)
+                }
+                Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
+                // Every file was handled above: the rest are directories.
+                _ => return tree(libc::EISDIR, format!("{node} is a directory")),
+            }
+        };
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
+        opened.direct_io = direct_io;
+        opened.backing = backing;
+        Ok(opened)
+    }
+
+    /// Who may open what: the mode bits (EACCES), and the append files of an internal topic
+    /// (EPERM).
+    fn may_open(&self, node: &Node, access: Access) -> FsResult<()> {
         let Access { read, write } = access;
         if (read && !node.readable()) || (write && !node.writable()) {
             return tree(
@@ -36,151 +88,79 @@ impl FsState {
                 format!("{node}: an internal topic is written by topicfs only"),
             );
         }
-        let mut backing = None;
-        let (handle, direct_io) = match &node {
-            Node::GroupFile(t, g, GroupFile::Offsets) => {
-                let topic = self.topic(t)?;
-                let h = group::OffsetsHandle::open(topic, g, &*self.groups)?;
-                (Handle::GroupOffsets(h), true)
-            }
-            Node::GroupFile(t, g, f) => {
-                let topic = self.topic(t)?;
-                let format = f.format().expect("a record file");
-                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                let opened = |h| self.opened(ino, fh, Some(topic.clone()), Handle::Group(h), pid);
-                return self.join_group(&topic, t, g, f.follows(), format, fh, opened)?;
-            }
-            Node::TopicFile(
-                t,
-                f @ (TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv),
-            ) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = match f {
-                    TopicFile::Append => Format::Lines,
-                    TopicFile::AppendJsonl => Format::Jsonl,
-                    _ => Format::Kv,
-                };
-                let target = AppendTarget::Topic(topic);
-                let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
-                (Handle::Append(h), true)
-            }
-            Node::PartitionFile(
-                t,
-                p,
-                f @ (PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv),
-            ) => {
-                let topic = self.topic(t)?;
-                let max = topic.max_message_bytes();
-                let format = match f {
-                    PartitionFile::Append => Format::Lines,
-                    PartitionFile::AppendJsonl => Format::Jsonl,
-                    _ => Format::Kv,
-                };
-                let target =
-                    AppendTarget::Partition(topic.name().to_string(), topic.partition(*p)?);
-                let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
-                (Handle::Append(h), true)
-            }
+        Ok(())
+    }
+
+    /// The handle of an `append`, `append.jsonl` or `append.kv` file (None for other nodes).
+    fn append_handle(&self, node: &Node) -> FsResult<Option<AppendHandle>> {
+        let (t, format, partition) = match node {
+            Node::TopicFile(t, TopicFile::Append) => (t, Format::Lines, None),
+            Node::TopicFile(t, TopicFile::AppendJsonl) => (t, Format::Jsonl, None),
+            Node::TopicFile(t, TopicFile::AppendKv) => (t, Format::Kv, None),
+            Node::PartitionFile(t, p, PartitionFile::Append) => (t, Format::Lines, Some(*p)),
+            Node::PartitionFile(t, p, PartitionFile::AppendJsonl) => (t, Format::Jsonl, Some(*p)),
+            Node::PartitionFile(t, p, PartitionFile::AppendKv) => (t, Format::Kv, Some(*p)),
+            _ => return Ok(None),
+        };
+        let topic = self.topic(t)?;
+        let max = topic.max_message_bytes();
+        let target = match partition {
+            None => AppendTarget::Topic(topic),
+            Some(p) => AppendTarget::Partition(topic.name().to_string(), topic.partition(p)?),
+        };
+        let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
+        Ok(Some(h))
+    }
+
+    /// The handle of a file whose content is read at open (`partitions`, `config`, the offset
+    /// files, `count`, `replicas`, `@metrics`); None for other nodes.
+    fn text_handle(&self, node: &Node) -> FsResult<Option<TextHandle>> {
+        let read_only =
+            |content: String| TextHandle::new(content.into_bytes(), TextTarget::ReadOnly);
+        Ok(Some(match node {
             Node::TopicFile(t, TopicFile::Partitions) => {
                 let n = self.topic(t)?.partition_count_now()?;
                 let content = format!("{n}\n").into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::Partitions(t.clone()))),
-                    true,
-                )
+                TextHandle::new(content, TextTarget::Partitions(t.clone()))
             }
             Node::TopicFile(t, TopicFile::Config) => {
                 let content = self.topic(t)?.config_text()?.into_bytes();
-                (
-                    Handle::Text(TextHandle::new(
-                        content,
-                        TextTarget::Config(t.clone(), Default::default()),
-                    )),
-                    true,
-                )
+                TextHandle::new(content, TextTarget::Config(t.clone(), Default::default()))
             }
-            Node::PartitionFile(
-                t,
-                p,
-                f @ (PartitionFile::LogStartOffset | PartitionFile::LogEndOffset),
-            ) => {
-                let log = self.partition(t, *p)?;
-                let (start, end) = log.offsets_now()?;
-                let offset = if *f == PartitionFile::LogStartOffset {
-                    start
-                } else {
-                    end
-                };
-                let content = offset_text(offset).into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
+            Node::PartitionFile(t, p, PartitionFile::LogStartOffset) => {
+                read_only(offset_text(self.partition(t, *p)?.offsets_now()?.0))
+            }
+            Node::PartitionFile(t, p, PartitionFile::LogEndOffset) => {
+                read_only(offset_text(self.partition(t, *p)?.offsets_now()?.1))
             }
             Node::PartitionFile(t, p, PartitionFile::Count) => {
-                let content = format!("{}\n", self.partition(t, *p)?.record_count()?).into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
+                read_only(format!("{}\n", self.partition(t, *p)?.record_count()?))
             }
             Node::PartitionFile(t, p, PartitionFile::Replicas) => {
-                let content = self.partition(t, *p)?.replicas_text()?.into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
+                read_only(self.partition(t, *p)?.replicas_text()?)
             }
-            Node::Lookup(t, p, name) => {
-                let log = self.partition(t, *p)?;
-                let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);
-                (Handle::Stream(stream), true)
-            }
-            Node::TopicLookup(t, name) => {
-                let topic = self.topic(t)?;
-                let h = group::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
-                (Handle::Group(h), true)
-            }
-            Node::Segment(t, p, name, file_ino) => {
-                let log = self.partition(t, *p)?;
-                let seg = self.segment_file(&*log, name, &node)?;
-                // Through the page cache (mmap works); a new open always sees fresh pages.
-                let file = Arc::new(log.open_segment_file(&seg.name)?);
-                if std::os::unix::fs::MetadataExt::ino(&file.metadata()?) != *file_ino {
-                    // The kernel looks the name up again.
-                    return tree(
-                        libc::ESTALE,
-                        format!("{node}: the file was replaced by another one"),
-                    );
-                }
-                backing = Some(file.clone());
-                (Handle::Segment(file), false)
-            }
-            Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
-            Node::Metrics => {
-                let content = self.metrics_text().into_bytes();
-                (
-                    Handle::Text(TextHandle::new(content, TextTarget::ReadOnly)),
-                    true,
-                )
-            }
-            Node::Root
-            | Node::Topic(_)
-            | Node::Partition(..)
-            | Node::PartitionDir(..)
-            | Node::TopicDir(..)
-            | Node::Groups(_)
-            | Node::Group(..)
-            | Node::Table(_) => {
-                return tree(libc::EISDIR, format!("{node} is a directory"));
-            }
+            Node::Metrics => read_only(self.metrics_text()),
+            _ => return Ok(None),
+        }))
+    }
+
+    /// A `segments/` file, opened through the page cache (mmap works; a new open always sees
+    /// fresh pages); ESTALE when the name now holds another file than the node's.
+    fn segment_open(&self, node: &Node) -> FsResult<Arc<std::fs::File>> {
+        let Node::Segment(t, p, name, file_ino) = node else {
+            return tree(libc::EINVAL, format!("{node} is not a segment file"));
         };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
-        opened.direct_io = direct_io;
-        opened.backing = backing;
-        Ok(opened)
+        let log = self.partition(t, *p)?;
+        let seg = self.segment_file(&*log, name, node)?;
+        let file = Arc::new(log.open_segment_file(&seg.name)?);
+        if std::os::unix::fs::MetadataExt::ino(&file.metadata()?) != *file_ino {
+            // The kernel looks the name up again.
+            return tree(
+                libc::ESTALE,
+                format!("{node}: the file was replaced by another one"),
+            );
+        }
+        Ok(file)
     }
 
     /// Registers an open file under `fh`.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::handle::{self, Handle};
 use super::types::ReadReply;
 use super::{FsError, FsResult, FsState, follow, report};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl FsState {
     /// The length of the stream `fh` (or the one the process of `pid` opened on `ino`).
@@ -52,6 +52,9 @@ impl FsState {
 
     /// [`FsState::read`] of a file opened (or set) with O_NONBLOCK when `nonblock`: a follow
     /// read at the log end fails with EAGAIN instead of waiting, as poll's contract implies.
+    ///
+    /// One step (over 80 lines): one match over the handle kinds under one lock of the
+    /// handle, so that a read either answers or parks its reply, decided where it read.
     pub fn read_file(
         &self,
         fh: u64,

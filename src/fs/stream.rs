@@ -10,12 +10,12 @@
 
 use std::sync::Arc;
 
-use crate::addr::{Address, End, Start};
+use crate::addr::{Address, End, OffsetForm, Start};
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName};
 use crate::jsonl;
 use crate::record::{BatchHeader, Record};
-use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
+use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records, offset_in_range};
 
 use super::ahead::{self, Ahead};
 
@@ -104,16 +104,11 @@ pub(super) fn open_at(
     let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
     match start {
         Start::Offset(form) => {
-            let n = form
-                .resolve(log_start, log_end)
-                .ok_or(Error::OffsetOutOfRange {
-                    offset: match form {
-                        crate::addr::OffsetForm::At(n) => n,
-                        _ => log_end,
-                    },
-                    log_start,
-                    log_end,
-                })?;
+            let n = match form {
+                OffsetForm::At(n) => offset_in_range(n, log_start, log_end).map(|_| n)?,
+                // Every other form names a place in the log.
+                other => other.resolve(log_start, log_end).unwrap_or(log_end),
+            };
             log.read_from_offset(n)
         }
         Start::Time(t) => match log.read_from_time(t.resolve(now_ms)) {
@@ -289,7 +284,7 @@ impl StreamHandle {
 
 impl Cursor {
     fn open(topic: Arc<str>, log: Arc<dyn PartitionStore>, name: LookupName) -> Result<Cursor> {
-        let now = crate::log::now_ms();
+        let now = crate::util::clock::now_ms();
         let reader = open_at(&*log, name.addr.start, now)?;
         let start = reader.start_offset();
         let limit = resolve_limit(&*log, &name.addr, start, now)?;

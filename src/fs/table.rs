@@ -12,12 +12,12 @@ use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
 use crate::error::Error;
-use crate::log::now_ms;
 use crate::record::RecordInput;
 use crate::storage::TopicStore;
-use crate::sync::MutexExt;
 use crate::table::names::{NAME_MAX, key_to_name, name_to_key};
 use crate::table::{KeyIndex, Latest};
+use crate::util::clock::now_ms;
+use crate::util::sync::MutexExt;
 
 /// Entries one readdir call answers at most (the kernel asks again from the last one's
 /// offset): a listing of many keys is made a piece at a time.
@@ -115,9 +115,8 @@ fn append_record(
         headers: &[],
         timestamp: now_ms(),
     };
-    let mut done = 0;
-    topic.append(&[record], max_record, &mut done, &mut Default::default())?;
-    if done != 1 {
+    let appended = topic.append(&[record], max_record)?;
+    if appended.records != 1 {
         return Err(Error::from(std::io::Error::other(
             "the record was not appended",
         )));

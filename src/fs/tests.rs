@@ -8,7 +8,7 @@ use super::types::{Access, Kind, ReadReply};
 use super::{FsState, report};
 use crate::config::BrokerConfig;
 use crate::manager::LogManager;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 pub(super) const ROOT: u64 = 1;
 pub(super) const RO: Access = Access {

@@ -16,7 +16,7 @@ use crate::config::BrokerConfig;
 use crate::error::Result;
 use crate::manager::LogManager;
 use crate::storage::{GroupMember, GroupStore, MemberEvents, Storage, TopicStore};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
 
@@ -28,6 +28,10 @@ struct Probe {
     leaves: Arc<AtomicUsize>,
     member_commits: Commits,
     plain_commits: Commits,
+    /// While set, `check_idle` of group `slow` waits for it (a cluster that answers late).
+    idle_gate: Arc<Mutex<Option<std::sync::mpsc::Receiver<()>>>>,
+    /// Set once `check_idle` of group `slow` waits.
+    idle_waiting: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The local log, whose groups have members elsewhere.
@@ -103,6 +107,14 @@ impl GroupStore for JoinedGroups {
     }
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
         self.inner.reset(group, topic, offsets)
+    }
+    fn check_idle(&self, group: &str) -> Result<()> {
+        let gate = self.probe.idle_gate.guard().take();
+        if let Some(gate) = gate.filter(|_| group == "slow") {
+            self.probe.idle_waiting.store(true, Ordering::SeqCst);
+            let _ = gate.recv_timeout(std::time::Duration::from_secs(20));
+        }
+        self.inner.check_idle(group)
     }
     fn join(
         &self,
@@ -326,4 +338,59 @@ fn item13_readers_opening_together_never_share_a_partition() {
             fs.release(fh).unwrap();
         }
     }
+}
+
+#[test]
+fn item3_a_group_waiting_on_the_storage_holds_no_other_group() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let d = tempfile::tempdir().unwrap();
+    let mut c = BrokerConfig::default();
+    c.log_dirs = vec![d.path().to_path_buf()];
+    c.num_partitions = 2;
+    let probe = Probe::default();
+    let storage = Arc::new(Joined {
+        inner: LogManager::open(c).unwrap(),
+        probe: probe.clone(),
+    });
+    let fs = FsState::new(storage).unwrap();
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    // Group g has a follow reader: the mount is its member.
+    let f = fs
+        .open(walk(&fs, "t/groups/g/follow"), RO, me())
+        .unwrap()
+        .fh;
+    let (open_gate, gate) = mpsc::channel();
+    *probe.idle_gate.guard() = Some(gate);
+    std::thread::scope(|s| {
+        // Group slow's `records` asks the storage whether the group is idle: it answers late.
+        let slow = s.spawn(|| fs.open(walk(&fs, "t/groups/slow/records"), RO, me()));
+        while !probe.idle_waiting.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Meanwhile another group opens, and the coordinator's report on g is taken.
+        let (done, opened) = mpsc::channel();
+        let fs = &fs;
+        let probe2 = probe.clone();
+        s.spawn(move || {
+            let other = fs.open(walk(fs, "t/groups/other/records"), RO, me());
+            let _ = done.send(other.map(|o| o.fh).map_err(|e| e.to_string()));
+            coordinator_gives(&probe2, &[0, 1]);
+            let _ = done.send(Ok(u64::MAX));
+        });
+        let other = opened
+            .recv_timeout(Duration::from_secs(5))
+            .expect("group other waited for group slow's storage call");
+        let other = other.unwrap();
+        assert_eq!(
+            opened.recv_timeout(Duration::from_secs(5)),
+            Ok(Ok(u64::MAX)),
+            "the report on group g waited for group slow's storage call"
+        );
+        open_gate.send(()).unwrap();
+        let slow = slow.join().unwrap().unwrap().fh;
+        for fh in [other, slow, f] {
+            fs.release(fh).unwrap();
+        }
+    });
 }

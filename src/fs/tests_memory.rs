@@ -1,7 +1,6 @@
 //! The fs core over a second, in-memory [`Storage`]: the interface is all the tree needs.
 //! One topic with one partition of values; no segment files.
 
-use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -10,8 +9,11 @@ use super::FsState;
 use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Waker};
-use crate::sync::MutexExt;
+use crate::storage::{
+    AppendResult, Appended, GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore,
+    Waker,
+};
+use crate::util::sync::MutexExt;
 
 #[derive(Default)]
 struct Memory {
@@ -140,15 +142,14 @@ impl TopicStore for MemTopic {
     fn max_message_bytes(&self) -> usize {
         1 << 20
     }
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        _max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        written.insert(0);
-        MemPartition(self.0.clone()).append(records, done)
+    fn append(&self, records: &[RecordInput<'_>], _max_record: usize) -> AppendResult {
+        // Its one partition counts as appended to, whatever the append stored.
+        let mut r = MemPartition(self.0.clone()).append(records);
+        match &mut r {
+            Ok(a) => a.partitions.insert(0),
+            Err(e) => e.appended.partitions.insert(0),
+        };
+        r
     }
 }
 
@@ -163,15 +164,7 @@ impl PartitionStore for MemPartition {
         self.0.guard().len() as i64
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
-        let end = self.log_end_offset();
-        if !(0..=end).contains(&offset) {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: 0,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, 0, self.log_end_offset())
     }
     fn offset_for_time(&self, _ts: i64) -> Result<Option<i64>> {
         Ok(None)
@@ -187,13 +180,12 @@ impl PartitionStore for MemPartition {
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
         Err(Error::NoRecordAtOrAfter(ts))
     }
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
         let mut v = self.0.guard();
         for r in records {
             v.push(r.value.unwrap_or_default().to_vec());
         }
-        *done += records.len();
-        Ok(())
+        Ok(Appended::to(0, records.len()))
     }
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         if self.log_end_offset() > offset {

@@ -1,7 +1,6 @@
 //! The fs core over a storage shaped like remote mode: its data is elsewhere (a cluster that
 //! may stop answering) and it may write behind (appends handed over, acknowledged later).
 
-use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,9 +11,10 @@ use super::tests::{RO, WO, errno_of, me, read_all, walk};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
 use crate::storage::{
-    GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore, Unacknowledged, Waker,
+    AppendResult, Appended, GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore,
+    Unacknowledged, Waker,
 };
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// One topic `rem` of one partition on a "cluster": the acknowledged values, and whether it
 /// answers.
@@ -132,15 +132,14 @@ impl TopicStore for RemTopic {
     fn max_message_bytes(&self) -> usize {
         1 << 20
     }
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        _max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        written.insert(0);
-        RemPartition(self.0.clone(), self.1.clone()).append(records, done)
+    fn append(&self, records: &[RecordInput<'_>], _max_record: usize) -> AppendResult {
+        // Its one partition counts as appended to, whatever the append stored.
+        let mut r = RemPartition(self.0.clone(), self.1.clone()).append(records);
+        match &mut r {
+            Ok(a) => a.partitions.insert(0),
+            Err(e) => e.appended.partitions.insert(0),
+        };
+        r
     }
     fn write_behind(&self) -> Option<(Arc<dyn TopicStore>, Arc<dyn Unacknowledged>)> {
         let held = self.0.write_behind.then(|| held(&self.0))?;
@@ -179,7 +178,7 @@ impl PartitionStore for RemPartition {
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
         Err(Error::NoRecordAtOrAfter(ts))
     }
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
         let values = records.iter().map(|r| r.value.unwrap_or_default().to_vec());
         match &self.1 {
             // Handed over: acknowledged when the file waits for it.
@@ -189,8 +188,7 @@ impl PartitionStore for RemPartition {
                 self.0.acked.guard().extend(values);
             }
         }
-        *done += records.len();
-        Ok(())
+        Ok(Appended::to(0, records.len()))
     }
     fn wait_for(&self, _offset: i64, w: Arc<dyn Waker>) {
         w.wake();

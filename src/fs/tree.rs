@@ -13,6 +13,7 @@ use super::inode::{
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::addr::{OffsetForm, Start};
+use crate::storage::{PartitionStore, TopicStore};
 
 /// The directories of whole-topic reads under `<topic>/`.
 const TOPIC_DIRS: [PartitionDir; 3] = [
@@ -66,71 +67,13 @@ impl FsState {
                     topic.incarnation(),
                 )))
             }
-            Node::Topic(t) => {
-                if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
-                    self.topic(t)?;
-                    return Ok(Node::TopicFile(t.clone(), f));
-                }
-                if name == GROUPS_DIR {
-                    self.topic(t)?;
-                    return Ok(Node::Groups(t.clone()));
-                }
-                if name == TABLE_DIR {
-                    self.topic(t)?;
-                    return Ok(Node::Table(t.clone()));
-                }
-                if let Some(d) = TOPIC_DIRS.into_iter().find(|d| d.name() == name) {
-                    self.topic(t)?;
-                    return Ok(Node::TopicDir(t.clone(), d));
-                }
-                match inode::parse_partition(name) {
-                    Some(p) => {
-                        self.partition(t, p)?;
-                        Ok(Node::Partition(t.clone(), p))
-                    }
-                    None => missing(),
-                }
-            }
-            Node::Partition(t, p) => {
-                let log = self.partition(t, *p)?;
-                if let Some(f) = PartitionFile::ALL
-                    .into_iter()
-                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
-                    .find(|f| f.name() == name)
-                {
-                    return Ok(Node::PartitionFile(t.clone(), *p, f));
-                }
-                if let Some(d) = PartitionDir::ALL
-                    .into_iter()
-                    .filter(|d| *d != PartitionDir::Segments || log.has_segment_files())
-                    .find(|d| d.name() == name)
-                {
-                    return Ok(Node::PartitionDir(t.clone(), *p, d));
-                }
-                missing()
-            }
+            Node::Topic(t) => self.topic_child(t, name),
+            Node::Partition(t, p) => self.partition_child(t, *p, name),
             Node::PartitionDir(
                 t,
                 p,
                 dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
-            ) => {
-                let by = lookup_by(*dir);
-                let Some(lookup) = inode::parse_lookup(by, name) else {
-                    let what = match by {
-                        LookupBy::Offset => "an offset form (N, earliest, latest, -K, A..B)",
-                        LookupBy::Time => "a time form (ms, ISO-8601, a date, now, -15m, T1..T2)",
-                        LookupBy::Follow => "an offset form or @ and a time form",
-                    };
-                    return tree(libc::ENOENT, format!("{name:?} is not {what}"));
-                };
-                // The name exists only if it would open: a decimal offset must be in the
-                // log; every other form names a place that exists (open positions itself).
-                let log = self.partition(t, *p)?;
-                if let Start::Offset(OffsetForm::At(n)) = lookup.addr.start {
-                    log.check_offset(n)?;
-                }
-                Ok(Node::Lookup(t.clone(), *p, lookup))
-            }
+            ) => self.lookup_child(t, *p, *dir, name),
             Node::PartitionDir(t, p, PartitionDir::Segments) => {
                 let log = self.partition(t, *p)?;
                 if self.segments_of(&*log)?.iter().any(|s| s.name == name) {
@@ -180,6 +123,81 @@ impl FsState {
         }
     }
 
+    /// The child `name` of topic `t`'s directory: its files, `groups`, `table`, the
+    /// whole-topic directories and its partitions.
+    fn topic_child(&self, t: &TopicName, name: &str) -> FsResult<Node> {
+        if let Some(f) = TopicFile::ALL.into_iter().find(|f| f.name() == name) {
+            self.topic(t)?;
+            return Ok(Node::TopicFile(t.clone(), f));
+        }
+        if name == GROUPS_DIR {
+            self.topic(t)?;
+            return Ok(Node::Groups(t.clone()));
+        }
+        if name == TABLE_DIR {
+            self.topic(t)?;
+            return Ok(Node::Table(t.clone()));
+        }
+        if let Some(d) = TOPIC_DIRS.into_iter().find(|d| d.name() == name) {
+            self.topic(t)?;
+            return Ok(Node::TopicDir(t.clone(), d));
+        }
+        match inode::parse_partition(name) {
+            Some(p) => {
+                self.partition(t, p)?;
+                Ok(Node::Partition(t.clone(), p))
+            }
+            None => tree(
+                libc::ENOENT,
+                format!("no entry {name:?} in {}", Node::Topic(t.clone())),
+            ),
+        }
+    }
+
+    /// The child `name` of partition `p`'s directory: its files (`replicas` where the storage
+    /// has them) and directories (`segments` where it has segment files).
+    fn partition_child(&self, t: &TopicName, p: u32, name: &str) -> FsResult<Node> {
+        let log = self.partition(t, p)?;
+        if let Some(f) = PartitionFile::ALL
+            .into_iter()
+            .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+            .find(|f| f.name() == name)
+        {
+            return Ok(Node::PartitionFile(t.clone(), p, f));
+        }
+        if let Some(d) = PartitionDir::ALL
+            .into_iter()
+            .filter(|d| *d != PartitionDir::Segments || log.has_segment_files())
+            .find(|d| d.name() == name)
+        {
+            return Ok(Node::PartitionDir(t.clone(), p, d));
+        }
+        tree(
+            libc::ENOENT,
+            format!("no entry {name:?} in {}", Node::Partition(t.clone(), p)),
+        )
+    }
+
+    /// The name `name` in a `by-offset`, `by-time` or `follow` directory of partition `p`.
+    fn lookup_child(&self, t: &TopicName, p: u32, dir: PartitionDir, name: &str) -> FsResult<Node> {
+        let by = lookup_by(dir);
+        let Some(lookup) = inode::parse_lookup(by, name) else {
+            let what = match by {
+                LookupBy::Offset => "an offset form (N, earliest, latest, -K, A..B)",
+                LookupBy::Time => "a time form (ms, ISO-8601, a date, now, -15m, T1..T2)",
+                LookupBy::Follow => "an offset form or @ and a time form",
+            };
+            return tree(libc::ENOENT, format!("{name:?} is not {what}"));
+        };
+        // The name exists only if it would open: a decimal offset must be in the
+        // log; every other form names a place that exists (open positions itself).
+        let log = self.partition(t, p)?;
+        if let Start::Offset(OffsetForm::At(n)) = lookup.addr.start {
+            log.check_offset(n)?;
+        }
+        Ok(Node::Lookup(t.clone(), p, lookup))
+    }
+
     pub(super) fn ttl(node: &Node) -> Duration {
         match node.kind() {
             Kind::Directory => DIR_TTL,
@@ -217,13 +235,7 @@ impl FsState {
             Node::TopicFile(t, f) => {
                 let topic = self.topic(t)?;
                 time = topic.modified().unwrap_or(time);
-                match f {
-                    TopicFile::Partitions => {
-                        format!("{}\n", topic.partition_count_now()?).len() as u64
-                    }
-                    TopicFile::Config => topic.config_text()?.len() as u64,
-                    TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv => 0,
-                }
+                topic_file_size(&*topic, *f)?
             }
             Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
                 time = self.partition(t, *p)?.modified().unwrap_or(time);
@@ -232,15 +244,7 @@ impl FsState {
             Node::PartitionFile(t, p, f) => {
                 let log = self.partition(t, *p)?;
                 time = log.modified().unwrap_or(time);
-                match f {
-                    PartitionFile::Append
-                    | PartitionFile::AppendJsonl
-                    | PartitionFile::AppendKv => 0,
-                    PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
-                    PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
-                    PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
-                    PartitionFile::Replicas => log.replicas_text()?.len() as u64,
-                }
+                partition_file_size(&*log, *f)?
             }
             Node::Lookup(t, p, _) => {
                 time = self.partition(t, *p)?.modified().unwrap_or(time);
@@ -261,24 +265,7 @@ impl FsState {
                 size
             }
             Node::Segment(t, p, name, file_ino) => {
-                let log = self.partition(t, *p)?;
-                let live = self
-                    .segment_file(&*log, name, node)
-                    .and_then(|seg| Ok(log.open_segment_file(&seg.name)?.metadata()?));
-                let md = match live {
-                    Ok(md) if md.ino() == *file_ino => md,
-                    // Replaced or removed since: what an open file of it holds (its `fstat`).
-                    live => match self.open_segment_file(ino) {
-                        Some(f) => f.metadata()?,
-                        None => {
-                            live?;
-                            return tree(
-                                libc::ENOENT,
-                                format!("{node}: the file was replaced by another one"),
-                            );
-                        }
-                    },
-                };
+                let md = self.segment_metadata(ino, node, (t, *p, name, *file_ino))?;
                 time = md.modified().unwrap_or(self.mounted_at);
                 // What is stored, not the preallocated length (a sparse index): `du` is true.
                 blocks = Some(md.blocks());
@@ -310,7 +297,37 @@ impl FsState {
         })
     }
 
+    /// The metadata of segment file `name` of partition `p` (inode `ino`): the real file's,
+    /// or, once it was replaced or removed, what an open file of it holds (its `fstat`).
+    fn segment_metadata(
+        &self,
+        ino: u64,
+        node: &Node,
+        (t, p, name, file_ino): (&TopicName, u32, &str, u64),
+    ) -> FsResult<std::fs::Metadata> {
+        let log = self.partition(t, p)?;
+        let live = self
+            .segment_file(&*log, name, node)
+            .and_then(|seg| Ok(log.open_segment_file(&seg.name)?.metadata()?));
+        Ok(match live {
+            Ok(md) if md.ino() == file_ino => md,
+            live => match self.open_segment_file(ino) {
+                Some(f) => f.metadata()?,
+                None => {
+                    live?;
+                    return tree(
+                        libc::ENOENT,
+                        format!("{node}: the file was replaced by another one"),
+                    );
+                }
+            },
+        })
+    }
+
     /// The entries of a directory (without `.` and `..`).
+    ///
+    /// One step (over 80 lines): one arm per directory of the tree, each listing what
+    /// [`FsState::child`] finds, side by side so the two are read together.
     pub(super) fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
         let mut out = Vec::new();
         match node {
@@ -400,4 +417,25 @@ impl FsState {
         }
         Ok(out)
     }
+}
+
+/// The size of a topic file: its content as an open reads it now (append files are empty).
+fn topic_file_size(topic: &dyn TopicStore, f: TopicFile) -> FsResult<u64> {
+    Ok(match f {
+        TopicFile::Partitions => format!("{}\n", topic.partition_count_now()?).len() as u64,
+        TopicFile::Config => topic.config_text()?.len() as u64,
+        TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv => 0,
+    })
+}
+
+/// The size of a partition file: its content as an open reads it now (append files are
+/// empty).
+fn partition_file_size(log: &dyn PartitionStore, f: PartitionFile) -> FsResult<u64> {
+    Ok(match f {
+        PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv => 0,
+        PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
+        PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
+        PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
+        PartitionFile::Replicas => log.replicas_text()?.len() as u64,
+    })
 }

@@ -1,4 +1,4 @@
-//! The values the fs core answers with. The FUSE adapter (`fuse.rs`) turns them into fuser's
+//! The values the fs core answers with. The FUSE adapter (`fuse/`) turns them into fuser's
 //! reply types; nothing here knows FUSE exists.
 
 use std::time::SystemTime;

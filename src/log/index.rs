@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions};
 
-use crate::safe_fs::{Access, Dir};
-use crate::sync::RwLockExt;
+use crate::os::safe_fs::{Access, Dir};
+use crate::util::sync::RwLockExt;
 
 const PAGE: u64 = 4096;
 

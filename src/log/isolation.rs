@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::cleaner::txn::{AbortedTxn, ControlType, collect_aborted, control_type};
 use super::segment::LogSegment;
+use crate::os::safe_fs::Dir;
 use crate::record::{BatchHeader, BatchView};
-use crate::safe_fs::Dir;
 
 /// The transactions of a partition read with `read_committed`, learnt at load.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::{LoadParams, LogAppendState, LogSegment, PartitionLog, cleaner, parse_segment_name};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::os::safe_fs::{Access, Dir, Kind};
 use crate::record::BatchBuilder;
-use crate::safe_fs::{Access, Dir, Kind};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{MutexExt, RwLockExt};
 
 /// The largest epoch in a partition's `leader-epoch-checkpoint` (Kafka's `epoch startOffset`
 /// checkpoint), if the file exists and parses.

@@ -17,24 +17,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::os::safe_fs::{Access, Dir, Entry, Kind};
 use crate::record::lines::line_record;
 use crate::record::{BatchBuilder, BatchOptions, RecordInput, TimestampType};
-use crate::safe_fs::{Access, Dir, Entry, Kind};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::clock::now_ms;
+use crate::util::sync::{MutexExt, RwLockExt};
 pub use reader::LogReader;
 use segment::AppendMeta;
 pub use segment::LogSegment;
-
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 /// Offsets given to one appended batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -673,15 +666,7 @@ impl PartitionLog {
     /// `by-offset/N` exists when log-start-offset <= N <= log-end-offset. Returns the log end.
     pub fn check_offset(&self, offset: i64) -> Result<i64> {
         let end = self.log_end_offset();
-        let start = self.log_start_offset();
-        if offset < start || offset > end {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: start,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, self.log_start_offset(), end)
     }
 
     /// The first offset whose record has a timestamp >= `ts` (Kafka's `fetchOffsetByTimestamp`).

@@ -4,7 +4,7 @@ use std::io;
 use std::sync::Arc;
 
 use super::index::LazyIndex;
-use crate::safe_fs::Dir;
+use crate::os::safe_fs::Dir;
 
 pub const ENTRY_SIZE: usize = 8;
 

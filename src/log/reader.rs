@@ -7,10 +7,10 @@ use memmap2::Mmap;
 
 use super::segment::{self, BatchPos, LinesCount, LogSegment};
 use crate::error::{Error, Result};
-use crate::read_window::ReadWindow;
 use crate::record::{
     BatchError, BatchHeader, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record, RecordIter,
 };
+use crate::util::read_window::ReadWindow;
 
 /// Streams the records of one partition from a start offset to the end offset fixed at open.
 /// Holds its own snapshot of the segments, so appends and retention never disturb it.

@@ -15,12 +15,12 @@ use memmap2::{Mmap, MmapOptions};
 use super::offset_index::{self, OffsetIndex};
 use super::time_index::{self, TimeIndex};
 use crate::config::LogConfig;
-use crate::read_window::{ReadAt, ReadWindow};
+use crate::os::safe_fs::{Access, Dir};
 use crate::record::{
     BatchHeader, BatchView, HEADER_SIZE, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE,
 };
-use crate::safe_fs::{Access, Dir};
-use crate::sync::MutexExt;
+use crate::util::read_window::{ReadAt, ReadWindow};
+use crate::util::sync::MutexExt;
 
 mod recover;
 
@@ -409,7 +409,7 @@ impl LogSegment {
         // A failing disk's error names the segment (its errno is kept for the reader).
         self.file()?
             .read_full_at(buf, pos)
-            .map_err(|e| crate::safe_fs::with_path(&self.log_path, e))
+            .map_err(|e| crate::os::safe_fs::with_path(&self.log_path, e))
     }
 
     /// The header of the batch at `pos`, if a whole valid-looking batch starts there

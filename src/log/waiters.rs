@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// Something to wake once. `is_stale` lets a registry drop waiters nobody waits on any more
 /// (a reader that was answered another way).

@@ -15,9 +15,10 @@ use std::time::Duration;
 use super::{CLEANER_OFFSET_CHECKPOINT, LogManager};
 use crate::checkpoint::{self, Offsets};
 use crate::error::Result;
+use crate::log::PartitionLog;
 use crate::log::cleaner::{CleanRound, Cleaner, choose};
-use crate::log::{PartitionLog, now_ms};
-use crate::sync::{MutexExt, RwLockExt};
+use crate::util::clock::now_ms;
+use crate::util::sync::{MutexExt, RwLockExt};
 
 /// The cleaner's state in the log manager.
 pub(super) struct CleanerState {

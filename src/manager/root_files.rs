@@ -5,7 +5,7 @@ use super::*;
 
 /// `brokerEpoch` of a `.kafka_cleanshutdown` marker (`{"version":0,"brokerEpoch":N}`).
 pub(super) fn marker_broker_epoch(path: &Path) -> Option<i64> {
-    let text = crate::safe_fs::read_to_string(path).ok()?;
+    let text = crate::os::safe_fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("brokerEpoch")?.as_i64()
 }
@@ -15,14 +15,14 @@ pub(super) fn marker_broker_epoch(path: &Path) -> Option<i64> {
 /// A read-only mount takes a read lock on an existing `.lock` (opened read-only; a missing one
 /// is left missing): it still conflicts with a broker's or a read-write topicfs's write lock.
 pub(super) fn lock_dir(dir: &Path, read_only: bool) -> Result<Option<File>> {
-    let d = crate::safe_fs::Dir::open_log_dir(dir)?;
+    let d = crate::os::safe_fs::Dir::open_log_dir(dir)?;
     let f = if read_only {
-        match d.open_file(LOCK_FILE, crate::safe_fs::Access::ReadOnly) {
+        match d.open_file(LOCK_FILE, crate::os::safe_fs::Access::ReadOnly) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             r => r?,
         }
     } else {
-        match d.open_file(LOCK_FILE, crate::safe_fs::Access::ReadWrite) {
+        match d.open_file(LOCK_FILE, crate::os::safe_fs::Access::ReadWrite) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => d.create_new(LOCK_FILE)?,
             r => r?,
         }

@@ -56,7 +56,7 @@ impl LogManager {
         let made = self.make_partitions(topics, topic, from, to, cfg);
         // On success each partition directory was synced into its log dir as it was made.
         for d in &self.dirs {
-            let removed = crate::safe_fs::Dir::open_log_dir(&d.path).and_then(|root| {
+            let removed = crate::os::safe_fs::Dir::open_log_dir(&d.path).and_then(|root| {
                 root.remove_if_exists(CREATING_FILE)
                     .and_then(|()| root.sync())
             });
@@ -124,13 +124,7 @@ impl LogManager {
     /// Like [`LogManager::create_topic`], with `partitions` partitions (at least 1).
     pub fn create_topic_with_partitions(&self, name: &str, partitions: u32) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
-        if partitions == 0 {
-            return Err(Error::InvalidPartitionCount {
-                topic: name.to_string(),
-                current: 0,
-                requested: 0,
-            });
-        }
+        crate::storage::partition_growth(name, 0, partitions)?;
         self.writable()?;
         let _admin = self.admin.guard();
         if self.topics.read_guard().contains_key(name) {
@@ -173,7 +167,7 @@ impl LogManager {
     /// topic stays as it was.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.writable()?;
-        if name == crate::group::OFFSETS_TOPIC {
+        if name == crate::consumer_offsets::OFFSETS_TOPIC {
             return Err(Error::InternalTopic(format!(
                 "{name} is the consumer groups' internal topic: it cannot be deleted"
             )));
@@ -255,7 +249,7 @@ impl LogManager {
     /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
-        if topic == crate::group::OFFSETS_TOPIC {
+        if topic == crate::consumer_offsets::OFFSETS_TOPIC {
             // A group's partition is its hash modulo the count: growing it moves groups.
             return Err(Error::InternalTopic(format!(
                 "{topic} is the consumer groups' internal topic: its partition count is fixed"
@@ -264,14 +258,7 @@ impl LogManager {
         let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let current = t.partition_count();
-        if n < current || n == 0 {
-            return Err(Error::InvalidPartitionCount {
-                topic: topic.to_string(),
-                current,
-                requested: n,
-            });
-        }
-        if n == current {
+        if !crate::storage::partition_growth(topic, current, n)? {
             return Ok(());
         }
         let made = {
@@ -327,7 +314,7 @@ impl LogManager {
             }
         }
         let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
-        if topic == crate::group::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
+        if topic == crate::consumer_offsets::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
             // Its records are the latest commit of each key: deleting by age loses commits.
             return Err(Error::InvalidConfig(format!(
                 "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"
@@ -377,7 +364,7 @@ fn sync_parents<'a>(paths: impl Iterator<Item = &'a std::path::Path>) -> std::io
         if let Some(parent) = p.parent()
             && done.insert(parent.to_path_buf())
         {
-            crate::safe_fs::Dir::open_log_dir(parent)?.sync()?;
+            crate::os::safe_fs::Dir::open_log_dir(parent)?.sync()?;
         }
     }
     Ok(())

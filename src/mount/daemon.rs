@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::lifecycle;
 use super::options::{MountArgs, MountPlan};
-use crate::fs::{FsState, TopicFs};
+use crate::fs::FsState;
+use crate::fs::fuse::Session;
 use crate::manager::LogManager;
 use crate::storage::Storage;
 
@@ -36,7 +37,7 @@ impl Reporter {
                 let Ok(f) = f.try_clone() else { return };
                 let f = std::sync::Mutex::new(f);
                 super::logging::set_progress(Some(Box::new(move |msg: &str| {
-                    let mut f = crate::sync::MutexExt::guard(&f);
+                    let mut f = crate::util::sync::MutexExt::guard(&f);
                     let _ = writeln!(f, "INFO {}", msg.replace('\n', " "));
                 })));
             }
@@ -368,7 +369,7 @@ fn start(
     plan: &MountPlan,
     dirs: &str,
     mut pid_file: PidFile,
-) -> Result<(std::sync::Arc<FsState>, fuser::Session<TopicFs>), String> {
+) -> Result<(std::sync::Arc<FsState>, Session), String> {
     let storage = match open_storage(plan, dirs) {
         Ok(s) => s,
         Err(e) => {
@@ -393,8 +394,12 @@ fn start(
         PidFile::remove(plan.pid_file.as_deref());
         Err(msg)
     };
-    let fs = TopicFs::new(state.clone(), plan.passthrough);
-    let session = match fuser::Session::new(fs, &plan.mountpoint, &plan.fuse) {
+    let session = match Session::mount(
+        state.clone(),
+        &plan.mountpoint,
+        &plan.fuse,
+        plan.passthrough,
+    ) {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot mount {}: {e}", plan.mountpoint.display())),
     };
@@ -492,10 +497,7 @@ impl PidFile {
 
 /// Starts the thread that receives the shutdown signals and the one that runs the FUSE
 /// session; both report to the returned channel.
-fn spawn_event_threads(
-    signals: libc::sigset_t,
-    session: fuser::Session<TopicFs>,
-) -> mpsc::Receiver<Event> {
+fn spawn_event_threads(signals: libc::sigset_t, session: Session) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel();
     let sig_tx = tx.clone();
     std::thread::Builder::new()

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Mutex, OnceLock};
 
-use crate::sync::MutexExt;
+use crate::fs::fuse::{FUSER_LOG_TARGET, unanswered_reply};
+use crate::util::sync::MutexExt;
 
 use log::{Level, Log, Metadata, Record};
 
@@ -27,7 +28,8 @@ static LOGGER: OnceLock<&'static Logger> = OnceLock::new();
 
 /// Installs the logger: `RUST_LOG` filters (default `topicfs=info,fuser=error`), stderr.
 pub fn init() {
-    let env = env_logger::Env::default().default_filter_or("topicfs=info,fuser=error");
+    let default = format!("topicfs=info,{FUSER_LOG_TARGET}=error");
+    let env = env_logger::Env::default().default_filter_or(default);
     let inner = env_logger::Builder::from_env(env).build();
     let max = inner.filter();
     let logger: &'static Logger = Box::leak(Box::new(Logger {
@@ -59,12 +61,6 @@ pub fn set_progress(sink: Option<Sink>) {
     if let Some(l) = LOGGER.get() {
         *l.progress.guard() = sink;
     }
-}
-
-/// A reply the kernel no longer waits for: the process that asked was killed or interrupted
-/// while it waited (ENOENT from /dev/fuse). Normal, so not an error.
-fn unanswered_reply(record: &Record<'_>) -> bool {
-    record.target().starts_with("fuser::reply") && record.args().to_string().contains("os error 2)")
 }
 
 impl Log for Logger {

@@ -1,11 +1,11 @@
-//! `topicfs mount`: [`options`] turns the command line and `-o` into a [`MountPlan`];
-//! [`daemon`] forks, mounts, serves and shuts down. The storage core below never touches
+//! `topicfs mount`: `options` turns the command line and `-o` into a [`MountPlan`];
+//! `daemon` forks, mounts, serves and shuts down. The storage core below never touches
 //! process-wide state (limits, signals, stdio); only this module does.
 
-pub mod daemon;
+pub(crate) mod daemon;
 pub mod lifecycle;
 pub mod logging;
-pub mod options;
+pub(crate) mod options;
 mod remote;
 
 pub use daemon::run;

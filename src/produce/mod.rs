@@ -5,123 +5,111 @@
 
 pub mod partitioner;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub use partitioner::{murmur2, partition_for_key};
 
 use crate::error::{Error, Result};
-use crate::log::{PartitionLog, now_ms, validator};
+use crate::log::{PartitionLog, validator};
 use crate::manager::Topic;
 use crate::record::lines::{line_record, line_records};
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
+use crate::storage::{AppendResult, Appended};
+use crate::util::clock::now_ms;
 
 impl Topic {
     /// Appends one write's lines at topic level: they have no key, so they go together to the
     /// next partition in round-robin order, as [`Topic::append_routed`] sends their records.
-    pub fn append_lines_routed(
-        &self,
-        parts: &[&[u8]],
-        timestamp: i64,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
+    pub fn append_lines_routed(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
         if parts.iter().all(|p| p.is_empty()) {
-            return Ok(());
+            return Ok(Appended::default());
         }
         validator::validate_timestamps(&[line_record(b"", timestamp)], &self.config(), now_ms())?;
         let p = self.next_round_robin();
-        let before = *done;
-        let res = append_lines(&*self.partition(p)?, parts, timestamp, done);
-        if *done > before {
-            written.insert(p);
-        }
-        res
+        append_lines(&*self.partition(p)?, parts, timestamp)
     }
 
     /// Appends one write's records at topic level. Nothing is appended when one record cannot
     /// fit in a batch of its own (`max_record`, or the log's `max.message.bytes`) or has a
-    /// refused timestamp. Keyed records go to
-    /// Kafka's murmur2 partition, the unkeyed ones of the write together to the next partition
-    /// in round-robin order; each partition gets the write's records for it as one batch (or
-    /// as few as fit). `done` counts the records appended, `written` gets each partition
-    /// appended to (also when a later one fails).
-    pub fn append_routed(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
+    /// refused timestamp. The records are routed by [`route`]; each partition gets the
+    /// write's records for it as one batch (or as few as fit). The answer holds each
+    /// partition appended to, also when a later one failed.
+    pub fn append_routed(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
         if records.is_empty() {
-            return Ok(());
+            return Ok(Appended::default());
         }
         validator::validate_timestamps(records, &self.config(), now_ms())?;
+        let parts = route(records, self.partition_count(), max_record, || {
+            self.next_round_robin()
+        })?;
         if records.iter().all(|r| r.key.is_none()) {
-            let p = self.next_round_robin();
-            let before = *done;
-            let res = append_batch(&*self.partition(p)?, records, done);
-            if *done > before {
-                written.insert(p);
-            }
-            return res;
+            // One partition: as one batch, or split as it fits.
+            return append_batch(&*self.partition(parts[0])?, records);
         }
-        // The write spans partitions: every record must fit before any is appended.
-        check_each_fits(records, max_record)?;
-        let unkeyed = records
-            .iter()
-            .any(|r| r.key.is_none())
-            .then(|| self.next_round_robin());
-        let count = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<RecordInput<'_>>> = BTreeMap::new();
-        for r in records {
-            let p = match r.key {
-                Some(k) => partition_for_key(k, count),
-                None => unkeyed.unwrap_or(0),
-            };
+        for (r, p) in records.iter().zip(parts) {
             by_partition.entry(p).or_default().push(*r);
         }
+        let mut appended = Appended::default();
         for (p, recs) in by_partition {
-            let before = *done;
-            let res = append_batch(&*self.partition(p)?, &recs, done);
-            if *done > before {
-                written.insert(p);
-            }
-            res?;
+            let log = match self.partition(p) {
+                Ok(log) => log,
+                Err(e) => return Err(appended.stopped(e)),
+            };
+            appended = appended.then(append_batch(&log, &recs))?;
         }
-        Ok(())
+        Ok(appended)
     }
+}
+
+/// Kafka's producer routing of one topic-level write, for every storage: each keyed record
+/// goes to its murmur2 partition of `count`, the unkeyed ones together to one partition,
+/// `next_round_robin()` (asked only when a record has no key, so each write with unkeyed
+/// records takes the next partition). A write with a keyed record may span partitions: it is
+/// refused whole (RecordTooLarge) when one record cannot fit in a batch of its own
+/// (`max_record`), before any is appended. The partition of each record, in order.
+pub fn route(
+    records: &[RecordInput<'_>],
+    count: u32,
+    max_record: usize,
+    next_round_robin: impl FnOnce() -> u32,
+) -> Result<Vec<u32>> {
+    if records.iter().any(|r| r.key.is_some()) {
+        check_each_fits(records, max_record)?;
+    }
+    let count = count.max(1);
+    let unkeyed = records
+        .iter()
+        .any(|r| r.key.is_none())
+        .then(next_round_robin);
+    Ok(records
+        .iter()
+        .map(|r| match r.key {
+            Some(k) => partition_for_key(k, count),
+            None => unkeyed.unwrap_or(0),
+        })
+        .collect())
 }
 
 /// Appends `records` as one batch. A batch over `max.message.bytes` is split the way Kafka's
 /// producer batches records (each batch as large as fits); when one record cannot fit in a
 /// batch of its own, nothing is appended and the error is RecordTooLarge (EMSGSIZE).
-/// `done` counts the records appended (the first ones, when a later batch fails).
-pub fn append_batch(
-    log: &PartitionLog,
-    records: &[RecordInput<'_>],
-    done: &mut usize,
-) -> Result<()> {
+/// The records appended are the first ones, when a later batch fails.
+pub fn append_batch(log: &PartitionLog, records: &[RecordInput<'_>]) -> AppendResult {
     let max = match log.append(records) {
-        Ok(_) => {
-            *done += records.len();
-            return Ok(());
-        }
+        Ok(_) => return Ok(Appended::to(log.partition(), records.len())),
         Err(Error::RecordTooLarge { max, .. }) if records.len() > 1 => max,
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
-    append_split(log, records, max, done)
+    append_split(log, records, max)
 }
 
 /// Appends `records`, too large for one batch of at most `max` bytes, as batches as large as
 /// fit (see [`append_batch`]).
-fn append_split(
-    log: &PartitionLog,
-    records: &[RecordInput<'_>],
-    max: usize,
-    done: &mut usize,
-) -> Result<()> {
+fn append_split(log: &PartitionLog, records: &[RecordInput<'_>], max: usize) -> AppendResult {
     // Every record must fit alone before any is appended.
     let sizes = check_each_fits(records, max)?;
+    let mut appended = Appended::default();
     let mut start = 0;
     while start < records.len() {
         let mut end = start;
@@ -130,39 +118,34 @@ fn append_split(
             size += sizes[end];
             end += 1;
         }
-        append_halving(log, &records[start..end], done)?;
+        appended = appended.then(append_halving(log, &records[start..end]))?;
         start = end;
     }
-    Ok(())
+    Ok(appended)
 }
 
 /// Appends the lines of `parts` as one batch ([`PartitionLog::append_lines`]), or, when they
 /// do not fit in one, as their records split by [`append_batch`].
-pub fn append_lines(
-    log: &PartitionLog,
-    parts: &[&[u8]],
-    timestamp: i64,
-    done: &mut usize,
-) -> Result<()> {
+pub fn append_lines(log: &PartitionLog, parts: &[&[u8]], timestamp: i64) -> AppendResult {
     match log.append_lines(parts, timestamp) {
         Ok(info) => {
-            *done += (info.last_offset + 1 - info.first_offset) as usize;
-            Ok(())
+            let records = (info.last_offset + 1 - info.first_offset) as usize;
+            Ok(Appended::to(log.partition(), records))
         }
         Err(Error::RecordTooLarge { size, max }) => {
             let records = line_records(parts, timestamp);
             if records.len() < 2 {
                 // One line too large alone: the error stands.
-                return Err(Error::RecordTooLarge { size, max });
+                return Err(Error::RecordTooLarge { size, max }.into());
             }
-            append_split(log, &records, max, done)
+            append_split(log, &records, max)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
-pub fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
+fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
     let mut sizes = Vec::with_capacity(records.len());
     let mut scratch = Vec::new();
     for r in records {
@@ -179,17 +162,122 @@ pub fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<us
 
 /// Appends `records`, halving the batch if the log still finds it too large (a codec that
 /// grows incompressible data).
-fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> AppendResult {
     match log.append(records) {
         Err(Error::RecordTooLarge { .. }) if records.len() > 1 => {
             let (a, b) = records.split_at(records.len() / 2);
-            append_halving(log, a, done)?;
-            append_halving(log, b, done)
+            append_halving(log, a)?.then(append_halving(log, b))
         }
-        Ok(_) => {
-            *done += records.len();
-            Ok(())
+        Ok(_) => Ok(Appended::to(log.partition(), records.len())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
+        RecordInput {
+            key,
+            value: Some(value),
+            headers: &[],
+            timestamp: 0,
         }
-        Err(e) => Err(e),
+    }
+
+    #[test]
+    fn item3_route_keyed_by_murmur2_unkeyed_to_one_round_robin_partition() {
+        let next = Cell::new(0u32);
+        let rr = || {
+            next.set(next.get() + 1);
+            7
+        };
+        // Unkeyed records of one write go together to the next round-robin partition.
+        let unkeyed = [rec(None, b"a"), rec(None, b"b")];
+        assert_eq!(route(&unkeyed, 12, 1 << 20, rr).unwrap(), vec![7, 7]);
+        assert_eq!(next.get(), 1);
+        // Keyed records go to Kafka's partition for their key; a write of keyed records
+        // only does not take a round-robin partition.
+        let keyed = [rec(Some(b"k1"), b"a"), rec(Some(b"k2"), b"b")];
+        let want: Vec<u32> = [b"k1", b"k2"]
+            .iter()
+            .map(|k| partition_for_key(&k[..], 12))
+            .collect();
+        assert_eq!(route(&keyed, 12, 1 << 20, rr).unwrap(), want);
+        assert_eq!(next.get(), 1);
+        let mixed = [rec(Some(b"k1"), b"a"), rec(None, b"b")];
+        assert_eq!(route(&mixed, 12, 1 << 20, rr).unwrap(), vec![want[0], 7]);
+        assert_eq!(next.get(), 2);
+    }
+
+    #[test]
+    fn item3_route_refuses_a_spanning_write_with_a_record_too_large_before_routing() {
+        let next = Cell::new(0u32);
+        let rr = || {
+            next.set(next.get() + 1);
+            0
+        };
+        let big = vec![b'x'; 200];
+        let mixed = [rec(Some(b"k"), b"a"), rec(None, &big)];
+        match route(&mixed, 3, 150, rr) {
+            Err(Error::RecordTooLarge { max: 150, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(next.get(), 0, "no partition taken by a refused write");
+        // Unkeyed records go to one partition, split there as they fit: no check here.
+        assert_eq!(route(&[rec(None, &big)], 3, 150, rr).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn item3_appended_holds_what_a_write_stored_before_a_later_partition_failed() {
+        use crate::config::BrokerConfig;
+        use crate::manager::LogManager;
+        let d = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.log_dirs = vec![d.path().to_path_buf()];
+        c.num_partitions = 2;
+        let mgr = LogManager::open(c).unwrap();
+        let t = mgr.create_topic("t").unwrap();
+        // A compacted topic refuses a record without a key.
+        mgr.set_topic_config("t", "cleanup.policy", Some("compact"))
+            .unwrap();
+        // The next unkeyed write goes to partition 1; the key goes to partition 0.
+        while t.next_round_robin() != 0 {}
+        let key = (0..)
+            .map(|i| format!("k{i}"))
+            .find(|k| partition_for_key(k.as_bytes(), 2) == 0)
+            .unwrap();
+        let now = now_ms();
+        let records = [
+            RecordInput {
+                timestamp: now,
+                ..rec(Some(key.as_bytes()), b"a")
+            },
+            RecordInput {
+                timestamp: now,
+                ..rec(None, b"b")
+            },
+        ];
+        let err = t.append_routed(&records, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err.error, Error::InvalidRecord(_)),
+            "{:?}",
+            err.error
+        );
+        assert_eq!(err.appended, Appended::to(0, 1));
+        assert_eq!(t.partition(0).unwrap().log_end_offset(), 1);
+        // Every partition of a write that all went in.
+        let ok = t
+            .append_routed(
+                &[RecordInput {
+                    timestamp: now,
+                    ..rec(Some(key.as_bytes()), b"c")
+                }],
+                1 << 20,
+            )
+            .unwrap();
+        assert_eq!(ok, Appended::to(0, 1));
     }
 }

@@ -282,6 +282,9 @@ impl BatchBuilder {
     /// between. The same bytes as [`BatchBuilder::add_all`] of [`super::lines::line_records`]
     /// (tests/oracle_fastpath.rs checks them against an independent encoder). Returns how many
     /// records were added.
+    ///
+    /// One step (over 80 lines): the inner loop of every append request, one pass over the
+    /// bytes with its state in locals, tuned by instruction counts (see BENCHMARKS.md).
     pub fn add_lines(&mut self, data: &[u8], timestamp: i64) -> usize {
         if data.is_empty() {
             return 0;

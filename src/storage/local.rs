@@ -1,16 +1,17 @@
 //! The local log as a [`Storage`]: the log manager's topics and partitions, in Kafka's
 //! on-disk format.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{
-    GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore, Waker,
+    AppendResult, GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore,
+    Waker,
 };
+use crate::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC};
 use crate::error::Result;
-use crate::group::{GroupOffsets, OFFSETS_TOPIC};
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
 use crate::metrics::{PartitionSample, Sample};
@@ -126,24 +127,11 @@ impl TopicStore for Topic {
     fn modified(&self) -> Option<std::time::SystemTime> {
         Topic::modified(self)
     }
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        self.append_routed(records, max_record, done, written)
+    fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
+        self.append_routed(records, max_record)
     }
-    fn append_lines(
-        &self,
-        parts: &[&[u8]],
-        timestamp: i64,
-        _max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        self.append_lines_routed(parts, timestamp, done, written)
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, _max_record: usize) -> AppendResult {
+        self.append_lines_routed(parts, timestamp)
     }
 }
 
@@ -179,11 +167,11 @@ impl PartitionStore for PartitionLog {
     fn read_from_time(&self, ts: i64) -> Result<Box<dyn RecordStream>> {
         Ok(Box::new(PartitionLog::read_from_time(self, ts)?))
     }
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
-        produce::append_batch(self, records, done)
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
+        produce::append_batch(self, records)
     }
-    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
-        produce::append_lines(self, parts, timestamp, done)
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
+        produce::append_lines(self, parts, timestamp)
     }
     fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         PartitionLog::wait_for(self, offset, w)

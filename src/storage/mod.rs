@@ -12,16 +12,79 @@ mod local;
 pub use cluster::ClusterStorage;
 pub use cluster_config::ClusterConfig;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 
 pub use crate::log::SegmentFile;
 pub use crate::log::waiters::Waker;
+
+/// What one append stored: the first `records` records of the write, in `partitions`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub records: usize,
+    pub partitions: BTreeSet<u32>,
+}
+
+impl Appended {
+    /// `records` records stored in partition `p` (none: no partition).
+    pub fn to(p: u32, records: usize) -> Appended {
+        Appended {
+            records,
+            partitions: (records > 0).then_some(p).into_iter().collect(),
+        }
+    }
+
+    /// What the write stored so far and then `next` of it: everything when `next` failed too.
+    pub fn then(mut self, next: AppendResult) -> AppendResult {
+        let (more, error) = match next {
+            Ok(a) => (a, None),
+            Err(e) => (e.appended, Some(e.error)),
+        };
+        self.records += more.records;
+        self.partitions.extend(more.partitions);
+        match error {
+            None => Ok(self),
+            Some(error) => Err(self.stopped(error)),
+        }
+    }
+
+    /// The write stopped at `error`, with this much of it stored.
+    pub fn stopped(self, error: Error) -> AppendError {
+        AppendError {
+            appended: self,
+            error,
+        }
+    }
+}
+
+/// An append that stopped at `error` after it stored `appended` (the first records of the
+/// write; none after them).
+#[derive(Debug)]
+pub struct AppendError {
+    pub appended: Appended,
+    pub error: Error,
+}
+
+/// Failed before anything was stored.
+impl From<Error> for AppendError {
+    fn from(error: Error) -> AppendError {
+        Appended::default().stopped(error)
+    }
+}
+
+impl From<AppendError> for Error {
+    fn from(e: AppendError) -> Error {
+        e.error
+    }
+}
+
+/// An append's answer: what it stored, or where it stopped and what it stored before.
+pub type AppendResult = std::result::Result<Appended, AppendError>;
 
 /// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
 pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
@@ -43,7 +106,7 @@ pub trait Storage: Send + Sync {
     /// Creates a topic with the default partition count and configs.
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
     fn delete_topic(&self, name: &str) -> Result<()>;
-    /// Grows a topic to `count` partitions (never shrinks).
+    /// Grows a topic to `count` partitions (never shrinks: [`partition_growth`]).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
     /// Whether one topic config line (`Some` sets, `None` removes) would be accepted, as far
     /// as it can be told before it is applied; nothing changes.
@@ -181,27 +244,14 @@ pub trait TopicStore: Send + Sync {
         None
     }
     /// Appends one write's records at topic level, routed as Kafka's producer routes them
-    /// (see [`crate::produce`]). `done` counts records appended, `written` gets the
-    /// partitions appended to.
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut std::collections::BTreeSet<u32>,
-    ) -> Result<()>;
+    /// (see [`crate::produce::route`]): the records appended and the partitions appended to
+    /// (also when a later part of the write failed).
+    fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult;
     /// Appends one write's lines at topic level (see [`crate::record::lines`]): by default as
     /// their records through [`TopicStore::append`].
-    fn append_lines(
-        &self,
-        parts: &[&[u8]],
-        timestamp: i64,
-        max_record: usize,
-        done: &mut usize,
-        written: &mut std::collections::BTreeSet<u32>,
-    ) -> Result<()> {
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, max_record: usize) -> AppendResult {
         let records = crate::record::lines::line_records(parts, timestamp);
-        self.append(&records, max_record, done, written)
+        self.append(&records, max_record)
     }
     /// The topic as one open append file of a storage that writes behind sees it: its
     /// appends return once handed over, and the [`Unacknowledged`] waits for them. None (the
@@ -227,7 +277,8 @@ pub trait PartitionStore: Send + Sync {
     fn offsets_now(&self) -> Result<(i64, i64)> {
         Ok((self.log_start_offset(), self.log_end_offset()))
     }
-    /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange.
+    /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange: the
+    /// partition's offsets (as fresh as the storage needs them) held to [`offset_in_range`].
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>>;
@@ -248,13 +299,13 @@ pub trait PartitionStore: Send + Sync {
         let (from, to) = (self.log_start_offset(), self.log_end_offset());
         measure_records(&mut *self.read_from_offset(from)?, from, to, |_, _| 1)
     }
-    /// Appends `records` as one batch, or as few as fit `max.message.bytes`; `done` counts
-    /// the records appended (the first ones, when a later batch fails).
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()>;
+    /// Appends `records` as one batch, or as few as fit `max.message.bytes`: the records
+    /// appended (the first ones, when a later batch fails).
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult;
     /// Appends the lines of each of `parts` (see [`crate::record::lines`]), all with
     /// `timestamp`, as [`PartitionStore::append`] appends their records (by default, as them).
-    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, done: &mut usize) -> Result<()> {
-        self.append(&crate::record::lines::line_records(parts, timestamp), done)
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
+        self.append(&crate::record::lines::line_records(parts, timestamp))
     }
     /// The partition as one open append file sees it (see [`TopicStore::write_behind`]).
     fn write_behind(&self) -> Option<(Arc<dyn PartitionStore>, Arc<dyn Unacknowledged>)> {
@@ -295,6 +346,34 @@ pub trait PartitionStore: Send + Sync {
             ),
         )))
     }
+}
+
+/// The by-offset range rule, for every storage: `by-offset/N` (and a stream from N) exists
+/// when log-start <= N <= log-end, the log end itself naming the empty stream that grows.
+/// Ok(log end), else OffsetOutOfRange.
+pub fn offset_in_range(offset: i64, log_start: i64, log_end: i64) -> Result<i64> {
+    if offset < log_start || offset > log_end {
+        return Err(crate::error::Error::OffsetOutOfRange {
+            offset,
+            log_start,
+            log_end,
+        });
+    }
+    Ok(log_end)
+}
+
+/// Partition counts only grow, as Kafka's CreatePartitions allows, for every storage:
+/// Ok(true) when `requested` adds partitions to `current`, Ok(false) when it is `current`;
+/// fewer, or none, is InvalidPartitionCount. (A new topic grows from 0.)
+pub fn partition_growth(topic: &str, current: u32, requested: u32) -> Result<bool> {
+    if requested < current || requested == 0 {
+        return Err(crate::error::Error::InvalidPartitionCount {
+            topic: topic.to_string(),
+            current,
+            requested,
+        });
+    }
+    Ok(requested > current)
 }
 
 /// The sum of `measure` over the data records `reader` (opened at `from`) gives at offsets
@@ -345,5 +424,51 @@ pub trait RecordStream: Send {
                 *from = r.offset + 1;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn item3_offset_in_range_is_the_by_offset_rule_of_every_storage() {
+        // log-start <= N <= log-end: the log end names the empty stream that grows.
+        assert_eq!(offset_in_range(100, 100, 150).unwrap(), 150);
+        assert_eq!(offset_in_range(150, 100, 150).unwrap(), 150);
+        assert_eq!(offset_in_range(0, 0, 0).unwrap(), 0);
+        for n in [99, 151, -1, i64::MIN, i64::MAX] {
+            match offset_in_range(n, 100, 150) {
+                Err(Error::OffsetOutOfRange {
+                    offset,
+                    log_start: 100,
+                    log_end: 150,
+                }) => assert_eq!(offset, n),
+                other => panic!("{n}: {other:?}"),
+            }
+        }
+        // The names the tree resolves hold to it.
+        use crate::addr::OffsetForm;
+        assert_eq!(OffsetForm::At(150).resolve(100, 150), Some(150));
+        assert_eq!(OffsetForm::At(151).resolve(100, 150), None);
+    }
+
+    #[test]
+    fn item3_partition_counts_only_grow_in_every_storage() {
+        assert!(partition_growth("t", 2, 5).unwrap());
+        assert!(!partition_growth("t", 2, 2).unwrap());
+        // A new topic grows from 0.
+        assert!(partition_growth("t", 0, 1).unwrap());
+        for (current, requested) in [(2, 1), (0, 0), (3, 0)] {
+            match partition_growth("t", current, requested) {
+                Err(Error::InvalidPartitionCount {
+                    topic,
+                    current: c,
+                    requested: r,
+                }) => assert_eq!((topic.as_str(), c, r), ("t", current, requested)),
+                other => panic!("{current} -> {requested}: {other:?}"),
+            }
+        }
     }
 }

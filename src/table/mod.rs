@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::storage::{PartitionStore, TopicStore};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// `value_len` of a key whose latest record is a tombstone, or whose record is gone.
 const TOMBSTONE: u32 = u32::MAX;

@@ -23,10 +23,8 @@ fn put(t: &dyn TopicStore, key: &[u8], value: Option<&[u8]>, ts: i64) {
         headers: &[],
         timestamp: ts,
     };
-    let mut done = 0;
-    t.append(&[r], 1 << 20, &mut done, &mut Default::default())
-        .unwrap();
-    assert_eq!(done, 1);
+    let appended = t.append(&[r], 1 << 20).unwrap();
+    assert_eq!(appended.records, 1);
 }
 
 #[test]
@@ -42,7 +40,6 @@ fn table_latest_value_per_key_and_tombstones() {
     put(&*t, b"a", Some(b"one"), 12);
     put(&*t, b"b", None, 13);
     // An unkeyed record is not in the table.
-    let mut done = 0;
     t.append(
         &[RecordInput {
             key: None,
@@ -51,8 +48,6 @@ fn table_latest_value_per_key_and_tombstones() {
             timestamp: 14,
         }],
         1 << 20,
-        &mut done,
-        &mut Default::default(),
     )
     .unwrap();
     idx.refresh(&*t).unwrap();
@@ -112,8 +107,7 @@ fn table_index_memory_per_key() {
                 timestamp: 1,
             })
             .collect();
-        let mut done = 0;
-        p.append(&recs, &mut done).unwrap();
+        p.append(&recs).unwrap();
     }
     let idx = KeyIndex::new();
     idx.refresh(&*t).unwrap();
@@ -139,9 +133,7 @@ fn table_values_of_records_inside_large_batches() {
             timestamp: 1,
         })
         .collect();
-    let mut done = 0;
-    t.append(&recs, 1 << 20, &mut done, &mut Default::default())
-        .unwrap();
+    t.append(&recs, 1 << 20).unwrap();
     let idx = KeyIndex::new();
     idx.refresh(&*t).unwrap();
     for k in &keys {
@@ -172,9 +164,7 @@ fn table_values_of_many_keys_in_one_append() {
             timestamp: 1,
         })
         .collect();
-    let mut done = 0;
-    t.append(&recs, 1 << 20, &mut done, &mut Default::default())
-        .unwrap();
+    t.append(&recs, 1 << 20).unwrap();
     let idx = KeyIndex::new();
     idx.refresh(&*t).unwrap();
     for k in &keys {

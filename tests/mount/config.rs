@@ -126,7 +126,7 @@ fn compression_and_log_append_time_as_kafka_writes_them() {
     assert_eq!(vals[9], b"uncompressed-b".to_vec());
     // LogAppendTime: the batch carries the append time; by-time honours it.
     m.ok("echo message.timestamp.type=LogAppendTime >> t/config");
-    let before = topicfs::log::now_ms();
+    let before = topicfs::util::clock::now_ms();
     m.ok(r#"echo '{"value":"stamped","timestamp":5}' >> t/0/append.jsonl"#);
     let line = m.read("t/0/by-offset/10.jsonl");
     let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();

@@ -634,7 +634,7 @@ fn item10_any_kafka_group_id_is_listed_and_opens() {
     }
     let dir = m.partition_dir(
         "__consumer_offsets",
-        topicfs::group::partition_for("a/b", 50),
+        topicfs::consumer_offsets::partition_for("a/b", 50),
     );
     // An OffsetCommit key: version, then the group as an int16-length string.
     let seen = crate::common::decode::decode_dir_records(&dir)

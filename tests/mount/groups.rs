@@ -180,7 +180,7 @@ fn commits_survive_a_remount_and_a_kill_9_and_are_kafkas_records() {
     );
     m.unmount();
     // The commit of g2 in Kafka's format, read by kafka-protocol.
-    let p = topicfs::group::partition_for("g2", 50);
+    let p = topicfs::consumer_offsets::partition_for("g2", 50);
     let dir = m.partition_dir("__consumer_offsets", p);
     let commits = offset_commits(&dir);
     assert_eq!(

@@ -29,9 +29,9 @@ use self::txn::{TxnMetadata, collect_aborted, control_type};
 use self::writer::CleanedWriter;
 use super::{LogSegment, PartitionLog};
 use crate::error::{Error, Result};
-use crate::read_window::ReadWindow;
 use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
-use crate::sync::MutexExt;
+use crate::util::read_window::ReadWindow;
+use crate::util::sync::MutexExt;
 
 /// Kafka's `producer.id.expiration.ms` default: producers idle longer are not active.
 const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;

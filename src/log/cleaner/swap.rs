@@ -19,10 +19,10 @@ use super::crash_point;
 use super::writer::{CLEANED_SUFFIX, CleanedSegment, SWAP_SUFFIX, rename_files};
 use crate::error::Result;
 use crate::log::{LogSegment, PartitionLog, parse_segment_name};
-use crate::read_window::FileWindow;
+use crate::os::safe_fs::{Access, Dir, Entry};
 use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
-use crate::safe_fs::{Access, Dir, Entry};
-use crate::sync::RwLockExt;
+use crate::util::read_window::FileWindow;
+use crate::util::sync::RwLockExt;
 
 impl PartitionLog {
     /// Replaces `old` (consecutive segments, the first one at the cleaned segment's base

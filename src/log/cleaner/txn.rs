@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
 
+use crate::os::safe_fs::{Access, Dir};
 use crate::record::{BatchHeader, BatchView};
-use crate::safe_fs::{Access, Dir};
 
 pub const ENTRY_SIZE: usize = 34;
 

@@ -15,7 +15,7 @@ use super::txn::{AbortedTxn, txn_index_name};
 use crate::log::offset_index::{self, OffsetIndex};
 use crate::log::segment::{index_name, log_name, time_index_name};
 use crate::log::time_index::{self, TimeIndex};
-use crate::safe_fs::Dir;
+use crate::os::safe_fs::Dir;
 
 pub const CLEANED_SUFFIX: &str = ".cleaned";
 pub const SWAP_SUFFIX: &str = ".swap";

@@ -148,6 +148,9 @@ unsafe fn text(p: *const std::ffi::c_char) -> String {
 
 /// Sets (`Some`) or deletes (`None`, back to the cluster's default) the topic's keys in one
 /// IncrementalAlterConfigs request: the cluster applies all or none.
+///
+/// One step (over 80 lines): one librdkafka Admin call, whose resources `Call` frees, kept in
+/// one `unsafe` block so its SAFETY argument covers every pointer it uses.
 pub(super) fn alter_configs(
     inner: &Inner,
     topic: &str,

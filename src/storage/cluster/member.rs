@@ -20,7 +20,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::storage::{GroupMember, MemberEvents};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// How long the member thread waits in one poll (and so how soon a leave starts).
 const POLL_EVERY: Duration = Duration::from_millis(100);

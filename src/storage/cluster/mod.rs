@@ -5,12 +5,12 @@
 
 mod admin;
 mod block;
-mod groups;
+mod group_offsets;
 mod member;
 mod produce;
 mod read;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -23,10 +23,13 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use super::cluster_config::KAFKA_MAX_MESSAGE_BYTES;
-use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore, Unacknowledged};
+use super::{
+    AppendResult, Appended, ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore,
+    Unacknowledged,
+};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
@@ -348,14 +351,7 @@ impl Storage for ClusterStorage {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         let t = self.0.topic(topic, true)?;
         let current = t.partition_count();
-        if count < current {
-            return Err(Error::InvalidPartitionCount {
-                topic: topic.to_string(),
-                current,
-                requested: count,
-            });
-        }
-        if count == current {
+        if !crate::storage::partition_growth(topic, current, count)? {
             return Ok(());
         }
         admin::create_partitions(&self.0, topic, count)?;
@@ -396,7 +392,7 @@ impl Storage for ClusterStorage {
         self.0.producer.flush(self.0.timeout)
     }
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
-        Ok(Arc::new(groups::ClusterGroups::new(self.0.clone())))
+        Ok(Arc::new(group_offsets::ClusterGroups::new(self.0.clone())))
     }
     fn is_internal(&self, topic: &str) -> bool {
         topic.starts_with("__")
@@ -498,14 +494,8 @@ impl TopicStore for ClusterTopic {
             }
         }
     }
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        self.append_to(records, max_record, done, written, None)
+    fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
+        self.append_to(records, max_record, None)
     }
     fn write_behind(&self) -> Option<(Arc<dyn TopicStore>, Arc<dyn Unacknowledged>)> {
         if !self.inner.cfg.write_behind {
@@ -530,44 +520,40 @@ impl ClusterTopic {
         &self,
         records: &[RecordInput<'_>],
         max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
         behind: Option<&Arc<produce::Unacked>>,
-    ) -> Result<()> {
+    ) -> AppendResult {
         if records.is_empty() {
-            return Ok(());
+            return Ok(Appended::default());
         }
         let count = self.partition_count().max(1);
-        if records.iter().any(|r| r.key.is_some()) {
-            crate::produce::check_each_fits(records, max_record)?;
-        }
-        // Unkeyed records of one write go to one partition, the next write's to the next.
-        let unkeyed = self.round_robin.fetch_add(1, Ordering::Relaxed) % count;
-        let parts: Vec<u32> = records
-            .iter()
-            .map(|r| match r.key {
-                Some(k) => crate::produce::partition_for_key(k, count),
-                None => unkeyed,
-            })
-            .collect();
+        let parts = crate::produce::route(records, count, max_record, || {
+            self.round_robin.fetch_add(1, Ordering::Relaxed) % count
+        })?;
+        let mut done = 0;
         let res = self.inner.producer.send(
             &self.name,
             records,
             &parts,
             self.inner.timeout,
-            done,
+            &mut done,
             behind,
         );
         if res.is_err() {
             crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
         }
-        written.extend(parts[..*done].iter().copied());
-        for p in written.iter() {
+        let appended = Appended {
+            records: done,
+            partitions: parts[..done].iter().copied().collect(),
+        };
+        for p in appended.partitions.iter() {
             if let Ok(part) = self.part(*p) {
                 part.appended();
             }
         }
-        res
+        match res {
+            Ok(()) => Ok(appended),
+            Err(e) => Err(appended.stopped(e)),
+        }
     }
 }
 
@@ -603,14 +589,7 @@ impl TopicStore for BehindTopic {
     fn max_message_bytes(&self) -> usize {
         self.topic.max_message_bytes()
     }
-    fn append(
-        &self,
-        records: &[RecordInput<'_>],
-        max_record: usize,
-        done: &mut usize,
-        written: &mut BTreeSet<u32>,
-    ) -> Result<()> {
-        self.topic
-            .append_to(records, max_record, done, written, Some(&self.file))
+    fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
+        self.topic.append_to(records, max_record, Some(&self.file))
     }
 }

@@ -15,7 +15,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer as _, ProducerConte
 use super::{ClusterConfig, kafka};
 use crate::error::Result;
 use crate::record::RecordInput;
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The records of one write still waiting for their acknowledgement.
 pub(super) struct Pending {

@@ -16,8 +16,8 @@ use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{PartitionStore, RecordStream, Unacknowledged, Waker};
-use crate::sync::MutexExt;
+use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
+use crate::util::sync::MutexExt;
 
 /// How long a partition's watermarks are reused.
 const MARKS_TTL: Duration = Duration::from_millis(20);
@@ -163,14 +163,7 @@ impl PartitionStore for ClusterPartition {
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let (start, end) = self.marks(true)?;
-        if offset < start || offset > end {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start: start,
-                log_end: end,
-            });
-        }
-        Ok(end)
+        crate::storage::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
         let mut tpl = TopicPartitionList::new();
@@ -239,21 +232,26 @@ impl PartitionStore for ClusterPartition {
             None => Err(Error::NoRecordAtOrAfter(ts)),
         }
     }
-    fn append(&self, records: &[RecordInput<'_>], done: &mut usize) -> Result<()> {
+    fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
         let parts = vec![self.p; records.len()];
+        let mut done = 0;
         let res = self.inner.producer.send(
             &self.topic,
             records,
             &parts,
             self.inner.timeout,
-            done,
+            &mut done,
             self.behind.as_ref(),
         );
         if res.is_err() {
             crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
         }
         self.appended();
-        res
+        let appended = Appended::to(self.p, done);
+        match res {
+            Ok(()) => Ok(appended),
+            Err(e) => Err(appended.stopped(e)),
+        }
     }
     fn has_replicas(&self) -> bool {
         true
@@ -630,7 +628,7 @@ mod tests {
     #[test]
     fn item3_lines_a_count_fetched_go_to_the_next_reader_once_in_order() {
         use super::{Fetched, Instant, Mutex};
-        use crate::sync::MutexExt;
+        use crate::util::sync::MutexExt;
         let chunks = [(5, 8, b"a\nb\nc\n".to_vec()), (8, 9, b"d\n".to_vec())];
         let slot = Mutex::new(Some(Fetched {
             at: Instant::now(),

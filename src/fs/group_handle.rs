@@ -124,7 +124,7 @@ impl GroupHandle {
         use crate::fs::inode::LookupBy;
         use crate::fs::stream::{Limit, open_at, resolve_limit};
         let follow = lookup.by == LookupBy::Follow;
-        let now = crate::log::now_ms();
+        let now = crate::util::clock::now_ms();
         let groups: Arc<dyn GroupStore> = Arc::new(NoGroups);
         let mut h = GroupHandle::new(topic.clone(), "", lookup.format, follow, groups, None, &[])?;
         h.commits = false;
@@ -599,7 +599,7 @@ impl OffsetsHandle {
         let text = std::str::from_utf8(data)
             .map_err(|_| Error::InvalidRecord("offsets: the write is not UTF-8".into()))?;
         let count = topic.partition_count();
-        let now = crate::log::now_ms();
+        let now = crate::util::clock::now_ms();
         let mut target: BTreeMap<u32, i64> = BTreeMap::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let reset = crate::addr::parse_reset_line(line).map_err(Error::InvalidRecord)?;

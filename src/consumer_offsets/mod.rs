@@ -3,13 +3,13 @@
 //!
 //! - [`codec`]: the record key and value bytes (OffsetCommit, GroupMetadata key), Java's
 //!   `String.hashCode` and the group -> partition function.
-//! - [`coordinator`]: [`GroupOffsets`], the committed offsets of every group: loaded at
+//! - `coordinator`: [`GroupOffsets`], the committed offsets of every group: loaded at
 //!   mount from every partition of `__consumer_offsets`, appended to on commit.
-//! - [`assignor`]: [`range_assign`], which member of a group reads which partitions.
+//! - `assignor`: [`range_assign`], which member of a group reads which partitions.
 
-pub mod assignor;
+pub(crate) mod assignor;
 pub mod codec;
-pub mod coordinator;
+pub(crate) mod coordinator;
 
 pub use assignor::range_assign;
 pub use codec::{OffsetCommitKey, OffsetCommitValue, partition_for};

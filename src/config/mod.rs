@@ -192,6 +192,20 @@ fn at_least(key: &str, n: i64, min: Option<i64>) -> Result<()> {
     }
 }
 
+/// `log.dirs`: comma-separated directories, at least one.
+fn log_dirs(key: &str, v: &str) -> Result<Vec<PathBuf>> {
+    let dirs: Vec<PathBuf> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if dirs.is_empty() {
+        return Err(Error::InvalidConfig(format!("{key}: empty")));
+    }
+    Ok(dirs)
+}
+
 /// A topic key's error, told with the broker key that was set (`log.segment.bytes`).
 fn broker_error(e: Error, topic_key: &str, broker_key: &str) -> Error {
     match e {
@@ -208,95 +222,21 @@ pub const COMPRESSION_TYPES: &[&str] =
     &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 
 impl LogConfig {
-    /// Sets one topic-level key (Kafka topic config name).
+    /// Sets one topic-level key (Kafka topic config name), by its row of [`CONFIG_KEYS`].
     pub fn set_topic_key(&mut self, key: &str, value: &str) -> Result<()> {
-        let v = value.trim();
-        match key {
-            // Kafka's LogConfig definitions: type and validator of each key (nothing is clamped).
-            "segment.bytes" => self.segment_bytes = kafka_int(key, v, Some(14))? as u64,
-            "segment.ms" => self.segment_ms = kafka_long(key, v, Some(1))?,
-            "segment.index.bytes" => self.segment_index_bytes = kafka_int(key, v, Some(4))? as u64,
-            "index.interval.bytes" => {
-                self.index_interval_bytes = kafka_int(key, v, Some(0))? as u64
-            }
-            "retention.ms" => self.retention_ms = kafka_long(key, v, Some(-1))?,
-            // No validator: any negative value means no size limit.
-            "retention.bytes" => self.retention_bytes = kafka_long(key, v, None)?,
-            "message.timestamp.type" => {
-                self.message_timestamp_type = TimestampType::from_name(v).ok_or_else(|| {
-                    Error::InvalidConfig(format!(
-                        "Invalid value {v} for configuration {key}: String must be one of: CreateTime, LogAppendTime"
-                    ))
-                })?
-            }
-            "compression.type" => {
-                if !COMPRESSION_TYPES.contains(&v) {
-                    return Err(Error::InvalidConfig(format!(
-                        "Invalid value {v} for configuration {key}: String must be one of: {}",
-                        COMPRESSION_TYPES.join(", ")
-                    )));
-                }
-                self.compression_type = v.to_string();
-            }
-            "max.message.bytes" => {
-                self.max_message_bytes = kafka_int(key, v, Some(0))? as usize
-            }
-            "flush.messages" => {
-                let n = kafka_long(key, v, Some(1))?;
-                self.flush_messages = if n == i64::MAX { u64::MAX } else { n as u64 };
-            }
-            "message.timestamp.before.max.ms" | "message.timestamp.after.max.ms" => {
-                let n = kafka_long(key, v, Some(0))?;
-                if key.contains("before") {
-                    self.message_timestamp_before_max_ms = n;
-                } else {
-                    self.message_timestamp_after_max_ms = n;
-                }
-            }
-            "cleanup.policy" => self.cleanup_policy = CleanupPolicy::parse(key, v)?,
-            "min.cleanable.dirty.ratio" => {
-                self.min_cleanable_dirty_ratio = kafka_double_between(key, v, 0.0, 1.0)?
-            }
-            "min.compaction.lag.ms" => self.min_compaction_lag_ms = kafka_long(key, v, Some(0))?,
-            "max.compaction.lag.ms" => self.max_compaction_lag_ms = kafka_long(key, v, Some(1))?,
-            "delete.retention.ms" => self.delete_retention_ms = kafka_long(key, v, Some(0))?,
-            _ => {
-                return Err(Error::InvalidConfig(format!(
-                    "unknown topic config key {key:?}"
-                )));
-            }
+        match topic_key_def(key).and_then(|k| k.topic_value) {
+            Some(t) => (t.set)(self, key, value.trim()),
+            None => Err(Error::InvalidConfig(format!(
+                "unknown topic config key {key:?}"
+            ))),
         }
-        Ok(())
     }
 
     /// The value of a topic-level key, as `config` shows it.
     pub fn get_topic_key(&self, key: &str) -> Option<String> {
-        Some(match key {
-            "segment.bytes" => self.segment_bytes.to_string(),
-            "segment.ms" => self.segment_ms.to_string(),
-            "segment.index.bytes" => self.segment_index_bytes.to_string(),
-            "index.interval.bytes" => self.index_interval_bytes.to_string(),
-            "retention.ms" => self.retention_ms.to_string(),
-            "retention.bytes" => self.retention_bytes.to_string(),
-            "message.timestamp.type" => self.message_timestamp_type.name().to_string(),
-            "compression.type" => self.compression_type.clone(),
-            "max.message.bytes" => self.max_message_bytes.to_string(),
-            "flush.messages" => {
-                if self.flush_messages == u64::MAX {
-                    i64::MAX.to_string()
-                } else {
-                    self.flush_messages.to_string()
-                }
-            }
-            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
-            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
-            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
-            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
-            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
-            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
-            "delete.retention.ms" => self.delete_retention_ms.to_string(),
-            _ => return None,
-        })
+        topic_key_def(key)
+            .and_then(|k| k.topic_value)
+            .map(|t| (t.get)(self))
     }
 
     /// The codec new batches are written with (`producer` means as written: none for lines).
@@ -314,7 +254,7 @@ impl LogConfig {
     /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
     pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
-        if name == crate::group::OFFSETS_TOPIC {
+        if name == crate::consumer_offsets::OFFSETS_TOPIC {
             c.cleanup_policy = CleanupPolicy::compact();
         }
         for (k, v) in overrides {
@@ -412,80 +352,19 @@ pub fn by_kafka_precedence<K: AsRef<str>, V>(mut pairs: Vec<(K, V)>) -> Vec<(K, 
 }
 
 impl BrokerConfig {
-    /// Sets one broker key. Unknown keys are an error here; `load_properties` logs and skips them.
+    /// Sets one broker key, by its row of [`CONFIG_KEYS`]: its own setter, or its topic
+    /// key's (errors then name the broker key). Unknown keys are an error here;
+    /// `load_properties` logs and skips them.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let v = value.trim();
-        match key {
-            "log.dirs" | "log.dir" => {
-                let dirs: Vec<PathBuf> = v
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
-                    .collect();
-                if dirs.is_empty() {
-                    return Err(Error::InvalidConfig(format!("{key}: empty")));
-                }
-                self.log_dirs = dirs;
+        let def = broker_key_def(key);
+        match def.map(|d| (d.broker_set, d.topic, d.topic_value)) {
+            Some((Some(set), _, _)) => set(self, key, v),
+            Some((None, Some(topic), Some(t))) => {
+                (t.set)(&mut self.log, topic, v).map_err(|e| broker_error(e, topic, key))
             }
-            "num.partitions" => self.num_partitions = kafka_int(key, v, Some(1))? as u32,
-            "offsets.topic.num.partitions" => {
-                self.offsets_topic_num_partitions = kafka_int(key, v, Some(1))? as u32
-            }
-            "log.roll.ms" => {
-                self.log
-                    .set_topic_key("segment.ms", v)
-                    .map_err(|e| broker_error(e, "segment.ms", key))?;
-                self.roll_ms_set = true;
-            }
-            "log.roll.hours" => {
-                let h = kafka_int(key, v, Some(1))? as i64;
-                if !self.roll_ms_set {
-                    self.log.segment_ms = coarse_time_ms(key, h);
-                }
-            }
-            // KafkaConfig.logRetentionTimeMillis: LONG/INT without a validator, and any
-            // negative result means -1 (no time limit).
-            "log.retention.ms" => {
-                self.log.retention_ms = kafka_long(key, v, None)?.max(-1);
-                self.retention_ms_set = true;
-            }
-            "log.retention.minutes" => {
-                let m = kafka_int(key, v, None)? as i64;
-                if !self.retention_ms_set {
-                    self.log.retention_ms = coarse_time_ms(key, m);
-                }
-            }
-            "log.retention.hours" => {
-                let h = kafka_int(key, v, None)? as i64;
-                if !self.retention_ms_set {
-                    self.log.retention_ms = coarse_time_ms(key, h);
-                }
-            }
-            "log.retention.check.interval.ms" => {
-                self.retention_check_interval_ms = kafka_long(key, v, Some(1))? as u64
-            }
-            "log.cleaner.enable" => self.cleaner_enable = kafka_bool(key, v)?,
-            "log.cleaner.backoff.ms" => {
-                self.cleaner_backoff_ms = kafka_long(key, v, Some(0))? as u64
-            }
-            // Kafka: LONG; the map takes at least one slot's worth (24 bytes) per thread.
-            "log.cleaner.dedupe.buffer.size" => {
-                self.cleaner_dedupe_buffer_size = kafka_long(key, v, Some(24))? as u64
-            }
-            // INT atLeast(0); 0 means no periodic checkpoint (Kafka schedules it only once).
-            "log.flush.offset.checkpoint.interval.ms" => {
-                self.checkpoint_interval_ms = kafka_int(key, v, Some(0))? as u64
-            }
-            _ => match broker_key_def(key).and_then(|k| k.topic) {
-                Some(topic_key) => self
-                    .log
-                    .set_topic_key(topic_key, v)
-                    .map_err(|e| broker_error(e, topic_key, key))?,
-                _ => return Err(Error::InvalidConfig(format!("unknown key {key:?}"))),
-            },
+            _ => Err(Error::InvalidConfig(format!("unknown key {key:?}"))),
         }
-        Ok(())
     }
 
     /// Reads a `server.properties` file as Java's `Properties.load` does (see
@@ -592,35 +471,7 @@ pub fn parse_properties(text: &str) -> std::result::Result<Vec<(String, String)>
         if line.is_empty() {
             continue;
         }
-        // Split the key from the value.
-        let mut key_len = 0;
-        let mut value_start = line.len();
-        let mut has_sep = false;
-        let mut esc = false;
-        while key_len < line.len() {
-            let c = line[key_len];
-            if (c == '=' || c == ':') && !esc {
-                value_start = key_len + 1;
-                has_sep = true;
-                break;
-            } else if is_blank(c) && !esc {
-                value_start = key_len + 1;
-                break;
-            }
-            esc = c == '\\' && !esc;
-            key_len += 1;
-        }
-        while value_start < line.len() {
-            let c = line[value_start];
-            if !is_blank(c) {
-                if !has_sep && (c == '=' || c == ':') {
-                    has_sep = true;
-                } else {
-                    break;
-                }
-            }
-            value_start += 1;
-        }
+        let (key_len, value_start) = split_key_value(&line);
         let key = unescape(&line[..key_len])?;
         let value = unescape(&line[value_start.min(line.len())..])?;
         match out.iter_mut().find(|(k, _)| *k == key) {
@@ -629,6 +480,42 @@ pub fn parse_properties(text: &str) -> std::result::Result<Vec<(String, String)>
         }
     }
     Ok(out)
+}
+
+/// Where a logical line's key ends and its value starts, as `Properties.load` splits them:
+/// the key ends at the first unescaped `=`, `:` or blank; then blanks and at most one `=` or
+/// `:` are skipped.
+fn split_key_value(line: &[char]) -> (usize, usize) {
+    let is_blank = |c: char| c == ' ' || c == '\t' || c == '\x0c';
+    let mut key_len = 0;
+    let mut value_start = line.len();
+    let mut has_sep = false;
+    let mut esc = false;
+    while key_len < line.len() {
+        let c = line[key_len];
+        if (c == '=' || c == ':') && !esc {
+            value_start = key_len + 1;
+            has_sep = true;
+            break;
+        } else if is_blank(c) && !esc {
+            value_start = key_len + 1;
+            break;
+        }
+        esc = c == '\\' && !esc;
+        key_len += 1;
+    }
+    while value_start < line.len() {
+        let c = line[value_start];
+        if !is_blank(c) {
+            if !has_sep && (c == '=' || c == ':') {
+                has_sep = true;
+            } else {
+                break;
+            }
+        }
+        value_start += 1;
+    }
+    (key_len, value_start)
 }
 
 /// Java's `Properties.loadConvert`: decodes `\uXXXX`, `\t`, `\n`, `\r`, `\f`; a backslash

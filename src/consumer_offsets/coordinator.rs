@@ -17,10 +17,10 @@ use super::codec::{
     self, OffsetCommitKey, OffsetCommitValue, RecordKey, decode_key, decode_offset_value,
 };
 use crate::error::{Error, Result};
-use crate::log::now_ms;
 use crate::manager::LogManager;
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::sync::MutexExt;
+use crate::util::clock::now_ms;
+use crate::util::sync::MutexExt;
 
 /// The internal topic of committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -388,7 +388,7 @@ fn invalid(e: codec::CodecError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group::codec::encode_offset_key;
+    use crate::consumer_offsets::codec::encode_offset_key;
 
     /// An in-memory `__consumer_offsets`: per partition, the batches appended.
     #[derive(Default)]

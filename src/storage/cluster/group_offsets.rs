@@ -13,7 +13,7 @@ use super::member::{ClusterMember, not_a_member};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::storage::{GroupMember, GroupStore, MemberEvents};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 pub(super) struct ClusterGroups {
     inner: Arc<Inner>,

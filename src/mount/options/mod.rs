@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::fs::fuse::FuseConfig;
+
 use crate::config::{
-    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms, option_def,
+    BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,
 };
 
 #[derive(Args)]
@@ -92,64 +94,62 @@ pub struct MountArgs {
     kafka: KafkaArgs,
 }
 
-/// The Kafka long options: one field per key of [`CONFIG_KEYS`] that has an option (but
-/// `--log-dir`, which repeats and so is a field of its own). The fields stay derive fields so
-/// clap parses them as before; their name, alias, value name and help come from the table,
-/// and a unit test checks that every option of the table is here and nothing else.
-macro_rules! kafka_args {
-    ($( $field:ident, $key:literal; )*) => {
-        #[derive(Args)]
-        #[command(next_help_heading = "Kafka options (server.properties keys; they win over --config)")]
-        struct KafkaArgs {
-            $(
-                #[arg(
-                    long = option_def($key).option,
-                    alias = option_def($key).alias,
-                    value_name = option_def($key).unit,
-                    help = option_def($key).cli_help(),
-                )]
-                $field: Option<String>,
-            )*
-        }
+/// The Kafka long options, built from [`CONFIG_KEYS`]: one option per key of the table that
+/// has one (but `--log-dir`, which repeats and so is a field of its own), with its name,
+/// alias, value name and help from the key's row. Each given option's value, by key.
+struct KafkaArgs(Vec<(&'static str, String)>);
 
-        impl KafkaArgs {
-            /// (server.properties key, value) for each option given.
-            fn pairs(&self) -> Vec<(&'static str, &str)> {
-                let mut out = Vec::new();
-                $( if let Some(v) = &self.$field { out.push(($key, v.as_str())); } )*
-                out
-            }
-        }
-    };
+/// The heading of the Kafka options in `--help`.
+const KAFKA_HEADING: &str = "Kafka options (server.properties keys; they win over --config)";
+
+/// The keys of the table that have a Kafka long option.
+fn kafka_options() -> impl Iterator<Item = &'static crate::config::ConfigKey> {
+    CONFIG_KEYS
+        .iter()
+        .filter(|k| k.option.is_some() && k.broker != "log.dirs")
 }
 
-kafka_args! {
-    num_partitions, "num.partitions";
-    segment_bytes, "log.segment.bytes";
-    roll_ms, "log.roll.ms";
-    roll_hours, "log.roll.hours";
-    segment_index_bytes, "log.index.size.max.bytes";
-    index_interval_bytes, "log.index.interval.bytes";
-    message_timestamp_type, "log.message.timestamp.type";
-    timestamp_before_max_ms, "log.message.timestamp.before.max.ms";
-    timestamp_after_max_ms, "log.message.timestamp.after.max.ms";
-    retention_ms, "log.retention.ms";
-    retention_minutes, "log.retention.minutes";
-    retention_hours, "log.retention.hours";
-    retention_bytes, "log.retention.bytes";
-    retention_check_interval_ms, "log.retention.check.interval.ms";
-    flush_messages, "log.flush.interval.messages";
-    checkpoint_interval_ms, "log.flush.offset.checkpoint.interval.ms";
-    message_max_bytes, "message.max.bytes";
-    compression_type, "compression.type";
-    cleanup_policy, "log.cleanup.policy";
-    cleaner_enable, "log.cleaner.enable";
-    min_cleanable_dirty_ratio, "log.cleaner.min.cleanable.ratio";
-    min_compaction_lag_ms, "log.cleaner.min.compaction.lag.ms";
-    max_compaction_lag_ms, "log.cleaner.max.compaction.lag.ms";
-    delete_retention_ms, "log.cleaner.delete.retention.ms";
-    cleaner_backoff_ms, "log.cleaner.backoff.ms";
-    cleaner_dedupe_buffer_size, "log.cleaner.dedupe.buffer.size";
+impl clap::FromArgMatches for KafkaArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(KafkaArgs(
+            kafka_options()
+                .filter_map(|k| Some((k.broker, m.get_one::<String>(k.broker)?.clone())))
+                .collect(),
+        ))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for KafkaArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = cmd.next_help_heading(KAFKA_HEADING);
+        kafka_options().fold(cmd, |cmd, k| {
+            let mut arg = clap::Arg::new(k.broker)
+                .long(k.option)
+                .value_name(k.unit)
+                .help(k.cli_help())
+                .action(clap::ArgAction::Set);
+            if let Some(alias) = k.alias {
+                arg = arg.alias(alias);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl KafkaArgs {
+    /// (server.properties key, value) for each option given.
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        self.0.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
 }
 
 impl MountArgs {
@@ -167,7 +167,7 @@ impl MountArgs {
 pub struct MountPlan {
     pub mountpoint: PathBuf,
     pub broker: BrokerConfig,
-    pub fuse: fuser::Config,
+    pub fuse: FuseConfig,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     /// Remote mode: the cluster served instead of `broker`'s log dirs.
@@ -509,31 +509,14 @@ fn check_overlaps(
     Ok(())
 }
 
-/// The FUSE session's configuration: source and subtype as mount(8) shows them, ro,
-/// allow_other (with the kernel checking the mode bits), threads.
-fn fuse_config(source: &str, flags: &MountFlags) -> fuser::Config {
-    let mut fuse = fuser::Config::default();
-    let source = source.to_string();
-    let source = if source.contains([',', ' ', '\t', '\n']) {
-        "topicfs".to_string()
-    } else {
-        source
-    };
-    fuse.mount_options = vec![
-        fuser::MountOption::FSName(source),
-        fuser::MountOption::CUSTOM("subtype=topicfs".to_string()),
-    ];
-    if flags.read_only {
-        fuse.mount_options.push(fuser::MountOption::RO);
+/// The FUSE mount's configuration: `source` as mount(8) shows it, ro, allow_other, threads.
+fn fuse_config(source: &str, flags: &MountFlags) -> FuseConfig {
+    FuseConfig {
+        source: source.to_string(),
+        read_only: flags.read_only,
+        allow_other: flags.allow_other,
+        threads: flags.threads,
     }
-    if flags.allow_other {
-        fuse.acl = fuser::SessionACL::All;
-        fuse.mount_options
-            .push(fuser::MountOption::DefaultPermissions);
-    }
-    fuse.n_threads = Some(flags.threads.max(1));
-    fuse.clone_fd = true;
-    fuse
 }
 
 impl MountPlan {
@@ -620,268 +603,4 @@ impl MountPlan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cmd {
-        #[command(flatten)]
-        args: MountArgs,
-    }
-
-    /// A mountpoint and a log dir beside it (not inside), both fresh.
-    struct Dirs {
-        _tmp: tempfile::TempDir,
-        mnt: PathBuf,
-        logs: PathBuf,
-    }
-
-    fn dirs() -> Dirs {
-        let tmp = tempfile::tempdir().unwrap();
-        let mnt = tmp.path().join("mnt");
-        let logs = tmp.path().join("logs");
-        std::fs::create_dir(&mnt).unwrap();
-        Dirs {
-            mnt,
-            logs,
-            _tmp: tmp,
-        }
-    }
-
-    /// The plan of `topicfs mount MNT --log-dir LOGS <extra...>`.
-    fn plan(d: &Dirs, extra: &[&str]) -> Result<MountPlan, String> {
-        let mut argv: Vec<String> = vec!["topicfs".into(), d.mnt.display().to_string()];
-        argv.push(format!("--log-dir={}", d.logs.display()));
-        argv.extend(extra.iter().map(|s| s.to_string()));
-        MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args)
-    }
-
-    fn has_ro(p: &MountPlan) -> bool {
-        p.fuse
-            .mount_options
-            .iter()
-            .any(|o| matches!(o, fuser::MountOption::RO))
-    }
-
-    #[test]
-    fn o_sets_broker_and_topic_keys() {
-        let d = dirs();
-        let p = plan(
-            &d,
-            &[
-                "-o",
-                "segment.bytes=4096,log.roll.hours=2",
-                "-o",
-                "num.partitions=3",
-            ],
-        )
-        .unwrap();
-        assert_eq!(p.broker.log.segment_bytes, 4096);
-        assert_eq!(p.broker.log.segment_ms, 2 * 3_600_000);
-        assert_eq!(p.broker.num_partitions, 3);
-        assert!(!p.broker.read_only);
-        assert!(!has_ro(&p));
-    }
-
-    #[test]
-    fn o_time_keys_follow_kafka_precedence_whatever_their_order() {
-        let d = dirs();
-        for (opts, want) in [
-            ("log.retention.hours=2,log.retention.minutes=3", 180_000),
-            ("log.retention.minutes=3,log.retention.hours=2", 180_000),
-            (
-                "log.retention.ms=7,log.retention.minutes=3,log.retention.hours=2",
-                7,
-            ),
-            (
-                "log.retention.hours=2,log.retention.minutes=3,retention.ms=7",
-                7,
-            ),
-            ("log.retention.hours=2", 7_200_000),
-            ("log.retention.hours=-1", -1),
-        ] {
-            let p = plan(&d, &["-o", opts]).unwrap();
-            assert_eq!(p.broker.log.retention_ms, want, "{opts}");
-        }
-        let p = plan(&d, &["-o", "log.roll.ms=5000,log.roll.hours=1"]).unwrap();
-        assert_eq!(p.broker.log.segment_ms, 5000);
-    }
-
-    #[test]
-    fn long_options_win_over_o_and_the_config_file() {
-        let d = dirs();
-        let props = d._tmp.path().join("server.properties");
-        std::fs::write(&props, "log.retention.ms=5\nlog.segment.bytes=1000\n").unwrap();
-        let cfg = format!("config={}", props.display());
-        let p = plan(&d, &["-o", &cfg]).unwrap();
-        assert_eq!(p.broker.log.retention_ms, 5);
-        assert_eq!(p.broker.log.segment_bytes, 1000);
-        // An hours key on the command line beats a ms key of the file.
-        let p = plan(&d, &["-o", &cfg, "--retention-hours", "1"]).unwrap();
-        assert_eq!(p.broker.log.retention_ms, 3_600_000);
-        let p = plan(&d, &["-o", &cfg, "-o", "retention.minutes=2"]);
-        assert!(p.is_err(), "retention.minutes is no topic key");
-        let p = plan(&d, &["-o", &cfg, "-o", "log.retention.minutes=2"]).unwrap();
-        assert_eq!(p.broker.log.retention_ms, 120_000);
-        let p = plan(&d, &["-o", "segment.bytes=2000", "--segment-bytes", "3000"]).unwrap();
-        assert_eq!(p.broker.log.segment_bytes, 3000);
-    }
-
-    #[test]
-    fn the_last_of_ro_and_rw_applies() {
-        let d = dirs();
-        for (opts, ro) in [
-            ("ro", true),
-            ("ro,rw", false),
-            ("rw,ro", true),
-            ("rw", false),
-        ] {
-            let p = plan(&d, &["-o", opts]).unwrap();
-            assert_eq!(p.broker.read_only, ro, "{opts}");
-            assert_eq!(has_ro(&p), ro, "{opts}");
-        }
-    }
-
-    #[test]
-    fn o_files_flags_and_unknown_options() {
-        let d = dirs();
-        let p = plan(
-            &d,
-            &[
-                "-o",
-                "noatime,_netdev,x-systemd.automount,comment=x,allow_other,pid_file=p",
-            ],
-        )
-        .unwrap();
-        assert!(matches!(p.fuse.acl, fuser::SessionACL::All));
-        let pid = p.pid_file.unwrap();
-        assert!(pid.is_absolute() && pid.ends_with("p"), "{}", pid.display());
-        let e = plan(&d, &["-o", "bogus=1"]).err().unwrap();
-        assert!(e.contains("unknown option bogus=1"), "{e}");
-        let e = plan(&d, &["-o", "bogus"]).err().unwrap();
-        assert!(e.contains("unknown option bogus"), "{e}");
-        let e = plan(&d, &["-o", "log.roll.hours=0"]).err().unwrap();
-        assert!(e.contains("log.roll.hours"), "{e}");
-        let e = plan(&d, &["-o", "fuse_threads=x"]).err().unwrap();
-        assert!(e.contains("fuse_threads"), "{e}");
-    }
-
-    #[test]
-    fn key_separator_option_reaches_the_tree() {
-        let d = dirs();
-        assert_eq!(plan(&d, &[]).unwrap().fs.key_separator, b"\t");
-        let sep = |o: &str| plan(&d, &["-o", o]).map(|p| p.fs.key_separator);
-        assert_eq!(sep("key.separator=:").unwrap(), b":");
-        assert_eq!(sep("rw,key.separator=::").unwrap(), b"::");
-        assert_eq!(sep("key.separator=\\t").unwrap(), b"\t");
-        assert!(sep("key.separator=").is_err());
-    }
-
-    #[test]
-    fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
-        let d = dirs();
-        let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);
-        assert!(!rc(&[]).unwrap());
-        assert!(rc(&["-o", "isolation.level=read_committed"]).unwrap());
-        assert!(rc(&["--isolation-level", "read_committed"]).unwrap());
-        assert!(!rc(&["-o", "isolation.level=read_uncommitted"]).unwrap());
-        // The long option wins over `-o`.
-        let both = [
-            "-o",
-            "isolation.level=read_committed",
-            "--isolation-level",
-            "read_uncommitted",
-        ];
-        assert!(!rc(&both).unwrap());
-        assert!(rc(&["-o", "isolation.level=committed"]).is_err());
-        let argv = [
-            "topicfs",
-            d.mnt.to_str().unwrap(),
-            "--bootstrap-servers",
-            "127.0.0.1:9",
-            "-o",
-            "isolation.level=read_committed",
-        ];
-        let remote = MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args)
-            .unwrap()
-            .remote
-            .unwrap();
-        assert!(remote.read_committed);
-    }
-
-    #[test]
-    fn passthrough_unless_refused() {
-        let d = dirs();
-        assert!(plan(&d, &[]).unwrap().passthrough);
-        assert!(!plan(&d, &["--no-passthrough"]).unwrap().passthrough);
-        assert!(!plan(&d, &["-o", "rw,no_passthrough"]).unwrap().passthrough);
-    }
-
-    #[test]
-    fn log_dirs_in_o_are_colon_separated_and_the_long_option_wins() {
-        let d = dirs();
-        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string()];
-        argv.extend(["-o".into(), "log.dirs=/a:/b".into()]);
-        let p = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args).unwrap();
-        assert_eq!(
-            p.broker.log_dirs,
-            [PathBuf::from("/a"), PathBuf::from("/b")]
-        );
-        let p = plan(&d, &["-o", "log.dirs=/a:/b"]).unwrap();
-        assert_eq!(p.broker.log_dirs, vec![d.logs.clone()]);
-    }
-
-    #[test]
-    fn a_log_dir_inside_the_mountpoint_is_refused() {
-        let d = dirs();
-        let inside = format!("--log-dir={}", d.mnt.join("x").display());
-        let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string(), inside];
-        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
-            .err()
-            .unwrap();
-        assert!(e.contains("inside it"), "{e}");
-        argv.truncate(1);
-        argv.push(d._tmp.path().join("missing").display().to_string());
-        let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
-            .err()
-            .unwrap();
-        assert!(e.contains("does not exist"), "{e}");
-    }
-
-    #[test]
-    fn the_kafka_options_are_the_key_table() {
-        use clap::CommandFactory;
-        let cmd = Cmd::command();
-        let mut longs: Vec<&str> = cmd
-            .get_arguments()
-            .filter(|a| a.get_help_heading().is_some_and(|h| h.starts_with("Kafka")))
-            .filter_map(|a| a.get_long())
-            .collect();
-        let mut want: Vec<&str> = CONFIG_KEYS
-            .iter()
-            .filter_map(|k| k.option)
-            .filter(|o| *o != "log-dir")
-            .collect();
-        longs.sort();
-        want.sort();
-        assert_eq!(longs, want);
-        assert!(cmd.get_arguments().any(|a| a.get_long() == Some("log-dir")));
-        // Each option sets its own key.
-        let d = dirs();
-        let p = plan(
-            &d,
-            &["--message-max-bytes", "77", "--index-size-max-bytes", "400"],
-        )
-        .unwrap();
-        assert_eq!(p.broker.log.max_message_bytes, 77);
-        assert_eq!(p.broker.log.segment_index_bytes, 400);
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_undone() {
-        assert_eq!(unescape_mountinfo(r"/a\040b\011c"), b"/a b\tc");
-        assert_eq!(unescape_mountinfo(r"/a\04"), br"/a\04");
-        assert_eq!(unescape_mountinfo(r"\\"), br"\\");
-    }
-}
+mod tests;

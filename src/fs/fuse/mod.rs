@@ -1,6 +1,13 @@
 //! The FUSE adapter: `fuser::Filesystem` over the fs core ([`FsState`]). Each callback
 //! converts its arguments, asks the core, and turns the answer into fuser's reply; errors
-//! were already logged by the core. This is the only file that uses fuser's types.
+//! were already logged by the core. `fuse/` is the only module that uses fuser: the
+//! session (`session.rs`) and the mount configuration (`config.rs`) are here too.
+
+mod config;
+mod session;
+
+pub use config::FuseConfig;
+pub use session::{FUSER_LOG_TARGET, Session, unanswered_reply};
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -20,7 +27,7 @@ use fuser::{
 
 use super::types::{Access, Attr, Kind, ReadReply};
 use super::{FsResult, FsState, MAX_WRITE, report};
-use crate::sync::MutexExt;
+use crate::util::sync::MutexExt;
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
 pub struct TopicFs {
