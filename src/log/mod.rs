@@ -3,6 +3,7 @@
 
 pub mod cleaner;
 pub mod index;
+pub mod index_builder;
 pub mod isolation;
 mod loader;
 pub mod offset_index;

@@ -5,12 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use super::segment::{self, BatchPos, LinesCount, LogSegment};
+use super::segment::{self, BatchPos, BatchSource, LinesCount, LogSegment, Scanned};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
-use crate::record::{
-    BatchError, BatchHeader, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record, RecordIter,
-};
+use crate::record::{BatchError, BatchHeader, Record, RecordIter};
 
 /// Streams the records of one partition from a start offset to the end offset fixed at open.
 /// Holds its own snapshot of the segments, so appends and retention never disturb it.
@@ -57,27 +55,6 @@ impl Drop for LogReader {
 /// Reads start small (a lookup needs one batch) and double up to this size while streaming.
 const READ_CHUNK: usize = 256 * 1024;
 const FIRST_READ_CHUNK: usize = 16 * 1024;
-
-/// Bytes [pos, pos+n) of `seg` through `window` (the caller checked they lie below the
-/// segment's size `limit`). A file shorter than that size is an error.
-fn fill<'w>(
-    window: &'w mut ReadWindow,
-    seg: &LogSegment,
-    pos: u64,
-    n: usize,
-    limit: u64,
-) -> Result<&'w [u8]> {
-    let bytes = window.read(seg, pos, n, limit)?;
-    if bytes.len() < n {
-        return Err(segment::corrupt(
-            seg.log_path(),
-            pos + bytes.len() as u64,
-            format!("the file ends before the {limit} bytes the segment holds"),
-        )
-        .into());
-    }
-    Ok(bytes)
-}
 
 impl LogReader {
     pub(super) fn new(segments: Vec<Arc<LogSegment>>, start: i64, end: i64) -> LogReader {
@@ -247,11 +224,6 @@ impl LogReader {
         }
     }
 
-    /// The error for bytes at `pos` of the current segment that are not a valid batch.
-    fn corrupt_here(&self, pos: u64, what: impl std::fmt::Display) -> Error {
-        segment::corrupt(self.segments[self.seg].log_path(), pos, what).into()
-    }
-
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
     /// batches are skipped). Returns Ok(false) at the end.
     pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {
@@ -305,50 +277,26 @@ impl LogReader {
                 self.next_segment();
                 continue;
             }
-            if self.pos + PREFIX_SIZE as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!("a partial batch header before the end ({limit} bytes)"),
-                ));
-            }
             // Mapped segments are read in place: up to the segment's size, which is in the
             // file (checked when mapped).
             let map = self.mapped(limit);
-            let (base, size_field, _) = match &map {
-                Some(m) => BatchHeader::peek(&m[self.pos as usize..]),
-                None => BatchHeader::peek(fill(
-                    &mut self.window,
-                    &self.segments[self.seg],
-                    self.pos,
-                    PREFIX_SIZE,
-                    limit,
-                )?),
-            }
-            .expect("PREFIX_SIZE bytes are available");
-            if size_field < MIN_SIZE_FIELD {
-                return Err(self.corrupt_here(self.pos, format!("invalid batch size {size_field}")));
-            }
-            let size = size_field as usize + LOG_OVERHEAD;
-            if self.pos + size as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!(
-                        "a batch of {size} bytes runs past the end of the segment ({limit} bytes)"
-                    ),
-                ));
-            }
             let seg = &self.segments[self.seg];
-            let bytes = match &map {
-                Some(m) => &m[self.pos as usize..self.pos as usize + size],
-                None => fill(&mut self.window, seg, self.pos, size, limit)?,
+            let src = match &map {
+                Some(m) => BatchSource::Mapped(m),
+                None => BatchSource::Window(&mut self.window),
             };
-            // Every batch served is verified by the segment's one validity rule.
-            let view = match seg.check_batch(bytes, self.last_served) {
-                Ok(v) => v,
-                Err(e) => return Err(segment::corrupt(seg.log_path(), self.pos, e).into()),
+            // Every batch served is framed and verified by the segment's one rule.
+            let view = match seg.next_batch(src, self.pos, limit, self.last_served)? {
+                Scanned::Batch(v) => v,
+                // The end of the segment is handled above.
+                Scanned::End => continue,
+                Scanned::Not(e) => {
+                    return Err(segment::corrupt(seg.log_path(), e.at(self.pos), e).into());
+                }
             };
+            let size = view.bytes.len();
             let h = view.header;
-            if base >= self.end {
+            if h.base_offset >= self.end {
                 // Appended after the end was fixed. Checked first like any other batch, so a
                 // base offset corrupted out of the segment's range or sequence fails here;
                 // one still in range passes for the end (the CRC does not cover it).

@@ -27,10 +27,11 @@ use self::filter::{LastRecord, RoundCtx, filter_batch};
 use self::offset_map::OffsetMap;
 use self::txn::{TxnMetadata, collect_aborted, control_type};
 use self::writer::CleanedWriter;
+use super::segment::Scanned;
 use super::{LogSegment, PartitionLog};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
-use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::record::BatchView;
 use crate::sync::MutexExt;
 
 /// Kafka's `producer.id.expiration.ms` default: producers idle longer are not active.
@@ -99,37 +100,32 @@ fn aborted() -> Error {
     ))
 }
 
-/// The batches of `seg` from byte `pos`, each checked by the segment's validity rule.
+/// The batches of `seg` from byte `pos`, each checked by the segment's validity rule; any
+/// bytes that are not a batch are corruption. Returns the bytes read.
 fn for_each_batch(
     seg: &LogSegment,
     window: &mut ReadWindow,
-    mut pos: u64,
+    pos: u64,
     f: &mut dyn FnMut(&BatchView<'_>) -> Result<bool>,
 ) -> Result<u64> {
-    let limit = seg.size();
-    let mut prev: Option<i64> = None;
-    let start = pos;
-    window.clear();
-    while pos < limit {
-        let prefix = window.read(seg, pos, PREFIX_SIZE, limit)?;
-        let Some((_, size_field, _)) = BatchHeader::peek(prefix) else {
-            return Err(
-                super::segment::corrupt(seg.log_path(), pos, "a partial batch header").into(),
-            );
-        };
-        let size = (size_field.max(0) as usize) + LOG_OVERHEAD;
-        let bytes = window.read(seg, pos, size, limit)?;
-        let view = seg
-            .check_batch(bytes, prev)
-            .map_err(|e| super::segment::corrupt(seg.log_path(), pos, e))?;
-        prev = Some(view.header.last_offset());
-        pos += size as u64;
-        if !f(&view)? {
-            break;
+    let mut scan = seg.scan(window, pos, seg.size());
+    loop {
+        let at = scan.pos;
+        match scan.next_batch()? {
+            Scanned::Batch(view) => {
+                if !f(&view)? {
+                    break;
+                }
+            }
+            Scanned::End => break,
+            Scanned::Not(e) => {
+                return Err(super::segment::corrupt(seg.log_path(), e.at(at), e).into());
+            }
         }
     }
+    let read = scan.pos - pos;
     seg.release_file();
-    Ok(pos - start)
+    Ok(read)
 }
 
 impl Cleaner {
