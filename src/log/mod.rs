@@ -101,6 +101,11 @@ pub struct PartitionLog {
     counters: Arc<crate::metrics::LogCounters>,
 }
 
+/// The bytes a lines stream makes of the records `count` counts: each value and `\n`.
+fn line_bytes(count: &segment::RecordCount) -> u64 {
+    count.value_bytes + count.records
+}
+
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
 pub fn parse_segment_name(name: &str) -> Option<(i64, &str)> {
     let (num, suffix) = name.split_once('.')?;
@@ -301,7 +306,8 @@ impl PartitionLog {
         let meta = AppendMeta {
             last_offset,
             max_timestamp: max_ts,
-            lines,
+            // Each line is its record's value and `\n`.
+            value_bytes: lines - count as u64,
             records: count as u64,
         };
         active.append(batch, &meta, &cfg)?;
@@ -626,7 +632,7 @@ impl PartitionLog {
 
     /// The bytes a lines stream shows of the data records at offsets in [from, to): each value
     /// and `\n`. Each segment is counted once and remembered (appends keep the count), with
-    /// line marks along it, so a range's bytes in a segment are a subtraction of two counts,
+    /// count marks along it, so a range's bytes in a segment are a subtraction of two counts,
     /// each a mark plus a scan of at most one mark interval: `fstat` of an open stream costs
     /// what a lookup costs, wherever it starts.
     pub fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
@@ -635,11 +641,11 @@ impl PartitionLog {
             if seg.base_offset >= to {
                 break;
             }
-            let count = LogReader::count_segment_lines(&seg)?;
+            let count = LogReader::count_segment(&seg)?;
             // Records appended since the range's end was taken are not in it.
             let hi = match to < count.next {
                 true => LogReader::segment_lines_before(&seg, to, count)?,
-                false => count.bytes,
+                false => line_bytes(&count),
             };
             let lo = match from > seg.base_offset {
                 true => LogReader::segment_lines_before(&seg, from, count)?,
@@ -657,7 +663,7 @@ impl PartitionLog {
 
     /// The data records from the log start to the log end (`<p>/count`): control records
     /// and compacted gaps are not counted. Segments are counted from their kept counts
-    /// (see [`segment::LinesCount`]); a log start inside a segment is counted from there by reading.
+    /// (see [`segment::RecordCount`]); a log start inside a segment is counted from there by reading.
     pub fn record_count(&self) -> Result<u64> {
         let from = self.log_start_offset();
         let mut total = 0;
@@ -666,7 +672,7 @@ impl PartitionLog {
                 total += LogReader::segment_records_from(&seg, from)?;
                 continue;
             }
-            total += LogReader::count_segment_lines(&seg)?.records;
+            total += LogReader::count_segment(&seg)?.records;
         }
         Ok(total)
     }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use super::segment::{self, BatchPos, BatchSource, LinesCount, LogSegment, Scanned};
+use super::segment::{self, BatchPos, BatchSource, LogSegment, RecordCount, Scanned};
 use crate::error::{Error, Result};
 use crate::read_window::ReadWindow;
 use crate::record::{BatchError, BatchHeader, Record, RecordIter};
@@ -95,32 +95,32 @@ impl LogReader {
         r
     }
 
-    /// Extends `seg`'s lines count (see [`LinesCount`]) to the segment's end and returns it.
-    pub(super) fn count_segment_lines(seg: &Arc<LogSegment>) -> Result<LinesCount> {
-        let mut count = seg.lines_count();
+    /// Extends `seg`'s record count (see [`RecordCount`]) to the segment's end and returns it.
+    pub(super) fn count_segment(seg: &Arc<LogSegment>) -> Result<RecordCount> {
+        let mut count = seg.record_count();
         if count.pos >= seg.size() {
             return Ok(count);
         }
         let mut r = LogReader::of_segment(seg, count.next, i64::MAX);
         r.pos = count.pos;
-        let (mut bytes, mut records) = (count.bytes, count.records);
+        let (mut value_bytes, mut records) = (count.value_bytes, count.records);
         loop {
             let more = r.next_batch_meta(&mut |_, rec| {
-                bytes += rec.line_len();
+                value_bytes += rec.value.map_or(0, <[u8]>::len) as u64;
                 records += 1;
             })?;
-            count = LinesCount {
+            count = RecordCount {
                 pos: r.pos,
                 next: r.passed(),
-                bytes,
+                value_bytes,
                 records,
             };
             if !more {
                 break;
             }
-            seg.note_line_mark(count);
+            seg.note_count_mark(count);
         }
-        seg.store_lines_count(count);
+        seg.store_record_count(count);
         Ok(count)
     }
 
@@ -134,23 +134,23 @@ impl LogReader {
     }
 
     /// The bytes a lines stream makes of the data records of `seg` before `offset`, given
-    /// `count`, a count of the whole segment: the last line mark before `offset` plus the
-    /// records between it and `offset` (at most [`segment::LINE_MARK_SPACING`] bytes and one
+    /// `count`, a count of the whole segment: the last count mark before `offset` plus the
+    /// records between it and `offset` (at most [`segment::COUNT_MARK_SPACING`] bytes and one
     /// batch are read).
     pub(super) fn segment_lines_before(
         seg: &Arc<LogSegment>,
         offset: i64,
-        count: LinesCount,
+        count: RecordCount,
     ) -> Result<u64> {
         if offset >= count.next {
-            return Ok(count.bytes);
+            return Ok(super::line_bytes(&count));
         }
-        let mark = seg.line_mark_before(offset);
+        let mark = seg.count_mark_before(offset);
         let mut r = LogReader::of_segment(seg, mark.next, offset);
         r.pos = mark.pos;
         // The lines themselves, through the lines decoder's fast path (a batch of short
         // records is measured several times faster than record by record).
-        let (mut bytes, mut at, mut lines) = (mark.bytes, mark.next, Vec::new());
+        let (mut bytes, mut at, mut lines) = (super::line_bytes(&mark), mark.next, Vec::new());
         loop {
             let more = r.next_batch_lines(&mut at, offset, &mut lines)?;
             bytes += lines.len() as u64;
@@ -457,7 +457,7 @@ mod tests {
     }
 
     /// Item 1 of "files that behave like files": a range's lines in a long segment are found
-    /// from the line marks (kept at append, or taken by the first count after a load) plus a
+    /// from the count marks (kept at append, or taken by the first count after a load) plus a
     /// scan of one mark interval, and equal the lines read, wherever the range starts and
     /// ends.
     #[test]
@@ -483,7 +483,7 @@ mod tests {
         }
         let end = log.log_end_offset();
         assert_eq!(log.segments().len(), 1);
-        assert!(log.segments()[0].size() > 8 * crate::log::segment::LINE_MARK_SPACING);
+        assert!(log.segments()[0].size() > 8 * crate::log::segment::COUNT_MARK_SPACING);
         let read_len = |log: &PartitionLog, from: i64, to: i64| {
             let mut r = log.read_from_offset(from).unwrap();
             let mut n = 0;
@@ -515,8 +515,8 @@ mod tests {
             }
             // The marks are used: one lies well inside the segment.
             assert!(
-                log.segments()[0].line_mark_before(end / 2).pos
-                    > crate::log::segment::LINE_MARK_SPACING
+                log.segments()[0].count_mark_before(end / 2).pos
+                    > crate::log::segment::COUNT_MARK_SPACING
             );
         };
         check(&log);
@@ -535,7 +535,7 @@ mod tests {
         };
         let log = PartitionLog::load(&pdir, "t", 0, cfg, params).unwrap();
         // Recovered: no count, no marks until the first count.
-        assert_eq!(log.segments()[0].line_mark_before(end).pos, 0);
+        assert_eq!(log.segments()[0].count_mark_before(end).pos, 0);
         check(&log);
     }
 

@@ -75,31 +75,32 @@ struct SegmentAppendState {
 pub struct AppendMeta {
     pub last_offset: i64,
     pub max_timestamp: i64,
-    /// The bytes a lines stream makes of the batch's records (each value and `\n`).
-    pub lines: u64,
+    /// The bytes of the batch's record values (a null value counts 0).
+    pub value_bytes: u64,
     /// The batch's data records.
     pub records: u64,
 }
 
-/// How many bytes a lines stream makes of a segment's first batches: each data record's value
-/// and `\n` (`fstat` of an open stream shows its length). Appends keep it and a count extends
-/// it from where it stopped, so a segment is counted once, not at every `fstat`. The same
-/// count taken at batch boundaries about every [`LINE_MARK_SPACING`] bytes is kept beside it
-/// (the segment's line marks), so the lines before any offset are a mark plus a scan of at
-/// most that many bytes.
+/// The data records of a segment's first batches and the bytes of their values (what the
+/// length of a stream of them is derived from). Appends keep it and a count extends it from
+/// where it stopped, so a segment is counted once, not at every `fstat`. The same count taken
+/// at batch boundaries about every [`COUNT_MARK_SPACING`] bytes is kept beside it (the
+/// segment's count marks), so the count before any offset is a mark plus a scan of at most
+/// that many bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinesCount {
+pub struct RecordCount {
     /// The batches in [0, pos) of the `.log` are counted.
     pub pos: u64,
     /// The offset after the last batch counted (the base offset when none is).
     pub next: i64,
-    pub bytes: u64,
+    /// The bytes of the values of the data records counted.
+    pub value_bytes: u64,
     /// The data records counted (`<p>/count`).
     pub records: u64,
 }
 
-/// The bytes of `.log` between two line marks (at least; a mark sits at a batch boundary).
-pub const LINE_MARK_SPACING: u64 = 32 * 1024;
+/// The bytes of `.log` between two count marks (at least; a mark sits at a batch boundary).
+pub const COUNT_MARK_SPACING: u64 = 32 * 1024;
 
 pub struct LogSegment {
     pub base_offset: i64,
@@ -135,10 +136,10 @@ pub struct LogSegment {
     /// Set once both index files passed the sanity check (or were rebuilt).
     indexes_checked: AtomicBool,
     check_lock: Mutex<()>,
-    lines: Mutex<LinesCount>,
-    /// Counts at batch boundaries, in position order, at least [`LINE_MARK_SPACING`] apart
+    count: Mutex<RecordCount>,
+    /// Counts at batch boundaries, in position order, at least [`COUNT_MARK_SPACING`] apart
     /// (the start of the segment, a count of nothing, is implied).
-    line_marks: Mutex<Vec<LinesCount>>,
+    count_marks: Mutex<Vec<RecordCount>>,
 }
 
 /// A batch's position and header, found by a scan.
@@ -207,13 +208,13 @@ impl LogSegment {
             index_interval_bytes: cfg.index_interval_bytes,
             indexes_checked: AtomicBool::new(size == 0),
             check_lock: Mutex::new(()),
-            lines: Mutex::new(LinesCount {
+            count: Mutex::new(RecordCount {
                 pos: 0,
                 next: base_offset,
-                bytes: 0,
+                value_bytes: 0,
                 records: 0,
             }),
-            line_marks: Mutex::new(Vec::new()),
+            count_marks: Mutex::new(Vec::new()),
         }
     }
 
@@ -516,65 +517,65 @@ impl LogSegment {
         )?;
         self.size
             .store(position + batch.len() as u64, Ordering::Release);
-        let mut lines = self.lines.guard();
-        if lines.pos == position {
-            self.note_line_mark(*lines);
-            *lines = LinesCount {
+        let mut count = self.count.guard();
+        if count.pos == position {
+            self.note_count_mark(*count);
+            *count = RecordCount {
                 pos: position + batch.len() as u64,
                 next: meta.last_offset + 1,
-                bytes: lines.bytes + meta.lines,
-                records: lines.records + meta.records,
+                value_bytes: count.value_bytes + meta.value_bytes,
+                records: count.records + meta.records,
             };
         }
         Ok(())
     }
 
-    /// The lines count so far (see [`LinesCount`]): it may stop before the segment's end.
-    pub fn lines_count(&self) -> LinesCount {
-        *self.lines.guard()
+    /// The record count so far (see [`RecordCount`]): it may stop before the segment's end.
+    pub fn record_count(&self) -> RecordCount {
+        *self.count.guard()
     }
 
     /// Keeps a count that reaches further than the one kept.
-    pub fn store_lines_count(&self, count: LinesCount) {
-        let mut lines = self.lines.guard();
-        if count.pos > lines.pos {
-            *lines = count;
+    pub fn store_record_count(&self, count: RecordCount) {
+        let mut kept = self.count.guard();
+        if count.pos > kept.pos {
+            *kept = count;
         }
     }
 
-    /// Keeps `count` (taken at a batch boundary) as a line mark when it lies far enough past
+    /// Keeps `count` (taken at a batch boundary) as a count mark when it lies far enough past
     /// the last one.
-    pub fn note_line_mark(&self, count: LinesCount) {
-        let mut marks = self.line_marks.guard();
+    pub fn note_count_mark(&self, count: RecordCount) {
+        let mut marks = self.count_marks.guard();
         let last = marks.last().map_or(0, |m| m.pos);
-        if count.pos >= last + LINE_MARK_SPACING {
+        if count.pos >= last + COUNT_MARK_SPACING {
             marks.push(count);
         }
     }
 
-    /// The last line mark before `offset`: the count of every batch before a boundary whose
+    /// The last count mark before `offset`: the count of every batch before a boundary whose
     /// next offset is at most `offset` (the segment's start when there is none).
-    pub fn line_mark_before(&self, offset: i64) -> LinesCount {
-        let marks = self.line_marks.guard();
+    pub fn count_mark_before(&self, offset: i64) -> RecordCount {
+        let marks = self.count_marks.guard();
         let i = marks.partition_point(|m| m.next <= offset);
         match i {
-            0 => LinesCount {
+            0 => RecordCount {
                 pos: 0,
                 next: self.base_offset,
-                bytes: 0,
+                value_bytes: 0,
                 records: 0,
             },
             i => marks[i - 1],
         }
     }
 
-    /// Forgets the lines count (the `.log` was rewritten from its start).
-    fn reset_lines_count(&self) {
-        self.line_marks.guard().clear();
-        *self.lines.guard() = LinesCount {
+    /// Forgets the record count (the `.log` was rewritten from its start).
+    fn reset_record_count(&self) {
+        self.count_marks.guard().clear();
+        *self.count.guard() = RecordCount {
             pos: 0,
             next: self.base_offset,
-            bytes: 0,
+            value_bytes: 0,
             records: 0,
         };
     }

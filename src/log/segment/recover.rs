@@ -54,7 +54,7 @@ impl LogSegment {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
-        self.reset_lines_count();
+        self.reset_record_count();
         *self.state.guard() = SegmentAppendState {
             index,
             max_timestamp_known: true,
