@@ -23,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::read_window::ReadWindow;
 use crate::record::BatchBuilder;
 use crate::safe_fs::{Access, Dir};
 use crate::sync::{MutexExt, RwLockExt};
@@ -508,18 +509,14 @@ impl PartitionLog {
             let (_, pos) = seg.offset_index.lookup(time_off.max(start))?;
             let limit = seg.size();
             let mut p = pos as u64;
-            let mut buf = Vec::new();
+            let mut window = ReadWindow::new(16 * 1024, 1 << 20);
             while let Some(h) = seg.batch_at(p, limit)? {
                 if h.base_offset >= end {
                     break;
                 }
                 // Control batches count, as in Kafka's searchForTimestamp (readers skip them).
                 if h.max_timestamp >= ts && h.last_offset() >= from {
-                    buf.resize(h.size(), 0);
-                    seg.read_at(&mut buf, p)?;
-                    let view = seg
-                        .check_batch(&buf, None)
-                        .map_err(|e| segment::corrupt(seg.log_path(), p, e))?;
+                    let view = seg.checked_batch_at(&mut window, p, limit)?;
                     for r in view.records(&mut scratch)? {
                         let r = r?;
                         if r.timestamp >= ts && r.offset >= from {

@@ -27,7 +27,7 @@ use crate::sync::MutexExt;
 mod recover;
 mod scan;
 
-pub use scan::{BatchScan, BatchSource, NotABatch, Scanned};
+pub use scan::{BatchScan, BatchSource, NotABatch, Scanned, frame};
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {

@@ -1,9 +1,11 @@
 //! The batch framing, written once (Kafka's `FileLogInputStream.nextBatch`): the 17-byte
 //! prefix read, its size field checked, the whole batch fetched from a mapping or a read
-//! window, then the segment's validity rule ([`LogSegment::check_batch`]). Every sequential
-//! reader of a `.log` goes through [`LogSegment::next_batch`] (readers, recovery, the clean
-//! mount's tail check, the cleaner) or, for headers only, [`LogSegment::header_at`] (lookups,
-//! the scans of batch headers); each decides what a torn or invalid batch means to it.
+//! window, then the segment's validity rule ([`LogSegment::check_batch`]). Every reader of a
+//! `.log` goes through [`LogSegment::next_batch`] (readers, recovery, the clean mount's tail
+//! check, the cleaner, the by-time lookup through [`LogSegment::checked_batch_at`]) or, for
+//! headers only, [`LogSegment::header_at`] (lookups, the scans of batch headers); each decides
+//! what a torn or invalid batch means to it. [`frame`] alone serves a `.swap` file read before
+//! it is a segment.
 
 use std::fmt;
 
@@ -58,7 +60,7 @@ impl fmt::Display for NotABatch {
 
 /// The framing of the batch whose prefix is `prefix`, at `pos` of a segment holding `limit`
 /// bytes: its whole size on disk.
-fn frame(prefix: &[u8], pos: u64, limit: u64) -> Result<usize, NotABatch> {
+pub fn frame(prefix: &[u8], pos: u64, limit: u64) -> Result<usize, NotABatch> {
     let Some((_, size_field, _)) = BatchHeader::peek(prefix) else {
         return Err(NotABatch::PartialHeader { limit });
     };
@@ -164,6 +166,25 @@ impl LogSegment {
             Ok(view) => Scanned::Batch(view),
             Err(e) => Scanned::Not(NotABatch::Invalid(e)),
         })
+    }
+
+    /// The whole batch at `pos` (of the segment's first `limit` bytes), checked, for a lookup
+    /// whose header scan found it there: anything else is corruption.
+    pub fn checked_batch_at<'w>(
+        &self,
+        window: &'w mut ReadWindow,
+        pos: u64,
+        limit: u64,
+    ) -> io::Result<BatchView<'w>> {
+        match self.next_batch(BatchSource::Window(window), pos, limit, None)? {
+            Scanned::Batch(view) => Ok(view),
+            Scanned::End => Err(corrupt(
+                &self.log_path,
+                pos,
+                "no batch at the segment's end",
+            )),
+            Scanned::Not(e) => Err(corrupt(&self.log_path, e.at(pos), e)),
+        }
     }
 
     /// A sequential scan of the batches in [`pos`, `limit`) through `window`.
