@@ -26,7 +26,13 @@ impl LogSegment {
             let position = scan.pos;
             let h = match scan.next_batch()? {
                 Scanned::Batch(view) => view.header,
-                Scanned::End => break,
+                // A torn last batch ends the log without a word, as in Kafka's nextBatch.
+                Scanned::End
+                | Scanned::Not(
+                    NotABatch::PartialHeader { .. }
+                    | NotABatch::PastEnd { .. }
+                    | NotABatch::ShortFile { .. },
+                ) => break,
                 Scanned::Not(e) => {
                     log::warn!(
                         "Found invalid messages in log segment {} at byte offset {position}: {e}",
