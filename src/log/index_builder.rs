@@ -226,19 +226,19 @@ mod tests {
     #[test]
     fn index_builder_adds_an_entry_after_more_than_the_interval() {
         let mut e = IndexEntries::new(100, 1 << 20);
-        let mut b = IndexBuilder::new(100, 250);
+        let mut b = IndexBuilder::new(100, 300);
         let mut pos = 0;
-        for (i, ts) in [10, 20, 15, 30, 40].into_iter().enumerate() {
+        for (i, ts) in [10, 20, 15, 30, 40, 50].into_iter().enumerate() {
             b.add(&mut e, pos, 100, 100 + i as i64, ts).unwrap();
             pos += 100;
         }
-        // 300 bytes since none were indexed when the 4th batch (at 300) came: one entry.
+        // Exactly 300 bytes before the 4th batch (at 300): no entry; 400 before the 5th.
         assert_eq!(entries(&e), (1, 1));
-        assert_eq!(e.offsets, OffsetIndex::encode_entry(100, 103, 300));
-        assert_eq!(e.times, TimeIndex::encode_entry(100, 30, 103));
+        assert_eq!(e.offsets, OffsetIndex::encode_entry(100, 104, 400));
+        assert_eq!(e.times, TimeIndex::encode_entry(100, 40, 104));
         b.seal(&mut e, pos).unwrap();
-        assert_eq!(entries(&e), (1, 2), "the final entry for timestamp 40");
-        assert_eq!(&e.times[12..], TimeIndex::encode_entry(100, 40, 104));
+        assert_eq!(entries(&e), (1, 2), "the final entry for timestamp 50");
+        assert_eq!(&e.times[12..], TimeIndex::encode_entry(100, 50, 105));
     }
 
     /// Item 1: the time-index rule — no entry for a timestamp that did not grow, and the last
