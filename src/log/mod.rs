@@ -1,8 +1,10 @@
 //! PartitionLog: one partition's log — segments keyed by base offset, append, roll, the
 //! indexed lookups by offset and by time, load and recovery. Knows nothing about FUSE.
 
+mod append;
 pub mod cleaner;
 pub mod index;
+pub mod index_builder;
 pub mod isolation;
 mod loader;
 pub mod offset_index;
@@ -20,13 +22,12 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::os::safe_fs::{Access, Dir, Entry, Kind};
-use crate::record::lines::line_record;
-use crate::record::{BatchBuilder, BatchOptions, RecordInput, TimestampType};
+use crate::os::safe_fs::{Access, Dir};
+use crate::record::BatchBuilder;
 use crate::util::clock::now_ms;
+use crate::util::read_window::ReadWindow;
 use crate::util::sync::{MutexExt, RwLockExt};
 pub use reader::LogReader;
-use segment::AppendMeta;
 pub use segment::LogSegment;
 
 /// Offsets given to one appended batch.
@@ -91,6 +92,11 @@ pub struct PartitionLog {
     isolation: std::sync::OnceLock<isolation::Isolation>,
     /// Records and bytes appended and read since the daemon started (`@metrics`).
     counters: Arc<crate::metrics::LogCounters>,
+}
+
+/// The bytes a lines stream makes of the records `count` counts: each value and `\n`.
+fn line_bytes(count: &segment::RecordCount) -> u64 {
+    count.value_bytes + count.records
 }
 
 /// Parses `00000000000000000042.log` style names into (base offset, suffix).
@@ -183,204 +189,6 @@ impl PartitionLog {
 
     pub fn size_in_bytes(&self) -> u64 {
         self.segments.read_guard().values().map(|s| s.size()).sum()
-    }
-
-    /// Appends `records` as ONE batch with the next offsets. A batch larger than
-    /// `max.message.bytes` is refused before anything is written. Returns once the batch is
-    /// in the segment file and the indexes are updated.
-    pub fn append(&self, records: &[RecordInput<'_>]) -> Result<AppendInfo> {
-        self.online()?;
-        let lines = records
-            .iter()
-            .map(|r| r.value.map_or(0, <[u8]>::len) as u64 + 1)
-            .sum();
-        self.append_with(records, lines, |b| {
-            b.add_all(records);
-            records.len()
-        })
-    }
-
-    /// Appends the lines of each of `parts` (see [`crate::record::lines`]), all with
-    /// `timestamp`, as ONE batch: what [`PartitionLog::append`] does with their records, each
-    /// line encoded as it is found.
-    pub fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> Result<AppendInfo> {
-        if parts.iter().all(|p| p.is_empty()) {
-            return self.append(&[]);
-        }
-        let mut lines = 0;
-        for part in parts {
-            lines += part.len() as u64 + u64::from(part.last().is_some_and(|&b| b != b'\n'));
-        }
-        // Every line has this record's shape and timestamp: the checks need only it.
-        let shape = [line_record(b"", timestamp)];
-        self.append_with(&shape, lines, |b| {
-            parts.iter().map(|part| b.add_lines(part, timestamp)).sum()
-        })
-    }
-
-    /// One batch: `checked` (the records, or one of their shape) passes Kafka's checks, then
-    /// `add` encodes the records and returns how many; `lines` is the bytes a lines stream
-    /// shows of them.
-    fn append_with(
-        &self,
-        checked: &[RecordInput<'_>],
-        lines: u64,
-        add: impl FnOnce(&mut BatchBuilder) -> usize,
-    ) -> Result<AppendInfo> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        self.online()?;
-        let empty = || {
-            let leo = self.log_end_offset();
-            Ok(AppendInfo {
-                first_offset: leo,
-                last_offset: leo - 1,
-            })
-        };
-        if checked.is_empty() {
-            return empty();
-        }
-        let cfg = self.config();
-        // One clock read for the checks; LogAppendTime reads it again under the lock, so
-        // batches' append times follow their offsets (clock reads were 4 % of a one-line
-        // append request's samples in `perf`).
-        let now = now_ms();
-        validator::validate_timestamps(checked, &cfg, now)?;
-        validator::validate_keys(checked, &cfg, &self.topic, self.partition)?;
-        let mut st = self.append.guard();
-        let base = self.log_end_offset();
-        let log_append_time = match cfg.message_timestamp_type {
-            TimestampType::LogAppendTime => now_ms(),
-            TimestampType::CreateTime => now,
-        };
-        let opts = BatchOptions {
-            compression: cfg.write_compression(),
-            timestamp_type: cfg.message_timestamp_type,
-            log_append_time,
-            partition_leader_epoch: st.leader_epoch,
-            ..Default::default()
-        };
-        st.builder.begin(base, opts);
-        let count = add(&mut st.builder);
-        if count == 0 {
-            return empty();
-        }
-        let max_ts = st.builder.max_timestamp();
-        let last_offset = base + count as i64 - 1;
-        let batch = st.builder.finish()?;
-        let size = batch.len();
-        let max = cfg.max_message_bytes;
-        if size > max || size as u64 > cfg.segment_bytes {
-            return Err(Error::RecordTooLarge {
-                size,
-                max: max.min(cfg.segment_bytes as usize),
-            });
-        }
-        let active = self.active_segment();
-        let active = match active.should_roll(&cfg, size as u64, max_ts, last_offset)? {
-            Some(reason) => {
-                log::info!(
-                    "{}-{}: rolling segment {} at offset {base} ({reason})",
-                    self.topic,
-                    self.partition,
-                    active.base_offset
-                );
-                self.roll(&active, base, &cfg)?
-            }
-            None => active,
-        };
-        let meta = AppendMeta {
-            last_offset,
-            max_timestamp: max_ts,
-            lines,
-            records: count as u64,
-        };
-        active.append(batch, &meta, &cfg)?;
-        self.last_append.store(now, Ordering::Relaxed);
-        self.counters.appended(count as u64, size as u64);
-        self.log_end_offset
-            .store(last_offset + 1, Ordering::Release);
-        self.waiters.log_end_moved(last_offset + 1);
-        st.unflushed_messages += count as u64;
-        if st.unflushed_messages >= cfg.flush_messages {
-            st.unflushed_messages = 0;
-            drop(st);
-            self.flush()?;
-        }
-        Ok(AppendInfo {
-            first_offset: base,
-            last_offset,
-        })
-    }
-
-    fn active_segment(&self) -> Arc<LogSegment> {
-        self.segments
-            .read_guard()
-            .values()
-            .next_back()
-            .unwrap()
-            .clone()
-    }
-
-    /// Seals the active segment and starts a new one at `base`. The sealed segment is flushed
-    /// and the recovery point moves to `base`, as Kafka's roll does.
-    fn roll(&self, old: &Arc<LogSegment>, base: i64, cfg: &LogConfig) -> Result<Arc<LogSegment>> {
-        if old.size() == 0 && old.base_offset == base {
-            // Rolling onto an empty active segment with the same base offset: keep it.
-            return Ok(old.clone());
-        }
-        let new = Arc::new(LogSegment::create(&self.dirfd, base, cfg)?);
-        old.seal()?;
-        self.segments.write_guard().insert(base, new.clone());
-        old.set_active(false);
-        old.flush().map_err(|e| self.take_offline(e))?;
-        old.release_file();
-        self.recovery_point.fetch_max(base, Ordering::AcqRel);
-        self.carry_producer_snapshot(base)?;
-        Ok(new)
-    }
-
-    /// Kafka writes a producer-state snapshot (`<offset>.snapshot`) at every roll and at
-    /// shutdown, and at load deletes snapshots it does not expect. In a dir a broker wrote,
-    /// carry the latest snapshot forward to `offset`: topicfs's batches have no producer ids,
-    /// so the producer state at `offset` is the state of the latest snapshot.
-    fn carry_producer_snapshot(&self, offset: i64) -> Result<()> {
-        let mut latest: Option<(i64, String)> = None;
-        for Entry { name, kind, .. } in self.dirfd.entries()? {
-            if let Some((off, "snapshot")) = parse_segment_name(&name)
-                && kind == Kind::File
-                && off <= offset
-                && latest.as_ref().is_none_or(|(l, _)| off > *l)
-            {
-                latest = Some((off, name.clone()));
-            }
-        }
-        let Some((off, name)) = latest else {
-            return Ok(());
-        };
-        if off == offset {
-            return Ok(());
-        }
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut self.dirfd.open_file(&name, Access::ReadOnly)?,
-            &mut bytes,
-        )?;
-        let target = format!("{}.snapshot", segment::file_prefix(offset));
-        self.dirfd.write_atomic(&target, &bytes)?;
-        Ok(())
-    }
-
-    /// Forces a new segment if the active one holds data (used before retention deletes all).
-    pub fn roll_now(&self) -> Result<()> {
-        let cfg = self.config();
-        let _st = self.append.guard();
-        let active = self.active_segment();
-        if active.size() > 0 {
-            self.roll(&active, self.log_end_offset(), &cfg)?;
-        }
-        Ok(())
     }
 
     /// fsyncs the active segment and its indexes; the recovery point becomes the log end.
@@ -618,7 +426,7 @@ impl PartitionLog {
 
     /// The bytes a lines stream shows of the data records at offsets in [from, to): each value
     /// and `\n`. Each segment is counted once and remembered (appends keep the count), with
-    /// line marks along it, so a range's bytes in a segment are a subtraction of two counts,
+    /// count marks along it, so a range's bytes in a segment are a subtraction of two counts,
     /// each a mark plus a scan of at most one mark interval: `fstat` of an open stream costs
     /// what a lookup costs, wherever it starts.
     pub fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
@@ -627,11 +435,11 @@ impl PartitionLog {
             if seg.base_offset >= to {
                 break;
             }
-            let count = LogReader::count_segment_lines(&seg)?;
+            let count = LogReader::count_segment(&seg)?;
             // Records appended since the range's end was taken are not in it.
             let hi = match to < count.next {
                 true => LogReader::segment_lines_before(&seg, to, count)?,
-                false => count.bytes,
+                false => line_bytes(&count),
             };
             let lo = match from > seg.base_offset {
                 true => LogReader::segment_lines_before(&seg, from, count)?,
@@ -649,7 +457,7 @@ impl PartitionLog {
 
     /// The data records from the log start to the log end (`<p>/count`): control records
     /// and compacted gaps are not counted. Segments are counted from their kept counts
-    /// (see [`segment::LinesCount`]); a log start inside a segment is counted from there by reading.
+    /// (see [`segment::RecordCount`]); a log start inside a segment is counted from there by reading.
     pub fn record_count(&self) -> Result<u64> {
         let from = self.log_start_offset();
         let mut total = 0;
@@ -658,7 +466,7 @@ impl PartitionLog {
                 total += LogReader::segment_records_from(&seg, from)?;
                 continue;
             }
-            total += LogReader::count_segment_lines(&seg)?.records;
+            total += LogReader::count_segment(&seg)?.records;
         }
         Ok(total)
     }
@@ -686,18 +494,14 @@ impl PartitionLog {
             let (_, pos) = seg.offset_index.lookup(time_off.max(start))?;
             let limit = seg.size();
             let mut p = pos as u64;
-            let mut buf = Vec::new();
+            let mut window = ReadWindow::new(16 * 1024, 1 << 20);
             while let Some(h) = seg.batch_at(p, limit)? {
                 if h.base_offset >= end {
                     break;
                 }
                 // Control batches count, as in Kafka's searchForTimestamp (readers skip them).
                 if h.max_timestamp >= ts && h.last_offset() >= from {
-                    buf.resize(h.size(), 0);
-                    seg.read_at(&mut buf, p)?;
-                    let view = seg
-                        .check_batch(&buf, None)
-                        .map_err(|e| segment::corrupt(seg.log_path(), p, e))?;
+                    let view = seg.checked_batch_at(&mut window, p, limit)?;
                     for r in view.records(&mut scratch)? {
                         let r = r?;
                         if r.timestamp >= ts && r.offset >= from {

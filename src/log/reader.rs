@@ -5,11 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use super::segment::{self, BatchPos, LinesCount, LogSegment};
+use super::segment::{self, BatchPos, BatchSource, LogSegment, RecordCount, Scanned};
 use crate::error::{Error, Result};
-use crate::record::{
-    BatchError, BatchHeader, LOG_OVERHEAD, MIN_SIZE_FIELD, PREFIX_SIZE, Record, RecordIter,
-};
+use crate::record::{BatchError, BatchHeader, Record, RecordIter};
 use crate::util::read_window::ReadWindow;
 
 /// Streams the records of one partition from a start offset to the end offset fixed at open.
@@ -58,27 +56,6 @@ impl Drop for LogReader {
 const READ_CHUNK: usize = 256 * 1024;
 const FIRST_READ_CHUNK: usize = 16 * 1024;
 
-/// Bytes [pos, pos+n) of `seg` through `window` (the caller checked they lie below the
-/// segment's size `limit`). A file shorter than that size is an error.
-fn fill<'w>(
-    window: &'w mut ReadWindow,
-    seg: &LogSegment,
-    pos: u64,
-    n: usize,
-    limit: u64,
-) -> Result<&'w [u8]> {
-    let bytes = window.read(seg, pos, n, limit)?;
-    if bytes.len() < n {
-        return Err(segment::corrupt(
-            seg.log_path(),
-            pos + bytes.len() as u64,
-            format!("the file ends before the {limit} bytes the segment holds"),
-        )
-        .into());
-    }
-    Ok(bytes)
-}
-
 impl LogReader {
     pub(super) fn new(segments: Vec<Arc<LogSegment>>, start: i64, end: i64) -> LogReader {
         LogReader {
@@ -118,32 +95,32 @@ impl LogReader {
         r
     }
 
-    /// Extends `seg`'s lines count (see [`LinesCount`]) to the segment's end and returns it.
-    pub(super) fn count_segment_lines(seg: &Arc<LogSegment>) -> Result<LinesCount> {
-        let mut count = seg.lines_count();
+    /// Extends `seg`'s record count (see [`RecordCount`]) to the segment's end and returns it.
+    pub(super) fn count_segment(seg: &Arc<LogSegment>) -> Result<RecordCount> {
+        let mut count = seg.record_count();
         if count.pos >= seg.size() {
             return Ok(count);
         }
         let mut r = LogReader::of_segment(seg, count.next, i64::MAX);
         r.pos = count.pos;
-        let (mut bytes, mut records) = (count.bytes, count.records);
+        let (mut value_bytes, mut records) = (count.value_bytes, count.records);
         loop {
             let more = r.next_batch_meta(&mut |_, rec| {
-                bytes += rec.line_len();
+                value_bytes += rec.value.map_or(0, <[u8]>::len) as u64;
                 records += 1;
             })?;
-            count = LinesCount {
+            count = RecordCount {
                 pos: r.pos,
                 next: r.passed(),
-                bytes,
+                value_bytes,
                 records,
             };
             if !more {
                 break;
             }
-            seg.note_line_mark(count);
+            seg.note_count_mark(count);
         }
-        seg.store_lines_count(count);
+        seg.store_record_count(count);
         Ok(count)
     }
 
@@ -157,23 +134,23 @@ impl LogReader {
     }
 
     /// The bytes a lines stream makes of the data records of `seg` before `offset`, given
-    /// `count`, a count of the whole segment: the last line mark before `offset` plus the
-    /// records between it and `offset` (at most [`segment::LINE_MARK_SPACING`] bytes and one
+    /// `count`, a count of the whole segment: the last count mark before `offset` plus the
+    /// records between it and `offset` (at most [`segment::COUNT_MARK_SPACING`] bytes and one
     /// batch are read).
     pub(super) fn segment_lines_before(
         seg: &Arc<LogSegment>,
         offset: i64,
-        count: LinesCount,
+        count: RecordCount,
     ) -> Result<u64> {
         if offset >= count.next {
-            return Ok(count.bytes);
+            return Ok(super::line_bytes(&count));
         }
-        let mark = seg.line_mark_before(offset);
+        let mark = seg.count_mark_before(offset);
         let mut r = LogReader::of_segment(seg, mark.next, offset);
         r.pos = mark.pos;
         // The lines themselves, through the lines decoder's fast path (a batch of short
         // records is measured several times faster than record by record).
-        let (mut bytes, mut at, mut lines) = (mark.bytes, mark.next, Vec::new());
+        let (mut bytes, mut at, mut lines) = (super::line_bytes(&mark), mark.next, Vec::new());
         loop {
             let more = r.next_batch_lines(&mut at, offset, &mut lines)?;
             bytes += lines.len() as u64;
@@ -247,11 +224,6 @@ impl LogReader {
         }
     }
 
-    /// The error for bytes at `pos` of the current segment that are not a valid batch.
-    fn corrupt_here(&self, pos: u64, what: impl std::fmt::Display) -> Error {
-        segment::corrupt(self.segments[self.seg].log_path(), pos, what).into()
-    }
-
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
     /// batches are skipped). Returns Ok(false) at the end.
     pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {
@@ -305,50 +277,26 @@ impl LogReader {
                 self.next_segment();
                 continue;
             }
-            if self.pos + PREFIX_SIZE as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!("a partial batch header before the end ({limit} bytes)"),
-                ));
-            }
             // Mapped segments are read in place: up to the segment's size, which is in the
             // file (checked when mapped).
             let map = self.mapped(limit);
-            let (base, size_field, _) = match &map {
-                Some(m) => BatchHeader::peek(&m[self.pos as usize..]),
-                None => BatchHeader::peek(fill(
-                    &mut self.window,
-                    &self.segments[self.seg],
-                    self.pos,
-                    PREFIX_SIZE,
-                    limit,
-                )?),
-            }
-            .expect("PREFIX_SIZE bytes are available");
-            if size_field < MIN_SIZE_FIELD {
-                return Err(self.corrupt_here(self.pos, format!("invalid batch size {size_field}")));
-            }
-            let size = size_field as usize + LOG_OVERHEAD;
-            if self.pos + size as u64 > limit {
-                return Err(self.corrupt_here(
-                    self.pos,
-                    format!(
-                        "a batch of {size} bytes runs past the end of the segment ({limit} bytes)"
-                    ),
-                ));
-            }
             let seg = &self.segments[self.seg];
-            let bytes = match &map {
-                Some(m) => &m[self.pos as usize..self.pos as usize + size],
-                None => fill(&mut self.window, seg, self.pos, size, limit)?,
+            let src = match &map {
+                Some(m) => BatchSource::Mapped(m),
+                None => BatchSource::Window(&mut self.window),
             };
-            // Every batch served is verified by the segment's one validity rule.
-            let view = match seg.check_batch(bytes, self.last_served) {
-                Ok(v) => v,
-                Err(e) => return Err(segment::corrupt(seg.log_path(), self.pos, e).into()),
+            // Every batch served is framed and verified by the segment's one rule.
+            let view = match seg.next_batch(src, self.pos, limit, self.last_served)? {
+                Scanned::Batch(v) => v,
+                // The end of the segment is handled above.
+                Scanned::End => continue,
+                Scanned::Not(e) => {
+                    return Err(segment::corrupt(seg.log_path(), e.at(self.pos), e).into());
+                }
             };
+            let size = view.bytes.len();
             let h = view.header;
-            if base >= self.end {
+            if h.base_offset >= self.end {
                 // Appended after the end was fixed. Checked first like any other batch, so a
                 // base offset corrupted out of the segment's range or sequence fails here;
                 // one still in range passes for the end (the CRC does not cover it).
@@ -509,7 +457,7 @@ mod tests {
     }
 
     /// Item 1 of "files that behave like files": a range's lines in a long segment are found
-    /// from the line marks (kept at append, or taken by the first count after a load) plus a
+    /// from the count marks (kept at append, or taken by the first count after a load) plus a
     /// scan of one mark interval, and equal the lines read, wherever the range starts and
     /// ends.
     #[test]
@@ -535,7 +483,7 @@ mod tests {
         }
         let end = log.log_end_offset();
         assert_eq!(log.segments().len(), 1);
-        assert!(log.segments()[0].size() > 8 * crate::log::segment::LINE_MARK_SPACING);
+        assert!(log.segments()[0].size() > 8 * crate::log::segment::COUNT_MARK_SPACING);
         let read_len = |log: &PartitionLog, from: i64, to: i64| {
             let mut r = log.read_from_offset(from).unwrap();
             let mut n = 0;
@@ -567,8 +515,8 @@ mod tests {
             }
             // The marks are used: one lies well inside the segment.
             assert!(
-                log.segments()[0].line_mark_before(end / 2).pos
-                    > crate::log::segment::LINE_MARK_SPACING
+                log.segments()[0].count_mark_before(end / 2).pos
+                    > crate::log::segment::COUNT_MARK_SPACING
             );
         };
         check(&log);
@@ -587,7 +535,7 @@ mod tests {
         };
         let log = PartitionLog::load(&pdir, "t", 0, cfg, params).unwrap();
         // Recovered: no count, no marks until the first count.
-        assert_eq!(log.segments()[0].line_mark_before(end).pos, 0);
+        assert_eq!(log.segments()[0].count_mark_before(end).pos, 0);
         check(&log);
     }
 

@@ -1,6 +1,7 @@
-//! LogSegment: one `.log` file and its `.index` / `.timeindex`. Owns append with Kafka's index
-//! rule, the four roll conditions (`should_roll`), recovery (validate, truncate, rebuild) and
-//! the batch scans lookups finish with.
+//! LogSegment: one `.log` file and its `.index` / `.timeindex`. Owns append (its index entries
+//! by [`IndexBuilder`]), the four roll conditions (`should_roll`) and the seal at a roll;
+//! recovery (validate, truncate, rebuild) is in `segment/recover.rs`, the batch framing and
+//! the scans lookups finish with in `segment/scan.rs`.
 
 use std::fs::File;
 use std::io;
@@ -12,8 +13,9 @@ use std::time::Instant;
 
 use memmap2::{Mmap, MmapOptions};
 
-use super::offset_index::{self, OffsetIndex};
-use super::time_index::{self, TimeIndex};
+use super::index_builder::{IndexBuilder, IndexEntries, MappedIndexes};
+use super::offset_index::OffsetIndex;
+use super::time_index::TimeIndex;
 use crate::config::LogConfig;
 use crate::os::safe_fs::{Access, Dir};
 use crate::record::{
@@ -23,6 +25,9 @@ use crate::util::read_window::{ReadAt, ReadWindow};
 use crate::util::sync::MutexExt;
 
 mod recover;
+mod scan;
+
+pub use scan::{BatchScan, BatchSource, NotABatch, Scanned, frame};
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {
@@ -56,12 +61,11 @@ pub fn corrupt(path: &Path, pos: u64, what: impl std::fmt::Display) -> io::Error
 /// asking for the largest timestamp).
 #[derive(Debug, Clone, Copy)]
 struct SegmentAppendState {
-    /// Largest timestamp in the segment and the last offset of the first batch that has it.
-    max_timestamp: i64,
-    shallow_offset_of_max_timestamp: i64,
-    /// Whether `max_timestamp` reflects the whole segment (false until loaded lazily).
+    /// Kafka's index rules: bytes since the last index entry, the largest timestamp in the
+    /// segment and the last offset of the first batch that has it.
+    index: IndexBuilder,
+    /// Whether the largest timestamp reflects the whole segment (false until loaded lazily).
     max_timestamp_known: bool,
-    bytes_since_last_index_entry: u64,
     /// The max timestamp of the first batch (Kafka's `rollingBasedTimestamp`).
     rolling_base_timestamp: Option<i64>,
 }
@@ -71,31 +75,32 @@ struct SegmentAppendState {
 pub struct AppendMeta {
     pub last_offset: i64,
     pub max_timestamp: i64,
-    /// The bytes a lines stream makes of the batch's records (each value and `\n`).
-    pub lines: u64,
+    /// The bytes of the batch's record values (a null value counts 0).
+    pub value_bytes: u64,
     /// The batch's data records.
     pub records: u64,
 }
 
-/// How many bytes a lines stream makes of a segment's first batches: each data record's value
-/// and `\n` (`fstat` of an open stream shows its length). Appends keep it and a count extends
-/// it from where it stopped, so a segment is counted once, not at every `fstat`. The same
-/// count taken at batch boundaries about every [`LINE_MARK_SPACING`] bytes is kept beside it
-/// (the segment's line marks), so the lines before any offset are a mark plus a scan of at
-/// most that many bytes.
+/// The data records of a segment's first batches and the bytes of their values (what the
+/// length of a stream of them is derived from). Appends keep it and a count extends it from
+/// where it stopped, so a segment is counted once, not at every `fstat`. The same count taken
+/// at batch boundaries about every [`COUNT_MARK_SPACING`] bytes is kept beside it (the
+/// segment's count marks), so the count before any offset is a mark plus a scan of at most
+/// that many bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinesCount {
+pub struct RecordCount {
     /// The batches in [0, pos) of the `.log` are counted.
     pub pos: u64,
     /// The offset after the last batch counted (the base offset when none is).
     pub next: i64,
-    pub bytes: u64,
+    /// The bytes of the values of the data records counted.
+    pub value_bytes: u64,
     /// The data records counted (`<p>/count`).
     pub records: u64,
 }
 
-/// The bytes of `.log` between two line marks (at least; a mark sits at a batch boundary).
-pub const LINE_MARK_SPACING: u64 = 32 * 1024;
+/// The bytes of `.log` between two count marks (at least; a mark sits at a batch boundary).
+pub const COUNT_MARK_SPACING: u64 = 32 * 1024;
 
 pub struct LogSegment {
     pub base_offset: i64,
@@ -131,10 +136,10 @@ pub struct LogSegment {
     /// Set once both index files passed the sanity check (or were rebuilt).
     indexes_checked: AtomicBool,
     check_lock: Mutex<()>,
-    lines: Mutex<LinesCount>,
-    /// Counts at batch boundaries, in position order, at least [`LINE_MARK_SPACING`] apart
+    count: Mutex<RecordCount>,
+    /// Counts at batch boundaries, in position order, at least [`COUNT_MARK_SPACING`] apart
     /// (the start of the segment, a count of nothing, is implied).
-    line_marks: Mutex<Vec<LinesCount>>,
+    count_marks: Mutex<Vec<RecordCount>>,
 }
 
 /// A batch's position and header, found by a scan.
@@ -195,23 +200,21 @@ impl LogSegment {
                 read_only,
             ),
             state: Mutex::new(SegmentAppendState {
-                max_timestamp: -1,
-                shallow_offset_of_max_timestamp: base_offset,
+                index: IndexBuilder::new(base_offset, cfg.index_interval_bytes),
                 max_timestamp_known: size == 0,
-                bytes_since_last_index_entry: 0,
                 rolling_base_timestamp: None,
             }),
             created: Instant::now(),
             index_interval_bytes: cfg.index_interval_bytes,
             indexes_checked: AtomicBool::new(size == 0),
             check_lock: Mutex::new(()),
-            lines: Mutex::new(LinesCount {
+            count: Mutex::new(RecordCount {
                 pos: 0,
                 next: base_offset,
-                bytes: 0,
+                value_bytes: 0,
                 records: 0,
             }),
-            line_marks: Mutex::new(Vec::new()),
+            count_marks: Mutex::new(Vec::new()),
         }
     }
 
@@ -412,167 +415,20 @@ impl LogSegment {
             .map_err(|e| crate::os::safe_fs::with_path(&self.log_path, e))
     }
 
-    /// The header of the batch at `pos`, if a whole valid-looking batch starts there
-    /// (within `limit` bytes of the file).
-    pub fn header_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
-        if pos + HEADER_SIZE as u64 > limit {
-            return Ok(None);
-        }
-        let mut h = [0u8; HEADER_SIZE];
-        if self.read_at(&mut h, pos)? < HEADER_SIZE {
-            return Ok(None);
-        }
-        let Some((_, size, magic)) = BatchHeader::peek(&h) else {
-            return Ok(None);
-        };
-        if size < MIN_SIZE_FIELD || magic != 2 || pos + size as u64 + LOG_OVERHEAD as u64 > limit {
-            return Ok(None);
-        }
-        Ok(BatchHeader::parse(&h).ok())
-    }
-
-    /// The one rule of what a valid batch is, wherever bytes are read back (recovery, the
-    /// clean-mount tail check, every read): whole, magic 2, CRC-32C, offsets inside this
-    /// segment (within a 4-byte relative offset) and after `prev_last`, the previous batch's
-    /// last offset.
-    pub fn check_batch<'a>(
-        &self,
-        bytes: &'a [u8],
-        prev_last: Option<i64>,
-    ) -> Result<BatchView<'a>, String> {
-        let view = BatchView::new(bytes)
-            .and_then(|v| v.ensure_valid().map(|_| v))
-            .map_err(|e| e.to_string())?;
-        let h = view.header;
-        if h.base_offset < self.base_offset
-            || h.last_offset_delta < 0
-            || h.last_offset() - self.base_offset > i32::MAX as i64
-            || prev_last.is_some_and(|l| h.base_offset <= l)
-        {
-            return Err(format!(
-                "batch offsets {}..{} are out of sequence (segment base offset {}, previous batch ended at {:?})",
-                h.base_offset,
-                h.last_offset(),
-                self.base_offset,
-                prev_last
-            ));
-        }
-        Ok(view)
-    }
-
-    /// Whether the index entry (`offset`, `pos`) points at the batch it names: the batch at
-    /// `pos` ends at `offset` (Kafka indexes a batch by its last offset).
-    fn entry_points_at_batch(&self, offset: i64, pos: u32, limit: u64) -> io::Result<bool> {
-        Ok(matches!(
-            self.header_at(pos as u64, limit)?,
-            Some(h) if h.last_offset() == offset
-        ))
-    }
-
-    /// The header of the batch at `pos` for a reader: None exactly at `limit`; anything else
-    /// that is not the start of a whole batch inside the segment is corruption (an error
-    /// naming the file and position), never the end of the segment.
-    pub fn batch_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
-        if pos >= limit {
-            return Ok(None);
-        }
-        match self.header_at(pos, limit)? {
-            Some(h) if h.base_offset >= self.base_offset && h.last_offset_delta >= 0 => Ok(Some(h)),
-            Some(h) => Err(corrupt(
-                &self.log_path,
-                pos,
-                format!(
-                    "batch offsets {}..{} are outside the segment (base offset {})",
-                    h.base_offset,
-                    h.last_offset(),
-                    self.base_offset
-                ),
-            )),
-            None => Err(corrupt(
-                &self.log_path,
-                pos,
-                format!("no whole batch starts here (segment holds {limit} bytes)"),
-            )),
-        }
-    }
-
-    /// Scans batch headers from `start` to the first batch whose last offset >= `target`.
-    /// Returns it and the bytes skipped on the way.
-    pub fn find_batch(&self, target: i64, start: u64) -> io::Result<(Option<BatchPos>, u64)> {
-        let limit = self.size();
-        let mut pos = start;
-        while let Some(h) = self.batch_at(pos, limit)? {
-            if h.last_offset() >= target {
-                return Ok((
-                    Some(BatchPos {
-                        position: pos,
-                        header: h,
-                    }),
-                    pos - start,
-                ));
-            }
-            pos += h.size() as u64;
-        }
-        Ok((None, pos - start))
-    }
-
-    /// Kafka's `translateOffset`: index lookup, then a bounded scan. The entry found must
-    /// point at the batch it names (last offset = the entry's offset); one that does not makes
-    /// the index untrusted and the scan starts at the segment's first byte.
-    pub fn translate_offset(&self, target: i64) -> io::Result<(Option<BatchPos>, u64)> {
-        self.ensure_indexes()?;
-        if self.index_untrusted.load(Ordering::Acquire) {
-            return self.find_batch(target, 0);
-        }
-        let (entry_offset, start) = self.offset_index.lookup(target)?;
-        if start == 0 {
-            return self.find_batch(target, 0);
-        }
-        // The batch at the entry's position is read once: checked against the entry, then
-        // either it holds the target or the scan goes on after it.
-        let limit = self.size();
-        match self.header_at(start as u64, limit)? {
-            Some(h) if h.last_offset() == entry_offset => {
-                if h.last_offset() >= target {
-                    return Ok((
-                        Some(BatchPos {
-                            position: start as u64,
-                            header: h,
-                        }),
-                        0,
-                    ));
-                }
-                let (found, skipped) = self.find_batch(target, start as u64 + h.size() as u64)?;
-                Ok((found, skipped + h.size() as u64))
-            }
-            _ => {
-                log::warn!(
-                    "{}: entry (offset {entry_offset}, position {start}) of {} does not point at a batch; not using the index",
-                    self.log_path.display(),
-                    self.offset_index.path().display()
-                );
-                self.index_untrusted.store(true, Ordering::Release);
-                self.find_batch(target, 0)
-            }
-        }
-    }
-
     fn ensure_max_timestamp(&self, st: &mut SegmentAppendState) -> io::Result<()> {
         if st.max_timestamp_known {
             return Ok(());
         }
         // Kafka reads the last time-index entry; when the index is empty, scan batch headers.
         if let Some((ts, off)) = self.time_index.last_entry()? {
-            st.max_timestamp = ts;
-            st.shallow_offset_of_max_timestamp = off;
+            st.index.set_max_timestamp(ts, off);
         }
-        if st.max_timestamp < 0 {
+        if st.index.max_timestamp().0 < 0 {
             let limit = self.size();
             let mut pos = 0;
             while let Some(h) = self.header_at(pos, limit)? {
-                if h.max_timestamp > st.max_timestamp {
-                    st.max_timestamp = h.max_timestamp;
-                    st.shallow_offset_of_max_timestamp = h.last_offset();
+                if h.max_timestamp > st.index.max_timestamp().0 {
+                    st.index.set_max_timestamp(h.max_timestamp, h.last_offset());
                 }
                 pos += h.size() as u64;
             }
@@ -586,7 +442,7 @@ impl LogSegment {
         self.ensure_indexes()?;
         let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
-        Ok(st.max_timestamp)
+        Ok(st.index.max_timestamp().0)
     }
 
     /// Kafka's `shouldRoll`, checked before appending a batch of `size` bytes.
@@ -633,14 +489,15 @@ impl LogSegment {
         self.time_index.reserve_next()
     }
 
-    /// Appends one encoded batch at the end of the `.log`, then applies Kafka's index rule.
-    /// On a failed write the file is cut back, so no partial batch stays.
+    /// Appends one encoded batch at the end of the `.log`, then applies Kafka's index rules
+    /// ([`IndexBuilder`]). On a failed write the file is cut back, so no partial batch stays.
     pub fn append(&self, batch: &[u8], meta: &AppendMeta, cfg: &LogConfig) -> io::Result<()> {
         let position = self.size();
         let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
-        let needs_entry = st.bytes_since_last_index_entry > cfg.index_interval_bytes;
-        if needs_entry {
+        // The topic's current `index.interval.bytes`: an override applies from the next batch.
+        st.index.set_interval(cfg.index_interval_bytes);
+        if st.index.entry_due() {
             self.reserve_index_space()?;
         }
         let f = self.file()?;
@@ -651,82 +508,74 @@ impl LogSegment {
         if st.rolling_base_timestamp.is_none() && position == 0 {
             st.rolling_base_timestamp = Some(meta.max_timestamp);
         }
-        if meta.max_timestamp > st.max_timestamp {
-            st.max_timestamp = meta.max_timestamp;
-            st.shallow_offset_of_max_timestamp = meta.last_offset;
-        }
-        if needs_entry {
-            self.offset_index
-                .append(meta.last_offset, position as u32)?;
-            self.time_index.maybe_append(
-                st.max_timestamp,
-                st.shallow_offset_of_max_timestamp,
-                false,
-            )?;
-            st.bytes_since_last_index_entry = 0;
-        }
-        st.bytes_since_last_index_entry += batch.len() as u64;
+        st.index.add(
+            &mut self.mapped_indexes(),
+            position,
+            batch.len() as u64,
+            meta.last_offset,
+            meta.max_timestamp,
+        )?;
         self.size
             .store(position + batch.len() as u64, Ordering::Release);
-        let mut lines = self.lines.guard();
-        if lines.pos == position {
-            self.note_line_mark(*lines);
-            *lines = LinesCount {
+        let mut count = self.count.guard();
+        if count.pos == position {
+            self.note_count_mark(*count);
+            *count = RecordCount {
                 pos: position + batch.len() as u64,
                 next: meta.last_offset + 1,
-                bytes: lines.bytes + meta.lines,
-                records: lines.records + meta.records,
+                value_bytes: count.value_bytes + meta.value_bytes,
+                records: count.records + meta.records,
             };
         }
         Ok(())
     }
 
-    /// The lines count so far (see [`LinesCount`]): it may stop before the segment's end.
-    pub fn lines_count(&self) -> LinesCount {
-        *self.lines.guard()
+    /// The record count so far (see [`RecordCount`]): it may stop before the segment's end.
+    pub fn record_count(&self) -> RecordCount {
+        *self.count.guard()
     }
 
     /// Keeps a count that reaches further than the one kept.
-    pub fn store_lines_count(&self, count: LinesCount) {
-        let mut lines = self.lines.guard();
-        if count.pos > lines.pos {
-            *lines = count;
+    pub fn store_record_count(&self, count: RecordCount) {
+        let mut kept = self.count.guard();
+        if count.pos > kept.pos {
+            *kept = count;
         }
     }
 
-    /// Keeps `count` (taken at a batch boundary) as a line mark when it lies far enough past
+    /// Keeps `count` (taken at a batch boundary) as a count mark when it lies far enough past
     /// the last one.
-    pub fn note_line_mark(&self, count: LinesCount) {
-        let mut marks = self.line_marks.guard();
+    pub fn note_count_mark(&self, count: RecordCount) {
+        let mut marks = self.count_marks.guard();
         let last = marks.last().map_or(0, |m| m.pos);
-        if count.pos >= last + LINE_MARK_SPACING {
+        if count.pos >= last + COUNT_MARK_SPACING {
             marks.push(count);
         }
     }
 
-    /// The last line mark before `offset`: the count of every batch before a boundary whose
+    /// The last count mark before `offset`: the count of every batch before a boundary whose
     /// next offset is at most `offset` (the segment's start when there is none).
-    pub fn line_mark_before(&self, offset: i64) -> LinesCount {
-        let marks = self.line_marks.guard();
+    pub fn count_mark_before(&self, offset: i64) -> RecordCount {
+        let marks = self.count_marks.guard();
         let i = marks.partition_point(|m| m.next <= offset);
         match i {
-            0 => LinesCount {
+            0 => RecordCount {
                 pos: 0,
                 next: self.base_offset,
-                bytes: 0,
+                value_bytes: 0,
                 records: 0,
             },
             i => marks[i - 1],
         }
     }
 
-    /// Forgets the lines count (the `.log` was rewritten from its start).
-    fn reset_lines_count(&self) {
-        self.line_marks.guard().clear();
-        *self.lines.guard() = LinesCount {
+    /// Forgets the record count (the `.log` was rewritten from its start).
+    fn reset_record_count(&self) {
+        self.count_marks.guard().clear();
+        *self.count.guard() = RecordCount {
             pos: 0,
             next: self.base_offset,
-            bytes: 0,
+            value_bytes: 0,
             records: 0,
         };
     }
@@ -738,13 +587,7 @@ impl LogSegment {
         }
         let mut st = self.state.guard();
         self.ensure_max_timestamp(&mut st)?;
-        if self.size() > 0 && st.max_timestamp >= 0 {
-            self.time_index.maybe_append(
-                st.max_timestamp,
-                st.shallow_offset_of_max_timestamp,
-                true,
-            )?;
-        }
+        st.index.seal(&mut self.mapped_indexes(), self.size())?;
         self.offset_index.trim()?;
         self.time_index.trim()?;
         Ok(())
@@ -766,8 +609,19 @@ impl LogSegment {
             .last_entry()?
             .map(|(_, p)| p as u64)
             .unwrap_or(0);
-        self.state.guard().bytes_since_last_index_entry = self.size().saturating_sub(start);
+        self.state
+            .guard()
+            .index
+            .set_bytes_since_last_entry(self.size().saturating_sub(start));
         Ok(())
+    }
+
+    /// The segment's index files as the place [`IndexBuilder`] writes entries to.
+    fn mapped_indexes(&self) -> MappedIndexes<'_> {
+        MappedIndexes {
+            offsets: &self.offset_index,
+            times: &self.time_index,
+        }
     }
 
     /// Closes the files (unmapping the indexes).

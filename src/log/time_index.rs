@@ -67,25 +67,11 @@ impl TimeIndex {
         e
     }
 
-    /// Appends (timestamp, offset) only if the timestamp is larger than the last entry's.
-    pub fn maybe_append(
-        &self,
-        timestamp: i64,
-        offset: i64,
-        skip_full_check: bool,
-    ) -> io::Result<()> {
-        self.idx.with_mut(|idx| {
-            if !skip_full_check && idx.entries() + 1 >= idx.max_entries() {
-                return Ok(());
-            }
-            if idx.entries() > 0 && timestamp <= ts(idx.entry(idx.entries() - 1)) {
-                return Ok(());
-            }
-            if timestamp < 0 || idx.is_full() {
-                return Ok(());
-            }
-            idx.append(&Self::encode_entry(self.base_offset, timestamp, offset))
-        })
+    /// Appends (timestamp, offset); whether an entry is due is Kafka's rule, applied by
+    /// [`super::index_builder::IndexBuilder`].
+    pub fn append(&self, timestamp: i64, offset: i64) -> io::Result<()> {
+        let e = Self::encode_entry(self.base_offset, timestamp, offset);
+        self.idx.with_mut(|i| i.append(&e))
     }
 
     /// Timestamps strictly increasing, offsets non-decreasing, >= base and below `next_offset`.

@@ -64,6 +64,14 @@ pub struct CleanedLog {
     pub round: CleanRound,
 }
 
+/// A partition to clean: its dirty ratio, topic, log and what it would clean.
+type Filthiest = (
+    f64,
+    Arc<super::Topic>,
+    Arc<PartitionLog>,
+    choose::LogToClean,
+);
+
 impl LogManager {
     /// The first dirty offset the cleaner checkpoint holds for a partition.
     pub fn cleaner_checkpoint(&self, topic: &str, partition: u32) -> Option<i64> {
@@ -99,19 +107,11 @@ impl LogManager {
             .collect()
     }
 
-    /// One pass of the cleaner: cleans the filthiest compacted partition that is cleanable
-    /// now, and checkpoints it. None when no partition needs cleaning.
-    pub fn clean_filthiest(&self) -> Result<Option<CleanedLog>> {
-        if self.config.read_only {
-            return Ok(None);
-        }
-        let now = now_ms();
-        let mut best: Option<(
-            f64,
-            Arc<super::Topic>,
-            Arc<PartitionLog>,
-            choose::LogToClean,
-        )> = None;
+    /// Kafka's `grabFilthiestCompactedLog`: the compacted partition with the highest dirty
+    /// ratio among those cleanable now (not marked uncleanable by a failed round), with its
+    /// topic and what it would clean.
+    fn grab_filthiest(&self, now: i64) -> Result<Option<Filthiest>> {
+        let mut best: Option<Filthiest> = None;
         for (t, l) in self.compacted_partitions() {
             let key = (l.topic().to_string(), l.partition());
             if self.cleaner.uncleanable.guard().contains(&key) {
@@ -126,7 +126,17 @@ impl LogManager {
                 best = Some((ltc.ratio(), t, l, ltc));
             }
         }
-        let Some((ratio, topic, log, ltc)) = best else {
+        Ok(best)
+    }
+
+    /// One pass of the cleaner: cleans the filthiest compacted partition that is cleanable
+    /// now, and checkpoints it. None when no partition needs cleaning.
+    pub fn clean_filthiest(&self) -> Result<Option<CleanedLog>> {
+        if self.config.read_only {
+            return Ok(None);
+        }
+        let now = now_ms();
+        let Some((ratio, topic, log, ltc)) = self.grab_filthiest(now)? else {
             return Ok(None);
         };
         // A topic being deleted waits for the round; a deleted one is not cleaned.

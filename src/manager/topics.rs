@@ -9,10 +9,6 @@ use std::sync::Arc;
 use super::*;
 
 impl LogManager {
-    pub(super) fn least_loaded_dir_with(&self, topics: &BTreeMap<String, Arc<Topic>>) -> PathBuf {
-        self.least_loaded_dir_given(topics, &[])
-    }
-
     /// The least-loaded log dir, counting `pending` (partitions being created) too.
     fn least_loaded_dir_given(
         &self,

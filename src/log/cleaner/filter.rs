@@ -51,15 +51,25 @@ pub struct Filtered {
     pub written_max_timestamp: Option<i64>,
 }
 
-/// Filters one valid batch, appending what stays to `out`.
-pub fn filter_batch(
+/// Kafka's `BatchRetentionResult`: what happens to a batch as a whole.
+struct BatchRetention {
+    retention: Retention,
+    /// Every record of the batch goes (an aborted transaction's, a marker past its horizon).
+    discard_records: bool,
+    /// A marker whose transaction is empty now: it gets a delete horizon.
+    marker_for_empty_txn: bool,
+}
+
+/// Kafka's `checkBatchRetention`: whether the batch can be discarded (an aborted
+/// transaction's data, or a marker whose transaction is gone and whose delete horizon passed)
+/// and whether it must stay at least as an empty header (the last batch of an active
+/// producer, or the batch ending just before the round's first uncleanable offset).
+fn check_batch_retention(
     view: &BatchView<'_>,
-    ctx: &mut RoundCtx<'_>,
+    ctx: &RoundCtx<'_>,
     txn: &mut TxnMetadata,
     scratch: &mut Vec<u8>,
-    plain: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) -> Result<Filtered, BatchError> {
+) -> BatchRetention {
     let h = view.header;
     let can_discard = if h.is_control() {
         let kind = control_type(view, scratch);
@@ -88,7 +98,28 @@ pub fn filter_batch(
     } else {
         Retention::DeleteEmpty
     };
-    let marker_for_empty_txn = can_discard && h.is_control();
+    BatchRetention {
+        retention,
+        discard_records,
+        marker_for_empty_txn: can_discard && h.is_control(),
+    }
+}
+
+/// Filters one valid batch, appending what stays to `out` (Kafka's `filterTo` for one batch).
+pub fn filter_batch(
+    view: &BatchView<'_>,
+    ctx: &mut RoundCtx<'_>,
+    txn: &mut TxnMetadata,
+    scratch: &mut Vec<u8>,
+    plain: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<Filtered, BatchError> {
+    let h = view.header;
+    let BatchRetention {
+        retention,
+        discard_records,
+        marker_for_empty_txn,
+    } = check_batch_retention(view, ctx, txn, scratch);
     let mut res = Filtered::default();
     if retention == Retention::Delete {
         res.records_read = h.records_count.max(0) as u64;
@@ -275,4 +306,77 @@ fn write_empty_header(h: &BatchHeader, out: &mut Vec<u8>) {
         h.max_timestamp,
         0,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RecordInput;
+    use crate::record::{BatchBuilder, BatchOptions};
+
+    fn batch(base: i64, producer_id: i64) -> Vec<u8> {
+        let mut b = BatchBuilder::new();
+        b.begin(
+            base,
+            BatchOptions {
+                producer_id,
+                producer_epoch: 0,
+                ..Default::default()
+            },
+        );
+        for v in ["a", "b"] {
+            b.add(&RecordInput {
+                key: Some(v.as_bytes()),
+                value: Some(v.as_bytes()),
+                ..Default::default()
+            });
+        }
+        b.finish().unwrap().to_vec()
+    }
+
+    /// Item 6: the retention of a batch as a whole (Kafka's `checkBatchRetention`), decided
+    /// apart from its records: the last batch of an active producer and the batch ending just
+    /// before the round's bound stay at least as a header; any other may go once empty.
+    #[test]
+    fn check_batch_retention_keeps_producer_state_and_the_rounds_last_batch() {
+        let mut map = OffsetMap::new(24 * 16);
+        let producers = HashMap::from([(
+            7,
+            LastRecord {
+                last_data_offset: Some(11),
+                producer_epoch: 0,
+            },
+        )]);
+        let ctx = RoundCtx {
+            map: &mut map,
+            now: 0,
+            delete_retention_ms: 0,
+            upper_bound: 100,
+            producers: &producers,
+        };
+        let mut scratch = Vec::new();
+        let mut check = |bytes: &[u8]| {
+            let view = BatchView::new(bytes).unwrap();
+            let mut txn = TxnMetadata::default();
+            let r = check_batch_retention(&view, &ctx, &mut txn, &mut scratch);
+            assert!(!r.discard_records && !r.marker_for_empty_txn);
+            r.retention
+        };
+        assert_eq!(
+            check(&batch(10, 7)),
+            Retention::RetainEmpty,
+            "producer 7's last"
+        );
+        assert_eq!(
+            check(&batch(0, 7)),
+            Retention::DeleteEmpty,
+            "an earlier batch of 7"
+        );
+        assert_eq!(check(&batch(10, -1)), Retention::DeleteEmpty, "no producer");
+        assert_eq!(
+            check(&batch(98, -1)),
+            Retention::RetainEmpty,
+            "ends at the bound"
+        );
+    }
 }

@@ -1,10 +1,13 @@
 //! The log cleaner of compacted topics (`cleanup.policy=compact`), Kafka's `Cleaner.doClean`:
 //!
+//! 0. bound the round (`cleanable_bound`): below the first uncleanable offset, the active
+//!    segment and the last stable offset;
 //! 1. build an [`OffsetMap`] of the dirty section `[first dirty, first uncleanable)` — the
-//!    latest offset of every key, skipping aborted transactions — until it is 90 % full;
-//! 2. group the segments below the mapped end by size (`segment.bytes`,
+//!    latest offset of every key, skipping aborted transactions — until it is 90 % full
+//!    (`Cleaner::build_offset_map`);
+//! 2. group the segments below the mapped end by size (`group_by_size`: `segment.bytes`,
 //!    `segment.index.bytes`, a 4-byte relative offset);
-//! 3. rewrite each group into one `.cleaned` segment keeping what [`filter`] keeps, then swap
+//! 3. rewrite each group (`clean_group`) into one `.cleaned` segment keeping what [`filter`] keeps, then swap
 //!    it in (`.cleaned` → `.swap` → final names, the old segments renamed to `.deleted` and
 //!    kept for the readers they still have).
 //!
@@ -27,9 +30,11 @@ use self::filter::{LastRecord, RoundCtx, filter_batch};
 use self::offset_map::OffsetMap;
 use self::txn::{TxnMetadata, collect_aborted, control_type};
 use self::writer::CleanedWriter;
+use super::segment::Scanned;
 use super::{LogSegment, PartitionLog};
+use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::record::BatchView;
 use crate::util::read_window::ReadWindow;
 use crate::util::sync::MutexExt;
 
@@ -86,10 +91,25 @@ pub struct CleanRound {
 /// One cleaner: its offset map and buffers, reused between rounds.
 pub struct Cleaner {
     map: OffsetMap,
+    bufs: Buffers,
+}
+
+/// The buffers a cleaner reuses: the read window over a segment, decompressed records, the
+/// records of a rebuilt batch before compression, and the batch written.
+struct Buffers {
     window: ReadWindow,
     scratch: Vec<u8>,
     plain: Vec<u8>,
     out: Vec<u8>,
+}
+
+/// What cleaning one group needs besides its segments and the round's context.
+struct GroupJob<'a> {
+    log: &'a PartitionLog,
+    /// Every segment of the log (the transaction indexes of the later ones are read).
+    all: &'a [Arc<LogSegment>],
+    cfg: &'a LogConfig,
+    stop: &'a AtomicBool,
 }
 
 fn aborted() -> Error {
@@ -99,37 +119,32 @@ fn aborted() -> Error {
     ))
 }
 
-/// The batches of `seg` from byte `pos`, each checked by the segment's validity rule.
+/// The batches of `seg` from byte `pos`, each checked by the segment's validity rule; any
+/// bytes that are not a batch are corruption. Returns the bytes read.
 fn for_each_batch(
     seg: &LogSegment,
     window: &mut ReadWindow,
-    mut pos: u64,
+    pos: u64,
     f: &mut dyn FnMut(&BatchView<'_>) -> Result<bool>,
 ) -> Result<u64> {
-    let limit = seg.size();
-    let mut prev: Option<i64> = None;
-    let start = pos;
-    window.clear();
-    while pos < limit {
-        let prefix = window.read(seg, pos, PREFIX_SIZE, limit)?;
-        let Some((_, size_field, _)) = BatchHeader::peek(prefix) else {
-            return Err(
-                super::segment::corrupt(seg.log_path(), pos, "a partial batch header").into(),
-            );
-        };
-        let size = (size_field.max(0) as usize) + LOG_OVERHEAD;
-        let bytes = window.read(seg, pos, size, limit)?;
-        let view = seg
-            .check_batch(bytes, prev)
-            .map_err(|e| super::segment::corrupt(seg.log_path(), pos, e))?;
-        prev = Some(view.header.last_offset());
-        pos += size as u64;
-        if !f(&view)? {
-            break;
+    let mut scan = seg.scan(window, pos, seg.size());
+    loop {
+        let at = scan.pos;
+        match scan.next_batch()? {
+            Scanned::Batch(view) => {
+                if !f(&view)? {
+                    break;
+                }
+            }
+            Scanned::End => break,
+            Scanned::Not(e) => {
+                return Err(super::segment::corrupt(seg.log_path(), e.at(at), e).into());
+            }
         }
     }
+    let read = scan.pos - pos;
     seg.release_file();
-    Ok(pos - start)
+    Ok(read)
 }
 
 impl Cleaner {
@@ -137,10 +152,12 @@ impl Cleaner {
     pub fn new(memory: usize) -> Cleaner {
         Cleaner {
             map: OffsetMap::new(memory),
-            window: ReadWindow::new(64 * 1024, 1 << 20),
-            scratch: Vec::new(),
-            plain: Vec::new(),
-            out: Vec::new(),
+            bufs: Buffers {
+                window: ReadWindow::new(64 * 1024, 1 << 20),
+                scratch: Vec::new(),
+                plain: Vec::new(),
+                out: Vec::new(),
+            },
         }
     }
 
@@ -170,21 +187,63 @@ impl Cleaner {
             return Ok(None);
         };
         let producers = producer_state(&segs, now)?;
-        let mut upper = first_uncleanable.min(active.base_offset);
-        if let Some(unstable) = producers.first_unstable {
-            // Kafka cleans below the last stable offset only, rounded down to a segment.
-            let seg_base = segs
-                .iter()
-                .rev()
-                .find(|s| s.base_offset <= unstable)
-                .map_or(0, |s| s.base_offset);
-            upper = upper.min(seg_base);
-        }
+        let upper = cleanable_bound(&segs, first_uncleanable, producers.first_unstable);
         if first_dirty >= upper {
             return Ok(None);
         }
         let mut stats = CleanerStats::default();
         // 1. The offset map of the dirty segments.
+        let end_offset = self.build_offset_map(log, &segs, first_dirty, upper, stop, &mut stats)?;
+        if end_offset <= first_dirty {
+            return Ok(None);
+        }
+        // 2. Groups of the segments below the end of the map, the clean prefix included.
+        let to_clean: Vec<Arc<LogSegment>> = segs
+            .iter()
+            .filter(|s| s.base_offset < end_offset && s.base_offset < active.base_offset)
+            .cloned()
+            .collect();
+        let groups = group_by_size(&to_clean, cfg.segment_bytes, cfg.segment_index_bytes, upper)?;
+        // 3. Each group into one cleaned segment, swapped in.
+        let job = GroupJob {
+            log,
+            all: &segs,
+            cfg: &cfg,
+            stop,
+        };
+        for group in groups {
+            if stop.load(Ordering::Acquire) {
+                return Err(aborted());
+            }
+            let mut ctx = RoundCtx {
+                map: &mut self.map,
+                now,
+                delete_retention_ms: cfg.delete_retention_ms,
+                upper_bound: upper,
+                producers: &producers.last_records,
+            };
+            clean_and_swap(&job, &group, &mut ctx, &mut self.bufs, &mut stats)?;
+        }
+        Ok(Some(CleanRound {
+            first_dirty,
+            first_uncleanable: upper,
+            end_offset,
+            stats,
+        }))
+    }
+
+    /// Kafka's `buildOffsetMap`: the latest offset of every key in [`first_dirty`, `upper`),
+    /// segment by segment until the map is full, skipping aborted transactions. Returns the
+    /// end of the mapped section (what the round cleans up to).
+    fn build_offset_map(
+        &mut self,
+        log: &PartitionLog,
+        segs: &[Arc<LogSegment>],
+        first_dirty: i64,
+        upper: i64,
+        stop: &AtomicBool,
+        stats: &mut CleanerStats,
+    ) -> Result<i64> {
         let floor = segs
             .iter()
             .rposition(|s| s.base_offset <= first_dirty)
@@ -206,76 +265,22 @@ impl Cleaner {
                 return Err(aborted());
             }
             let next_base = dirty.get(i + 1).map_or(upper, |s| s.base_offset);
-            if self.map_segment(seg, first_dirty, &mut txn, &mut stats)? {
+            if self.map_segment(seg, first_dirty, &mut txn, stats)? {
                 break;
             }
             self.map.update_latest_offset(next_base - 1);
         }
         let end_offset = self.map.latest_offset() + 1;
-        if end_offset <= first_dirty {
-            return Ok(None);
-        }
-        log::info!(
-            "{}-{}: offset map of [{first_dirty}, {upper}) holds {} keys ({} slots); cleaning up to {end_offset}",
-            log.topic,
-            log.partition,
-            self.map.len(),
-            self.map.slots()
-        );
-        // 2. Groups of the segments below the end of the map, the clean prefix included.
-        let to_clean: Vec<Arc<LogSegment>> = segs
-            .iter()
-            .filter(|s| s.base_offset < end_offset && s.base_offset < active.base_offset)
-            .cloned()
-            .collect();
-        let groups = group_by_size(&to_clean, cfg.segment_bytes, cfg.segment_index_bytes, upper)?;
-        // 3. Each group into one cleaned segment, swapped in.
-        for group in groups {
-            if stop.load(Ordering::Acquire) {
-                return Err(aborted());
-            }
-            let mut ctx = RoundCtx {
-                map: &mut self.map,
-                now,
-                delete_retention_ms: cfg.delete_retention_ms,
-                upper_bound: upper,
-                producers: &producers.last_records,
-            };
-            let cleaned = clean_group(
-                log,
-                &segs,
-                &group,
-                &cfg,
-                &mut ctx,
-                stop,
-                &mut self.window,
-                &mut self.scratch,
-                &mut self.plain,
-                &mut self.out,
-                &mut stats,
+        if end_offset > first_dirty {
+            log::info!(
+                "{}-{}: offset map of [{first_dirty}, {upper}) holds {} keys ({} slots); cleaning up to {end_offset}",
+                log.topic,
+                log.partition,
+                self.map.len(),
+                self.map.slots()
             );
-            let cleaned = match cleaned {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = writer::remove_files(
-                        &log.dirfd,
-                        group[0].base_offset,
-                        writer::CLEANED_SUFFIX,
-                    );
-                    return Err(e);
-                }
-            };
-            crash_point("after-cleaned");
-            log.replace_segments(&cleaned, &group)?;
-            stats.segments_replaced += group.len() as u64;
-            stats.segments_written += 1;
         }
-        Ok(Some(CleanRound {
-            first_dirty,
-            first_uncleanable: upper,
-            end_offset,
-            stats,
-        }))
+        Ok(end_offset)
     }
 
     /// Kafka's `buildOffsetMapForSegment`. Returns true when the map filled up.
@@ -289,10 +294,10 @@ impl Cleaner {
         seg.ensure_indexes()?;
         let pos = seg.offset_index.lookup(start)?.1 as u64;
         let map = &mut self.map;
-        let scratch = &mut self.scratch;
+        let scratch = &mut self.bufs.scratch;
         let mut full = false;
         let max = map.max_entries();
-        let read = for_each_batch(seg, &mut self.window, pos, &mut |view| {
+        let read = for_each_batch(seg, &mut self.bufs.window, pos, &mut |view| {
             let h = view.header;
             if h.is_control() {
                 let kind = control_type(view, scratch);
@@ -325,22 +330,71 @@ impl Cleaner {
     }
 }
 
+/// Kafka's cleanable bound: the round cleans below `first_uncleanable`, never into the active
+/// segment, and only below the last stable offset (`first_unstable`, the first offset of the
+/// earliest open transaction) rounded down to its segment.
+fn cleanable_bound(
+    segs: &[Arc<LogSegment>],
+    first_uncleanable: i64,
+    first_unstable: Option<i64>,
+) -> i64 {
+    let active = segs.last().map_or(i64::MAX, |s| s.base_offset);
+    let mut upper = first_uncleanable.min(active);
+    if let Some(unstable) = first_unstable {
+        let seg_base = segs
+            .iter()
+            .rev()
+            .find(|s| s.base_offset <= unstable)
+            .map_or(0, |s| s.base_offset);
+        upper = upper.min(seg_base);
+    }
+    upper
+}
+
+/// Cleans one group into a `.cleaned` segment (removed again if that fails) and swaps it in.
+fn clean_and_swap(
+    job: &GroupJob<'_>,
+    group: &[Arc<LogSegment>],
+    ctx: &mut RoundCtx<'_>,
+    bufs: &mut Buffers,
+    stats: &mut CleanerStats,
+) -> Result<()> {
+    let cleaned = match clean_group(job, group, ctx, bufs, stats) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ =
+                writer::remove_files(&job.log.dirfd, group[0].base_offset, writer::CLEANED_SUFFIX);
+            return Err(e);
+        }
+    };
+    crash_point("after-cleaned");
+    job.log.replace_segments(&cleaned, group)?;
+    stats.segments_replaced += group.len() as u64;
+    stats.segments_written += 1;
+    Ok(())
+}
+
 /// Kafka's `Cleaner.cleanSegments`: the group into one `.cleaned` segment at the group's first
 /// base offset.
-#[allow(clippy::too_many_arguments)]
 fn clean_group(
-    log: &PartitionLog,
-    all: &[Arc<LogSegment>],
+    job: &GroupJob<'_>,
     group: &[Arc<LogSegment>],
-    cfg: &crate::config::LogConfig,
     ctx: &mut RoundCtx<'_>,
-    stop: &AtomicBool,
-    window: &mut ReadWindow,
-    scratch: &mut Vec<u8>,
-    plain: &mut Vec<u8>,
-    out: &mut Vec<u8>,
+    bufs: &mut Buffers,
     stats: &mut CleanerStats,
 ) -> Result<writer::CleanedSegment> {
+    let GroupJob {
+        log,
+        all,
+        cfg,
+        stop,
+    } = *job;
+    let Buffers {
+        window,
+        scratch,
+        plain,
+        out,
+    } = bufs;
     let mut w = CleanedWriter::create(
         &log.dirfd,
         group[0].base_offset,

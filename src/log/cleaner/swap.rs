@@ -18,9 +18,10 @@ use std::sync::Arc;
 use super::crash_point;
 use super::writer::{CLEANED_SUFFIX, CleanedSegment, SWAP_SUFFIX, rename_files};
 use crate::error::Result;
+use crate::log::segment::frame;
 use crate::log::{LogSegment, PartitionLog, parse_segment_name};
 use crate::os::safe_fs::{Access, Dir, Entry};
-use crate::record::{BatchHeader, BatchView, LOG_OVERHEAD, PREFIX_SIZE};
+use crate::record::{BatchView, PREFIX_SIZE};
 use crate::util::read_window::FileWindow;
 use crate::util::sync::RwLockExt;
 
@@ -80,10 +81,9 @@ fn next_offset_of(dir: &Dir, name: &str, base: i64) -> std::io::Result<i64> {
     let mut w = FileWindow::new(f, len, 1 << 20);
     let (mut pos, mut next) = (0u64, base);
     while pos < len {
-        let Some((_, size_field, _)) = BatchHeader::peek(w.read(pos, PREFIX_SIZE)?) else {
+        let Ok(size) = frame(w.read(pos, PREFIX_SIZE)?, pos, len) else {
             break;
         };
-        let size = size_field.max(0) as usize + LOG_OVERHEAD;
         let Ok(view) = BatchView::new(w.read(pos, size)?) else {
             break;
         };

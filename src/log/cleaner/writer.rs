@@ -1,9 +1,8 @@
 //! The `.cleaned` segment a group of segments is rewritten into: `<base>.log.cleaned` plus
 //! its `.index.cleaned`, `.timeindex.cleaned` and (when an aborted transaction still has
-//! batches in it) `.txnindex.cleaned`. Index entries follow the rule of an append (one entry
-//! once more than `index.interval.bytes` were written since the last, at the batch's last
-//! offset; the time index only when the max timestamp grows), and the segment is sealed as at
-//! a roll: one last time-index entry, indexes trimmed.
+//! batches in it) `.txnindex.cleaned`. Index entries follow the rules of an append
+//! ([`IndexBuilder`]), and the segment is sealed as at a roll: one last time-index entry,
+//! indexes trimmed.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -12,9 +11,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::txn::{AbortedTxn, txn_index_name};
-use crate::log::offset_index::{self, OffsetIndex};
+use crate::log::index_builder::{IndexBuilder, IndexEntries};
 use crate::log::segment::{index_name, log_name, time_index_name};
-use crate::log::time_index::{self, TimeIndex};
 use crate::os::safe_fs::Dir;
 
 pub const CLEANED_SUFFIX: &str = ".cleaned";
@@ -35,15 +33,8 @@ pub struct CleanedWriter {
     pub base_offset: i64,
     log: io::BufWriter<File>,
     size: u64,
-    index_interval_bytes: u64,
-    max_index_entries: usize,
-    max_time_entries: usize,
-    offset_entries: Vec<u8>,
-    time_entries: Vec<u8>,
-    bytes_since_last_entry: u64,
-    max_timestamp: i64,
-    offset_of_max_timestamp: i64,
-    last_time_entry_ts: i64,
+    index: IndexBuilder,
+    entries: IndexEntries,
     last_offset: Option<i64>,
     pub txns: Vec<AbortedTxn>,
 }
@@ -63,15 +54,8 @@ impl CleanedWriter {
             base_offset,
             log: io::BufWriter::with_capacity(1 << 20, f),
             size: 0,
-            index_interval_bytes,
-            max_index_entries: (segment_index_bytes as usize) / offset_index::ENTRY_SIZE,
-            max_time_entries: (segment_index_bytes as usize) / time_index::ENTRY_SIZE,
-            offset_entries: Vec::new(),
-            time_entries: Vec::new(),
-            bytes_since_last_entry: 0,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            last_time_entry_ts: -1,
+            index: IndexBuilder::new(base_offset, index_interval_bytes),
+            entries: IndexEntries::new(base_offset, segment_index_bytes),
             last_offset: None,
             txns: Vec::new(),
         })
@@ -86,45 +70,18 @@ impl CleanedWriter {
         self.last_offset.map_or(self.base_offset, |o| o + 1)
     }
 
-    fn time_entry(&mut self, skip_full_check: bool) {
-        let n = self.time_entries.len() / time_index::ENTRY_SIZE;
-        if (!skip_full_check && n + 1 >= self.max_time_entries) || n >= self.max_time_entries {
-            return;
-        }
-        if self.max_timestamp < 0 || self.max_timestamp <= self.last_time_entry_ts {
-            return;
-        }
-        self.time_entries
-            .extend_from_slice(&TimeIndex::encode_entry(
-                self.base_offset,
-                self.max_timestamp,
-                self.offset_of_max_timestamp,
-            ));
-        self.last_time_entry_ts = self.max_timestamp;
-    }
-
     /// Appends one batch (whole, valid) ending at `last_offset` with `max_timestamp`.
     pub fn append(&mut self, batch: &[u8], last_offset: i64, max_timestamp: i64) -> io::Result<()> {
-        let position = self.size;
-        if max_timestamp > self.max_timestamp {
-            self.max_timestamp = max_timestamp;
-            self.offset_of_max_timestamp = last_offset;
-        }
-        if self.bytes_since_last_entry > self.index_interval_bytes
-            && self.offset_entries.len() / offset_index::ENTRY_SIZE < self.max_index_entries
-        {
-            self.offset_entries
-                .extend_from_slice(&OffsetIndex::encode_entry(
-                    self.base_offset,
-                    last_offset,
-                    position as u32,
-                ));
-            self.time_entry(false);
-            self.bytes_since_last_entry = 0;
-        }
+        let (position, size) = (self.size, batch.len() as u64);
+        self.index.add(
+            &mut self.entries,
+            position,
+            size,
+            last_offset,
+            max_timestamp,
+        )?;
         self.log.write_all(batch)?;
-        self.size += batch.len() as u64;
-        self.bytes_since_last_entry += batch.len() as u64;
+        self.size += size;
         self.last_offset = Some(last_offset);
         Ok(())
     }
@@ -132,9 +89,7 @@ impl CleanedWriter {
     /// Seals the segment (final time entry), writes its indexes, fsyncs every file and gives
     /// the `.log` the modification time of the last segment it replaces.
     pub fn finish(mut self, modified: Option<SystemTime>) -> io::Result<CleanedSegment> {
-        if self.size > 0 {
-            self.time_entry(true);
-        }
+        self.index.seal(&mut self.entries, self.size)?;
         let log = self.log.into_inner().map_err(|e| e.into_error())?;
         log.sync_all()?;
         let write = |name: String, bytes: &[u8]| -> io::Result<()> {
@@ -142,8 +97,8 @@ impl CleanedWriter {
             f.write_all(bytes)?;
             f.sync_all()
         };
-        write(index_name(self.base_offset), &self.offset_entries)?;
-        write(time_index_name(self.base_offset), &self.time_entries)?;
+        write(index_name(self.base_offset), &self.entries.offsets)?;
+        write(time_index_name(self.base_offset), &self.entries.times)?;
         if !self.txns.is_empty() {
             let bytes: Vec<u8> = self.txns.iter().flat_map(|t| t.encode()).collect();
             write(txn_index_name(self.base_offset), &bytes)?;

@@ -12,107 +12,60 @@ impl LogSegment {
         let file_len = self.file()?.metadata()?.len();
         // Rebuilt in memory and written once at the end (Kafka resets and appends to the
         // mapped files; the entries are the same).
-        let mut off_entries: Vec<u8> = Vec::new();
-        let mut time_entries: Vec<u8> = Vec::new();
-        let max_off = self.offset_index.max_entries();
-        let max_time = self.time_index.max_entries();
-        let base = self.base_offset;
-        let mut last_time_ts = i64::MIN;
-        let mut push_time = |t: &mut Vec<u8>, ts: i64, off: i64, skip_full: bool| {
-            let n = t.len() / time_index::ENTRY_SIZE;
-            if ts < 0 || ts <= last_time_ts || (!skip_full && n + 1 >= max_time) || n >= max_time {
-                return;
-            }
-            t.extend_from_slice(&TimeIndex::encode_entry(base, ts, off));
-            last_time_ts = ts;
-        };
-        let mut st = SegmentAppendState {
-            max_timestamp: -1,
-            shallow_offset_of_max_timestamp: self.base_offset,
-            max_timestamp_known: true,
-            bytes_since_last_index_entry: 0,
-            rolling_base_timestamp: None,
-        };
-        let mut valid: u64 = 0;
-        let mut last_entry_pos: u64 = 0;
-        let mut next_offset: Option<i64> = None;
+        let mut entries = IndexEntries::with_max(
+            self.base_offset,
+            self.offset_index.max_entries(),
+            self.time_index.max_entries(),
+        );
+        let mut index = IndexBuilder::new(self.base_offset, cfg.index_interval_bytes);
+        let mut rolling_base_timestamp = None;
         // Sequential: 1 MiB at a time instead of two small reads per batch.
         let mut window = ReadWindow::fixed(1 << 20);
+        let mut scan = self.scan(&mut window, 0, file_len);
         loop {
-            let prefix = window.read(self, valid, PREFIX_SIZE, file_len)?;
-            if prefix.len() < PREFIX_SIZE {
-                break;
-            }
-            let (_, size_field, _) = BatchHeader::peek(prefix).unwrap();
-            if size_field < MIN_SIZE_FIELD {
-                log::warn!(
-                    "{}: invalid batch size {size_field} at byte {valid}",
-                    self.log_path.display()
-                );
-                break;
-            }
-            let size = size_field as usize + LOG_OVERHEAD;
-            if valid + size as u64 > file_len {
-                break;
-            }
-            let bytes = window.read(self, valid, size, file_len)?;
-            if bytes.len() < size {
-                break;
-            }
-            let h = match self.check_batch(bytes, next_offset.map(|n| n - 1)) {
-                Ok(view) => view.header,
-                Err(e) => {
+            let position = scan.pos;
+            let h = match scan.next_batch()? {
+                Scanned::Batch(view) => view.header,
+                // A torn last batch ends the log without a word, as in Kafka's nextBatch.
+                Scanned::End
+                | Scanned::Not(
+                    NotABatch::PartialHeader { .. }
+                    | NotABatch::PastEnd { .. }
+                    | NotABatch::ShortFile { .. },
+                ) => break,
+                Scanned::Not(e) => {
                     log::warn!(
-                        "Found invalid messages in log segment {} at byte offset {valid}: {e}",
+                        "Found invalid messages in log segment {} at byte offset {position}: {e}",
                         self.log_path.display()
                     );
                     break;
                 }
             };
-            if st.rolling_base_timestamp.is_none() {
-                st.rolling_base_timestamp = Some(h.max_timestamp);
-            }
-            if h.max_timestamp > st.max_timestamp {
-                st.max_timestamp = h.max_timestamp;
-                st.shallow_offset_of_max_timestamp = h.last_offset();
-            }
-            if valid - last_entry_pos > cfg.index_interval_bytes
-                && off_entries.len() / offset_index::ENTRY_SIZE < max_off
-            {
-                off_entries.extend_from_slice(&OffsetIndex::encode_entry(
-                    base,
-                    h.last_offset(),
-                    valid as u32,
-                ));
-                push_time(
-                    &mut time_entries,
-                    st.max_timestamp,
-                    st.shallow_offset_of_max_timestamp,
-                    false,
-                );
-                last_entry_pos = valid;
-            }
-            next_offset = Some(h.next_offset());
-            valid += size as u64;
+            rolling_base_timestamp.get_or_insert(h.max_timestamp);
+            let size = h.size() as u64;
+            index.add(
+                &mut entries,
+                position,
+                size,
+                h.last_offset(),
+                h.max_timestamp,
+            )?;
         }
-        st.bytes_since_last_index_entry = valid - last_entry_pos;
-        if valid > 0 && st.max_timestamp >= 0 {
-            push_time(
-                &mut time_entries,
-                st.max_timestamp,
-                st.shallow_offset_of_max_timestamp,
-                true,
-            );
-        }
-        self.offset_index.replace_with(&off_entries)?;
-        self.time_index.replace_with(&time_entries)?;
+        let (valid, next_offset) = (scan.pos, scan.prev_last.map(|last| last + 1));
+        index.seal(&mut entries, valid)?;
+        self.offset_index.replace_with(&entries.offsets)?;
+        self.time_index.replace_with(&entries.times)?;
         let truncated = file_len - valid;
         if truncated > 0 && !self.read_only {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
-        self.reset_lines_count();
-        *self.state.guard() = st;
+        self.reset_record_count();
+        *self.state.guard() = SegmentAppendState {
+            index,
+            max_timestamp_known: true,
+            rolling_base_timestamp,
+        };
         self.indexes_checked.store(true, Ordering::Release);
         Ok((truncated, next_offset))
     }
@@ -123,30 +76,28 @@ impl LogSegment {
     /// problem found (bytes after the last valid batch, a bad CRC...), or None.
     pub fn tail_problem(&self) -> io::Result<Option<String>> {
         let file_len = self.file()?.metadata()?.len();
-        let mut pos = match self.offset_index.last_entry()? {
+        let pos = match self.offset_index.last_entry()? {
             Some((off, p)) if self.entry_points_at_batch(off, p, file_len)? => p as u64,
             _ => 0,
         };
-        let mut buf = Vec::new();
-        let mut prev_last: Option<i64> = None;
-        while pos < file_len {
-            let Some(h) = self.header_at(pos, file_len)? else {
-                return Ok(Some(format!(
-                    "{} bytes after the last whole batch at byte {pos}",
-                    file_len - pos
-                )));
-            };
-            buf.resize(h.size(), 0);
-            if self.read_at(&mut buf, pos)? < buf.len() {
-                return Ok(Some(format!("short read at byte {pos}")));
+        let mut window = ReadWindow::new(64 * 1024, 1 << 20);
+        let mut scan = self.scan(&mut window, pos, file_len);
+        loop {
+            let at = scan.pos;
+            match scan.next_batch()? {
+                Scanned::Batch(_) => {}
+                Scanned::End => return Ok(None),
+                Scanned::Not(NotABatch::Invalid(e)) => {
+                    return Ok(Some(format!("invalid batch at byte {at}: {e}")));
+                }
+                Scanned::Not(e) => {
+                    return Ok(Some(format!(
+                        "{} bytes after the last whole batch at byte {at}: {e}",
+                        file_len - at
+                    )));
+                }
             }
-            if let Err(e) = self.check_batch(&buf, prev_last) {
-                return Ok(Some(format!("invalid batch at byte {pos}: {e}")));
-            }
-            prev_last = Some(h.last_offset());
-            pos += h.size() as u64;
         }
-        Ok(None)
     }
 
     /// The offset after the last batch (Kafka's `readNextOffset`): scan from the last index
