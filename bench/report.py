@@ -264,6 +264,22 @@ def rows(r, failures):
     add_read("11", "remote mount: sequential read of the topic, `cat by-offset/0` vs `kcat -C -e`"
              " (ratio of times)", "remote read vs kcat", "remote.read.topicfs",
              "remote.read.kcat", "remote.read.bytes", "kcat -C, same broker", goal=0.9)
+
+    # 12. table/: the key index's memory a key, and lookups of a big table against a small one.
+    if "table.big" in med and "table.small" in med:
+        keys = m("table.keys")
+        cost = paired(r, "table.small", "table.big")
+        out.append(Row("12", f"table/ lookups, `open(table/<key>).read()`, {keys:,.0f} keys vs "
+                       "100 keys (cost ratio big/small)", m("table.big"), m("table.small"),
+                       "100-key table", "lookups/s", cost, "<= 1.5",
+                       goal_met(cost, 1.5, at_most=True),
+                       (1 / cost[0], 1 / 1.5, "12. table lookups: 100 / 1M-key cost")))
+    if "table.anon_per_key" in med:
+        per_key = m("table.anon_per_key")
+        out.append(Row("12", f"… daemon anonymous RSS a key besides the key's "
+                       f"{m('table.key_bytes'):.0f} bytes (index built at first use in "
+                       f"{m('table.build'):.2f} s)", per_key, None, "", "B", None, "< 100 B",
+                       per_key < 100))
     return out
 
 

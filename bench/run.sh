@@ -9,6 +9,8 @@
 #
 #   bench/run.sh                  full run (about 15 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh    smaller sizes, a few minutes
+#   BENCH_FIGURES="5 12" bench/run.sh   only those figures (figure 4 runs 1 first, whose
+#                                 data it reads; 7 and 8 run together)
 #
 # Environment (defaults: full / quick):
 #   BENCH_RUNS=3              runs of each side of each figure
@@ -26,6 +28,8 @@
 #   BENCH_REMOTE=1            figure 11: remote-mode mounts of that broker (default and
 #                             --write-behind) against kcat; 0 skips
 #   BENCH_REMOTE_MB=BULK_MB   figure 11: MiB appended and read through the remote mount
+#   BENCH_TABLE_KEYS=1000000  figure 12: keys of the big table (the small one has 100)
+#   BENCH_TABLE_LOOKUPS=2000/300 figure 12: random `table/<key>` reads per run
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
 #   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
@@ -56,6 +60,11 @@ PEER=${BENCH_PEER:-1}
 PEER_LOOKUPS=${BENCH_PEER_LOOKUPS:-$(pick 200 50)}
 REMOTE=${BENCH_REMOTE:-1}
 REMOTE_MB=${BENCH_REMOTE_MB:-$BULK_MB}
+TABLE_KEYS=${BENCH_TABLE_KEYS:-1000000}
+TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
+FIGURES=${BENCH_FIGURES:-}
+# fig N: whether figure N runs (all of them without BENCH_FIGURES).
+fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
 
 TOPICFS=$ROOT/target/release/topicfs
 NULLFS=$ROOT/target/release/examples/bench_nullfs
@@ -64,7 +73,7 @@ say() { printf '== %s\n' "$*" >&2; }
 die() { printf '%s\n' "$*" >&2; exit 1; }
 
 BROKER_NEEDED=0
-if [ "$PEER" = 1 ] || [ "$REMOTE" = 1 ]; then BROKER_NEEDED=1; fi
+if { [ "$PEER" = 1 ] && fig 10; } || { [ "$REMOTE" = 1 ] && fig 11; }; then BROKER_NEEDED=1; fi
 if [ "$BROKER_NEEDED" = 1 ]; then
     if ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" >/dev/null; then
         echo "the Kafka broker of figures 10 and 11 needs Java;" \
@@ -141,6 +150,8 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RES"; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.6f", b / 1048576 }'; }
 file_size() { stat -c %s "$@" | awk '{ s += $1 } END { print s + 0 }'; }
+# rss PID FIELD: a memory figure of /proc/PID/status (VmRSS, RssAnon...) in MiB.
+rss() { awk -v k="$2:" '$1 == k { printf "%.3f", $2 / 1024 }' "/proc/$1/status"; }
 
 # mount_topicfs NAME MOUNTPOINT LOGDIR: mounts (returns once the mount is live), sets TFS_PID.
 mount_topicfs() {
@@ -242,242 +253,257 @@ alternate3() {
 }
 
 # ---- 1. bulk append ----------------------------------------------------------------------
-say "1. bulk append: cat of ${BULK_MB} MiB of 100-byte lines"
-bulk_topicfs() {
-    if [ -d "$MNT/bulk" ]; then rmdir "$MNT/bulk"; fi
-    mkdir "$MNT/bulk"
-    sync
-    local t0 t1
-    t0=$(now); cat "$BULK" >"$MNT/bulk/0/append"; t1=$(now)
-    record bulk.topicfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
-}
-bulk_plain() {
-    rm -f "$PLAIN/bulk.out"
-    sync
-    local t0 t1
-    t0=$(now); cat "$BULK" >"$PLAIN/bulk.out"; t1=$(now)
-    record bulk.plain "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
-}
-bulk_null() {
-    sync
-    local t0 t1
-    t0=$(now); cat "$BULK" >"$NMNT/null"; t1=$(now)
-    record bulk.nullfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
-}
-alternate3 bulk_topicfs bulk_plain bulk_null
-leo=$(cat "$MNT/bulk/0/log-end-offset")
-[ "$leo" = "$BULK_LINES" ] || { echo "bulk: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
+if fig 1 || fig 4; then
+    say "1. bulk append: cat of ${BULK_MB} MiB of 100-byte lines"
+    bulk_topicfs() {
+        if [ -d "$MNT/bulk" ]; then rmdir "$MNT/bulk"; fi
+        mkdir "$MNT/bulk"
+        sync
+        local t0 t1
+        t0=$(now); cat "$BULK" >"$MNT/bulk/0/append"; t1=$(now)
+        record bulk.topicfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    bulk_plain() {
+        rm -f "$PLAIN/bulk.out"
+        sync
+        local t0 t1
+        t0=$(now); cat "$BULK" >"$PLAIN/bulk.out"; t1=$(now)
+        record bulk.plain "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    bulk_null() {
+        sync
+        local t0 t1
+        t0=$(now); cat "$BULK" >"$NMNT/null"; t1=$(now)
+        record bulk.nullfs "$1" "$(div "$(mib "$BULK_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    alternate3 bulk_topicfs bulk_plain bulk_null
+    leo=$(cat "$MNT/bulk/0/log-end-offset")
+    [ "$leo" = "$BULK_LINES" ] || { echo "bulk: log end offset $leo, expected $BULK_LINES" >&2; exit 1; }
+fi
 
 # ---- 2. small appends --------------------------------------------------------------------
-say "2. small appends: $SMALL_N one-line writes on one open file"
-head -n "$SMALL_N" "$BULK" >"$WORK/small.txt"
-mkdir "$MNT/small"
-small_run() { # KEY RUN TARGET
-    local t0 t1
-    sync
-    t0=$(now)
-    dd if="$WORK/small.txt" of="$3" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
-    t1=$(now)
-    record "$1" "$2" "$(div "$SMALL_N" "$(elapsed "$t0" "$t1")")"
-}
-small_topicfs() { small_run small.topicfs "$1" "$MNT/small/0/append"; }
-small_null() { small_run small.nullfs "$1" "$NMNT/null"; }
-alternate small_topicfs small_null
-for ((r = 1; r <= RUNS; r++)); do rm -f "$PLAIN/small.out"; small_run small.plain "$r" "$PLAIN/small.out"; done
-leo=$(cat "$MNT/small/0/log-end-offset")
-[ "$leo" = $((SMALL_N * RUNS)) ] || { echo "small: log end offset $leo" >&2; exit 1; }
+if fig 2; then
+    say "2. small appends: $SMALL_N one-line writes on one open file"
+    head -n "$SMALL_N" "$BULK" >"$WORK/small.txt"
+    mkdir "$MNT/small"
+    small_run() { # KEY RUN TARGET
+        local t0 t1
+        sync
+        t0=$(now)
+        dd if="$WORK/small.txt" of="$3" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
+        t1=$(now)
+        record "$1" "$2" "$(div "$SMALL_N" "$(elapsed "$t0" "$t1")")"
+    }
+    small_topicfs() { small_run small.topicfs "$1" "$MNT/small/0/append"; }
+    small_null() { small_run small.nullfs "$1" "$NMNT/null"; }
+    alternate small_topicfs small_null
+    for ((r = 1; r <= RUNS; r++)); do rm -f "$PLAIN/small.out"; small_run small.plain "$r" "$PLAIN/small.out"; done
+    leo=$(cat "$MNT/small/0/log-end-offset")
+    [ "$leo" = $((SMALL_N * RUNS)) ] || { echo "small: log end offset $leo" >&2; exit 1; }
+fi
 
 # ---- 3. echo >> append -------------------------------------------------------------------
-say "3. echo line >> append, $ECHO_N times (open/write/close per record)"
-mkdir "$MNT/echo"
-echo_run() { # KEY RUN TARGET
-    local t0 t1 i f=$3
-    t0=$(now)
-    for ((i = 0; i < ECHO_N; i++)); do echo "$LINE" >>"$f"; done
-    t1=$(now)
-    record "$1" "$2" "$(div "$ECHO_N" "$(elapsed "$t0" "$t1")")"
-}
-echo_topicfs() { echo_run echo.topicfs "$1" "$MNT/echo/0/append"; }
-echo_plain() { rm -f "$PLAIN/echo.out"; echo_run echo.plain "$1" "$PLAIN/echo.out"; }
-alternate echo_topicfs echo_plain
-for ((r = 1; r <= RUNS; r++)); do echo_run echo.nullfs "$r" "$NMNT/null"; done
+if fig 3; then
+    say "3. echo line >> append, $ECHO_N times (open/write/close per record)"
+    mkdir "$MNT/echo"
+    echo_run() { # KEY RUN TARGET
+        local t0 t1 i f=$3
+        t0=$(now)
+        for ((i = 0; i < ECHO_N; i++)); do echo "$LINE" >>"$f"; done
+        t1=$(now)
+        record "$1" "$2" "$(div "$ECHO_N" "$(elapsed "$t0" "$t1")")"
+    }
+    echo_topicfs() { echo_run echo.topicfs "$1" "$MNT/echo/0/append"; }
+    echo_plain() { rm -f "$PLAIN/echo.out"; echo_run echo.plain "$1" "$PLAIN/echo.out"; }
+    alternate echo_topicfs echo_plain
+    for ((r = 1; r <= RUNS; r++)); do echo_run echo.nullfs "$r" "$NMNT/null"; done
+fi
 
 # ---- 4. sequential read ------------------------------------------------------------------
-say "4. sequential read: cat by-offset/0 vs cat of the .log files"
-cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
-LOG_FILES=("$LOGA"/bulk-0/*.log)
-LOG_BYTES=$(file_size "${LOG_FILES[@]}")
-read_topicfs() {
-    local t0 t1
-    t0=$(now); cat "$MNT/bulk/0/by-offset/0" >/dev/null; t1=$(now)
-    record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
-}
-read_raw() {
-    local t0 t1
-    t0=$(now); cat "${LOG_FILES[@]}" >/dev/null; t1=$(now)
-    record read.raw "$1" "$(elapsed "$t0" "$t1")"
-}
-read_null() {
-    local t0 t1
-    t0=$(now); cat "$NMNT/zero" >/dev/null; t1=$(now)
-    record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
-}
-alternate3 read_topicfs read_null read_raw
-record read.topicfs_bytes 0 "$BULK_BYTES"
-record read.raw_bytes 0 "$LOG_BYTES"
+if fig 4; then
+    say "4. sequential read: cat by-offset/0 vs cat of the .log files"
+    cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
+    LOG_FILES=("$LOGA"/bulk-0/*.log)
+    LOG_BYTES=$(file_size "${LOG_FILES[@]}")
+    read_topicfs() {
+        local t0 t1
+        t0=$(now); cat "$MNT/bulk/0/by-offset/0" >/dev/null; t1=$(now)
+        record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
+    }
+    read_raw() {
+        local t0 t1
+        t0=$(now); cat "${LOG_FILES[@]}" >/dev/null; t1=$(now)
+        record read.raw "$1" "$(elapsed "$t0" "$t1")"
+    }
+    read_null() {
+        local t0 t1
+        t0=$(now); cat "$NMNT/zero" >/dev/null; t1=$(now)
+        record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
+    }
+    alternate3 read_topicfs read_null read_raw
+    record read.topicfs_bytes 0 "$BULK_BYTES"
+    record read.raw_bytes 0 "$LOG_BYTES"
+fi
 
 # ---- 5. random lookups -------------------------------------------------------------------
-say "5. random lookups: $LOOKUPS on $LOOKUP_BIG vs $LOOKUP_SMALL records"
-python3 - "$WORK/keys.txt" "$LOOKUP_BIG" <<'EOF'
+if fig 5; then
+    say "5. random lookups: $LOOKUPS on $LOOKUP_BIG vs $LOOKUP_SMALL records"
+    python3 - "$WORK/keys.txt" "$LOOKUP_BIG" <<'EOF'
 import sys
 with open(sys.argv[1], "w") as f:
     n = int(sys.argv[2])
     for start in range(0, n, 100000):
         f.write("".join(f"{i:019d}\n" for i in range(start, min(n, start + 100000))))
 EOF
-# Both logs are written the same way (cat: 128 KiB writes, so batches of ~6,500 records):
-# only their length differs.
-head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$WORK/keys-small.txt"
-mkdir "$MNT/lookbig" "$MNT/looksmall"
-cat "$WORK/keys.txt" >"$MNT/lookbig/0/append"
-cat "$WORK/keys-small.txt" >"$MNT/looksmall/0/append"
-lookup_run() { # KEY RUN TOPIC [MODE]
-    local s
-    s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2" "${4:-os}")
-    record "$1" "$2" "$(div "$LOOKUPS" "$s")"
-}
-lookup_big() { lookup_run lookup.big "$1" lookbig; }
-lookup_small() { lookup_run lookup.small "$1" looksmall; }
-lookup_run lookup.warmup 0 lookbig >/dev/null
-alternate lookup_big lookup_small
-# The same lookups through stdio: Python's open() (fstat, a st_blksize buffer) + readline.
-lookup_stdio_big() { lookup_run lookup.stdio_big "$1" lookbig stdio; }
-lookup_stdio_small() { lookup_run lookup.stdio_small "$1" looksmall stdio; }
-alternate lookup_stdio_big lookup_stdio_small
+    # Both logs are written the same way (cat: 128 KiB writes, so batches of ~6,500 records):
+    # only their length differs.
+    head -n "$LOOKUP_SMALL" "$WORK/keys.txt" >"$WORK/keys-small.txt"
+    mkdir "$MNT/lookbig" "$MNT/looksmall"
+    cat "$WORK/keys.txt" >"$MNT/lookbig/0/append"
+    cat "$WORK/keys-small.txt" >"$MNT/looksmall/0/append"
+    lookup_run() { # KEY RUN TOPIC [MODE]
+        local s
+        s=$(python3 "$HERE/lookup.py" "$MNT/$3/0" "$LOOKUPS" "$2" "${4:-os}")
+        record "$1" "$2" "$(div "$LOOKUPS" "$s")"
+    }
+    lookup_big() { lookup_run lookup.big "$1" lookbig; }
+    lookup_small() { lookup_run lookup.small "$1" looksmall; }
+    lookup_run lookup.warmup 0 lookbig >/dev/null
+    alternate lookup_big lookup_small
+    # The same lookups through stdio: Python's open() (fstat, a st_blksize buffer) + readline.
+    lookup_stdio_big() { lookup_run lookup.stdio_big "$1" lookbig stdio; }
+    lookup_stdio_small() { lookup_run lookup.stdio_small "$1" looksmall stdio; }
+    alternate lookup_stdio_big lookup_stdio_small
+fi
 
 # ---- 6. two writers ----------------------------------------------------------------------
-say "6. two writers on two partitions vs one writer, ${PAR_MB} MiB each"
-head -c $((PAR_MB * 1048576 / 100 * 100)) "$BULK" >"$WORK/par.txt"
-if [ "$(file_size "$WORK/par.txt")" -lt $((PAR_MB * 1048576 / 100 * 100)) ]; then
-    { yes "$LINE" || true; } | head -n $((PAR_MB * 1048576 / 100)) >"$WORK/par.txt"
-fi
-PAR_BYTES=$(file_size "$WORK/par.txt")
-fresh_par() {
-    if [ -d "$MNT/par" ]; then rmdir "$MNT/par"; fi
-    mkdir "$MNT/par"
-    echo 2 >"$MNT/par/partitions"
+if fig 6; then
+    say "6. two writers on two partitions vs one writer, ${PAR_MB} MiB each"
+    head -c $((PAR_MB * 1048576 / 100 * 100)) "$BULK" >"$WORK/par.txt"
+    if [ "$(file_size "$WORK/par.txt")" -lt $((PAR_MB * 1048576 / 100 * 100)) ]; then
+        { yes "$LINE" || true; } | head -n $((PAR_MB * 1048576 / 100)) >"$WORK/par.txt"
+    fi
+    PAR_BYTES=$(file_size "$WORK/par.txt")
+    fresh_par() {
+        if [ -d "$MNT/par" ]; then rmdir "$MNT/par"; fi
+        mkdir "$MNT/par"
+        echo 2 >"$MNT/par/partitions"
+        rm -f "$PLAIN"/par*.out
+        sync
+    }
+    par_one() {
+        local t0 t1
+        fresh_par
+        t0=$(now); cat "$WORK/par.txt" >"$MNT/par/0/append"; t1=$(now)
+        record par.topicfs1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
+        sync
+        t0=$(now); cat "$WORK/par.txt" >"$PLAIN/par0.out"; t1=$(now)
+        record par.plain1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
+    }
+    par_two() {
+        local t0 t1 a b
+        fresh_par
+        t0=$(now)
+        cat "$WORK/par.txt" >"$MNT/par/0/append" & a=$!
+        cat "$WORK/par.txt" >"$MNT/par/1/append" & b=$!
+        wait "$a" "$b"
+        t1=$(now)
+        record par.topicfs2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
+        sync
+        t0=$(now)
+        cat "$WORK/par.txt" >"$PLAIN/par0.out" & a=$!
+        cat "$WORK/par.txt" >"$PLAIN/par1.out" & b=$!
+        wait "$a" "$b"
+        t1=$(now)
+        record par.plain2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
+    }
+    alternate par_one par_two
+    rmdir "$MNT/par"
     rm -f "$PLAIN"/par*.out
-    sync
-}
-par_one() {
-    local t0 t1
-    fresh_par
-    t0=$(now); cat "$WORK/par.txt" >"$MNT/par/0/append"; t1=$(now)
-    record par.topicfs1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
-    sync
-    t0=$(now); cat "$WORK/par.txt" >"$PLAIN/par0.out"; t1=$(now)
-    record par.plain1 "$1" "$(div "$(mib "$PAR_BYTES")" "$(elapsed "$t0" "$t1")")"
-}
-par_two() {
-    local t0 t1 a b
-    fresh_par
-    t0=$(now)
-    cat "$WORK/par.txt" >"$MNT/par/0/append" & a=$!
-    cat "$WORK/par.txt" >"$MNT/par/1/append" & b=$!
-    wait "$a" "$b"
-    t1=$(now)
-    record par.topicfs2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
-    sync
-    t0=$(now)
-    cat "$WORK/par.txt" >"$PLAIN/par0.out" & a=$!
-    cat "$WORK/par.txt" >"$PLAIN/par1.out" & b=$!
-    wait "$a" "$b"
-    t1=$(now)
-    record par.plain2 "$1" "$(div "$(mib $((2 * PAR_BYTES)))" "$(elapsed "$t0" "$t1")")"
-}
-alternate par_one par_two
-rmdir "$MNT/par"
-rm -f "$PLAIN"/par*.out
+fi
 
 # ---- 7. start-up ---------------------------------------------------------------------------
-SEGS_TOTAL=$((PARTITIONS * SEGMENTS))
-say "7. start-up: clean mount of $SEGS_TOTAL segments; unclean recovery"
-unmount "$MNT" "$MAIN_PID"
-LOGB=$WORK/segs
-LOGE=$WORK/empty
-SMNT=$WORK/segmnt
-mount_topicfs init "$SMNT" "$LOGB" && unmount "$SMNT" "$TFS_PID"
-python3 "$HERE/genlog.py" "$LOGB" seg "$PARTITIONS" "$SEGMENTS" 10 100
-mount_topicfs init "$SMNT" "$LOGE" && unmount "$SMNT" "$TFS_PID"
-# timed_mount KEY RUN LOGDIR: times the mount (until it is live) and the clean unmount (until
-# the daemon exited); a mount that fails is recorded with its message.
-timed_mount() {
-    local t0 t1 name="startup-$1-$2"
-    sync
-    t0=$(now)
-    if ! mount_topicfs "$name" "$SMNT" "$3" 2>"$WORK/$name.err"; then
-        record "$1.failed" "$2" 1
-        printf '%s\t%s\n' "$1" "$(tail -1 "$WORK/$name.err")" >>"$WORK/failures.txt"
-        return 0
-    fi
-    t1=$(now)
-    record "$1" "$2" "$(elapsed "$t0" "$t1")"
-    t0=$(now)
-    unmount "$SMNT" "$TFS_PID"
-    t1=$(now)
-    record "$1.unmount" "$2" "$(elapsed "$t0" "$t1")"
-}
-mount_segs() { timed_mount mount.segments "$1" "$LOGB"; }
-mount_empty() { timed_mount mount.empty "$1" "$LOGE"; }
-alternate mount_segs mount_empty
+if fig 7 || fig 8; then
+    SEGS_TOTAL=$((PARTITIONS * SEGMENTS))
+    say "7. start-up: clean mount of $SEGS_TOTAL segments; unclean recovery"
+    unmount "$MNT" "$MAIN_PID"
+    LOGB=$WORK/segs
+    LOGE=$WORK/empty
+    SMNT=$WORK/segmnt
+    mount_topicfs init "$SMNT" "$LOGB" && unmount "$SMNT" "$TFS_PID"
+    python3 "$HERE/genlog.py" "$LOGB" seg "$PARTITIONS" "$SEGMENTS" 10 100
+    mount_topicfs init "$SMNT" "$LOGE" && unmount "$SMNT" "$TFS_PID"
+    # timed_mount KEY RUN LOGDIR: times the mount (until it is live) and the clean unmount (until
+    # the daemon exited); a mount that fails is recorded with its message.
+    timed_mount() {
+        local t0 t1 name="startup-$1-$2"
+        sync
+        t0=$(now)
+        if ! mount_topicfs "$name" "$SMNT" "$3" 2>"$WORK/$name.err"; then
+            record "$1.failed" "$2" 1
+            printf '%s\t%s\n' "$1" "$(tail -1 "$WORK/$name.err")" >>"$WORK/failures.txt"
+            return 0
+        fi
+        t1=$(now)
+        record "$1" "$2" "$(elapsed "$t0" "$t1")"
+        t0=$(now)
+        unmount "$SMNT" "$TFS_PID"
+        t1=$(now)
+        record "$1.unmount" "$2" "$(elapsed "$t0" "$t1")"
+    }
+    mount_segs() { timed_mount mount.segments "$1" "$LOGB"; }
+    mount_empty() { timed_mount mount.empty "$1" "$LOGE"; }
+    alternate mount_segs mount_empty
 
-# ---- 8. memory -----------------------------------------------------------------------------
-say "8. memory: daemon RSS with $PARTITIONS partitions of $SEGMENTS segments"
-rss() { awk -v k="$2:" '$1 == k { printf "%.3f", $2 / 1024 }' "/proc/$1/status"; }
-fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 | wc -l; }
-mount_topicfs rss "$SMNT" "$LOGB"
-sleep 0.5
-record rss.mount 0 "$(rss "$TFS_PID" VmRSS)"
-record fds.mount 0 "$(fds "$TFS_PID")"
-for ((p = 0; p < PARTITIONS; p++)); do
-    d=$SMNT/seg/$p
-    read -r _ <"$d/log-end-offset"
-    read -r _ <"$d/by-offset/0"
-    echo "$LINE" >>"$d/append"
-done
-record rss.touched 0 "$(rss "$TFS_PID" VmRSS)"
-record fds.touched 0 "$(fds "$TFS_PID")"
-# One record of every segment: each segment read keeps its files open and mapped.
-failed=0
-for ((p = 0; p < PARTITIONS; p++)); do
-    for ((s = 0; s < SEGMENTS; s++)); do
-        read -r _ 2>/dev/null <"$SMNT/seg/$p/by-offset/$((s * 10))" || failed=$((failed + 1))
+    # ---- 8. memory -----------------------------------------------------------------------------
+    say "8. memory: daemon RSS with $PARTITIONS partitions of $SEGMENTS segments"
+    fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+    mount_topicfs rss "$SMNT" "$LOGB"
+    sleep 0.5
+    record rss.mount 0 "$(rss "$TFS_PID" VmRSS)"
+    record fds.mount 0 "$(fds "$TFS_PID")"
+    for ((p = 0; p < PARTITIONS; p++)); do
+        d=$SMNT/seg/$p
+        read -r _ <"$d/log-end-offset"
+        read -r _ <"$d/by-offset/0"
+        echo "$LINE" >>"$d/append"
     done
-done
-record rss.allsegments 0 "$(rss "$TFS_PID" VmRSS)"
-record fds.allsegments 0 "$(fds "$TFS_PID")"
-record reads.failed 0 "$failed"
-record rss.peak 0 "$(rss "$TFS_PID" VmHWM)"
-unmount "$SMNT" "$TFS_PID"
+    record rss.touched 0 "$(rss "$TFS_PID" VmRSS)"
+    record fds.touched 0 "$(fds "$TFS_PID")"
+    # One record of every segment: each segment read keeps its files open and mapped.
+    failed=0
+    for ((p = 0; p < PARTITIONS; p++)); do
+        for ((s = 0; s < SEGMENTS; s++)); do
+            read -r _ 2>/dev/null <"$SMNT/seg/$p/by-offset/$((s * 10))" || failed=$((failed + 1))
+        done
+    done
+    record rss.allsegments 0 "$(rss "$TFS_PID" VmRSS)"
+    record fds.allsegments 0 "$(fds "$TFS_PID")"
+    record reads.failed 0 "$failed"
+    record rss.peak 0 "$(rss "$TFS_PID" VmHWM)"
+    unmount "$SMNT" "$TFS_PID"
 
-# ---- 7 (continued). unclean recovery -------------------------------------------------------
-RECOVER_BYTES=$(file_size "$LOGA"/*-*/*.log)
-record recover.bytes 0 "$RECOVER_BYTES"
-recover_topicfs() {
-    make_unclean "$LOGA"
-    timed_mount recover.topicfs "$1" "$LOGA"
-}
-recover_cat() {
-    local t0 t1
-    t0=$(now); cat "$LOGA"/*-*/*.log >/dev/null; t1=$(now)
-    record recover.cat "$1" "$(elapsed "$t0" "$t1")"
-}
-alternate recover_topicfs recover_cat
-# Recovery of every segment of the segment-heavy dir (once; a full run, or BENCH_UNCLEAN_SEGMENTS=1).
-if [ "$QUICK" != 1 ] || [ "${BENCH_UNCLEAN_SEGMENTS:-0}" = 1 ]; then
-    say "7. unclean mount of the $SEGS_TOTAL-segment log dir"
-    make_unclean "$LOGB"
-    timed_mount recover.segments 1 "$LOGB"
+    # ---- 7 (continued). unclean recovery -------------------------------------------------------
+    RECOVER_BYTES=$(file_size "$LOGA"/*-*/*.log)
+    record recover.bytes 0 "$RECOVER_BYTES"
+    recover_topicfs() {
+        make_unclean "$LOGA"
+        timed_mount recover.topicfs "$1" "$LOGA"
+    }
+    recover_cat() {
+        local t0 t1
+        t0=$(now); cat "$LOGA"/*-*/*.log >/dev/null; t1=$(now)
+        record recover.cat "$1" "$(elapsed "$t0" "$t1")"
+    }
+    alternate recover_topicfs recover_cat
+    # Recovery of every segment of the segment-heavy dir (once; a full run, or BENCH_UNCLEAN_SEGMENTS=1).
+    if [ "$QUICK" != 1 ] || [ "${BENCH_UNCLEAN_SEGMENTS:-0}" = 1 ]; then
+        say "7. unclean mount of the $SEGS_TOTAL-segment log dir"
+        make_unclean "$LOGB"
+        timed_mount recover.segments 1 "$LOGB"
+    fi
+else
+    unmount "$MNT" "$MAIN_PID"
 fi
 
 # Figures 9 to 11 use a log dir of their own, so the recovery figure above keeps its data.
@@ -503,7 +529,7 @@ PYEOF
 }
 
 # ---- 9. compressed topics ------------------------------------------------------------------
-if ((${#CODECS[@]})); then
+if fig 9 && ((${#CODECS[@]})); then
     say "9. compressed topics: bulk append and sequential read, ${CODECS[*]} vs uncompressed"
     # A topic per codec: c-uncompressed (the default, compression.type=producer: lines are
     # written uncompressed), c-lz4, c-zstd.
@@ -628,7 +654,7 @@ check_lookups() {
 }
 
 # ---- 10. peer: a Kafka broker and kcat -------------------------------------------------------
-if [ "$PEER" = 1 ]; then
+if [ "$PEER" = 1 ] && fig 10; then
     say "10. peer: kcat and a Kafka broker on the same data, as whole processes"
     peer_append_topicfs() {
         if [ -d "$MNT2/peer" ]; then rmdir "$MNT2/peer"; fi
@@ -688,10 +714,48 @@ if [ "$PEER" = 1 ]; then
     alternate peer_lookup_topicfs peer_lookup_kcat
     rmdir "$MNT2/peer"
 fi
+
+# ---- 12. table/ ------------------------------------------------------------------------------
+if fig 12; then
+    say "12. table/: memory a key, and random lookups in $TABLE_KEYS keys vs 100 keys"
+    # Both topics written the same way (`key<TAB>value` lines of 116 bytes, one record a
+    # key, 100-byte values, 100 lines a write: batches of 100 records, as the small table's
+    # one batch): only their number of keys differs. A lookup reads its key's batch.
+    python3 "$HERE/table.py" lines "$WORK/table.kv" "$TABLE_KEYS"
+    head -n 100 "$WORK/table.kv" >"$WORK/table-small.kv"
+    mkdir "$MNT2/tbig" "$MNT2/tsmall"
+    dd if="$WORK/table.kv" of="$MNT2/tbig/append.kv" bs=11600 iflag=fullblock status=none
+    dd if="$WORK/table-small.kv" of="$MNT2/tsmall/append.kv" bs=11600 iflag=fullblock status=none
+    # The key index of a topic is built at its table's first use: the small one first, so
+    # that the growth of the daemon's anonymous memory across the big one's is that index.
+    stat "$MNT2/tsmall/table/key-0000000000" >/dev/null
+    sleep 0.5
+    anon0=$(rss "$EXTRA_PID" RssAnon)
+    t0=$(now); stat "$MNT2/tbig/table/key-0000000000" >/dev/null; t1=$(now)
+    record table.build 0 "$(elapsed "$t0" "$t1")"
+    anon1=$(rss "$EXTRA_PID" RssAnon)
+    TABLE_KEY_BYTES=14 # key-%010d
+    record table.keys 0 "$TABLE_KEYS"
+    record table.key_bytes 0 "$TABLE_KEY_BYTES"
+    record table.anon_per_key 0 "$(awk -v a="$anon0" -v b="$anon1" -v n="$TABLE_KEYS" -v k="$TABLE_KEY_BYTES" \
+        'BEGIN { printf "%.3f", (b - a) * 1048576 / n - k }')"
+    listed=$(ls "$MNT2/tbig/table" | wc -l)
+    [ "$listed" = "$TABLE_KEYS" ] || die "tbig: ls table/ lists $listed keys, expected $TABLE_KEYS"
+    table_run() { # KEY RUN TOPIC KEYS
+        local s
+        s=$(python3 "$HERE/table.py" "$MNT2/$3" "$4" "$TABLE_LOOKUPS" "$2")
+        record "$1" "$2" "$(div "$TABLE_LOOKUPS" "$s")"
+    }
+    table_big() { table_run table.big "$1" tbig "$TABLE_KEYS"; }
+    table_small() { table_run table.small "$1" tsmall 100; }
+    table_run table.warmup 0 tbig "$TABLE_KEYS"
+    alternate table_big table_small
+    rmdir "$MNT2/tbig" "$MNT2/tsmall"
+fi
 unmount "$MNT2" "$EXTRA_PID"
 
 # ---- 11. remote mode -----------------------------------------------------------------------
-if [ "$REMOTE" = 1 ]; then
+if [ "$REMOTE" = 1 ] && fig 11; then
     say "11. remote mode: a topicfs mount of the broker against kcat on it"
     REMOTE_LINES=$((REMOTE_MB * 1048576 / 100))
     RFILE=$BULK

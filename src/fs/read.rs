@@ -23,13 +23,18 @@ impl FsState {
                 let opens = self.streams.guard().get(&ino).cloned();
                 match opens {
                     None => None,
-                    Some(opens) => {
-                        let tgid = follow::tgid_of(pid);
-                        opens
-                            .iter()
-                            .find(|(_, g)| Some(*g) == tgid)
-                            .map(|(fh, _)| *fh)
-                    }
+                    // The main thread of an opener (its thread id is its process id) is
+                    // found without reading its /proc status.
+                    Some(opens) => match opens.iter().find(|(_, g)| *g == pid) {
+                        Some((fh, _)) => Some(*fh),
+                        None => {
+                            let tgid = follow::tgid_of(pid);
+                            opens
+                                .iter()
+                                .find(|(_, g)| Some(*g) == tgid)
+                                .map(|(fh, _)| *fh)
+                        }
+                    },
                 }
             }
         };

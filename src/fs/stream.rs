@@ -41,6 +41,13 @@ pub struct StreamHandle {
 /// lookup such as `head -n 1` reads little and stops: it gets no read-ahead).
 const READ_AHEAD_MIN: usize = 64 * 1024;
 
+/// The first read of an open stream answers at most this much, even when it asked for more:
+/// a buffered reader asks for `st_blksize` (1 MiB) at its first `readline`, and a lookup must
+/// not decode (nor copy) a mebibyte of records for one line. Reads of up to this size are
+/// answered in full (`tail` and `tar` read 8 or 10 KiB at a time and take a short read for
+/// the end); the reads after the first are filled to the size asked.
+const FIRST_READ_MAX: usize = 32 * 1024;
+
 /// Where a stream is and the bytes it prepared.
 struct Cursor {
     /// The topic's name (JSON lines name it).
@@ -241,6 +248,10 @@ impl StreamHandle {
     /// and the cursor goes to a read-ahead thread to prepare the next `size` bytes while the
     /// caller hands these to the reader.
     pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
+        let size = match self.last_end {
+            u64::MAX => size.min(FIRST_READ_MAX),
+            _ => size,
+        };
         let follow = self.follow;
         let sequential = offset == self.last_end && size >= READ_AHEAD_MIN;
         self.sequential = if sequential { self.sequential + 1 } else { 0 };
@@ -462,6 +473,7 @@ impl Cursor {
     /// the reader has read all of those, up to the log end, and the stream then goes on to
     /// what it was shown. Each record is counted once.
     fn length(&mut self) -> Result<u64> {
+        self.count_first_batch();
         let (counted_to, at_end) = self.count_to(self.end)?;
         if counted_to <= self.end && !self.grows() && self.pos < at_end {
             return Ok(at_end);
@@ -471,6 +483,30 @@ impl Cursor {
             self.eof_served = true;
         }
         Ok(now)
+    }
+
+    /// Before anything is counted or read (a stdio open's `fstat`, then its first read):
+    /// where the log counts lines without reading from a batch boundary on, the first batch
+    /// is decoded now, once for the count and for the read, and the count goes on from after
+    /// it (counting from the start offset would read the records before it in its batch, and
+    /// the read would decode that batch again). An error is kept for the read.
+    fn count_first_batch(&mut self) {
+        let fresh = self.counted == (self.start, 0) && self.pos == 0 && self.out.is_empty();
+        if !fresh
+            || self.is_follow()
+            || self.eof
+            || self.pending.is_some()
+            || !self.log.counts_lines_without_reading()
+        {
+            return;
+        }
+        if let Err(e) = self.fill(1) {
+            self.pending = Some(e);
+            return;
+        }
+        if self.pending.is_none() {
+            self.counted = (self.next, self.out.len() as u64);
+        }
     }
 
     /// Extends the count of the stream's bytes to `limit`; returns (offset, bytes) counted.

@@ -293,6 +293,15 @@ pub trait PartitionStore: Send + Sync {
             r.line_len()
         })
     }
+    /// Whether [`PartitionStore::lines_len`] is found without reading the records when it
+    /// starts at a batch boundary (a local log keeps line counts at batch boundaries): an
+    /// open stream's `fstat` then decodes the stream's first batch, which its first read
+    /// serves, and counts from after it, rather than reading that batch twice. A store that
+    /// counts by reading keeps `false` (the cluster keeps what a count fetched for the
+    /// stream's reader, which must then read from the stream's start).
+    fn counts_lines_without_reading(&self) -> bool {
+        false
+    }
     /// The data records from the log start to the log end (`<p>/count`; control records and
     /// compacted gaps not counted). By default every record is read and counted.
     fn record_count(&self) -> Result<u64> {

@@ -270,3 +270,45 @@ print(check("t/0/by-offset/0").decode().splitlines()[-1])
     assert_eq!(run(&m, "b"), "later-b-2\n");
     assert_eq!(m.end_offset("t", 0), 20004);
 }
+
+/// Issue item "a stdio open is a lookup, not a scan": Python's `open()` + `readline` of
+/// `by-offset/N` (a buffered reader asks for `st_blksize`, 1 MiB, at once) reads about the
+/// batch holding N from the log, not a mebibyte of records; the line is record N, and a whole
+/// read of the same file still gives every record after it. Measured by `@metrics`'
+/// `topicfs_bytes_read` (bytes of batches read from the log for readers), not by time.
+#[test]
+fn a_stdio_open_is_a_lookup_not_a_scan() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let script = r#"
+import os, re, sys
+def bytes_read():
+    text = open("@metrics").read()
+    m = re.search(r'^topicfs_bytes_read(?:_total)?\{topic="t"\} (\d+)', text, re.M)
+    return int(m.group(1))
+# 200,000 lines of 8 bytes in writes of 32 KiB: batches of 4,096 records (~64 KiB of log),
+# 1.6 MB of lines in all.
+data = b"".join(b"%07d\n" % i for i in range(200000))
+fd = os.open("t/0/append", os.O_WRONLY | os.O_APPEND)
+for i in range(0, len(data), 32768):
+    os.write(fd, data[i:i + 32768])
+os.close(fd)
+assert os.stat("t/0/by-offset/0").st_blksize == 1 << 20
+for n in (0, 77777, 150001):
+    before = bytes_read()
+    with open(f"t/0/by-offset/{n}", "rb") as f:
+        line = f.readline()
+    used = bytes_read() - before
+    assert line == b"%07d\n" % n, (n, line)
+    # A few batches (64 KiB of lines is at most three here); 1 MiB of lines is ~2 MiB of log.
+    assert used < 512 * 1024, (n, used)
+    print(n, used, file=sys.stderr)
+with open("t/0/by-offset/150001", "rb") as f:
+    assert f.readline() == b"0150001\n"
+    assert f.read() == data[150002 * 8:]
+print("ok")
+"#;
+    let path = m.dir.path().join("stdio.py");
+    std::fs::write(&path, script).unwrap();
+    assert_eq!(m.ok(&format!("python3 {}", path.display())), "ok\n");
+}

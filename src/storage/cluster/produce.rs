@@ -3,6 +3,7 @@
 //! write-behind, returns once they are handed over and the open file's [`Unacked`] counts them
 //! until acknowledged (its fsync and close wait for them).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,39 +43,56 @@ pub(super) enum Waiter {
 /// The records an open file handed to the producer (write-behind) and the cluster has not
 /// acknowledged yet, and the first failure since the file's last fsync or close.
 pub(crate) struct Unacked {
-    state: Mutex<FileState>,
+    /// Records handed over and not yet acknowledged or failed: counted without the lock (a
+    /// write adds its records at once, each delivery report takes one off), so the producer's
+    /// delivery thread and the writer do not meet on a lock per record.
+    outstanding: AtomicUsize,
+    /// The first failure; taken with `done` when the count reaches 0.
+    error: Mutex<Option<KafkaError>>,
     done: Condvar,
     /// The file's topic, for the log line of a failure.
     topic: String,
 }
 
-#[derive(Default)]
-struct FileState {
-    outstanding: usize,
-    error: Option<KafkaError>,
-}
-
 impl Unacked {
     pub(super) fn new(topic: &str) -> Arc<Unacked> {
         Arc::new(Unacked {
-            state: Mutex::new(FileState::default()),
+            outstanding: AtomicUsize::new(0),
+            error: Mutex::new(None),
             done: Condvar::new(),
             topic: topic.to_string(),
         })
+    }
+
+    /// One record fewer waits: acknowledged, or failed with `error`.
+    fn delivered(&self, error: Option<&KafkaError>) {
+        if let Some(e) = error {
+            self.error.guard().get_or_insert_with(|| e.clone());
+        }
+        self.settled(1);
+    }
+
+    /// `n` records no longer wait; the last one wakes the waiters (under the lock, so a
+    /// waiter that saw a count above 0 is waiting by then).
+    fn settled(&self, n: usize) {
+        if self.outstanding.fetch_sub(n, Ordering::AcqRel) == n {
+            let _g = self.error.guard();
+            self.done.notify_all();
+        }
     }
 
     /// Returns once no record of the file waits for its acknowledgement (the producer's
     /// message.timeout.ms bounds the wait); the first failure among them, reported once
     /// (as a write-back error is reported at one close).
     pub(super) fn wait(&self) -> Result<()> {
-        let mut st = self.state.guard();
-        while st.outstanding > 0 {
-            st = match self.done.wait(st) {
+        let mut error = self.error.guard();
+        while self.outstanding.load(Ordering::Acquire) > 0 {
+            error = match self.done.wait(error) {
                 Ok(g) => g,
                 Err(p) => p.into_inner(),
             };
         }
-        match st.error.take() {
+        match error.take() {
             None => Ok(()),
             Some(e) => Err(kafka(
                 &format!(
@@ -104,16 +122,7 @@ impl ProducerContext for Deliveries {
         let (latch, i) = match *opaque {
             Waiter::Write(latch, i) => (latch, i),
             Waiter::File(file) => {
-                let mut st = file.state.guard();
-                if let Err((e, _)) = result
-                    && st.error.is_none()
-                {
-                    st.error = Some(e.clone());
-                }
-                st.outstanding -= 1;
-                if st.outstanding == 0 {
-                    file.done.notify_all();
-                }
+                file.delivered(result.as_ref().err().map(|(e, _)| e));
                 return;
             }
         };
@@ -232,11 +241,13 @@ impl Producer {
         file: &Arc<Unacked>,
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
+        // Counted before any is handed over (a report may come before the next is sent); the
+        // ones a refusal leaves unsent are taken off again.
+        file.outstanding.fetch_add(records.len(), Ordering::AcqRel);
         for (i, r) in records.iter().enumerate() {
             let rec = record(topic, r, parts[i], Waiter::File(file.clone()));
-            file.state.guard().outstanding += 1;
             if let Err(e) = self.hand_over(rec, deadline) {
-                file.state.guard().outstanding -= 1;
+                file.settled(records.len() - i);
                 return Err(kafka(
                     &format!(
                         "handing record {} of the write to {topic}-{} to the producer",
@@ -405,7 +416,7 @@ mod tests {
             "{:?}",
             t0.elapsed()
         );
-        assert_eq!(file.state.guard().outstanding, 100);
+        assert_eq!(file.outstanding.load(Ordering::Acquire), 100);
         // fsync/close: waits for the 100 records' reports, and fails (Kafka's words).
         let err = file.wait().expect_err("nothing was acknowledged");
         assert!(
@@ -413,7 +424,7 @@ mod tests {
                 .contains("written behind to t-0 was not acknowledged"),
             "{err}"
         );
-        assert_eq!(file.state.guard().outstanding, 0);
+        assert_eq!(file.outstanding.load(Ordering::Acquire), 0);
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
         // Reported once: the next wait has nothing left to fail.
         assert!(file.wait().is_ok());
