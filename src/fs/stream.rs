@@ -46,7 +46,7 @@ const READ_AHEAD_MIN: usize = 64 * 1024;
 /// not decode (nor copy) a mebibyte of records for one line. Reads of up to this size are
 /// answered in full (`tail` and `tar` read 8 or 10 KiB at a time and take a short read for
 /// the end); the reads after the first are filled to the size asked.
-const FIRST_READ_MAX: usize = 32 * 1024;
+pub const FIRST_READ_MAX: usize = 32 * 1024;
 
 /// Where a stream is and the bytes it prepared.
 struct Cursor {
