@@ -493,3 +493,77 @@ fn item8_a_recovery_reports_progress_on_the_terminal() {
     assert!(out.status.success());
     m.wait_daemon_exit();
 }
+
+/// A detached daemon without `--log-file` logs to syslog (`/dev/log`, which journald and
+/// rsyslog read), one RFC 3164 datagram a record, errors included. The daemon runs in a mount
+/// namespace of its own whose `/dev` is a tmpfs holding `/dev/fuse`, `/dev/null` and, bound
+/// over `/dev/log`, a datagram socket this test listens on: the machine's own syslog (if any)
+/// is not touched, and one that is missing cannot make the test pass.
+#[test]
+fn item8_a_detached_daemon_logs_to_syslog() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = tempfile::tempdir().unwrap();
+    let (logs, mnt) = (dir.path().join("logs"), dir.path().join("mnt"));
+    std::fs::create_dir(&logs).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let sock_path = dir.path().join("log.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    let script = format!(
+        "set -e; mount --make-rprivate /; mount -t tmpfs none /dev; \
+         mknod -m 666 /dev/fuse c 10 229; mknod -m 666 /dev/null c 1 3; \
+         touch /dev/log; mount --bind '{sock}' /dev/log; \
+         '{bin}' mount '{mnt}' --log-dir '{logs}'; \
+         mkdir '{mnt}/t'; \
+         python3 -c 'import sys; open(sys.argv[1], \"w\").write(\"bogus.key=1\\n\")' '{mnt}/t/config' \
+           2>/dev/null && echo 'config write accepted' >&2; \
+         umount '{mnt}'",
+        sock = sock_path.display(),
+        bin = BIN,
+        mnt = mnt.display(),
+        logs = logs.display(),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if is_mounted(&mnt) {
+        force_unmount(&mnt);
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = sock.recv(&mut buf) {
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    let all = got.join("\n");
+    // Facility daemon (3): <8 * 3 + severity>, the program name and pid, then the record.
+    assert!(
+        got.iter().all(|l| {
+            let pri = l
+                .strip_prefix('<')
+                .and_then(|r| r.split_once('>'))
+                .and_then(|(p, _)| p.parse::<u32>().ok());
+            pri.is_some_and(|p| p / 8 == 3) && l.contains("topicfs[")
+        }),
+        "not RFC 3164 daemon records: {all}"
+    );
+    assert!(all.contains("serving log dir"), "no start in syslog: {all}");
+    assert!(
+        all.contains("unknown topic config key \"bogus.key\""),
+        "the refused write is not in syslog: {all}"
+    );
+    assert!(all.contains("clean shutdown complete"), "{all}");
+    // Nothing reached the daemon's stderr (it is /dev/null once detached, so nothing
+    // would be seen there).
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("serving log dir"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
