@@ -24,6 +24,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::os::safe_fs::{Access, Dir};
 use crate::record::BatchBuilder;
+use crate::storage::{SegmentFile, Waker};
 use crate::util::clock::now_ms;
 use crate::util::read_window::ReadWindow;
 use crate::util::sync::{MutexExt, RwLockExt};
@@ -35,13 +36,6 @@ pub use segment::LogSegment;
 pub struct AppendInfo {
     pub first_offset: i64,
     pub last_offset: i64,
-}
-
-/// A file of the partition directory shown under `segments/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SegmentFile {
-    pub name: String,
-    pub path: PathBuf,
 }
 
 struct LogAppendState {
@@ -234,7 +228,7 @@ impl PartitionLog {
     /// Wakes `w` once the log end passes `offset`, or when the partition closes. A
     /// `read_committed` reader held at an open transaction waits for the next append (the
     /// last stable offset does not move while the transaction stays open).
-    pub fn wait_for(&self, offset: i64, w: Arc<dyn waiters::Waker>) {
+    pub fn wait_for(&self, offset: i64, w: Arc<dyn Waker>) {
         let offset = match self.isolation.get() {
             Some(i) if i.open_from.is_some_and(|o| o <= offset) => {
                 offset.max(self.log_end_offset())

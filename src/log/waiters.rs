@@ -6,16 +6,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::storage::Waker;
 use crate::util::sync::MutexExt;
-
-/// Something to wake once. `is_stale` lets a registry drop waiters nobody waits on any more
-/// (a reader that was answered another way).
-pub trait Waker: Send + Sync {
-    fn wake(&self);
-    fn is_stale(&self) -> bool {
-        false
-    }
-}
 
 #[derive(Default)]
 pub struct Waiters {

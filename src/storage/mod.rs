@@ -20,8 +20,21 @@ use std::sync::{Arc, RwLockReadGuard};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 
-pub use crate::log::SegmentFile;
-pub use crate::log::waiters::Waker;
+/// A file of the partition directory shown under `segments/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentFile {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Something to wake once (a reader waiting past a partition's log end). `is_stale` lets a
+/// registry drop waiters nobody waits on any more (a reader that was answered another way).
+pub trait Waker: Send + Sync {
+    fn wake(&self);
+    fn is_stale(&self) -> bool {
+        false
+    }
+}
 
 /// What one append stored: the first `records` records of the write, in `partitions`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
