@@ -1,13 +1,9 @@
 //! Appends in remote mode: one idempotent producer (`acks=all`) per mount; a write's records
 //! are sent, then the write waits until the cluster acknowledged every one of them, or, with
-//! write-behind, returns once its records are queued to the mount's hand-over thread (which
-//! hands them to the producer, one write after another, in the order they were written) and
-//! the open file's [`Unacked`] counts them until acknowledged (its fsync and close wait for
-//! them). The kernel sends one write request of a file at a time: handing a write's records
-//! over on another thread lets the next write come in meanwhile.
+//! write-behind, returns once they are handed over and the open file's [`Unacked`] counts them
+//! until acknowledged (its fsync and close wait for them).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -56,15 +52,7 @@ pub(crate) struct Unacked {
     done: Condvar,
     /// The file's topic, for the log line of a failure.
     topic: String,
-    /// Bytes of the file's writes queued to the hand-over thread and not handed over yet: a
-    /// write waits while they are over [`QUEUED_BYTES_PER_FILE`].
-    queued: Mutex<usize>,
-    room: Condvar,
 }
-
-/// What one write-behind file may have queued for the hand-over thread before its next write
-/// waits (the producer's own queue, `queue.buffering.max.kbytes`, bounds the rest).
-const QUEUED_BYTES_PER_FILE: usize = 4 << 20;
 
 impl Unacked {
     pub(super) fn new(topic: &str) -> Arc<Unacked> {
@@ -73,34 +61,7 @@ impl Unacked {
             error: Mutex::new(None),
             done: Condvar::new(),
             topic: topic.to_string(),
-            queued: Mutex::new(0),
-            room: Condvar::new(),
         })
-    }
-
-    /// Waits until the file has room for `n` more queued bytes (always, when nothing is
-    /// queued: a write larger than the bound goes alone), then counts them.
-    fn reserve(&self, n: usize) {
-        let mut q = self.queued.guard();
-        while *q > 0 && *q + n > QUEUED_BYTES_PER_FILE {
-            q = match self.room.wait(q) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
-        }
-        *q += n;
-    }
-
-    /// `n` queued bytes were handed over (or failed).
-    fn release(&self, n: usize) {
-        *self.queued.guard() -= n;
-        self.room.notify_all();
-    }
-
-    /// `n` records were not handed over to the producer: they failed with `error`.
-    fn refused(&self, n: usize, error: KafkaError) {
-        self.error.guard().get_or_insert(error);
-        self.settled(n);
     }
 
     /// One record fewer waits: acknowledged, or failed with `error`.
@@ -181,25 +142,12 @@ impl ProducerContext for Deliveries {
     }
 }
 
-pub(super) struct Producer {
-    kafka: Arc<ThreadedProducer<Deliveries>>,
-    /// Write-behind mounts: the queue of the hand-over thread.
-    behind: Option<HandOver>,
-}
-
-/// The hand-over thread's queue: one job a write, handed over in the order written.
-struct HandOver {
-    jobs: mpsc::Sender<Job>,
-    /// Jobs queued and not handed over yet: a write that waits for its acknowledgements (a
-    /// `table/` key on a write-behind mount) and the flush at shutdown first wait for 0, so
-    /// they come after every write-behind record written before them.
-    queued: Arc<(Mutex<usize>, Condvar)>,
-}
+pub(super) struct Producer(ThreadedProducer<Deliveries>);
 
 impl Producer {
     pub(super) fn new(cfg: &ClusterConfig) -> Result<Producer> {
         let t = cfg.timeout().as_millis().to_string();
-        let producer: ThreadedProducer<Deliveries> = cfg
+        let producer = cfg
             .client_config(&[
                 // Durable and exactly once per write: acks from every in-sync replica, and
                 // retries the broker recognises as duplicates.
@@ -214,52 +162,13 @@ impl Producer {
             ])
             .create_with_context(Deliveries)
             .map_err(|e| kafka("cannot create the producer", e))?;
-        let kafka = Arc::new(producer);
-        let behind = if cfg.write_behind {
-            let (jobs, rx) = mpsc::channel::<Job>();
-            let queued = Arc::new((Mutex::new(0usize), Condvar::new()));
-            let (k, q) = (kafka.clone(), queued.clone());
-            std::thread::Builder::new()
-                .name("topicfs-handover".into())
-                .spawn(move || {
-                    // Ends when the producer is dropped (its sender with it).
-                    for job in rx {
-                        job.hand_over(&k);
-                        let (n, idle) = &*q;
-                        let mut n = n.guard();
-                        *n -= 1;
-                        if *n == 0 {
-                            idle.notify_all();
-                        }
-                    }
-                })
-                .map_err(|e| crate::error::Error::Cluster(format!("cannot start a thread: {e}")))?;
-            Some(HandOver { jobs, queued })
-        } else {
-            None
-        };
-        Ok(Producer { kafka, behind })
-    }
-
-    /// Returns once every write-behind job queued so far is handed over.
-    fn wait_handed_over(&self) {
-        if let Some(h) = &self.behind {
-            let (n, idle) = &*h.queued;
-            let mut n = n.guard();
-            while *n > 0 {
-                n = match idle.wait(n) {
-                    Ok(g) => g,
-                    Err(p) => p.into_inner(),
-                };
-            }
-        }
+        Ok(Producer(producer))
     }
 
     /// Produces `records[i]` to partition `parts[i]` of `topic` and waits until each is
     /// acknowledged or failed. `done` counts the records acknowledged before the first that
     /// failed; the error is that record's. With `behind` (write-behind) it returns once the
-    /// records are queued for the hand-over thread (`done` counts them all), and `behind`
-    /// waits for them: a record the producer refuses fails that wait.
+    /// records are handed to the producer (`done` counts those), and `behind` waits for them.
     pub(super) fn send(
         &self,
         topic: &str,
@@ -272,7 +181,6 @@ impl Producer {
         if let Some(file) = behind {
             return self.send_behind(topic, records, parts, timeout, done, file);
         }
-        self.wait_handed_over();
         let latch = Arc::new(Latch {
             state: Mutex::new(Pending {
                 acked: vec![false; records.len()],
@@ -288,7 +196,7 @@ impl Producer {
         for (i, r) in records.iter().enumerate() {
             let rec = record(topic, r, parts[i], Waiter::Write(latch.clone(), i));
             latch.state.guard().outstanding += 1;
-            if let Err(e) = hand_over(&self.kafka, rec, deadline) {
+            if let Err(e) = self.hand_over(rec, deadline) {
                 latch.state.guard().outstanding -= 1;
                 refused = Some((i, e));
                 break;
@@ -320,9 +228,9 @@ impl Producer {
         }
     }
 
-    /// Write-behind: copies the write's records into one job for the hand-over thread,
-    /// counted in `file` until acknowledged. Waits while the file's queued bytes are over
-    /// the bound (a writer faster than the producer takes them); never refuses.
+    /// Write-behind: hands the records to the producer, counted in `file` until acknowledged;
+    /// a full queue is waited on (the writer is faster than the cluster), at most `timeout`
+    /// for the whole write.
     fn send_behind(
         &self,
         topic: &str,
@@ -332,184 +240,50 @@ impl Producer {
         done: &mut usize,
         file: &Arc<Unacked>,
     ) -> Result<()> {
-        let Some(h) = &self.behind else {
-            return Err(crate::error::Error::Cluster(
-                "write-behind on a mount without --write-behind".into(),
-            ));
-        };
-        let job = Job::new(topic, records, parts, timeout, file.clone());
-        file.reserve(job.size);
-        // Counted before the job is queued (a report may come before the job's last record
-        // is handed over).
+        let deadline = Instant::now() + timeout;
+        // Counted before any is handed over (a report may come before the next is sent); the
+        // ones a refusal leaves unsent are taken off again.
         file.outstanding.fetch_add(records.len(), Ordering::AcqRel);
-        *h.queued.0.guard() += 1;
-        if let Err(mpsc::SendError(job)) = h.jobs.send(job) {
-            // The thread is gone (it never ends while the producer lives).
-            let (n, idle) = &*h.queued;
-            *n.guard() -= 1;
-            idle.notify_all();
-            file.release(job.size);
-            file.settled(records.len());
-            return Err(crate::error::Error::Cluster(format!(
-                "{topic}: the hand-over thread has stopped"
-            )));
+        for (i, r) in records.iter().enumerate() {
+            let rec = record(topic, r, parts[i], Waiter::File(file.clone()));
+            if let Err(e) = self.hand_over(rec, deadline) {
+                file.settled(records.len() - i);
+                return Err(kafka(
+                    &format!(
+                        "handing record {} of the write to {topic}-{} to the producer",
+                        i + 1,
+                        parts[i]
+                    ),
+                    e,
+                ));
+            }
+            *done += 1;
         }
-        *done += records.len();
         Ok(())
     }
 
+    /// Hands one record to the producer, waiting for room in its queue until `deadline`.
+    fn hand_over(
+        &self,
+        mut rec: BaseRecord<'_, [u8], [u8], Box<Waiter>>,
+        deadline: Instant,
+    ) -> std::result::Result<(), KafkaError> {
+        loop {
+            match self.0.send(rec) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
+                    if Instant::now() < deadline =>
+                {
+                    rec = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
     pub(super) fn flush(&self, timeout: Duration) -> Result<()> {
-        self.wait_handed_over();
-        self.kafka.flush(timeout).map_err(|e| kafka("flush", e))
-    }
-}
-
-/// Hands one record to the producer, waiting for room in its queue until `deadline`.
-fn hand_over(
-    producer: &ThreadedProducer<Deliveries>,
-    mut rec: BaseRecord<'_, [u8], [u8], Box<Waiter>>,
-    deadline: Instant,
-) -> std::result::Result<(), KafkaError> {
-    loop {
-        match producer.send(rec) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
-                if Instant::now() < deadline =>
-            {
-                rec = back;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err((e, _)) => return Err(e),
-        }
-    }
-}
-
-/// One write's records, copied, on their way to the producer (write-behind).
-struct Job {
-    topic: String,
-    /// The records' keys, values and header bytes, one after another.
-    bytes: Vec<u8>,
-    records: Vec<OwnedRecord>,
-    /// Header names and values of all records (an [`OwnedRecord`] names its range).
-    headers: Vec<(Span, Option<Span>)>,
-    parts: Vec<u32>,
-    /// How long the job waits for room in the producer's queue, in all.
-    timeout: Duration,
-    file: Arc<Unacked>,
-    /// The bytes the job holds, counted in the file's queued bytes.
-    size: usize,
-}
-
-/// A range of [`Job::bytes`] (a write is far below 4 GiB: FUSE's largest write plus one
-/// line no larger than the topic's `max.message.bytes`, an int32).
-#[derive(Clone, Copy)]
-struct Span(u32, u32);
-
-struct OwnedRecord {
-    key: Option<Span>,
-    value: Option<Span>,
-    headers: Span,
-    timestamp: i64,
-}
-
-impl Job {
-    fn new(
-        topic: &str,
-        records: &[RecordInput<'_>],
-        parts: &[u32],
-        timeout: Duration,
-        file: Arc<Unacked>,
-    ) -> Job {
-        let len: usize = records
-            .iter()
-            .map(|r| {
-                r.key.map_or(0, <[u8]>::len)
-                    + r.value.map_or(0, <[u8]>::len)
-                    + r.headers
-                        .iter()
-                        .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
-                        .sum::<usize>()
-            })
-            .sum();
-        let mut bytes = Vec::with_capacity(len);
-        let mut put = |b: &[u8]| {
-            let start = bytes.len() as u32;
-            bytes.extend_from_slice(b);
-            Span(start, bytes.len() as u32)
-        };
-        let mut headers = Vec::new();
-        let owned = records
-            .iter()
-            .map(|r| {
-                let first = headers.len() as u32;
-                for (k, v) in r.headers {
-                    headers.push((put(k), v.map(&mut put)));
-                }
-                OwnedRecord {
-                    key: r.key.map(&mut put),
-                    value: r.value.map(&mut put),
-                    headers: Span(first, headers.len() as u32),
-                    timestamp: r.timestamp,
-                }
-            })
-            .collect::<Vec<_>>();
-        let size = bytes.len()
-            + owned.len() * std::mem::size_of::<OwnedRecord>()
-            + headers.len() * std::mem::size_of::<(Span, Option<Span>)>()
-            + parts.len() * 4;
-        Job {
-            topic: topic.to_string(),
-            bytes,
-            records: owned,
-            headers,
-            parts: parts.to_vec(),
-            timeout,
-            file,
-            size,
-        }
-    }
-
-    fn span(&self, s: Span) -> &[u8] {
-        &self.bytes[s.0 as usize..s.1 as usize]
-    }
-
-    /// Hands the job's records to the producer in order; the first the producer refuses
-    /// (no room until the deadline, an unknown partition...) and the rest fail the file's
-    /// next fsync or close.
-    fn hand_over(&self, producer: &ThreadedProducer<Deliveries>) {
-        let deadline = Instant::now() + self.timeout;
-        let mut hs: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
-        for (i, r) in self.records.iter().enumerate() {
-            hs.clear();
-            hs.extend(
-                self.headers[r.headers.0 as usize..r.headers.1 as usize]
-                    .iter()
-                    .map(|&(k, v)| (self.span(k), v.map(|v| self.span(v)))),
-            );
-            let input = RecordInput {
-                key: r.key.map(|s| self.span(s)),
-                value: r.value.map(|s| self.span(s)),
-                headers: &hs,
-                timestamp: r.timestamp,
-            };
-            let rec = record(
-                &self.topic,
-                &input,
-                self.parts[i],
-                Waiter::File(self.file.clone()),
-            );
-            if let Err(e) = hand_over(producer, rec, deadline) {
-                log::debug!(
-                    "{}-{}: record {} of a write not handed to the producer: {e}",
-                    self.topic,
-                    self.parts[i],
-                    i + 1
-                );
-                self.file.refused(self.records.len() - i, e);
-                break;
-            }
-        }
-        self.file.release(self.size);
+        self.0.flush(timeout).map_err(|e| kafka("flush", e))
     }
 }
 
@@ -654,182 +428,5 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
         // Reported once: the next wait has nothing left to fail.
         assert!(file.wait().is_ok());
-    }
-    fn lines(n: usize, from: usize) -> Vec<Vec<u8>> {
-        (from..from + n)
-            .map(|i| format!("line {i}").into_bytes())
-            .collect()
-    }
-
-    fn inputs(values: &[Vec<u8>]) -> Vec<RecordInput<'_>> {
-        values
-            .iter()
-            .map(|v| RecordInput {
-                key: None,
-                value: Some(v),
-                headers: &[],
-                timestamp: 0,
-            })
-            .collect()
-    }
-
-    fn mock_config(bootstrap: String) -> ClusterConfig {
-        ClusterConfig {
-            bootstrap_servers: bootstrap,
-            client: vec![("message.timeout.ms".into(), "5000".into())],
-            num_partitions: None,
-            replication_factor: None,
-            read_committed: false,
-            write_behind: true,
-        }
-    }
-
-    /// Every value of partition 0 of `topic`, in offset order.
-    fn read_back(bootstrap: &str, topic: &str, expect: usize) -> Vec<Vec<u8>> {
-        use rdkafka::Message as _;
-        use rdkafka::consumer::{BaseConsumer, Consumer as _};
-        let c: BaseConsumer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .set("group.id", "read-back")
-            .set("enable.auto.commit", "false")
-            .create()
-            .unwrap();
-        let mut tpl = rdkafka::TopicPartitionList::new();
-        tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
-            .unwrap();
-        c.assign(&tpl).unwrap();
-        let mut got = Vec::new();
-        let t0 = Instant::now();
-        while got.len() < expect && t0.elapsed() < Duration::from_secs(20) {
-            if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
-                got.push(m.payload().unwrap_or_default().to_vec());
-            }
-        }
-        // Nothing more than what was written (never twice).
-        let t1 = Instant::now();
-        while t1.elapsed() < Duration::from_millis(300) {
-            if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
-                got.push(m.payload().unwrap_or_default().to_vec());
-            }
-        }
-        got
-    }
-
-    #[test]
-    fn item2_pipelined_hand_over_keeps_the_order_of_writes_exactly_once() {
-        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
-        mock.create_topic("t", 1, 1).unwrap();
-        let cfg = mock_config(mock.bootstrap_servers());
-        let producer = Producer::new(&cfg).unwrap();
-        let file = Unacked::new("t-0");
-        // 100 writes of 300 records: the later ones are queued while the earlier are handed
-        // over.
-        let mut all = Vec::new();
-        for w in 0..100 {
-            let values = lines(300, w * 300);
-            let records = inputs(&values);
-            let parts = vec![0u32; records.len()];
-            let mut done = 0;
-            producer
-                .send("t", &records, &parts, cfg.timeout(), &mut done, Some(&file))
-                .unwrap();
-            assert_eq!(done, 300);
-            all.extend(values);
-        }
-        // fsync/close: every record handed over and acknowledged.
-        file.wait().unwrap();
-        assert_eq!(file.outstanding.load(Ordering::Acquire), 0);
-        assert_eq!(*file.queued.guard(), 0);
-        let got = read_back(&mock.bootstrap_servers(), "t", all.len());
-        assert_eq!(got.len(), all.len());
-        assert!(got == all, "the records came back in another order");
-    }
-
-    #[test]
-    fn item2_a_record_the_pipeline_cannot_hand_over_fails_the_wait() {
-        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
-        mock.create_topic("t", 1, 1).unwrap();
-        let cfg = mock_config(mock.bootstrap_servers());
-        let producer = Producer::new(&cfg).unwrap();
-        let file = Unacked::new("t");
-        let values = lines(3, 0);
-        let records = inputs(&values);
-        let mut done = 0;
-        // Once the producer knows the topic, it refuses a partition the topic does not have.
-        producer
-            .send(
-                "t",
-                &records,
-                &[0, 0, 0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-            )
-            .unwrap();
-        file.wait().unwrap();
-        // The write returns once queued; the hand-over thread is refused the second record.
-        producer
-            .send(
-                "t",
-                &records,
-                &[0, 7, 0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-            )
-            .unwrap();
-        assert_eq!(done, 6);
-        let err = file.wait().expect_err("partition 7 does not exist");
-        assert!(
-            err.to_string()
-                .contains("written behind to t was not acknowledged"),
-            "{err}"
-        );
-        assert!(err.to_string().contains("partition"), "{err}");
-        assert_eq!(file.outstanding.load(Ordering::Acquire), 0);
-        assert_eq!(*file.queued.guard(), 0);
-        // Reported once; what the file writes next goes through.
-        file.wait().unwrap();
-        producer
-            .send(
-                "t",
-                &records,
-                &[0, 0, 0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-            )
-            .unwrap();
-        file.wait().unwrap();
-        // What was before the refused record was handed over, the rest of its write not.
-        let got = read_back(&mock.bootstrap_servers(), "t", 7);
-        let want: Vec<Vec<u8>> = [0, 1, 2, 0, 0, 1, 2]
-            .iter()
-            .map(|&i| values[i].clone())
-            .collect();
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn item2_a_write_waits_while_its_files_queued_bytes_are_over_the_bound() {
-        let file = Unacked::new("t-0");
-        // Alone, a write larger than the bound goes in.
-        file.reserve(QUEUED_BYTES_PER_FILE + 1);
-        file.release(QUEUED_BYTES_PER_FILE + 1);
-        file.reserve(QUEUED_BYTES_PER_FILE - 10);
-        let f = file.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            f.release(QUEUED_BYTES_PER_FILE - 10);
-        });
-        let t0 = Instant::now();
-        file.reserve(100);
-        assert!(
-            t0.elapsed() >= Duration::from_millis(250),
-            "the write did not wait for room: {:?}",
-            t0.elapsed()
-        );
-        t.join().unwrap();
-        assert_eq!(*file.queued.guard(), 100);
     }
 }
