@@ -142,7 +142,40 @@ impl ProducerContext for Deliveries {
     }
 }
 
-pub(super) struct Producer(ThreadedProducer<Deliveries>);
+pub(super) struct Producer(ThreadedProducer<Deliveries>, BatchLimit);
+
+/// The largest key plus value that goes in one `rd_kafka_produce_batch` call: below the
+/// producer's `message.max.bytes` by more than a record's framing, so the producer never
+/// refuses one record of a batch for its size (and takes the ones after it).
+#[derive(Clone, Copy)]
+struct BatchLimit(usize);
+
+impl BatchLimit {
+    fn of(cfg: &ClusterConfig) -> BatchLimit {
+        let max = cfg
+            .get("message.max.bytes")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1_000_000);
+        BatchLimit(max.saturating_sub(4096))
+    }
+
+    /// Whether one write's records can be handed over in one call: one partition, no
+    /// headers, the write's own timestamp (the producer stamps a batch with its own clock,
+    /// the same millisecond), none too large.
+    fn takes(self, records: &[RecordInput<'_>], parts: &[u32]) -> bool {
+        let Some(first) = records.first() else {
+            return false;
+        };
+        let now = crate::util::clock::now_ms();
+        (now - 1000..=now).contains(&first.timestamp)
+            && parts.iter().all(|p| *p == parts[0])
+            && records.iter().all(|r| {
+                r.headers.is_empty()
+                    && r.timestamp == first.timestamp
+                    && r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len) <= self.0
+            })
+    }
+}
 
 impl Producer {
     pub(super) fn new(cfg: &ClusterConfig) -> Result<Producer> {
@@ -162,7 +195,7 @@ impl Producer {
             ])
             .create_with_context(Deliveries)
             .map_err(|e| kafka("cannot create the producer", e))?;
-        Ok(Producer(producer))
+        Ok(Producer(producer, BatchLimit::of(cfg)))
     }
 
     /// Produces `records[i]` to partition `parts[i]` of `topic` and waits until each is
@@ -244,6 +277,9 @@ impl Producer {
         // Counted before any is handed over (a report may come before the next is sent); the
         // ones a refusal leaves unsent are taken off again.
         file.outstanding.fetch_add(records.len(), Ordering::AcqRel);
+        if self.1.takes(records, parts) {
+            return self.send_batch(topic, records, parts[0], deadline, done, file);
+        }
         for (i, r) in records.iter().enumerate() {
             let rec = record(topic, r, parts[i], Waiter::File(file.clone()));
             if let Err(e) = self.hand_over(rec, deadline) {
@@ -260,6 +296,123 @@ impl Producer {
             *done += 1;
         }
         Ok(())
+    }
+
+    /// Write-behind, one write's records to one partition in `rd_kafka_produce_batch` calls
+    /// (the topic looked up, the clock read and the call made once a write, not once a
+    /// record); a full queue is waited on until `deadline`, then the records not handed over
+    /// fail the write, as in [`Producer::send_behind`].
+    fn send_batch(
+        &self,
+        topic: &str,
+        records: &[RecordInput<'_>],
+        partition: u32,
+        deadline: Instant,
+        done: &mut usize,
+        file: &Arc<Unacked>,
+    ) -> Result<()> {
+        use rdkafka::bindings as rd;
+        use rdkafka::types::RDKafkaRespErr as E;
+        use std::os::raw::c_void;
+        let refused = |i: usize, e: KafkaError| {
+            kafka(
+                &format!(
+                    "handing record {} of the write to {topic}-{partition} to the producer",
+                    i + 1
+                ),
+                e,
+            )
+        };
+        let Ok(name) = std::ffi::CString::new(topic) else {
+            file.settled(records.len());
+            return Err(refused(
+                0,
+                KafkaError::Nul(std::ffi::CString::new(topic).unwrap_err()),
+            ));
+        };
+        let rk = self.0.client().native_ptr();
+        // SAFETY: `rk` is the live producer's handle and `name` is NUL-terminated; the topic
+        // handle is released below, the records keep their own reference to it.
+        let rkt = unsafe { rd::rd_kafka_topic_new(rk, name.as_ptr(), std::ptr::null_mut()) };
+        if rkt.is_null() {
+            file.settled(records.len());
+            return Err(refused(
+                0,
+                KafkaError::MessageProduction(RDKafkaErrorCode::InvalidTopic),
+            ));
+        }
+        let bytes = |b: Option<&[u8]>| {
+            b.map_or((std::ptr::null_mut(), 0), |b| {
+                (b.as_ptr() as *mut c_void, b.len())
+            })
+        };
+        let mut msgs: Vec<rd::rd_kafka_message_t> = records
+            .iter()
+            .map(|r| {
+                let (payload, len) = bytes(r.value);
+                let (key, key_len) = bytes(r.key);
+                rd::rd_kafka_message_t {
+                    err: E::RD_KAFKA_RESP_ERR_NO_ERROR,
+                    rkt: std::ptr::null_mut(),
+                    partition: partition as i32,
+                    payload,
+                    len,
+                    key,
+                    key_len,
+                    offset: 0,
+                    // What the delivery report takes back (as `BaseRecord`'s opaque is).
+                    _private: Box::into_raw(Box::new(Waiter::File(file.clone()))) as *mut c_void,
+                }
+            })
+            .collect();
+        let mut from = 0;
+        let mut failure = None;
+        while from < msgs.len() {
+            let rest = &mut msgs[from..];
+            // SAFETY: `rest` is a valid array of its length; the producer copies each payload
+            // and key (F_COPY) and keeps `_private` of each record it queues (err 0), handing
+            // it to the delivery report.
+            unsafe {
+                rd::rd_kafka_produce_batch(
+                    rkt,
+                    partition as i32,
+                    rd::RD_KAFKA_MSG_F_COPY,
+                    rest.as_mut_ptr(),
+                    rest.len() as i32,
+                );
+            }
+            // The queued ones: up to the first refused (a full queue refuses every later
+            // one; the size limit above keeps any other refusal of one record away).
+            let queued = rest
+                .iter()
+                .take_while(|m| m.err == E::RD_KAFKA_RESP_ERR_NO_ERROR)
+                .count();
+            from += queued;
+            *done += queued;
+            let Some(m) = msgs.get(from) else { break };
+            if m.err == E::RD_KAFKA_RESP_ERR__QUEUE_FULL && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            failure = Some((from, m.err));
+            break;
+        }
+        // SAFETY: the topic handle from rd_kafka_topic_new above, released once.
+        unsafe { rd::rd_kafka_topic_destroy(rkt) };
+        let Some((i, err)) = failure else {
+            return Ok(());
+        };
+        // The records the producer did not take: their waiters back, no longer counted.
+        let mut unsent = 0;
+        for m in &msgs[i..] {
+            if m.err != E::RD_KAFKA_RESP_ERR_NO_ERROR {
+                // SAFETY: a refused record's `_private` is still the Box made above.
+                drop(unsafe { Box::from_raw(m._private as *mut Waiter) });
+                unsent += 1;
+            }
+        }
+        file.settled(unsent);
+        Err(refused(i, KafkaError::MessageProduction(err.into())))
     }
 
     /// Hands one record to the producer, waiting for room in its queue until `deadline`.
@@ -428,5 +581,223 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
         // Reported once: the next wait has nothing left to fail.
         assert!(file.wait().is_ok());
+    }
+    fn lines(n: usize, from: usize) -> Vec<Vec<u8>> {
+        (from..from + n)
+            .map(|i| format!("line {i}").into_bytes())
+            .collect()
+    }
+
+    fn inputs(values: &[Vec<u8>], timestamp: i64) -> Vec<RecordInput<'_>> {
+        values
+            .iter()
+            .map(|v| RecordInput {
+                key: None,
+                value: Some(v),
+                headers: &[],
+                timestamp,
+            })
+            .collect()
+    }
+
+    /// Whether `file` is held only by the caller within 2 s: each waiter given to the
+    /// producer is dropped just after its delivery report counted it.
+    fn waiters_back(file: &Arc<Unacked>) -> bool {
+        let t0 = Instant::now();
+        while Arc::strong_count(file) > 1 && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Arc::strong_count(file) == 1
+    }
+
+    fn mock_config(bootstrap: String, client: &[(&str, &str)]) -> ClusterConfig {
+        let mut c = vec![("message.timeout.ms".to_string(), "10000".to_string())];
+        c.extend(client.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        ClusterConfig {
+            bootstrap_servers: bootstrap,
+            client: c,
+            num_partitions: None,
+            replication_factor: None,
+            read_committed: false,
+            write_behind: true,
+        }
+    }
+
+    /// The values and timestamps of partition 0 of `topic`, in offset order: `expect` of
+    /// them, and whatever else comes within 300 ms after.
+    fn read_back(bootstrap: &str, topic: &str, expect: usize) -> Vec<(Vec<u8>, i64)> {
+        use rdkafka::Message as _;
+        use rdkafka::consumer::{BaseConsumer, Consumer as _};
+        let c: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", "read-back")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+            .unwrap();
+        c.assign(&tpl).unwrap();
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        let mut quiet = None;
+        while t0.elapsed() < Duration::from_secs(30) {
+            if got.len() >= expect {
+                let since = *quiet.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_millis(300) {
+                    break;
+                }
+            }
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+                let ts = m.timestamp().to_millis().unwrap_or(-1);
+                got.push((m.payload().unwrap_or_default().to_vec(), ts));
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn item2_batched_hand_over_keeps_order_and_timestamps_exactly_once_through_a_full_queue() {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 1, 1).unwrap();
+        // A queue of 500 records: most writes of 300 find it full part way and wait.
+        let cfg = mock_config(
+            mock.bootstrap_servers(),
+            &[("queue.buffering.max.messages", "500")],
+        );
+        let producer = Producer::new(&cfg).unwrap();
+        let file = Unacked::new("t-0");
+        let before = crate::util::clock::now_ms();
+        let mut all = Vec::new();
+        for w in 0..40 {
+            let values = lines(300, w * 300);
+            let ts = crate::util::clock::now_ms();
+            let records = inputs(&values, ts);
+            let parts = vec![0u32; records.len()];
+            assert!(producer.1.takes(&records, &parts));
+            let mut done = 0;
+            producer
+                .send("t", &records, &parts, cfg.timeout(), &mut done, Some(&file))
+                .unwrap();
+            assert_eq!(done, 300);
+            all.extend(values);
+        }
+        let after = crate::util::clock::now_ms();
+        file.wait().unwrap();
+        assert_eq!(file.outstanding.load(Ordering::Acquire), 0);
+        // Every waiter given to the producer came back through a delivery report.
+        assert!(waiters_back(&file), "a waiter leaked");
+        let got = read_back(&mock.bootstrap_servers(), "t", all.len());
+        assert_eq!(got.len(), all.len(), "records lost or duplicated");
+        assert!(
+            got.iter().map(|(v, _)| v).eq(all.iter()),
+            "the records came back in another order"
+        );
+        assert!(
+            got.iter().all(|(_, ts)| (before..=after).contains(ts)),
+            "a timestamp outside the writes' time"
+        );
+    }
+
+    #[test]
+    fn item2_batched_hand_over_refused_fails_the_write_and_gives_back_its_waiters() {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 1, 1).unwrap();
+        let cfg = mock_config(mock.bootstrap_servers(), &[]);
+        let producer = Producer::new(&cfg).unwrap();
+        let file = Unacked::new("t");
+        let values = lines(3, 0);
+        let mut done = 0;
+        let records = inputs(&values, crate::util::clock::now_ms());
+        producer
+            .send(
+                "t",
+                &records,
+                &[0; 3],
+                cfg.timeout(),
+                &mut done,
+                Some(&file),
+            )
+            .unwrap();
+        file.wait().unwrap();
+        // Once the producer knows the topic, it refuses a partition the topic lacks.
+        let records = inputs(&values, crate::util::clock::now_ms());
+        assert!(producer.1.takes(&records, &[7; 3]));
+        let err = producer
+            .send(
+                "t",
+                &records,
+                &[7; 3],
+                cfg.timeout(),
+                &mut done,
+                Some(&file),
+            )
+            .expect_err("partition 7 does not exist");
+        assert!(
+            err.to_string()
+                .contains("handing record 1 of the write to t-7"),
+            "{err}"
+        );
+        assert_eq!(done, 3);
+        assert_eq!(file.outstanding.load(Ordering::Acquire), 0);
+        assert!(waiters_back(&file), "a refused record's waiter leaked");
+        file.wait().unwrap();
+    }
+
+    #[test]
+    fn item2_records_with_their_own_timestamp_or_headers_go_one_by_one_as_written() {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 1, 1).unwrap();
+        let cfg = mock_config(mock.bootstrap_servers(), &[]);
+        let producer = Producer::new(&cfg).unwrap();
+        let file = Unacked::new("t-0");
+        let values = lines(2, 0);
+        // A timestamp given with the record (append.jsonl), kept as given.
+        let records = inputs(&values, 1_000_000);
+        assert!(!producer.1.takes(&records, &[0, 0]));
+        let mut done = 0;
+        producer
+            .send(
+                "t",
+                &records,
+                &[0, 0],
+                cfg.timeout(),
+                &mut done,
+                Some(&file),
+            )
+            .unwrap();
+        let h: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"v"))];
+        let now = crate::util::clock::now_ms();
+        let with_header = [RecordInput {
+            key: None,
+            value: Some(b"x"),
+            headers: h,
+            timestamp: now,
+        }];
+        assert!(!producer.1.takes(&with_header, &[0]));
+        // Two partitions in one write, and a record too large for one batch call.
+        assert!(!producer.1.takes(&inputs(&values, now), &[0, 1]));
+        let big = vec![vec![b'x'; producer.1.0 + 1]];
+        assert!(!producer.1.takes(&inputs(&big, now), &[0]));
+        producer
+            .send(
+                "t",
+                &with_header,
+                &[0],
+                cfg.timeout(),
+                &mut done,
+                Some(&file),
+            )
+            .unwrap();
+        file.wait().unwrap();
+        let got = read_back(&mock.bootstrap_servers(), "t", 3);
+        assert_eq!(
+            got,
+            vec![
+                (values[0].clone(), 1_000_000),
+                (values[1].clone(), 1_000_000),
+                (b"x".to_vec(), now)
+            ]
+        );
     }
 }
