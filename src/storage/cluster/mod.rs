@@ -30,6 +30,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
 use crate::util::sync::MutexExt;
+use produce::Stamped;
 
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
@@ -495,7 +496,11 @@ impl TopicStore for ClusterTopic {
         }
     }
     fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
-        self.append_to(records, max_record, None)
+        self.append_to(records, max_record, None, Stamped::AsGiven)
+    }
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, max_record: usize) -> AppendResult {
+        let records = crate::record::lines::line_records(parts, timestamp);
+        self.append_to(&records, max_record, None, Stamped::ByClock)
     }
     fn write_behind(&self) -> Option<(Arc<dyn TopicStore>, Arc<dyn Unacknowledged>)> {
         if !self.inner.cfg.write_behind {
@@ -521,6 +526,7 @@ impl ClusterTopic {
         records: &[RecordInput<'_>],
         max_record: usize,
         behind: Option<&Arc<produce::Unacked>>,
+        stamped: Stamped,
     ) -> AppendResult {
         if records.is_empty() {
             return Ok(Appended::default());
@@ -537,6 +543,7 @@ impl ClusterTopic {
             self.inner.timeout,
             &mut done,
             behind,
+            stamped,
         );
         if res.is_err() {
             crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
@@ -590,6 +597,12 @@ impl TopicStore for BehindTopic {
         self.topic.max_message_bytes()
     }
     fn append(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
-        self.topic.append_to(records, max_record, Some(&self.file))
+        self.topic
+            .append_to(records, max_record, Some(&self.file), Stamped::AsGiven)
+    }
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64, max_record: usize) -> AppendResult {
+        let records = crate::record::lines::line_records(parts, timestamp);
+        self.topic
+            .append_to(&records, max_record, Some(&self.file), Stamped::ByClock)
     }
 }

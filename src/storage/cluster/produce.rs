@@ -144,6 +144,15 @@ impl ProducerContext for Deliveries {
 
 pub(super) struct Producer(ThreadedProducer<Deliveries>, BatchLimit);
 
+/// Whose timestamps a write's records carry: the clock's at the write (lines of `append`),
+/// which the producer may stamp again in the same millisecond, or their own (a JSON record's
+/// `"timestamp"`, or one a caller chose), which must be sent as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stamped {
+    ByClock,
+    AsGiven,
+}
+
 /// The largest key plus value that goes in one `rd_kafka_produce_batch` call: below the
 /// producer's `message.max.bytes` by more than a record's framing, so the producer never
 /// refuses one record of a batch for its size (and takes the ones after it).
@@ -159,13 +168,17 @@ impl BatchLimit {
         BatchLimit(max.saturating_sub(4096))
     }
 
-    /// Whether one write's records can be handed over in one call: one partition, no
-    /// headers, the write's own timestamp (the producer stamps a batch with its own clock,
-    /// the same millisecond), none too large.
-    fn takes(self, records: &[RecordInput<'_>], parts: &[u32]) -> bool {
+    /// Whether one write's records can be handed over in one call: stamped by the clock at
+    /// the write (the producer stamps a batch with its own clock, the same millisecond; a
+    /// timestamp a record gives itself is never replaced), one partition, no headers, the
+    /// write's own timestamp, none too large.
+    fn takes(self, records: &[RecordInput<'_>], parts: &[u32], stamped: Stamped) -> bool {
         let Some(first) = records.first() else {
             return false;
         };
+        if stamped != Stamped::ByClock {
+            return false;
+        }
         let now = crate::util::clock::now_ms();
         (now - 1000..=now).contains(&first.timestamp)
             && parts.iter().all(|p| *p == parts[0])
@@ -201,7 +214,11 @@ impl Producer {
     /// Produces `records[i]` to partition `parts[i]` of `topic` and waits until each is
     /// acknowledged or failed. `done` counts the records acknowledged before the first that
     /// failed; the error is that record's. With `behind` (write-behind) it returns once the
-    /// records are handed to the producer (`done` counts those), and `behind` waits for them.
+    /// records are handed to the producer (`done` counts those), and `behind` waits for them;
+    /// `stamped` says whether the records' timestamps are the clock's at the write.
+    // One write's target, records, bound and results, as the producer takes them: grouping
+    // them in a struct would only name the same arguments twice.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn send(
         &self,
         topic: &str,
@@ -210,9 +227,10 @@ impl Producer {
         timeout: Duration,
         done: &mut usize,
         behind: Option<&Arc<Unacked>>,
+        stamped: Stamped,
     ) -> Result<()> {
         if let Some(file) = behind {
-            return self.send_behind(topic, records, parts, timeout, done, file);
+            return self.send_behind(topic, records, parts, timeout, done, file, stamped);
         }
         let latch = Arc::new(Latch {
             state: Mutex::new(Pending {
@@ -264,6 +282,7 @@ impl Producer {
     /// Write-behind: hands the records to the producer, counted in `file` until acknowledged;
     /// a full queue is waited on (the writer is faster than the cluster), at most `timeout`
     /// for the whole write.
+    #[allow(clippy::too_many_arguments)]
     fn send_behind(
         &self,
         topic: &str,
@@ -272,12 +291,13 @@ impl Producer {
         timeout: Duration,
         done: &mut usize,
         file: &Arc<Unacked>,
+        stamped: Stamped,
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         // Counted before any is handed over (a report may come before the next is sent); the
         // ones a refusal leaves unsent are taken off again.
         file.outstanding.fetch_add(records.len(), Ordering::AcqRel);
-        if self.1.takes(records, parts) {
+        if self.1.takes(records, parts, stamped) {
             return self.send_batch(topic, records, parts[0], deadline, done, file);
         }
         for (i, r) in records.iter().enumerate() {
@@ -516,6 +536,7 @@ mod tests {
             Duration::from_millis(1500),
             &mut done,
             None,
+            Stamped::AsGiven,
         );
         let took = t0.elapsed();
         assert!(res.is_err(), "nothing can be acknowledged");
@@ -559,7 +580,15 @@ mod tests {
         let parts = vec![0u32; records.len()];
         let mut done = 0;
         let t0 = Instant::now();
-        let res = producer.send("t", &records, &parts, cfg.timeout(), &mut done, Some(&file));
+        let res = producer.send(
+            "t",
+            &records,
+            &parts,
+            cfg.timeout(),
+            &mut done,
+            Some(&file),
+            Stamped::AsGiven,
+        );
         // Handed over, not acknowledged: the write returns before any delivery report
         // (the cluster never answers).
         assert!(res.is_ok(), "{res:?}");
@@ -674,10 +703,18 @@ mod tests {
             let ts = crate::util::clock::now_ms();
             let records = inputs(&values, ts);
             let parts = vec![0u32; records.len()];
-            assert!(producer.1.takes(&records, &parts));
+            assert!(producer.1.takes(&records, &parts, Stamped::ByClock));
             let mut done = 0;
             producer
-                .send("t", &records, &parts, cfg.timeout(), &mut done, Some(&file))
+                .send(
+                    "t",
+                    &records,
+                    &parts,
+                    cfg.timeout(),
+                    &mut done,
+                    Some(&file),
+                    Stamped::ByClock,
+                )
                 .unwrap();
             assert_eq!(done, 300);
             all.extend(values);
@@ -717,12 +754,13 @@ mod tests {
                 cfg.timeout(),
                 &mut done,
                 Some(&file),
+                Stamped::ByClock,
             )
             .unwrap();
         file.wait().unwrap();
         // Once the producer knows the topic, it refuses a partition the topic lacks.
         let records = inputs(&values, crate::util::clock::now_ms());
-        assert!(producer.1.takes(&records, &[7; 3]));
+        assert!(producer.1.takes(&records, &[7; 3], Stamped::ByClock));
         let err = producer
             .send(
                 "t",
@@ -731,6 +769,7 @@ mod tests {
                 cfg.timeout(),
                 &mut done,
                 Some(&file),
+                Stamped::ByClock,
             )
             .expect_err("partition 7 does not exist");
         assert!(
@@ -754,7 +793,7 @@ mod tests {
         let values = lines(2, 0);
         // A timestamp given with the record (append.jsonl), kept as given.
         let records = inputs(&values, 1_000_000);
-        assert!(!producer.1.takes(&records, &[0, 0]));
+        assert!(!producer.1.takes(&records, &[0, 0], Stamped::AsGiven));
         let mut done = 0;
         producer
             .send(
@@ -764,6 +803,24 @@ mod tests {
                 cfg.timeout(),
                 &mut done,
                 Some(&file),
+                Stamped::AsGiven,
+            )
+            .unwrap();
+        // A JSON record's own timestamp a moment old (a mirrored live topic) is kept too:
+        // the producer's clock never replaces a timestamp a record gives.
+        let recent = crate::util::clock::now_ms() - 500;
+        let mirrored = inputs(&values, recent);
+        assert!(!producer.1.takes(&mirrored, &[0, 0], Stamped::AsGiven));
+        assert!(producer.1.takes(&mirrored, &[0, 0], Stamped::ByClock));
+        producer
+            .send(
+                "t",
+                &mirrored,
+                &[0, 0],
+                cfg.timeout(),
+                &mut done,
+                Some(&file),
+                Stamped::AsGiven,
             )
             .unwrap();
         let h: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"v"))];
@@ -774,11 +831,15 @@ mod tests {
             headers: h,
             timestamp: now,
         }];
-        assert!(!producer.1.takes(&with_header, &[0]));
+        assert!(!producer.1.takes(&with_header, &[0], Stamped::ByClock));
         // Two partitions in one write, and a record too large for one batch call.
-        assert!(!producer.1.takes(&inputs(&values, now), &[0, 1]));
+        assert!(
+            !producer
+                .1
+                .takes(&inputs(&values, now), &[0, 1], Stamped::ByClock)
+        );
         let big = vec![vec![b'x'; producer.1.0 + 1]];
-        assert!(!producer.1.takes(&inputs(&big, now), &[0]));
+        assert!(!producer.1.takes(&inputs(&big, now), &[0], Stamped::ByClock));
         producer
             .send(
                 "t",
@@ -787,15 +848,18 @@ mod tests {
                 cfg.timeout(),
                 &mut done,
                 Some(&file),
+                Stamped::AsGiven,
             )
             .unwrap();
         file.wait().unwrap();
-        let got = read_back(&mock.bootstrap_servers(), "t", 3);
+        let got = read_back(&mock.bootstrap_servers(), "t", 5);
         assert_eq!(
             got,
             vec![
                 (values[0].clone(), 1_000_000),
                 (values[1].clone(), 1_000_000),
+                (values[0].clone(), recent),
+                (values[1].clone(), recent),
                 (b"x".to_vec(), now)
             ]
         );

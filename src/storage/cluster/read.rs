@@ -11,7 +11,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
-use super::produce::Unacked;
+use super::produce::{Stamped, Unacked};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
@@ -77,6 +77,30 @@ impl Fetched {
 }
 
 impl ClusterPartition {
+    /// Produces one write's records to this partition (see [`PartitionStore::append`]).
+    fn append_stamped(&self, records: &[RecordInput<'_>], stamped: Stamped) -> AppendResult {
+        let parts = vec![self.p; records.len()];
+        let mut done = 0;
+        let res = self.inner.producer.send(
+            &self.topic,
+            records,
+            &parts,
+            self.inner.timeout,
+            &mut done,
+            self.behind.as_ref(),
+            stamped,
+        );
+        if res.is_err() {
+            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
+        }
+        self.appended();
+        let appended = Appended::to(self.p, done);
+        match res {
+            Ok(()) => Ok(appended),
+            Err(e) => Err(appended.stopped(e)),
+        }
+    }
+
     pub(super) fn new(inner: Arc<Inner>, topic: &str, p: u32) -> ClusterPartition {
         ClusterPartition {
             inner,
@@ -233,25 +257,11 @@ impl PartitionStore for ClusterPartition {
         }
     }
     fn append(&self, records: &[RecordInput<'_>]) -> AppendResult {
-        let parts = vec![self.p; records.len()];
-        let mut done = 0;
-        let res = self.inner.producer.send(
-            &self.topic,
-            records,
-            &parts,
-            self.inner.timeout,
-            &mut done,
-            self.behind.as_ref(),
-        );
-        if res.is_err() {
-            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
-        }
-        self.appended();
-        let appended = Appended::to(self.p, done);
-        match res {
-            Ok(()) => Ok(appended),
-            Err(e) => Err(appended.stopped(e)),
-        }
+        self.append_stamped(records, Stamped::AsGiven)
+    }
+    fn append_lines(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
+        let records = crate::record::lines::line_records(parts, timestamp);
+        self.append_stamped(&records, Stamped::ByClock)
     }
     fn has_replicas(&self) -> bool {
         true
