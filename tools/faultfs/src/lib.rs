@@ -806,6 +806,27 @@ fn err(e: i32) -> Errno {
     Errno::from_i32(e)
 }
 
+fn reply_entry(r: Result<FileAttr, i32>, reply: ReplyEntry) {
+    match r {
+        Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+        Err(e) => reply.error(err(e)),
+    }
+}
+
+fn reply_attr(r: Result<FileAttr, i32>, reply: ReplyAttr) {
+    match r {
+        Ok(a) => reply.attr(&TTL, &a),
+        Err(e) => reply.error(err(e)),
+    }
+}
+
+fn reply_empty(r: Result<(), i32>, reply: ReplyEmpty) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(err(e)),
+    }
+}
+
 macro_rules! live {
     ($self:ident, $reply:ident) => {
         match $self.live() {
@@ -822,18 +843,12 @@ impl Filesystem for Fs {
             .children(parent.0)
             .and_then(|c| c.get(name).copied().ok_or(libc::ENOENT))
             .and_then(|ino| st.attr(ino));
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_entry(r, reply)
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let st = live!(self, reply);
-        match st.attr(ino.0) {
-            Ok(a) => reply.attr(&TTL, &a),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_attr(st.attr(ino.0), reply)
     }
 
     fn setattr(
@@ -872,10 +887,7 @@ impl Filesystem for Fs {
             }
             st.attr(ino.0)
         })();
-        match r {
-            Ok(a) => reply.attr(&TTL, &a),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_attr(r, reply)
     }
 
     fn mkdir(
@@ -904,10 +916,7 @@ impl Filesystem for Fs {
             st.children_mut(parent.0)?.insert(name.to_os_string(), ino);
             st.attr(ino)
         })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_entry(r, reply)
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -921,10 +930,7 @@ impl Filesystem for Fs {
             st.children_mut(parent.0)?.remove(name);
             Ok(())
         })();
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(r, reply)
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -938,10 +944,7 @@ impl Filesystem for Fs {
             st.children_mut(parent.0)?.remove(name);
             Ok(())
         })();
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(r, reply)
     }
 
     fn rename(
@@ -983,10 +986,7 @@ impl Filesystem for Fs {
             n.name = newname.to_os_string();
             Ok(())
         })();
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(r, reply)
     }
 
     fn link(
@@ -1010,10 +1010,7 @@ impl Filesystem for Fs {
                 .insert(newname.to_os_string(), ino.0);
             st.attr(ino.0)
         })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_entry(r, reply)
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -1080,10 +1077,7 @@ impl Filesystem for Fs {
     ) {
         let mut st = live!(self, reply);
         st.tick();
-        match st.fsync_file(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(st.fsync_file(ino.0), reply)
     }
 
     fn readdir(
@@ -1129,10 +1123,7 @@ impl Filesystem for Fs {
     ) {
         let mut st = live!(self, reply);
         st.tick();
-        match st.fsync_dir(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(st.fsync_dir(ino.0), reply)
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -1225,9 +1216,6 @@ impl Filesystem for Fs {
             }
             Ok(())
         })();
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply_empty(r, reply)
     }
 }
