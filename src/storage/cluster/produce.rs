@@ -495,37 +495,21 @@ mod tests {
 
     #[test]
     fn item6_queue_full_wait_is_bounded_per_write_not_per_record() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         // A cluster that never answers (nothing listens once the listener is dropped), a
         // queue of one record, and records that expire at once: librdkafka drops an expired
         // record at its next timeout scan (about once a second), so room in the queue comes
         // back about once a second, slower than any record is delivered.
-        let cfg = ClusterConfig {
-            bootstrap_servers: format!("127.0.0.1:{port}"),
-            client: vec![
-                ("message.timeout.ms".into(), "100".into()),
-                ("queue.buffering.max.messages".into(), "1".into()),
+        let cfg = test_config(
+            dead_address(),
+            &[
+                ("message.timeout.ms", "100"),
+                ("queue.buffering.max.messages", "1"),
             ],
-            num_partitions: None,
-            replication_factor: None,
-            read_committed: false,
-            write_behind: false,
-        };
+            false,
+        );
         let producer = Producer::new(&cfg).unwrap();
-        let values: Vec<Vec<u8>> = (0..8).map(|i| format!("r{i}").into_bytes()).collect();
-        let records: Vec<RecordInput<'_>> = values
-            .iter()
-            .map(|v| RecordInput {
-                key: None,
-                value: Some(v),
-                headers: &[],
-                timestamp: 0,
-            })
-            .collect();
+        let values = lines(8, 0);
+        let records = inputs(&values, 0);
         let parts = vec![0u32; records.len()];
         let mut done = 0;
         let t0 = Instant::now();
@@ -552,31 +536,11 @@ mod tests {
 
     #[test]
     fn item1_write_behind_returns_once_handed_over_and_wait_reports_the_failure_once() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let cfg = ClusterConfig {
-            bootstrap_servers: format!("127.0.0.1:{port}"),
-            client: vec![("message.timeout.ms".into(), "300".into())],
-            num_partitions: None,
-            replication_factor: None,
-            read_committed: false,
-            write_behind: true,
-        };
+        let cfg = test_config(dead_address(), &[("message.timeout.ms", "300")], true);
         let producer = Producer::new(&cfg).unwrap();
         let file = Unacked::new("t-0");
-        let values: Vec<Vec<u8>> = (0..100).map(|i| format!("r{i}").into_bytes()).collect();
-        let records: Vec<RecordInput<'_>> = values
-            .iter()
-            .map(|v| RecordInput {
-                key: None,
-                value: Some(v),
-                headers: &[],
-                timestamp: 0,
-            })
-            .collect();
+        let values = lines(100, 0);
+        let records = inputs(&values, 0);
         let parts = vec![0u32; records.len()];
         let mut done = 0;
         let t0 = Instant::now();
@@ -611,6 +575,7 @@ mod tests {
         // Reported once: the next wait has nothing left to fail.
         assert!(file.wait().is_ok());
     }
+
     fn lines(n: usize, from: usize) -> Vec<Vec<u8>> {
         (from..from + n)
             .map(|i| format!("line {i}").into_bytes())
@@ -639,17 +604,34 @@ mod tests {
         Arc::strong_count(file) == 1
     }
 
-    fn mock_config(bootstrap: String, client: &[(&str, &str)]) -> ClusterConfig {
-        let mut c = vec![("message.timeout.ms".to_string(), "10000".to_string())];
-        c.extend(client.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    /// A cluster address where nothing listens (the listener is dropped at once).
+    fn dead_address() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    }
+
+    fn test_config(
+        bootstrap: String,
+        client: &[(&str, &str)],
+        write_behind: bool,
+    ) -> ClusterConfig {
         ClusterConfig {
             bootstrap_servers: bootstrap,
-            client: c,
+            client: client
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             num_partitions: None,
             replication_factor: None,
             read_committed: false,
-            write_behind: true,
+            write_behind,
         }
+    }
+
+    fn mock_config(bootstrap: String, client: &[(&str, &str)]) -> ClusterConfig {
+        let mut c = vec![("message.timeout.ms", "10000")];
+        c.extend_from_slice(client);
+        test_config(bootstrap, &c, true)
     }
 
     /// The values and timestamps of partition 0 of `topic`, in offset order: `expect` of
