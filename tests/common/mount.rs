@@ -299,6 +299,15 @@ impl TestMount {
             .unwrap()
     }
 
+    /// `topicfs umount MNT`: returns once the daemon finished its clean shutdown (or failed).
+    pub fn topicfs_umount(&self) -> Output {
+        Command::new(BIN)
+            .arg("umount")
+            .arg(&self.mnt)
+            .output()
+            .expect("run topicfs umount")
+    }
+
     /// `umount` the mount the way a user does, and wait for the daemon to exit.
     /// Returns the exit status when the daemon is our child (`--foreground`).
     ///

@@ -208,11 +208,7 @@ fn item2_topicfs_umount_returns_after_the_clean_shutdown_and_mount_waits_for_one
         .parse()
         .unwrap();
     // topicfs umount returns once the shutdown is complete: marker, lock, process.
-    let out = Command::new(BIN)
-        .arg("umount")
-        .arg(&m.mnt)
-        .output()
-        .unwrap();
+    let out = m.topicfs_umount();
     assert!(
         out.status.success(),
         "{}",
@@ -224,11 +220,7 @@ fn item2_topicfs_umount_returns_after_the_clean_shutdown_and_mount_waits_for_one
     assert!(!is_mounted(&m.mnt));
     m.wait_daemon_exit();
     // Not a topicfs mount: refused.
-    let out = Command::new(BIN)
-        .arg("umount")
-        .arg(&m.mnt)
-        .output()
-        .unwrap();
+    let out = m.topicfs_umount();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a topicfs mount"));
 }
@@ -253,11 +245,7 @@ fn item3_a_dead_mountpoint_is_detached_and_mounted_again() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("was a dead topicfs mount"), "{stderr}");
     assert_eq!(m.read("t/0/by-offset/0"), "before\n");
-    let out = Command::new(BIN)
-        .arg("umount")
-        .arg(&m.mnt)
-        .output()
-        .unwrap();
+    let out = m.topicfs_umount();
     assert!(out.status.success());
     m.wait_daemon_exit();
 }
@@ -317,11 +305,7 @@ fn item8_a_killed_waiting_reader_is_not_an_error_in_the_log() {
         reader.wait().unwrap();
     }
     m.ok("echo b >> t/0/append");
-    let out = Command::new(BIN)
-        .arg("umount")
-        .arg(&m.mnt)
-        .output()
-        .unwrap();
+    let out = m.topicfs_umount();
     assert!(out.status.success());
     assert!(crate::common::mount::process_gone(pid));
     let log = m.daemon_log();
@@ -485,11 +469,7 @@ fn item8_a_recovery_reports_progress_on_the_terminal() {
         "the waiting terminal hears of the recovery: {err}"
     );
     assert_eq!(m.read("t/7/by-offset/0"), "x\n");
-    let out = Command::new(BIN)
-        .arg("umount")
-        .arg(&m.mnt)
-        .output()
-        .unwrap();
+    let out = m.topicfs_umount();
     assert!(out.status.success());
     m.wait_daemon_exit();
 }
