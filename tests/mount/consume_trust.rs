@@ -8,6 +8,22 @@ use std::time::Duration;
 
 use crate::common::mount::{TestMount, wait_until};
 
+/// The IDLE reader started with `args`, and the first line it prints (the records it read).
+fn idle_reader(m: &TestMount, args: &[&str]) -> (std::process::Child, String) {
+    let mut r = py_command(m, "idle", IDLE)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(r.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    (r, first)
+}
+
 /// Writes `script` next to the mount and runs `python3` on it in the mountpoint (killed after
 /// 30 s: a reader that hangs fails its test).
 fn py_command(m: &TestMount, name: &str, script: &str) -> Command {
@@ -390,18 +406,7 @@ fn item6_an_idle_reader_gets_its_delivered_records_committed() {
     let want: Vec<String> = (0..20).map(|i| format!("rec-{i:03}")).collect();
     append(&m, "t", 0, &want[..10]);
     // In select at the log end: committed as the reader starts to wait.
-    let mut c = py_command(&m, "idle", IDLE);
-    let mut r = c
-        .args(["10", "select", "4"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(r.stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
+    let (mut r, first) = idle_reader(&m, &["10", "select", "4"]);
     assert_eq!(first, "10\n");
     let start = std::time::Instant::now();
     wait_until("the commit of a reader in select", || {
@@ -415,18 +420,7 @@ fn item6_an_idle_reader_gets_its_delivered_records_committed() {
     r.wait().unwrap();
     // Busy elsewhere with records left unread: committed within the 5 s interval.
     append(&m, "t", 0, &want[10..]);
-    let mut c = py_command(&m, "idle", IDLE);
-    let mut r = c
-        .args(["5", "sleep", "8"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(r.stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
+    let (mut r, first) = idle_reader(&m, &["5", "sleep", "8"]);
     assert_eq!(first, "5\n");
     let start = std::time::Instant::now();
     while m.read("t/groups/g/offsets") != "0 15 20 5\n" {
