@@ -312,3 +312,30 @@ print("ok")
     std::fs::write(&path, script).unwrap();
     assert_eq!(m.ok(&format!("python3 {}", path.display())), "ok\n");
 }
+
+/// The contract's price of the lookup above: the first read of an open stream answers at most
+/// 32 KiB whatever it asks, later reads are filled to the size asked. `dd bs=1M count=1`
+/// (one read) gets 32 KiB, with `iflag=fullblock` (reads until the block is full) the whole
+/// MiB; `cat`, `cp` and `tar` loop, so they copy every byte.
+#[test]
+fn a_first_read_answers_at_most_32_kib_and_later_reads_in_full() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    // 3 MiB of lines: 196,608 lines of 16 bytes.
+    m.ok("seq -f '%015g' 196608 > ../lines && cat ../lines > t/0/append");
+    let bytes = |cmd: &str| m.ok(cmd).trim().parse::<u64>().unwrap();
+    assert_eq!(
+        bytes("dd if=t/0/by-offset/0 bs=1M count=1 status=none | wc -c"),
+        32 * 1024
+    );
+    assert_eq!(
+        bytes("dd if=t/0/by-offset/0 bs=1M count=1 iflag=fullblock status=none | wc -c"),
+        1 << 20
+    );
+    // Two reads of 1 MiB: the first short, the second full.
+    assert_eq!(
+        bytes("dd if=t/0/by-offset/0 bs=1M count=2 status=none | wc -c"),
+        32 * 1024 + (1 << 20)
+    );
+    m.ok("cp t/0/by-offset/0 ../copy && cmp ../copy ../lines");
+}
