@@ -615,6 +615,12 @@ impl OffsetsHandle {
         Ok(target.into_iter().collect())
     }
 
+    /// A write refused for the state of the group (it has a reader): the open failed, as
+    /// after a bad line; nothing of it is applied, and its later writes fail.
+    pub fn fail(&mut self, why: String) {
+        self.change.fail(why);
+    }
+
     /// Drops the lines written through this open: nothing of it is applied.
     pub fn discard(&mut self) {
         self.change.take(None);

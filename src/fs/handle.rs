@@ -478,6 +478,13 @@ impl<T> OneChange<T> {
         }
     }
 
+    /// A write refused before its lines were checked (`why`): the open failed as if a line
+    /// had been bad; nothing of it is applied.
+    pub fn fail(&mut self, why: String) {
+        self.failed.get_or_insert(why);
+        self.items.clear();
+    }
+
     /// Whether lines wait to be applied.
     pub fn pending(&self) -> bool {
         !self.items.is_empty()

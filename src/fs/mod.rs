@@ -504,7 +504,11 @@ impl FsState {
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,
             Handle::Table(t) => t.write(data, owner),
             Handle::GroupOffsets(o) => {
-                self.offsets_movable(&of, o)?;
+                if let Err(e) = self.offsets_movable(&of, o) {
+                    // As a bad line does, a refused write fails the whole open.
+                    o.fail(e.to_string());
+                    return Err(e);
+                }
                 o.write(&*self.groups, data, owner)?
             }
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {

@@ -75,6 +75,35 @@ fn item4_a_shells_printf_to_offsets_is_one_change() {
     assert_eq!(m.read("t/groups/g/offsets"), "0 1 3 2\n1 0 2 2\n");
 }
 
+/// A write refused because the group has a reader (EBUSY) fails the open like a bad line:
+/// once the reader is gone, a later write of the same open fails too and nothing is applied.
+#[test]
+fn item4_an_offsets_write_refused_as_busy_fails_the_whole_open() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\nb\\nc\\n' > t/0/append");
+    m.ok("cat t/groups/g/records > /dev/null");
+    let committed = "0 3 3 0\n";
+    assert_eq!(m.read("t/groups/g/offsets"), committed);
+    let out = bash(
+        &m,
+        "exec 3> t/groups/g/offsets
+         cat t/groups/g/follow > /dev/null & reader=$!
+         sleep 0.5
+         printf '0 1\\n' >&3 && echo first-written
+         kill -9 $reader; wait $reader
+         printf '0 2\\n' >&3 && echo second-written
+         exec 3>&- && echo closed",
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!stdout.contains("first-written"), "{stdout} {stderr}");
+    assert!(stderr.contains("Device or resource busy"), "{stderr}");
+    assert!(!stdout.contains("second-written"), "{stdout} {stderr}");
+    assert_eq!(m.read("t/groups/g/offsets"), committed);
+}
+
 #[test]
 fn item6_a_negative_offset_is_refused() {
     let m = TestMount::start(&[]);
