@@ -158,7 +158,9 @@ fn parent_exit(msg: &str) -> ! {
     match msg.strip_prefix("ERR ") {
         Some(err) => eprintln!("topicfs: {err}"),
         None => {
-            eprintln!("topicfs: the daemon exited before the mount was live (see its --log-file)")
+            eprintln!(
+                "topicfs: the daemon exited before the mount was live (see its log: --log-file, else syslog)"
+            )
         }
     }
     std::process::exit(1);

@@ -40,8 +40,8 @@ pub struct MountArgs {
     #[arg(long, value_name = "FILE")]
     pid_file: Option<PathBuf>,
 
-    /// Append the log to FILE (without it a daemon's log is discarded; --foreground logs
-    /// to stderr)
+    /// Append the log to FILE (without it a detached daemon logs to syslog; --foreground
+    /// logs to stderr)
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
 
