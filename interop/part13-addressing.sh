@@ -112,16 +112,17 @@ streams13() { # ROOT FORMS DIR: every form read through the mount at ROOT = kcat
   return $bad
 }
 
-streams_counts13() { # ROOT: the forms of t13 and the counts
+streams_counts13() { # ROOT local|remote: the forms of t13 and the counts
   local bad=0
   streams13 "$1" "$FORMS13" "$K13" || bad=1
-  counts13 "$1" || bad=1
+  counts13 "$1" "$2" || bad=1
   return $bad
 }
 
-counts13() { # ROOT: <p>/count = the records kcat reads from the beginning (no control record;
-  # read_uncommitted for x13: count is every data record whatever the isolation level)
-  local root="$1" t p want got bad=0
+counts13() { # ROOT local|remote: <p>/count = the records kcat reads from the beginning (no control
+  # record; read_uncommitted for x13: count is every data record whatever the isolation level);
+  # its size in stat: the text's locally, 0 remotely (counted at open, by reading the partition)
+  local root="$1" t p want got size wantsize bad=0
   for t in t13 x13; do
     for p in 0 1; do
       if [ "$t" = t13 ]; then
@@ -130,8 +131,10 @@ counts13() { # ROOT: <p>/count = the records kcat reads from the beginning (no c
         want="$(grep -c "^$p " "$S13/x13.kcat")"
       fi
       got="$(cat "$root/$t/$p/count")" || { bad=1; continue; }
-      echo "$t/$p/count: $got, kcat -o beginning read $want"
-      [ "$got" = "$want" ] || bad=1
+      size="$(stat -c %s "$root/$t/$p/count")" || { bad=1; continue; }
+      if [ "$2" = remote ]; then wantsize=0; else wantsize=$((${#got} + 1)); fi
+      echo "$t/$p/count: $got (stat size $size, want $wantsize), kcat -o beginning read $want"
+      [ "$got" = "$want" ] && [ "$size" = "$wantsize" ] || bad=1
     done
   done
   return $bad
@@ -271,7 +274,7 @@ part13() {
   check "13a remote mount" tfs_mount_remote "$R13" "$BOOT"
   if [ "$OK" = 1 ]; then
     check "13a remote: by-offset earliest/latest/-K/A..B, by-time ISO/date/duration/ranges, whole-topic, follow, count = kcat, starts = Admin.listOffsets" \
-      streams_counts13 "$R13"
+      streams_counts13 "$R13" remote
     check "13c remote: the same keyed lines through kvrp13/1/append.kv and kvrt13/append.kv" \
       kv13 "$R13" kvrp13 kvrt13
     check "13a remote umount" tfs_umount_remote "$R13"
@@ -288,7 +291,7 @@ part13() {
   check "13 mount topicfs on the broker's dir" tfs_mount "$M13" "$L13"
   [ "$OK" = 1 ] || { skip_rest; return 0; }
   check "13a local: the same forms and counts = what kcat read from the broker, starts = Admin.listOffsets" \
-    streams_counts13 "$M13"
+    streams_counts13 "$M13" local
   check "13b local: reset lines in groups/g13/offsets = kafka-consumer-groups --reset-offsets --dry-run" resets13
   check "13c local: the same keyed lines through kvp13/1/append.kv and kvt13/append.kv" \
     kv13 "$M13" kvp13 kvt13

@@ -496,7 +496,7 @@ impl Cursor {
             || self.is_follow()
             || self.eof
             || self.pending.is_some()
-            || !self.log.counts_lines_without_reading()
+            || !self.log.counts_without_reading()
         {
             return;
         }

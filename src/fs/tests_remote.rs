@@ -262,6 +262,19 @@ fn item4_files_from_the_cluster_fail_with_eio_while_it_does_not_answer() {
     assert_eq!(read_all(&fs, f.fh), b"2\n");
 }
 
+/// `count` is counted by reading the partition in remote mode: `stat` (`ls -l`, `find`, `du`,
+/// `cp -r`) shows size 0 and reads nothing (this storage's reads fail), as /proc's files.
+#[test]
+fn stat_of_count_does_not_read_the_partition() {
+    let (fs, _c) = mount(false);
+    let (_, attr) = fs.lookup(walk(&fs, "rem/0"), OsStr::new("count")).unwrap();
+    assert_eq!(attr.size, 0);
+    let ino = walk(&fs, "rem/0/count");
+    assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, 0);
+    // Its content is counted at open (here: the read fails, and so does the open).
+    assert_eq!(errno_of(fs.open(ino, RO, me())), libc::EIO);
+}
+
 #[test]
 fn item1_write_behind_fsync_and_each_close_wait_for_the_acknowledgements() {
     let (fs, c) = mount(true);

@@ -435,6 +435,8 @@ fn partition_file_size(log: &dyn PartitionStore, f: PartitionFile) -> FsResult<u
         PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv => 0,
         PartitionFile::LogStartOffset => offset_text(log.offsets_now()?.0).len() as u64,
         PartitionFile::LogEndOffset => offset_text(log.offsets_now()?.1).len() as u64,
+        // Counted by reading the partition (remote mode): made at open, as /proc's files are.
+        PartitionFile::Count if !log.counts_without_reading() => 0,
         PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
         PartitionFile::Replicas => log.replicas_text()?.len() as u64,
     })

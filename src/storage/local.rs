@@ -161,7 +161,7 @@ impl PartitionStore for PartitionLog {
     fn lines_len(&self, from: i64, to: i64) -> Result<u64> {
         PartitionLog::lines_len_isolated(self, from, to)
     }
-    fn counts_lines_without_reading(&self) -> bool {
+    fn counts_without_reading(&self) -> bool {
         true
     }
     fn record_count(&self) -> Result<u64> {

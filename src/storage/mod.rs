@@ -306,13 +306,16 @@ pub trait PartitionStore: Send + Sync {
             r.line_len()
         })
     }
-    /// Whether [`PartitionStore::lines_len`] is found without reading the records when it
-    /// starts at a batch boundary (a local log keeps line counts at batch boundaries): an
-    /// open stream's `fstat` then decodes the stream's first batch, which its first read
-    /// serves, and counts from after it, rather than reading that batch twice. A store that
-    /// counts by reading keeps `false` (the cluster keeps what a count fetched for the
-    /// stream's reader, which must then read from the stream's start).
-    fn counts_lines_without_reading(&self) -> bool {
+    /// Whether counts are found without reading the records: [`PartitionStore::record_count`]
+    /// from counts kept per segment, and [`PartitionStore::lines_len`] when it starts at a
+    /// batch boundary (a local log keeps line counts at batch boundaries). An open stream's
+    /// `fstat` then decodes the stream's first batch, which its first read serves, and counts
+    /// from after it, rather than reading that batch twice; `stat` of `count` shows its size.
+    /// A store that counts by reading keeps `false`: the cluster keeps what a count fetched
+    /// for the stream's reader, which must then read from the stream's start, and `count`'s
+    /// size is 0 until it is opened (as /proc's files), so that walking the tree does not read
+    /// the partition.
+    fn counts_without_reading(&self) -> bool {
         false
     }
     /// The data records from the log start to the log end (`<p>/count`; control records and
