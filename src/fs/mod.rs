@@ -487,6 +487,8 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.storage.delete_topic(name)?;
+        // Its key index (`table/`) goes with it.
+        self.tables.guard().retain(|(n, _), _| n != name);
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");

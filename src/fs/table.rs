@@ -130,7 +130,7 @@ impl FsState {
         let id = (topic.name().to_string(), topic.incarnation());
         let idx = {
             let mut tables = self.tables.guard();
-            // A deleted topic's index goes with it.
+            // A topic deleted elsewhere (remote mode) and made again: the old index goes.
             if !tables.contains_key(&id) {
                 tables.retain(|(name, _), _| name != &id.0);
             }

@@ -321,3 +321,20 @@ fn a_by_offset_stream_grows_after_its_first_eof_and_fstat_shows_its_length() {
     assert_eq!(read(&fs, r.fh, 5, 100), Answer::Data(b"ccc\n".to_vec()));
     assert_eq!(read(&fs, r.fh, 9, 100), Answer::Data(Vec::new()));
 }
+
+/// `rmdir` of a topic frees its `table/` key index at once (not when the name is used again).
+#[test]
+fn removing_a_topic_frees_its_table_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = state(dir.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append.kv"), WO, me()).unwrap();
+    fs.write(w.fh, b"k\tv\n", None).unwrap();
+    fs.release(w.fh).unwrap();
+    let k = fs.open(walk(&fs, "t/table/k"), RO, me()).unwrap();
+    assert_eq!(read_all(&fs, k.fh), b"v");
+    fs.release(k.fh).unwrap();
+    assert_eq!(fs.tables.guard().len(), 1);
+    fs.rmdir(ROOT, OsStr::new("t")).unwrap();
+    assert_eq!(fs.tables.guard().len(), 0);
+}
