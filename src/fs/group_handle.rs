@@ -370,6 +370,15 @@ impl GroupHandle {
         })
     }
 
+    /// For a follow reader: its partitions at their log ends now, where the next records
+    /// arrive.
+    pub fn log_ends(&self) -> Vec<(Arc<dyn PartitionStore>, i64)> {
+        self.cursors
+            .values()
+            .map(|c| (c.log.clone(), c.log.log_end_offset()))
+            .collect()
+    }
+
     /// Whether a read would answer at once.
     pub fn readable_now(&self) -> bool {
         !self.follow

@@ -162,7 +162,9 @@ impl FsState {
     }
 
     /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is
-    /// called once it would not (a record arrived, the topic went).
+    /// called once it would not (a record arrived, the topic went). A follow file readable
+    /// now calls `notify` when the next record arrives: an edge-triggered epoll asks again
+    /// only when notified, as a pipe wakes its readers at each write.
     pub fn poll(&self, fh: u64, notify: Box<dyn FnOnce() + Send>) -> FsResult<bool> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
@@ -170,9 +172,14 @@ impl FsState {
             return Ok(true);
         };
         let mut h = of.handle.guard();
-        let waits = match &mut *h {
+        let (readable, waits) = match &mut *h {
             Handle::Stream(s) if !s.readable_now() => {
-                s.waits_at().map(|at| vec![(s.log().clone(), at)])
+                (false, s.waits_at().map(|at| vec![(s.log().clone(), at)]))
+            }
+            Handle::Stream(s) if s.is_follow() => {
+                let log = s.log().clone();
+                let end = log.log_end_offset();
+                (true, Some(vec![(log, end)]))
             }
             Handle::Group(g) if !g.readable_now() => {
                 // The reader is about to wait: what it was delivered is committed, as before
@@ -180,9 +187,10 @@ impl FsState {
                 if let Err(e) = g.commit() {
                     log::error!("poll of open file {fh}: commit before waiting: {e}");
                 }
-                g.waits_at()
+                (false, g.waits_at())
             }
-            _ => None,
+            Handle::Group(g) if g.is_follow() => (true, Some(g.log_ends())),
+            _ => (true, None),
         };
         let Some(waits) = waits else {
             return Ok(true);
@@ -197,7 +205,7 @@ impl FsState {
         for (log, at) in waits {
             log.wait_for(at, waker.clone());
         }
-        Ok(false)
+        Ok(readable)
     }
 
     /// The periodic commit of every follow group reader, also those that do not read now

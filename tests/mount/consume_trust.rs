@@ -359,6 +359,50 @@ except BlockingIOError:
     print('EAGAIN again')
 "#;
 
+/// Python: edge-triggered epoll (as tokio and mio use it) on `path` opened with O_NONBLOCK:
+/// each round appends one record, waits for an event and reads until EAGAIN. An edge comes
+/// only with a wakeup, so each new record must notify, also after the file was readable.
+const EPOLL_ET: &str = r#"
+import os, select, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+def drain():
+    got = b''
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except BlockingIOError:
+            return got.decode().split()
+        assert b, 'EOF from a follow file'
+        got += b
+ep = select.epoll()
+ep.register(fd, select.EPOLLIN | select.EPOLLET)
+print('before', drain(), flush=True)
+for i in range(4):
+    subprocess.run(['sh', '-c', f'echo x{i} >> t/0/append'])
+    print('event', bool(ep.poll(5.0)), 'read', drain(), flush=True)
+"#;
+
+#[test]
+fn item5_edge_triggered_epoll_is_told_of_every_new_record() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && printf 'a\\n' >> t/0/append");
+    for path in ["t/0/follow/latest", "t/groups/g/follow"] {
+        let mut c = py_command(&m, "epoll_et", EPOLL_ET);
+        let out = c.arg(path).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{path}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rounds: Vec<&str> = stdout.lines().skip(1).collect();
+        let want: Vec<String> = (0..4)
+            .map(|i| format!("event True read ['x{i}']"))
+            .collect();
+        assert_eq!(rounds, want, "{path}: {stdout}");
+    }
+}
+
 #[test]
 fn item5_o_nonblock_read_at_the_log_end_is_eagain() {
     let m = TestMount::start(&[]);
