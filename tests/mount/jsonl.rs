@@ -38,6 +38,28 @@ fn a_json_record_goes_in_and_comes_out_whole() {
     assert_eq!(m.read("t/0/by-offset/3.jsonl"), "");
 }
 
+/// What `.jsonl` shows can be written back: a topic copied with `cat` has the same records.
+#[test]
+fn json_output_fed_back_to_append_jsonl_copies_the_records() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t u");
+    m.ok(r#"echo '{"key":"k1","value":"v1","headers":{"h":"x"},"timestamp":1585448614028}' >> t/0/append.jsonl"#);
+    m.ok(r#"echo '{"value":{"base64":"AP8K"}}' >> t/0/append.jsonl"#);
+    m.ok("cat t/0/by-offset/0.jsonl > u/0/append.jsonl");
+    let (from, to) = (
+        json_lines(&m.read("t/0/by-offset/0.jsonl")),
+        json_lines(&m.read("u/0/by-offset/0.jsonl")),
+    );
+    assert_eq!(from.len(), 2);
+    assert_eq!(to.len(), 2);
+    for (a, b) in from.iter().zip(&to) {
+        for field in ["offset", "timestamp", "key", "value", "headers"] {
+            assert_eq!(a[field], b[field], "{field}: {a} {b}");
+        }
+        assert_eq!(b["topic"], json!("u"));
+    }
+}
+
 #[test]
 fn a_bad_json_line_is_einval_and_nothing_is_appended() {
     let m = TestMount::start(&[]);
