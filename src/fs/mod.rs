@@ -101,7 +101,9 @@ pub type FsResult<T> = Result<T, FsError>;
 pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     let errno = e.errno();
     let code = errno;
-    if code == libc::ENOENT || code == libc::ENOTCONN {
+    // No such name, a topic deleted under its inode (the kernel looks the path up again),
+    // the mount going away: answers, not failures.
+    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN {
         log::debug!("{op} {what}: {e} ({})", errno_name(code));
     } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
         log::error!("{op} {what}: {e} ({})", errno_name(code));
@@ -304,11 +306,17 @@ impl FsState {
 
     /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
     /// created again).
+    /// The topic an inode of the tree was made in. Gone since (deleted, perhaps made again
+    /// under its name), the inode is stale: ESTALE, as for an open file of it (`fstat`
+    /// says so; a path is looked up again by the kernel, which then finds no such name).
     fn topic(&self, t: &TopicName) -> FsResult<Arc<dyn TopicStore>> {
-        let topic = self.storage.topic(t)?;
+        let topic = match self.storage.topic(t) {
+            Err(Error::UnknownTopic(_)) => return Err(Error::TopicDeleted(t.to_string()).into()),
+            r => r?,
+        };
         if topic.incarnation() != t.incarnation() {
             return tree(
-                libc::ENOENT,
+                libc::ESTALE,
                 format!("topic {t} was deleted (a new topic has its name)"),
             );
         }

@@ -231,7 +231,7 @@ fn a_deleted_topics_open_files_fail_and_its_name_can_be_reused() {
     assert_eq!(errno_of(fs.write(w.fh, b"two\n", None)), libc::ESTALE);
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     // The old inode belongs to the deleted topic, not to the new one of the same name.
-    assert_eq!(errno_of(fs.getattr(old, None, me())), libc::ENOENT);
+    assert_eq!(errno_of(fs.getattr(old, None, me())), libc::ESTALE);
     let leo = fs.open(walk(&fs, "t/0/log-end-offset"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, leo.fh), b"0\n");
 }

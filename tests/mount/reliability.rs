@@ -79,6 +79,9 @@ print("segment_read", outcome(lambda: os.pread(seg, 100, 0)))
 print("config_write", outcome(lambda: os.write(config, b"retention.ms=1234\n")))
 print("partitions_write", outcome(lambda: os.write(partitions, b"5\n")))
 print("leo_read", outcome(lambda: os.pread(leo, 100, 0)))
+print("fstat_stream", outcome(lambda: os.fstat(stream).st_size))
+print("fstat_leo", outcome(lambda: os.fstat(leo).st_size))
+print("fstat_config", outcome(lambda: os.fstat(config).st_size))
 print("cwd_list", outcome(lambda: os.listdir(".")))
 print("cwd_open", outcome(lambda: os.open("append", os.O_WRONLY)))
 print("cwd_stat", outcome(lambda: os.stat(".").st_ino))
@@ -129,6 +132,11 @@ fn rmdir_mkdir_with_open_handles() {
         "cwd_stat",
     ] {
         stale(key);
+    }
+    // fstat of a file of the deleted topic (which `cat` makes first) says so, also when a
+    // new topic has its name.
+    for key in ["fstat_stream", "fstat_leo", "fstat_config"] {
+        assert_eq!(get(key), "err:ESTALE", "{key}\n{out}");
     }
     // An open segment file read by the kernel itself (FUSE passthrough) reads on in its
     // file, as an unlinked file does: the old topic's bytes, never the new one's. Served by
