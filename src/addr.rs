@@ -270,7 +270,7 @@ pub enum ResetLine {
     /// `to-datetime <ISO-8601>`: every partition, to the first offset at or after the time.
     ToTime(i64),
     /// `by-duration <ISO-8601 duration>`: every partition, to the first offset at or after
-    /// now minus the duration.
+    /// now minus the duration (after now when it is negative: the log end).
     ByDuration(i64),
 }
 
@@ -302,8 +302,9 @@ pub fn parse_reset_line(line: &str) -> Result<ResetLine, String> {
             .or_else(|| parse_local_as_utc(t))
             .map(ResetLine::ToTime)
             .ok_or_else(bad),
+        // Signed, as Kafka's tool takes it: a negative duration is a time after now.
         ("by-duration", Some(d)) => parse_iso_duration(d)
-            .map(|d| ResetLine::ByDuration(d.abs()))
+            .map(ResetLine::ByDuration)
             .ok_or_else(bad),
         (p, Some(o)) => {
             let p = parse_decimal(p)
@@ -584,6 +585,9 @@ mod tests {
         );
         // 100 s less 88 s: 12 s.
         assert_eq!(r("by-duration PT88S").unwrap(), [(0, 10), (1, 12)]);
+        // A negative duration is a time after now (Kafka's tool: now.minus(duration)): no
+        // record is that late, every partition goes to its log end.
+        assert_eq!(r("by-duration -PT1H").unwrap(), [(0, 10), (1, 20)]);
         let none: std::collections::BTreeMap<u32, i64> = [(0, 5)].into();
         assert!(
             resolve_reset(ResetLine::ShiftBy(1), 2, &none, &View, 0)
