@@ -549,6 +549,18 @@ pub struct OffsetsHandle {
 
 impl OffsetsHandle {
     pub fn open(topic: Arc<dyn TopicStore>, group: &str, groups: &dyn GroupStore) -> Result<Self> {
+        let content = Self::text(&*topic, group, groups)?.into_bytes();
+        Ok(OffsetsHandle {
+            topic,
+            group: group.to_string(),
+            content,
+            change: OneChange::default(),
+        })
+    }
+
+    /// The file's text now: a line `partition committed log-end lag` per partition (`-` for
+    /// no commit). Its length is the file's size in `stat`.
+    pub fn text(topic: &dyn TopicStore, group: &str, groups: &dyn GroupStore) -> Result<String> {
         let committed = groups.committed(group, topic.name());
         let mut content = String::new();
         for p in 0..topic.partition_count() {
@@ -558,12 +570,7 @@ impl OffsetsHandle {
                 None => content.push_str(&format!("{p} - {end} -\n")),
             }
         }
-        Ok(OffsetsHandle {
-            topic,
-            group: group.to_string(),
-            content: content.into_bytes(),
-            change: OneChange::default(),
-        })
+        Ok(content)
     }
 
     pub fn group(&self) -> &str {

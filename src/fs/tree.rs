@@ -6,6 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::group_handle::OffsetsHandle;
 use super::inode::{
     self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TABLE_DIR, TopicFile,
     TopicName,
@@ -205,9 +206,12 @@ impl FsState {
             // and it lives as long as its partition directory: cached like a directory, it
             // saves `echo >> append` its lookup.
             Kind::File if node.is_append() => DIR_TTL,
-            // A group's files likewise (size 0, their mode, the mount's time), and any valid
-            // group name exists as long as its topic.
-            Kind::File if matches!(node, Node::GroupFile(..)) => DIR_TTL,
+            // A group's streams likewise (size 0, their mode, the topic's time), and any valid
+            // group name exists as long as its topic. (Its `offsets` changes size with each
+            // commit: never cached.)
+            Kind::File if matches!(node, Node::GroupFile(.., f) if *f != GroupFile::Offsets) => {
+                DIR_TTL
+            }
             // Sizes and existence of other files change behind the kernel's back: never
             // cache them.
             Kind::File => Duration::ZERO,
@@ -249,6 +253,12 @@ impl FsState {
             Node::Lookup(t, p, _) => {
                 time = self.partition(t, *p)?.modified().unwrap_or(time);
                 0
+            }
+            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says).
+            Node::GroupFile(t, g, GroupFile::Offsets) => {
+                let topic = self.topic(t)?;
+                time = topic.modified().unwrap_or(time);
+                OffsetsHandle::text(&*topic, g, &*self.groups)?.len() as u64
             }
             Node::Groups(t)
             | Node::Group(t, _)

@@ -425,6 +425,36 @@ print(median(stdio), median(bare))
     assert!(stdio < 2.0 * bare + 0.002, "stdio {stdio} s, bare {bare} s");
 }
 
+/// `groups/<G>/offsets` shows its true size, at once after each commit: `tar` (which stores
+/// as many bytes as `stat` says) keeps the group's offsets.
+#[test]
+fn item7_a_groups_offsets_file_has_its_true_size_and_tar_keeps_it() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t && printf 'a\\nb\\nc\\n' > t/0/append");
+    m.ok("cat t/groups/g/records > /dev/null");
+    let text = m.read("t/groups/g/offsets");
+    assert_eq!(text, "0 3 3 0\n1 0 0 0\n");
+    assert_eq!(
+        m.ok("stat -c %s t/groups/g/offsets").trim(),
+        text.len().to_string()
+    );
+    // A commit changes the text and its size, seen by the next stat.
+    m.ok("echo '0 1' > t/groups/g/offsets");
+    let text = m.read("t/groups/g/offsets");
+    assert_eq!(text, "0 1 3 2\n1 0 0 0\n");
+    assert_eq!(
+        m.ok("stat -c %s t/groups/g/offsets").trim(),
+        text.len().to_string()
+    );
+    let out = m.dir.path().join("untar");
+    std::fs::create_dir(&out).unwrap();
+    m.ok(&format!("tar cf - t/groups | tar xf - -C {}", out.display()));
+    assert_eq!(
+        std::fs::read_to_string(out.join("t/groups/g/offsets")).unwrap(),
+        text
+    );
+}
+
 #[test]
 fn item7_times_and_sizes_are_true() {
     let mut m = TestMount::start(&[]);
