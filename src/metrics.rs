@@ -251,13 +251,13 @@ fn daemon_metrics(reg: &mut Registry, s: &Sample) {
     counter(
         reg,
         "topicfs_producer_errors",
-        "Appends that failed (remote mode: produce requests the cluster refused or did not acknowledge)",
+        "Remote mode: appends (one a write) the cluster refused or did not acknowledge (0 in local mode)",
         s.producer_errors,
     );
     counter(
         reg,
         "topicfs_consumer_errors",
-        "Reads of the log that failed (remote mode: fetches from the cluster)",
+        "Remote mode: fetches from the cluster that failed (0 in local mode)",
         s.consumer_errors,
     );
 }

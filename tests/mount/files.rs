@@ -448,7 +448,10 @@ fn item7_a_groups_offsets_file_has_its_true_size_and_tar_keeps_it() {
     );
     let out = m.dir.path().join("untar");
     std::fs::create_dir(&out).unwrap();
-    m.ok(&format!("tar cf - t/groups | tar xf - -C {}", out.display()));
+    m.ok(&format!(
+        "tar cf - t/groups | tar xf - -C {}",
+        out.display()
+    ));
     assert_eq!(
         std::fs::read_to_string(out.join("t/groups/g/offsets")).unwrap(),
         text
