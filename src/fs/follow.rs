@@ -227,6 +227,7 @@ pub(super) fn start(state: &Arc<FsState>) {
                     last_commits = Instant::now();
                     state.commit_idle_readers();
                     state.refresh_groups();
+                    state.grow_whole_topic_readers();
                 }
             }
         });

@@ -370,6 +370,24 @@ impl GroupHandle {
         })
     }
 
+    /// A whole-topic follow read (`<topic>/follow/<X>`, no group): the partitions added to
+    /// the topic since it was opened are read too, from their start, as a subscriber picks
+    /// them up at its next metadata refresh. Whether any was added.
+    pub fn take_new_partitions(&mut self) -> Result<bool> {
+        // Only a whole-topic read has no group name.
+        if !self.follow || !self.group.is_empty() {
+            return Ok(false);
+        }
+        let new: Vec<u32> = (0..self.topic.partition_count())
+            .filter(|p| !self.cursors.contains_key(p))
+            .collect();
+        if new.is_empty() {
+            return Ok(false);
+        }
+        self.assign(&new)?;
+        Ok(true)
+    }
+
     /// For a follow reader: its partitions at their log ends now, where the next records
     /// arrive.
     pub fn log_ends(&self) -> Vec<(Arc<dyn PartitionStore>, i64)> {

@@ -229,6 +229,37 @@ impl FsState {
         }
     }
 
+    /// Whole-topic follow reads take the partitions added to their topic (from the follow
+    /// thread, every second); a read of one that waits is answered again.
+    pub(super) fn grow_whole_topic_readers(&self) {
+        let Ok(_g) = self.gate() else {
+            return;
+        };
+        let open: Vec<(u64, Arc<super::OpenFile>)> = self
+            .handles
+            .guard()
+            .iter()
+            .map(|(fh, of)| (*fh, of.clone()))
+            .collect();
+        for (fh, of) in open {
+            let Ok(_live) = of.live() else { continue };
+            let grown = match &mut *of.handle.guard() {
+                Handle::Group(g) => g.take_new_partitions(),
+                _ => continue,
+            };
+            match grown {
+                Ok(false) => {}
+                Ok(true) => {
+                    log::debug!("open file {fh}: reads the partitions added to its topic");
+                    for p in self.parking.take_of(fh) {
+                        self.read(p.fh, p.offset, p.size, p.pid, p.reply);
+                    }
+                }
+                Err(e) => log::error!("open file {fh}: the topic's new partitions: {e}"),
+            }
+        }
+    }
+
     /// How many reads wait for records.
     pub fn waiting_reads(&self) -> usize {
         self.parking.len()

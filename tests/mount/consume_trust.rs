@@ -611,20 +611,31 @@ fn item8_consumer_offsets_is_guarded() {
 fn item7_partitions_added_while_a_follow_reader_runs_reach_it() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && echo p0-a >> t/0/append");
+    // A group's follow reader, and a whole-topic one (no group).
     let mut r = crate::common::readers::spawn(&m, "exec cat t/groups/g/follow");
-    let lines = crate::common::readers::lines_of(&mut r);
-    assert_eq!(
-        crate::common::readers::next_line(&lines, Duration::from_secs(5)).as_deref(),
-        Some("p0-a")
-    );
+    let mut w = crate::common::readers::spawn(&m, "exec cat t/follow/earliest");
+    let readers = [
+        crate::common::readers::lines_of(&mut r),
+        crate::common::readers::lines_of(&mut w),
+    ];
+    for lines in &readers {
+        assert_eq!(
+            crate::common::readers::next_line(lines, Duration::from_secs(5)).as_deref(),
+            Some("p0-a")
+        );
+    }
     m.ok("echo 3 > t/partitions && echo p2-a >> t/2/append && echo p1-a >> t/1/append");
-    let mut got: Vec<String> = (0..2)
-        .filter_map(|_| crate::common::readers::next_line(&lines, Duration::from_secs(5)))
-        .collect();
-    got.sort();
-    assert_eq!(got, ["p1-a", "p2-a"]);
-    crate::common::readers::kill(&r, libc::SIGTERM);
-    crate::common::readers::exits_within(&mut r, Duration::from_secs(5));
+    for (lines, who) in readers.iter().zip(["group", "whole topic"]) {
+        let mut got: Vec<String> = (0..2)
+            .filter_map(|_| crate::common::readers::next_line(lines, Duration::from_secs(5)))
+            .collect();
+        got.sort();
+        assert_eq!(got, ["p1-a", "p2-a"], "{who}");
+    }
+    for mut c in [r, w] {
+        crate::common::readers::kill(&c, libc::SIGTERM);
+        crate::common::readers::exits_within(&mut c, Duration::from_secs(5));
+    }
     assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n1 1 1 0\n2 1 1 0\n");
 }
 
