@@ -72,6 +72,8 @@ pub struct GroupHandle {
     /// topic read, and a follow reader would read its own commits for ever) and for a
     /// whole-topic read without a group (`<topic>/by-offset/earliest`...): nothing is committed.
     commits: bool,
+    /// A whole-topic read (`<topic>/follow/<X>`...), not a group's (whose id may be "").
+    whole_topic: bool,
 }
 
 impl GroupHandle {
@@ -107,6 +109,7 @@ impl GroupHandle {
             held_since: Instant::now(),
             handed_over: false,
             commits: true,
+            whole_topic: false,
         };
         h.assign(partitions)?;
         Ok(h)
@@ -128,6 +131,7 @@ impl GroupHandle {
         let groups: Arc<dyn GroupStore> = Arc::new(NoGroups);
         let mut h = GroupHandle::new(topic.clone(), "", lookup.format, follow, groups, None, &[])?;
         h.commits = false;
+        h.whole_topic = true;
         for p in 0..topic.partition_count() {
             let log = topic.partition(p)?;
             let reader = open_at(&*log, lookup.addr.start, now)?;
@@ -374,8 +378,7 @@ impl GroupHandle {
     /// the topic since it was opened are read too, from their start, as a subscriber picks
     /// them up at its next metadata refresh. Whether any was added.
     pub fn take_new_partitions(&mut self) -> Result<bool> {
-        // Only a whole-topic read has no group name.
-        if !self.follow || !self.group.is_empty() {
+        if !self.is_whole_topic_follow() {
             return Ok(false);
         }
         let new: Vec<u32> = (0..self.topic.partition_count())
@@ -386,6 +389,11 @@ impl GroupHandle {
         }
         self.assign(&new)?;
         Ok(true)
+    }
+
+    /// A whole-topic follow read (no group).
+    pub fn is_whole_topic_follow(&self) -> bool {
+        self.whole_topic && self.follow
     }
 
     /// For a follow reader: its partitions at their log ends now, where the next records

@@ -501,10 +501,7 @@ impl FsState {
 
     /// Re-runs the waiting reads of these readers (their partitions changed).
     fn resume_members(&self, members: &[(u64, bool)]) {
-        for (fh, _) in members {
-            for p in self.parking.take_of(*fh) {
-                self.read(p.fh, p.offset, p.size, p.pid, p.reply);
-            }
-        }
+        let fhs: Vec<u64> = members.iter().map(|(fh, _)| *fh).collect();
+        self.resume_readers(&fhs);
     }
 }

@@ -175,6 +175,9 @@ struct OpenFile {
     ino: u64,
     /// Bumped by each `poll`: only the latest poll's wake-up stays registered.
     poll_generation: Arc<AtomicU64>,
+    /// The latest poll's wake-up: called when the file's partitions change (a rebalance,
+    /// partitions added), so that the kernel polls again over the new ones.
+    poll_waker: Mutex<Option<Arc<follow::PollWaker>>>,
 }
 
 impl OpenFile {
@@ -304,8 +307,6 @@ impl FsState {
         }
     }
 
-    /// The topic `t` names, if it is still that incarnation (not deleted, nor deleted and
-    /// created again).
     /// The topic an inode of the tree was made in. Gone since (deleted, perhaps made again
     /// under its name), the inode is stale: ESTALE, as for an open file of it (`fstat`
     /// says so; a path is looked up again by the kernel, which then finds no such name).

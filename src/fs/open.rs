@@ -203,6 +203,7 @@ impl FsState {
             handle: Mutex::new(handle),
             ino,
             poll_generation: Arc::new(AtomicU64::new(0)),
+            poll_waker: Mutex::new(None),
         };
         self.handles.guard().insert(fh, Arc::new(of));
         Ok(Opened {

@@ -202,6 +202,7 @@ impl FsState {
             current: of.poll_generation.clone(),
         });
         drop(h);
+        *of.poll_waker.guard() = Some(waker.clone());
         for (log, at) in waits {
             log.wait_for(at, waker.clone());
         }
@@ -232,30 +233,73 @@ impl FsState {
     /// Whole-topic follow reads take the partitions added to their topic (from the follow
     /// thread, every second); a read of one that waits is answered again.
     pub(super) fn grow_whole_topic_readers(&self) {
-        let Ok(_g) = self.gate() else {
-            return;
-        };
-        let open: Vec<(u64, Arc<super::OpenFile>)> = self
-            .handles
-            .guard()
-            .iter()
-            .map(|(fh, of)| (*fh, of.clone()))
-            .collect();
-        for (fh, of) in open {
-            let Ok(_live) = of.live() else { continue };
-            let grown = match &mut *of.handle.guard() {
-                Handle::Group(g) => g.take_new_partitions(),
-                _ => continue,
+        let grown: Vec<u64> = {
+            let Ok(_g) = self.gate() else {
+                return;
             };
-            match grown {
-                Ok(false) => {}
-                Ok(true) => {
-                    log::debug!("open file {fh}: reads the partitions added to its topic");
-                    for p in self.parking.take_of(fh) {
-                        self.read(p.fh, p.offset, p.size, p.pid, p.reply);
-                    }
+            let open: Vec<(u64, Arc<super::OpenFile>)> = self
+                .handles
+                .guard()
+                .iter()
+                .map(|(fh, of)| (*fh, of.clone()))
+                .collect();
+            open.into_iter()
+                .filter(|(fh, of)| self.grow_whole_topic_reader(*fh, of))
+                .map(|(fh, _)| fh)
+                .collect()
+        };
+        // Answered again with no lock held (a read takes them itself).
+        self.resume_readers(&grown);
+    }
+
+    /// [`FsState::grow_whole_topic_readers`] for one open file: whether it took partitions.
+    fn grow_whole_topic_reader(&self, fh: u64, of: &super::OpenFile) -> bool {
+        let Some(topic) = &of.topic else {
+            return false;
+        };
+        let Ok(_live) = of.live() else {
+            return false;
+        };
+        let grown = match &mut *of.handle.guard() {
+            Handle::Group(g) if g.is_whole_topic_follow() => {
+                // The storage's answer for the topic carries its partition count now (in
+                // remote mode, from the cluster's metadata).
+                let name = super::TopicName::new(topic.name(), topic.incarnation());
+                if self.topic(&name).is_err() {
+                    return false;
                 }
-                Err(e) => log::error!("open file {fh}: the topic's new partitions: {e}"),
+                g.take_new_partitions()
+            }
+            _ => return false,
+        };
+        match grown {
+            Ok(grown) => {
+                if grown {
+                    log::debug!("open file {fh}: reads the partitions added to its topic");
+                }
+                grown
+            }
+            Err(e) => {
+                log::error!("open file {fh}: the topic's new partitions: {e}");
+                false
+            }
+        }
+    }
+
+    /// The open files `fhs` read other partitions now: their waiting reads are answered
+    /// again, and their pollers are told (the kernel polls again, over the new partitions).
+    pub(super) fn resume_readers(&self, fhs: &[u64]) {
+        for &fh in fhs {
+            let waker = self
+                .handles
+                .guard()
+                .get(&fh)
+                .and_then(|of| of.poll_waker.guard().take());
+            if let Some(w) = waker {
+                crate::storage::Waker::wake(&*w);
+            }
+            for p in self.parking.take_of(fh) {
+                self.read(p.fh, p.offset, p.size, p.pid, p.reply);
             }
         }
     }

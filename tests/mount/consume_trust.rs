@@ -639,6 +639,40 @@ fn item7_partitions_added_while_a_follow_reader_runs_reach_it() {
     assert_eq!(m.read("t/groups/g/offsets"), "0 1 1 0\n1 1 1 0\n2 1 1 0\n");
 }
 
+/// Python: `poll` on a whole-topic follow file that has read everything, then a partition is
+/// added and written to: the poller is told (the kernel polls again over the new partition).
+const POLL_NEW_PARTITION: &str = r#"
+import os, select, subprocess, time
+fd = os.open('t/follow/earliest', os.O_RDONLY | os.O_NONBLOCK)
+p = select.poll()
+p.register(fd, select.POLLIN)
+assert p.poll(5000), 'the first record'
+print('first', os.read(fd, 65536).decode().split(), flush=True)
+print('idle', p.poll(200), flush=True)
+subprocess.run(['sh', '-c', 'echo 2 > t/partitions && echo p1-a >> t/1/append'])
+t = time.monotonic()
+# The partition is taken within about a second.
+print('told', bool(p.poll(3000)) and time.monotonic() - t < 2.5, flush=True)
+print('read', os.read(fd, 65536).decode().split(), flush=True)
+"#;
+
+#[test]
+fn item7_a_poller_of_a_whole_topic_follow_file_is_told_of_a_new_partition() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo p0-a >> t/0/append");
+    let out = py(&m, "poll_new_partition", POLL_NEW_PARTITION);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout, "first ['p0-a']\nidle []\ntold True\nread ['p1-a']\n",
+        "{stdout}"
+    );
+}
+
 #[test]
 fn item10_any_kafka_group_id_is_listed_and_opens() {
     let mut m = TestMount::start(&[]);
