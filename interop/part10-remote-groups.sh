@@ -126,8 +126,12 @@ g10_first_round() {
   for p in 0 1 2 3; do for i in $(seq 0 9); do echo "p$p-$i"; done; done > "$S10/produced"
   g10_exactly_once 40 "$S10/a.out:p:$ASSIGN_A" "$S10/b.out:p:$ASSIGN_B"
 }
-g10_busy() { # MNT : records and offsets of G10 are EBUSY on a mount without readers
-  local rc=0
+g10_busy() { # MNT : records and offsets of G10 are EBUSY on a mount without readers; the
+  # offsets file's size in stat is 0 (asked of the cluster at open only), its text is not empty
+  local rc=0 size
+  size="$(stat -c %s "$1/g10/groups/$G10/offsets")" || return 1
+  echo "stat size of offsets: $size, text: $(cat "$1/g10/groups/$G10/offsets" | head -c 200)"
+  [ "$size" = 0 ] && [ -n "$(cat "$1/g10/groups/$G10/offsets")" ] || return 1
   timeout 60 cat "$1/g10/groups/$G10/records" > "$S10/busy.out" 2>&1 || rc=$?
   echo "cat records: exit $rc: $(cat "$S10/busy.out")"
   grep -q 'Device or resource busy' "$S10/busy.out" || return 1
@@ -261,7 +265,7 @@ EOF2
   check "10 40 records by kcat: each read exactly once, by the reader whose member has its partition" \
     g10_first_round
   check "10 reader A closes: its mount leaves, B's member has all 4 partitions" g10_close_a
-  check "10 records and offsets of G10 on mount A (no reader there): EBUSY while B's member is active" \
+  check "10 records and offsets of G10 on mount A (no reader there): EBUSY while B's member is active; offsets' stat size 0" \
     g10_busy "$MA"
   check "10 a second reader on mount B: still one member there, holding all 4 partitions" \
     g10_second_reader_b

@@ -254,8 +254,9 @@ impl FsState {
                 time = self.partition(t, *p)?.modified().unwrap_or(time);
                 0
             }
-            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says).
-            Node::GroupFile(t, g, GroupFile::Offsets) => {
+            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says),
+            // where the mount holds them; asked of a cluster (remote mode), made at open.
+            Node::GroupFile(t, g, GroupFile::Offsets) if self.groups.committed_is_held() => {
                 let topic = self.topic(t)?;
                 time = topic.modified().unwrap_or(time);
                 OffsetsHandle::text(&*topic, g, &*self.groups)?.len() as u64

@@ -174,6 +174,13 @@ pub trait GroupStore: Send + Sync {
     fn groups_of(&self, topic: &str) -> Vec<String>;
     /// `group`'s committed offsets on `topic`, by partition.
     fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64>;
+    /// Whether [`GroupStore::committed`] answers from what the mount holds, without asking
+    /// anyone: `stat` of `groups/<G>/offsets` then shows its size. A store that asks a
+    /// cluster says `false`, and the file's size is 0 until it is opened (as /proc's files),
+    /// so that walking the tree asks the cluster nothing.
+    fn committed_is_held(&self) -> bool {
+        true
+    }
     /// Commits (topic, partition, next offset) for `group`; stored once it returns Ok.
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()>;
     /// Sets `group`'s committed offsets on `topic` to exactly `offsets`.

@@ -90,7 +90,7 @@ fn item4_an_offsets_write_refused_as_busy_fails_the_whole_open() {
          cat t/groups/g/follow > /dev/null & reader=$!
          sleep 0.5
          printf '0 1\\n' >&3 && echo first-written
-         kill -9 $reader; wait $reader
+         kill -9 $reader; wait $reader; sleep 0.5
          printf '0 2\\n' >&3 && echo second-written
          exec 3>&- && echo closed",
     );

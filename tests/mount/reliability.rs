@@ -150,8 +150,8 @@ fn rmdir_mkdir_with_open_handles() {
     } else {
         stale("segment_read");
     }
-    // Listing a removed working directory shows nothing (the kernel turns the ENOENT of the
-    // listing into an empty one, as for a removed directory on a disk filesystem).
+    // Listing a removed working directory shows nothing of the new topic: empty, as for a
+    // removed directory on a disk filesystem, or the stale inode's ESTALE.
     let cwd_list = get("cwd_list");
     assert!(
         cwd_list == "ok:[]" || cwd_list == "err:ENOENT" || cwd_list == "err:ESTALE",

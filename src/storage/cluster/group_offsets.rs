@@ -92,6 +92,9 @@ impl ClusterGroups {
 }
 
 impl GroupStore for ClusterGroups {
+    fn committed_is_held(&self) -> bool {
+        false
+    }
     fn groups_of(&self, topic: &str) -> Vec<String> {
         let list = match self.inner.meta.fetch_group_list(None, self.inner.timeout) {
             Ok(l) => l,
