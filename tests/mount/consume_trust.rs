@@ -40,6 +40,18 @@ fn py(m: &TestMount, name: &str, script: &str) -> Output {
     py_command(m, name, script).output().expect("run python3")
 }
 
+/// [`py`] of a script that must succeed: its standard output.
+fn py_stdout(m: &TestMount, name: &str, script: &str) -> String {
+    let out = py(m, name, script);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name}: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 fn finish(m: &TestMount, child: Child) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -543,13 +555,7 @@ print(write(b'a\n' + b'y' * 2000000 + b'\n'))
 fn item12_a_write_of_a_line_that_can_never_be_stored_is_emsgsize() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");
-    let out = py(&m, "long_lines", LONG_LINES);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = py_stdout(&m, "long_lines", LONG_LINES);
     let emsgsize = format!("errno {}", libc::EMSGSIZE);
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
@@ -660,13 +666,7 @@ print('read', os.read(fd, 65536).decode().split(), flush=True)
 fn item7_a_poller_of_a_whole_topic_follow_file_is_told_of_a_new_partition() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && echo p0-a >> t/0/append");
-    let out = py(&m, "poll_new_partition", POLL_NEW_PARTITION);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = py_stdout(&m, "poll_new_partition", POLL_NEW_PARTITION);
     assert_eq!(
         stdout, "first ['p0-a']\nidle []\ntold True\nread ['p1-a']\n",
         "{stdout}"

@@ -431,21 +431,19 @@ print(median(stdio), median(bare))
 fn item7_a_groups_offsets_file_has_its_true_size_and_tar_keeps_it() {
     let m = TestMount::start(&["--num-partitions", "2"]);
     m.ok("mkdir t && printf 'a\\nb\\nc\\n' > t/0/append");
+    // The text, which `stat` sizes.
+    let sized = |want: &str| {
+        let text = m.read("t/groups/g/offsets");
+        assert_eq!(text, want);
+        let size = m.ok("stat -c %s t/groups/g/offsets");
+        assert_eq!(size.trim(), text.len().to_string());
+        text
+    };
     m.ok("cat t/groups/g/records > /dev/null");
-    let text = m.read("t/groups/g/offsets");
-    assert_eq!(text, "0 3 3 0\n1 0 0 0\n");
-    assert_eq!(
-        m.ok("stat -c %s t/groups/g/offsets").trim(),
-        text.len().to_string()
-    );
+    sized("0 3 3 0\n1 0 0 0\n");
     // A commit changes the text and its size, seen by the next stat.
     m.ok("echo '0 1' > t/groups/g/offsets");
-    let text = m.read("t/groups/g/offsets");
-    assert_eq!(text, "0 1 3 2\n1 0 0 0\n");
-    assert_eq!(
-        m.ok("stat -c %s t/groups/g/offsets").trim(),
-        text.len().to_string()
-    );
+    let text = sized("0 1 3 2\n1 0 0 0\n");
     let out = m.dir.path().join("untar");
     std::fs::create_dir(&out).unwrap();
     m.ok(&format!(
