@@ -40,13 +40,16 @@ fn py(m: &TestMount, name: &str, script: &str) -> Output {
     py_command(m, name, script).output().expect("run python3")
 }
 
-/// [`py`] of a script that must succeed: its standard output.
-fn py_stdout(m: &TestMount, name: &str, script: &str) -> String {
-    let out = py(m, name, script);
+/// A script run with `args` that must succeed: its standard output.
+fn py_stdout(m: &TestMount, name: &str, script: &str, args: &[&str]) -> String {
+    let out = py_command(m, name, script)
+        .args(args)
+        .output()
+        .expect("run python3");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "{name}: {stdout} {}",
+        "{name} {args:?}: {stdout} {}",
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
@@ -399,14 +402,7 @@ fn item5_edge_triggered_epoll_is_told_of_every_new_record() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && printf 'a\\n' >> t/0/append");
     for path in ["t/0/follow/latest", "t/groups/g/follow"] {
-        let mut c = py_command(&m, "epoll_et", EPOLL_ET);
-        let out = c.arg(path).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{path}: {stdout} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = py_stdout(&m, "epoll_et", EPOLL_ET, &[path]);
         let rounds: Vec<&str> = stdout.lines().skip(1).collect();
         let want: Vec<String> = (0..4)
             .map(|i| format!("event True read ['x{i}']"))
@@ -423,14 +419,7 @@ fn item5_o_nonblock_read_at_the_log_end_is_eagain() {
         ("t/0/follow/earliest", "['a', 'b']"),
         ("t/groups/g/follow", "['a', 'b', 'late']"),
     ] {
-        let mut c = py_command(&m, "nonblock", NONBLOCK);
-        let out = c.arg(path).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{path}: {stdout} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = py_stdout(&m, "nonblock", NONBLOCK, &[path]);
         assert!(stdout.starts_with(&format!("before {before}")), "{stdout}");
         assert!(stdout.contains("after ['late']"), "{path}: {stdout}");
         assert!(stdout.ends_with("EAGAIN again\n"), "{path}: {stdout}");
@@ -555,7 +544,7 @@ print(write(b'a\n' + b'y' * 2000000 + b'\n'))
 fn item12_a_write_of_a_line_that_can_never_be_stored_is_emsgsize() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");
-    let stdout = py_stdout(&m, "long_lines", LONG_LINES);
+    let stdout = py_stdout(&m, "long_lines", LONG_LINES, &[]);
     let emsgsize = format!("errno {}", libc::EMSGSIZE);
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
@@ -666,7 +655,7 @@ print('read', os.read(fd, 65536).decode().split(), flush=True)
 fn item7_a_poller_of_a_whole_topic_follow_file_is_told_of_a_new_partition() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && echo p0-a >> t/0/append");
-    let stdout = py_stdout(&m, "poll_new_partition", POLL_NEW_PARTITION);
+    let stdout = py_stdout(&m, "poll_new_partition", POLL_NEW_PARTITION, &[]);
     assert_eq!(
         stdout, "first ['p0-a']\nidle []\ntold True\nread ['p1-a']\n",
         "{stdout}"
