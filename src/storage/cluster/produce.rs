@@ -634,6 +634,38 @@ mod tests {
         test_config(bootstrap, &c, true)
     }
 
+    type Mock = rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>;
+
+    /// A write-behind producer (client properties `client`) on a mock cluster holding topic
+    /// `t` of one partition.
+    fn mock_producer(client: &[(&str, &str)]) -> (Mock, ClusterConfig, Producer) {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 1, 1).unwrap();
+        let cfg = mock_config(mock.bootstrap_servers(), client);
+        let producer = Producer::new(&cfg).unwrap();
+        (mock, cfg, producer)
+    }
+
+    /// One write of `records` to topic `t` handed over behind `file`.
+    fn write_behind(
+        (producer, cfg): (&Producer, &ClusterConfig),
+        records: &[RecordInput<'_>],
+        parts: &[u32],
+        file: &Arc<Unacked>,
+        stamped: Stamped,
+        done: &mut usize,
+    ) -> Result<()> {
+        producer.send(
+            "t",
+            records,
+            parts,
+            cfg.timeout(),
+            done,
+            Some(file),
+            stamped,
+        )
+    }
+
     /// The values and timestamps of partition 0 of `topic`, in offset order: `expect` of
     /// them, and whatever else comes within 300 ms after.
     fn read_back(bootstrap: &str, topic: &str, expect: usize) -> Vec<(Vec<u8>, i64)> {
@@ -669,14 +701,8 @@ mod tests {
 
     #[test]
     fn item2_batched_hand_over_keeps_order_and_timestamps_exactly_once_through_a_full_queue() {
-        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
-        mock.create_topic("t", 1, 1).unwrap();
         // A queue of 500 records: most writes of 300 find it full part way and wait.
-        let cfg = mock_config(
-            mock.bootstrap_servers(),
-            &[("queue.buffering.max.messages", "500")],
-        );
-        let producer = Producer::new(&cfg).unwrap();
+        let (mock, cfg, producer) = mock_producer(&[("queue.buffering.max.messages", "500")]);
         let file = Unacked::new("t-0");
         let before = crate::util::clock::now_ms();
         let mut all = Vec::new();
@@ -687,17 +713,15 @@ mod tests {
             let parts = vec![0u32; records.len()];
             assert!(producer.1.takes(&records, &parts, Stamped::ByClock));
             let mut done = 0;
-            producer
-                .send(
-                    "t",
-                    &records,
-                    &parts,
-                    cfg.timeout(),
-                    &mut done,
-                    Some(&file),
-                    Stamped::ByClock,
-                )
-                .unwrap();
+            write_behind(
+                (&producer, &cfg),
+                &records,
+                &parts,
+                &file,
+                Stamped::ByClock,
+                &mut done,
+            )
+            .unwrap();
             assert_eq!(done, 300);
             all.extend(values);
         }
@@ -720,40 +744,33 @@ mod tests {
 
     #[test]
     fn item2_batched_hand_over_refused_fails_the_write_and_gives_back_its_waiters() {
-        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
-        mock.create_topic("t", 1, 1).unwrap();
-        let cfg = mock_config(mock.bootstrap_servers(), &[]);
-        let producer = Producer::new(&cfg).unwrap();
+        let (_mock, cfg, producer) = mock_producer(&[]);
         let file = Unacked::new("t");
         let values = lines(3, 0);
         let mut done = 0;
         let records = inputs(&values, crate::util::clock::now_ms());
-        producer
-            .send(
-                "t",
-                &records,
-                &[0; 3],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-                Stamped::ByClock,
-            )
-            .unwrap();
+        write_behind(
+            (&producer, &cfg),
+            &records,
+            &[0; 3],
+            &file,
+            Stamped::ByClock,
+            &mut done,
+        )
+        .unwrap();
         file.wait().unwrap();
         // Once the producer knows the topic, it refuses a partition the topic lacks.
         let records = inputs(&values, crate::util::clock::now_ms());
         assert!(producer.1.takes(&records, &[7; 3], Stamped::ByClock));
-        let err = producer
-            .send(
-                "t",
-                &records,
-                &[7; 3],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-                Stamped::ByClock,
-            )
-            .expect_err("partition 7 does not exist");
+        let err = write_behind(
+            (&producer, &cfg),
+            &records,
+            &[7; 3],
+            &file,
+            Stamped::ByClock,
+            &mut done,
+        )
+        .expect_err("partition 7 does not exist");
         assert!(
             err.to_string()
                 .contains("handing record 1 of the write to t-7"),
@@ -767,44 +784,37 @@ mod tests {
 
     #[test]
     fn item2_records_with_their_own_timestamp_or_headers_go_one_by_one_as_written() {
-        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
-        mock.create_topic("t", 1, 1).unwrap();
-        let cfg = mock_config(mock.bootstrap_servers(), &[]);
-        let producer = Producer::new(&cfg).unwrap();
+        let (mock, cfg, producer) = mock_producer(&[]);
         let file = Unacked::new("t-0");
         let values = lines(2, 0);
         // A timestamp given with the record (append.jsonl), kept as given.
         let records = inputs(&values, 1_000_000);
         assert!(!producer.1.takes(&records, &[0, 0], Stamped::AsGiven));
         let mut done = 0;
-        producer
-            .send(
-                "t",
-                &records,
-                &[0, 0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-                Stamped::AsGiven,
-            )
-            .unwrap();
+        write_behind(
+            (&producer, &cfg),
+            &records,
+            &[0, 0],
+            &file,
+            Stamped::AsGiven,
+            &mut done,
+        )
+        .unwrap();
         // A JSON record's own timestamp a moment old (a mirrored live topic) is kept too:
         // the producer's clock never replaces a timestamp a record gives.
         let recent = crate::util::clock::now_ms() - 500;
         let mirrored = inputs(&values, recent);
         assert!(!producer.1.takes(&mirrored, &[0, 0], Stamped::AsGiven));
         assert!(producer.1.takes(&mirrored, &[0, 0], Stamped::ByClock));
-        producer
-            .send(
-                "t",
-                &mirrored,
-                &[0, 0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-                Stamped::AsGiven,
-            )
-            .unwrap();
+        write_behind(
+            (&producer, &cfg),
+            &mirrored,
+            &[0, 0],
+            &file,
+            Stamped::AsGiven,
+            &mut done,
+        )
+        .unwrap();
         let h: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"v"))];
         let now = crate::util::clock::now_ms();
         let with_header = [RecordInput {
@@ -822,17 +832,15 @@ mod tests {
         );
         let big = vec![vec![b'x'; producer.1.0 + 1]];
         assert!(!producer.1.takes(&inputs(&big, now), &[0], Stamped::ByClock));
-        producer
-            .send(
-                "t",
-                &with_header,
-                &[0],
-                cfg.timeout(),
-                &mut done,
-                Some(&file),
-                Stamped::AsGiven,
-            )
-            .unwrap();
+        write_behind(
+            (&producer, &cfg),
+            &with_header,
+            &[0],
+            &file,
+            Stamped::AsGiven,
+            &mut done,
+        )
+        .unwrap();
         file.wait().unwrap();
         let got = read_back(&mock.bootstrap_servers(), "t", 5);
         assert_eq!(
