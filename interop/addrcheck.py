@@ -33,6 +33,8 @@ import os
 import sys
 import urllib.parse
 
+from tfscheck import jsonl_bytes
+
 TOPICS = {  # name: (partitions, configs)
     "t13": (2, {}),
     "kvp13": (2, {}),
@@ -128,14 +130,6 @@ def cmd_instants(argv):
     for name, args, ms in out:
         print("%s\t%s\t%d" % (name, args, ms))
     return 0
-
-
-def jsonl_bytes(v):
-    if v is None:
-        return None
-    if isinstance(v, dict):
-        return base64.b64decode(v["base64"])
-    return v.encode("utf-8")
 
 
 def cmd_streamcheck(argv):
