@@ -200,6 +200,33 @@ impl Inner {
         self.me.upgrade().expect("the storage outlives its topics")
     }
 
+    /// Produces `records[i]` to partition `parts[i]` of `topic` within the client's timeout
+    /// (see [`produce::Producer::send`]): how many were acknowledged (with `behind`: handed
+    /// over) before the first that failed, and that failure, counted in the metrics.
+    fn produce(
+        &self,
+        topic: &str,
+        records: &[RecordInput<'_>],
+        parts: &[u32],
+        behind: Option<&Arc<produce::Unacked>>,
+        stamped: Stamped,
+    ) -> (usize, Result<()>) {
+        let mut done = 0;
+        let res = self.producer.send(
+            topic,
+            records,
+            parts,
+            self.timeout,
+            &mut done,
+            behind,
+            stamped,
+        );
+        if res.is_err() {
+            crate::metrics::DaemonCounters::add(&self.counters.producer_errors, 1);
+        }
+        (done, res)
+    }
+
     /// The topics and partition counts (`fresh`: asked now). Otherwise an old answer (see
     /// [`Metadata::is_old`]) is still returned at once while a background refresh asks the
     /// cluster again, so a lookup never waits for a cluster that is down once it has been
@@ -535,19 +562,9 @@ impl ClusterTopic {
         let parts = crate::produce::route(records, count, max_record, || {
             self.round_robin.fetch_add(1, Ordering::Relaxed) % count
         })?;
-        let mut done = 0;
-        let res = self.inner.producer.send(
-            &self.name,
-            records,
-            &parts,
-            self.inner.timeout,
-            &mut done,
-            behind,
-            stamped,
-        );
-        if res.is_err() {
-            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
-        }
+        let (done, res) = self
+            .inner
+            .produce(&self.name, records, &parts, behind, stamped);
         let appended = Appended {
             records: done,
             partitions: parts[..done].iter().copied().collect(),

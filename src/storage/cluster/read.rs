@@ -80,19 +80,9 @@ impl ClusterPartition {
     /// Produces one write's records to this partition (see [`PartitionStore::append`]).
     fn append_stamped(&self, records: &[RecordInput<'_>], stamped: Stamped) -> AppendResult {
         let parts = vec![self.p; records.len()];
-        let mut done = 0;
-        let res = self.inner.producer.send(
-            &self.topic,
-            records,
-            &parts,
-            self.inner.timeout,
-            &mut done,
-            self.behind.as_ref(),
-            stamped,
-        );
-        if res.is_err() {
-            crate::metrics::DaemonCounters::add(&self.inner.counters.producer_errors, 1);
-        }
+        let (done, res) =
+            self.inner
+                .produce(&self.topic, records, &parts, self.behind.as_ref(), stamped);
         self.appended();
         let appended = Appended::to(self.p, done);
         match res {
