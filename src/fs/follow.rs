@@ -225,9 +225,8 @@ pub(super) fn start(state: &Arc<FsState>) {
                 }
                 if last_commits.elapsed() >= COMMIT_SCAN {
                     last_commits = Instant::now();
-                    state.commit_idle_readers();
+                    state.tend_group_readers();
                     state.refresh_groups();
-                    state.grow_whole_topic_readers();
                 }
             }
         });

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use super::group_handle::GroupHandle;
 use super::handle::{self, Handle};
 use super::types::ReadReply;
 use super::{FsError, FsResult, FsState, follow, report};
@@ -209,30 +210,11 @@ impl FsState {
         Ok(readable)
     }
 
-    /// The periodic commit of every follow group reader, also those that do not read now
-    /// (from the follow thread).
-    pub(super) fn commit_idle_readers(&self) {
-        let Ok(_g) = self.gate() else {
-            return;
-        };
-        let open: Vec<Arc<super::OpenFile>> = self.handles.guard().values().cloned().collect();
-        for of in open {
-            let Ok(live) = of.live() else { continue };
-            let mut h = of.handle.guard();
-            let Handle::Group(g) = &mut *h else { continue };
-            g.commit_due();
-            if g.give_up_held() && g.take_handed_over() {
-                let group = g.group().to_string();
-                drop(h);
-                drop(live);
-                self.regroup_of(&of, &group);
-            }
-        }
-    }
-
-    /// Whole-topic follow reads take the partitions added to their topic (from the follow
-    /// thread, every second); a read of one that waits is answered again.
-    pub(super) fn grow_whole_topic_readers(&self) {
+    /// Every second, from the follow thread: the periodic commit of every follow group
+    /// reader, also those that do not read now, and a rebalance where a held partition was
+    /// given away; whole-topic follow reads take the partitions added to their topic, and a
+    /// read of one that waits is answered again (with no lock held: a read takes them).
+    pub(super) fn tend_group_readers(&self) {
         let grown: Vec<u64> = {
             let Ok(_g) = self.gate() else {
                 return;
@@ -243,36 +225,40 @@ impl FsState {
                 .iter()
                 .map(|(fh, of)| (*fh, of.clone()))
                 .collect();
-            open.into_iter()
-                .filter(|(fh, of)| self.grow_whole_topic_reader(*fh, of))
-                .map(|(fh, _)| fh)
-                .collect()
+            let mut grown = Vec::new();
+            for (fh, of) in open {
+                let Ok(live) = of.live() else { continue };
+                let mut h = of.handle.guard();
+                let Handle::Group(g) = &mut *h else { continue };
+                if self.take_new_partitions(fh, &of, g) {
+                    grown.push(fh);
+                }
+                g.commit_due();
+                if g.give_up_held() && g.take_handed_over() {
+                    let group = g.group().to_string();
+                    drop(h);
+                    drop(live);
+                    self.regroup_of(&of, &group);
+                }
+            }
+            grown
         };
-        // Answered again with no lock held (a read takes them itself).
         self.resume_readers(&grown);
     }
 
-    /// [`FsState::grow_whole_topic_readers`] for one open file: whether it took partitions.
-    fn grow_whole_topic_reader(&self, fh: u64, of: &super::OpenFile) -> bool {
-        let Some(topic) = &of.topic else {
+    /// A whole-topic follow read `g` (open file `fh`) takes the partitions added to its
+    /// topic: whether it took any.
+    fn take_new_partitions(&self, fh: u64, of: &super::OpenFile, g: &mut GroupHandle) -> bool {
+        let Some(topic) = of.topic.as_ref().filter(|_| g.is_whole_topic_follow()) else {
             return false;
         };
-        let Ok(_live) = of.live() else {
+        // The storage's answer for the topic carries its partition count now (in remote
+        // mode, from the cluster's metadata).
+        let name = super::TopicName::new(topic.name(), topic.incarnation());
+        if self.topic(&name).is_err() {
             return false;
-        };
-        let grown = match &mut *of.handle.guard() {
-            Handle::Group(g) if g.is_whole_topic_follow() => {
-                // The storage's answer for the topic carries its partition count now (in
-                // remote mode, from the cluster's metadata).
-                let name = super::TopicName::new(topic.name(), topic.incarnation());
-                if self.topic(&name).is_err() {
-                    return false;
-                }
-                g.take_new_partitions()
-            }
-            _ => return false,
-        };
-        match grown {
+        }
+        match g.take_new_partitions() {
             Ok(grown) => {
                 if grown {
                     log::debug!("open file {fh}: reads the partitions added to its topic");
