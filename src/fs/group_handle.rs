@@ -1,7 +1,8 @@
 //! `<topic>/groups/<G>/records`, `records.jsonl`, `follow` and `follow.jsonl`: the topic read
 //! as consumer group G. Each assigned partition is read from G's committed offset (the log
 //! start when G has none); partitions are interleaved batch by batch. The offset after the
-//! last record whose newline reached the reader is committed: at each close and at release,
+//! last record whose newline reached the reader is committed (a read hands out at most one
+//! record, so what a program was delivered is what it used): at each close and at release,
 //! before a follow read waits (or answers EAGAIN) and when `poll` finds nothing, every 5 s,
 //! and for the partitions a rebalance takes away. A rebalance never cuts a record a reader
 //! is inside of: its partition is held until the line is delivered (at most [`HOLD_LIMIT`]).
@@ -420,15 +421,36 @@ impl GroupHandle {
         self.out.len() - self.out_pos
     }
 
-    /// The next bytes of the stream, at most `size`. The file is a stream without positions
-    /// (opened as one: `lseek` is ESPIPE): each read goes on where the last one ended.
-    /// Empty: EOF, or for follow "nothing yet".
+    /// Whether a read hands out at most one record (a reader that commits).
+    pub fn reads_by_line(&self) -> bool {
+        self.commits
+    }
+
+    /// The file offset the next read must be at: each read goes on where the last one ended
+    /// (the kernel keeps the file position, so an `lseek` to where it is succeeds, as `head`
+    /// and bash's `read` do at exit; the caller refuses a read elsewhere, as on a pipe).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The next bytes of the stream, at most `size`. Empty: EOF, or for follow "nothing yet".
+    ///
+    /// A reader that commits gets at most one record per read, as a terminal in canonical
+    /// mode hands out one line: a program asks for more only when it used what it got, so
+    /// what it was delivered when it closes is exactly what it used (`head -n K`, `sed Kq`,
+    /// a Python loop that breaks). A whole-topic read, which commits nothing, fills `size`.
     pub fn read(&mut self, size: usize) -> Result<&[u8]> {
         self.closing = false;
-        if self.buffered() < size {
-            self.fill(size)?;
+        let want = if self.reads_by_line() { 1 } else { size };
+        if self.buffered() < want {
+            self.fill(want)?;
         }
-        let n = self.buffered().min(size);
+        let mut n = self.buffered().min(size);
+        if self.reads_by_line()
+            && let Some(&(end, _, _)) = self.marks.front()
+        {
+            n = n.min((end - self.pos) as usize);
+        }
         let start = self.out_pos;
         self.out_pos += n;
         self.pos += n as u64;

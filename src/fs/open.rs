@@ -185,10 +185,6 @@ impl FsState {
                     ..
                 })
         );
-        // A group's records are consumed as they are read: a seek back cannot give them
-        // again (bash's `read` seeks back to the end of the line it used, and reads byte
-        // by byte when it cannot).
-        let stream = matches!(handle, Handle::Group(_));
         if matches!(handle, Handle::Stream(_))
             && let Some(tgid) = follow::tgid_of(pid)
         {
@@ -211,7 +207,6 @@ impl FsState {
             direct_io: true,
             backing: None,
             flush,
-            stream,
         })
     }
 }

@@ -112,6 +112,16 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
+            Handle::Group(g) if offset != g.position() => fail(
+                reply,
+                FsError::Tree(
+                    libc::ESPIPE,
+                    format!(
+                        "a read at {offset}, where the stream is at {}: a group's records are read in order",
+                        g.position()
+                    ),
+                ),
+            ),
             Handle::Group(g) => match g.read(size as usize) {
                 Ok(data) if !(data.is_empty() && follow) => {
                     reply.data(data);
@@ -160,6 +170,15 @@ impl FsState {
                 FsError::Tree(libc::EBADF, "append files are write-only".into()),
             ),
         }
+    }
+
+    /// Whether `fh` hands out one line a read, as a terminal does (a group's record file
+    /// that commits what it delivers).
+    pub fn reads_by_line(&self, fh: u64) -> bool {
+        let Ok(of) = self.handle(fh) else {
+            return false;
+        };
+        matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line())
     }
 
     /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is

@@ -75,9 +75,6 @@ pub struct Opened {
     /// Whether close(2) of it has work to do (a partial line to append, a group reader
     /// committing); the kernel sends no flush for the others.
     pub flush: bool,
-    /// Whether it is a stream with no file position (a group's record files): `lseek` and
-    /// `pread` fail with ESPIPE, as on a pipe, and reads carry no offset.
-    pub stream: bool,
 }
 
 /// What `df` shows: the log dirs' disks.

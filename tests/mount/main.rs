@@ -12,6 +12,7 @@ mod compaction;
 mod config;
 mod consume_trust;
 mod errors;
+mod exact;
 mod files;
 mod follow;
 mod groups;

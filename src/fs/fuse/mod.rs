@@ -19,10 +19,10 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags,
-    PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags, PollEvents,
+    PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
 
 use super::types::{Access, Attr, Kind, ReadReply};
@@ -352,9 +352,6 @@ impl Filesystem for TopicFs {
                 if !o.flush {
                     fopen |= FopenFlags::FOPEN_NOFLUSH;
                 }
-                if o.stream {
-                    fopen |= FopenFlags::FOPEN_STREAM;
-                }
                 match &o.backing {
                     Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
                     None => reply.opened(FileHandle(o.fh), fopen),
@@ -476,6 +473,27 @@ impl Filesystem for TopicFs {
             Ok(true) => reply.poll(PollEvents::POLLIN | PollEvents::POLLRDNORM),
             Ok(false) => reply.poll(PollEvents::empty()),
             Err(e) => reply.error(errno(report("poll", &fh.0, e))),
+        }
+    }
+
+    /// `isatty` (TCGETS) on a group's record file succeeds: it hands out a line a read, as a
+    /// terminal in canonical mode does, so programs that read a terminal line by line (mawk)
+    /// read it so and use every line they take. Nothing else is answered: ENOTTY.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        if u64::from(cmd) == libc::TCGETS && self.state.reads_by_line(fh.0) {
+            reply.ioctl(0, &[]);
+        } else {
+            reply.error(Errno::ENOTTY);
         }
     }
 

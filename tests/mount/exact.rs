@@ -1,0 +1,186 @@
+//! A group's record files are consumed exactly as used: the programs that read a buffer, use
+//! part of it and stop (`head`, `sed q`, `awk exit`, `grep -m`, Python and Java buffered
+//! readers, bash `read`) commit exactly the records they used, print no error and exit 0;
+//! the next reader of the group starts at the next record.
+
+use crate::common::mount::TestMount;
+
+/// The records of `t` (50 of 60 bytes, in partition 0).
+fn records(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("r{i:04}-{}", "x".repeat(54)))
+        .collect()
+}
+
+fn fill(m: &TestMount, topic: &str, lines: &[String]) {
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(m.path(&format!("{topic}/0/append")), body).unwrap();
+}
+
+/// The committed offset of G in partition 0 (`-` as -1).
+fn committed(m: &TestMount, topic: &str, group: &str) -> i64 {
+    let text = m.read(&format!("{topic}/groups/{group}/offsets"));
+    let field = text.split_whitespace().nth(1).unwrap().to_string();
+    field.parse().unwrap_or(-1)
+}
+
+/// Runs `script`: it must exit 0 with nothing on stderr; its stdout.
+fn clean(m: &TestMount, script: &str) -> String {
+    let out = m.sh(script);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.is_empty(),
+        "`{script}`: {} stderr: {err}",
+        out.status
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const JAVA_TAKE: &str = r#"
+import java.io.*;
+public class Take {
+    public static void main(String[] a) throws Exception {
+        int k = Integer.parseInt(a[1]);
+        try (BufferedReader r = new BufferedReader(new FileReader(a[0]))) {
+            for (int i = 0; i < k; i++) System.out.println(r.readLine());
+        }
+    }
+}
+"#;
+
+/// Each program takes K records of `file` (a group file of topic t, group g): it prints
+/// exactly those, and the group's commit moves by exactly K. `{f}` is the file, `{k}` K.
+fn programs() -> Vec<(&'static str, String)> {
+    vec![
+        ("head", "head -n {k} {f}".into()),
+        ("head from stdin", "head -n {k} < {f}".into()),
+        ("sed", "sed {k}q {f}".into()),
+        ("awk", "awk '{print} NR=={k}{exit}' {f}".into()),
+        ("grep -m", "grep -m {k} r {f}".into()),
+        ("grep -m from stdin", "grep -m {k} r < {f}".into()),
+        (
+            "python for-loop",
+            "python3 -c \"import sys
+for i, l in enumerate(open(sys.argv[1])):
+    print(l, end='')
+    if i + 1 == {k}: break\" {f}"
+                .into(),
+        ),
+        (
+            "python binary readline",
+            "python3 -c \"import sys
+f = open(sys.argv[1], 'rb')
+for _ in range({k}): sys.stdout.write(f.readline().decode())\" {f}"
+                .into(),
+        ),
+        ("java BufferedReader", "java {java} {f} {k}".into()),
+        (
+            "bash read",
+            "bash -c 'exec 3< {f}; for i in $(seq {k}); do read -r l <&3; echo \"$l\"; done'"
+                .into(),
+        ),
+    ]
+}
+
+#[test]
+fn programs_that_stop_early_commit_exactly_what_they_used() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let dir = tempfile::tempdir().unwrap();
+    let java = dir.path().join("Take.java");
+    std::fs::write(&java, JAVA_TAKE).unwrap();
+    let want = records(400);
+    fill(&m, "t", &want);
+    for file in ["records", "follow", "records.jsonl", "follow.jsonl"] {
+        // A group per file: each starts at 0.
+        let group = file.replace('.', "-");
+        let f = format!("t/groups/{group}/{file}");
+        let mut at = 0usize;
+        for (k, (name, script)) in programs().iter().enumerate() {
+            let k = k % 3 + 1;
+            let script = script
+                .replace("{k}", &k.to_string())
+                .replace("{f}", &f)
+                .replace("{java}", &java.display().to_string());
+            let out = clean(&m, &script);
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), k, "{name} on {file}: {out}");
+            for (i, line) in lines.iter().enumerate() {
+                assert!(
+                    line.contains(&want[at + i]),
+                    "{name} on {file}: line {i} is {line}, not record {}",
+                    at + i
+                );
+            }
+            at += k;
+            assert_eq!(
+                committed(&m, "t", &group),
+                at as i64,
+                "{name} on {file} took {k}"
+            );
+        }
+        // The next reader starts at the next record.
+        let next = clean(&m, &format!("head -n 1 {f}"));
+        assert!(next.contains(&want[at]), "{file}: {next}");
+    }
+}
+
+#[test]
+fn records_of_several_partitions_and_large_records_are_taken_whole() {
+    let m = TestMount::start(&["--num-partitions", "3"]);
+    m.ok("mkdir t");
+    // Records larger than bash's and stdio's buffers, in three partitions.
+    for p in 0..3 {
+        let body: String = (0..20)
+            .map(|i| format!("p{p}-{i:02}-{}\n", "y".repeat(9000)))
+            .collect();
+        std::fs::write(m.path(&format!("t/{p}/append")), body).unwrap();
+    }
+    let sum = |m: &TestMount| -> i64 {
+        m.read("t/groups/g/offsets")
+            .lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    let out = clean(&m, "head -n 4 t/groups/g/records");
+    assert_eq!(out.lines().count(), 4);
+    assert!(out.lines().all(|l| l.len() == 9006), "whole records");
+    assert_eq!(sum(&m), 4);
+    let out = clean(
+        &m,
+        "bash -c 'for i in 1 2 3; do read -r l; echo ${#l}; done < t/groups/g/records'",
+    );
+    assert_eq!(out, "9006\n9006\n9006\n");
+    assert_eq!(sum(&m), 7);
+    // `cat` takes the rest, every record once.
+    let rest = clean(&m, "cat t/groups/g/records");
+    assert_eq!(rest.lines().count(), 60 - 7);
+    assert_eq!(sum(&m), 60);
+}
+
+#[test]
+fn a_group_file_reads_as_a_terminal_and_other_files_do_not() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    fill(&m, "t", &records(3));
+    let isatty = |path: &str| {
+        m.ok(&format!(
+            "python3 -c \"import os; fd = os.open('{path}', os.O_RDONLY); print(os.isatty(fd))\""
+        ))
+    };
+    assert_eq!(isatty("t/groups/g/records"), "True\n");
+    assert_eq!(isatty("t/groups/g/follow.jsonl"), "True\n");
+    // Whole-topic reads commit nothing and read in full buffers; plain files are files.
+    assert_eq!(isatty("t/by-offset/earliest"), "False\n");
+    assert_eq!(isatty("t/0/by-offset/0"), "False\n");
+    assert_eq!(isatty("t/config"), "False\n");
+    // Opening and asking takes nothing: the next reader starts at the first record.
+    assert!(committed(&m, "t", "g") <= 0);
+    assert!(clean(&m, "head -n 1 t/groups/g/records").starts_with("r0000-"));
+}
