@@ -563,7 +563,9 @@ impl TextHandle {
                 }
                 Ok(())
             }
-            TextTarget::Config(topic, change) => change.write(owner, |_| {
+            // Each write's lines, with those the earlier writes of this open gave, are
+            // checked as the one change the close applies: a refusal fails the write.
+            TextTarget::Config(topic, change) => change.write(owner, |earlier| {
                 let mut items = Vec::new();
                 for line in text_lines(data, &format!("{topic}/config"))? {
                     let (key, value) = line.split_once('=').ok_or_else(|| {
@@ -571,10 +573,15 @@ impl TextHandle {
                     })?;
                     let (key, value) = (key.trim(), value.trim());
                     let value = (!value.is_empty()).then_some(value);
-                    mgr.check_topic_config(key, value)
-                        .map_err(|e| Error::InvalidConfig(format!("{topic}/config: {e}")))?;
                     items.push((key.to_string(), value.map(str::to_string)));
                 }
+                let all: Vec<(&str, Option<&str>)> = earlier
+                    .iter()
+                    .chain(&items)
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                mgr.check_topic_configs(topic, &all)
+                    .map_err(|e| Error::InvalidConfig(format!("{topic}/config: {e}")))?;
                 Ok(items)
             }),
             TextTarget::ReadOnly => Err(Error::NotWritable("read-only file".into())),

@@ -401,28 +401,36 @@ impl FsState {
         Ok((Self::ttl(&node), attr))
     }
 
+    /// setattr(2): modes and owners are fixed (setting them to what they are succeeds, as
+    /// `sed -i` and `cp -p` do); a truncation to 0 (`>`, `O_TRUNC`; `fh` the
+    /// open file it came through, if any) is a no-op on append and text files, and makes a
+    /// `table/` key's value empty (see [`FsState::table_truncate`]).
     pub fn setattr(
         &self,
         ino: u64,
-        chmod_chown: bool,
+        fh: Option<u64>,
+        owner: types::Owner,
         size: Option<u64>,
     ) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
-        if chmod_chown {
-            return tree(libc::EPERM, "modes and owners are fixed");
+        if owner != types::Owner::default() {
+            let now = match self.attr(ino, &node) {
+                Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
+                r => r?,
+            };
+            let same = owner.mode.is_none_or(|m| m & 0o7777 == u32::from(now.perm))
+                && owner.uid.is_none_or(|u| u == now.uid)
+                && owner.gid.is_none_or(|g| g == now.gid);
+            if !same {
+                return tree(libc::EPERM, "modes and owners are fixed");
+            }
         }
         if let Some(size) = size {
-            if node.kind() == Kind::Directory {
-                return tree(libc::EISDIR, "is a directory");
+            Self::may_truncate(&node, size)?;
+            if let Node::TableKey(t, key) = &node {
+                self.table_truncate(t, key, fh)?;
             }
-            if !node.writable() {
-                return tree(libc::EACCES, "read-only file");
-            }
-            if !node.truncatable() || size != 0 {
-                return tree(libc::EPERM, format!("cannot truncate to {size} bytes"));
-            }
-            // Truncating to 0 is what `>` sends: appending never loses data, so it is a no-op.
         }
         match self.attr(ino, &node) {
             // `touch` sets the times of the key it created before its close.
@@ -431,6 +439,22 @@ impl FsState {
             }
             r => Ok((Self::ttl(&node), r?)),
         }
+    }
+
+    /// Whether `node` may be truncated to `size`: only to 0, and only what takes writes
+    /// (truncating an append file is a no-op: appending never loses data; a `table/` key
+    /// gets an empty value).
+    pub(super) fn may_truncate(node: &Node, size: u64) -> FsResult<()> {
+        if node.kind() == Kind::Directory {
+            return tree(libc::EISDIR, "is a directory");
+        }
+        if !node.writable() {
+            return tree(libc::EACCES, "read-only file");
+        }
+        if !node.truncatable() || size != 0 {
+            return tree(libc::EPERM, format!("cannot truncate to {size} bytes"));
+        }
+        Ok(())
     }
 
     /// The entries from `offset` on, `.` and `..` first.
@@ -513,7 +537,7 @@ impl FsState {
         match &mut *h {
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,
-            Handle::Table(t) => t.write(data, owner),
+            Handle::Table(t) => t.write(data, owner)?,
             Handle::GroupOffsets(o) => {
                 if let Err(e) = self.offsets_movable(&of, o) {
                     // As a bad line does, a refused write fails the whole open.
@@ -758,8 +782,30 @@ impl FsState {
         FsError::Tree(libc::EPERM, "symlinks cannot be created".into())
     }
 
-    pub fn rename(&self, _parent: u64, _name: &OsStr) -> FsError {
-        FsError::Tree(libc::EPERM, "nothing can be renamed".into())
+    /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE): within a
+    /// topic's `table/`, a key's value moves to another key; nothing else can be renamed.
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        newparent: u64,
+        newname: &OsStr,
+        flags: u32,
+    ) -> FsResult<()> {
+        let _g = self.gate()?;
+        match (self.node(parent)?, self.node(newparent)?) {
+            (Node::Table(t), Node::Table(u)) if t == u => {
+                self.table_rename(&t, name, newname, flags)
+            }
+            (Node::Table(_), Node::Table(_)) => tree(
+                libc::EXDEV,
+                "a key moves within its own topic's table/ only",
+            ),
+            _ => tree(
+                libc::EPERM,
+                "only keys of table/ can be renamed (within their table/)",
+            ),
+        }
     }
 
     pub fn link(&self, _ino: u64, _newname: &OsStr) -> FsError {

@@ -20,6 +20,9 @@ impl FsState {
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         self.may_open(&node, access)?;
+        if access.truncate {
+            Self::may_truncate(&node, 0)?;
+        }
         if let Node::GroupFile(t, g, f) = &node
             && let Some(format) = f.format()
         {
@@ -56,7 +59,13 @@ impl FsState {
                     backing = Some(file.clone());
                     (Handle::Segment(file), false)
                 }
-                Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
+                Node::TableKey(t, key) => {
+                    let mut h = self.table_open(t, key, access)?;
+                    if let (Handle::Table(h), true) = (&mut h, access.truncate) {
+                        h.truncate();
+                    }
+                    (h, true)
+                }
                 // Every file was handled above: the rest are directories.
                 _ => return tree(libc::EISDIR, format!("{node} is a directory")),
             }
@@ -71,7 +80,7 @@ impl FsState {
     /// Who may open what: the mode bits (EACCES), and the append files of an internal topic
     /// (EPERM).
     fn may_open(&self, node: &Node, access: Access) -> FsResult<()> {
-        let Access { read, write } = access;
+        let Access { read, write, .. } = access;
         if (read && !node.readable()) || (write && !node.writable()) {
             return tree(
                 libc::EACCES,

@@ -52,7 +52,10 @@ impl TableHandle {
         &self.value[start..end]
     }
 
-    pub fn write(&mut self, data: &[u8], owner: Option<u64>) {
+    /// One write: the value grows by `data`. The write that takes it past the largest
+    /// record the topic takes fails with EMSGSIZE, and so does every later one: the close
+    /// stores nothing (the key keeps its value).
+    pub fn write(&mut self, data: &[u8], owner: Option<u64>) -> crate::error::Result<()> {
         self.wrote = true;
         self.writer = owner.or(self.writer);
         let buf = self.written.get_or_insert_with(Vec::new);
@@ -63,7 +66,19 @@ impl TableHandle {
             *buf = Vec::new();
         } else {
             buf.extend_from_slice(data);
+            return Ok(());
         }
+        Err(Error::RecordTooLarge {
+            size: self.oversized.unwrap_or_default(),
+            max: self.max_record,
+        })
+    }
+
+    /// The open truncated the file (`O_TRUNC`, `truncate`): the close stores what is written
+    /// from now on, also nothing (an empty value: `: > k`, `cp /dev/null k`).
+    pub fn truncate(&mut self) {
+        self.written = Some(Vec::new());
+        self.oversized = None;
     }
 
     /// Whether close has a record to produce.
@@ -329,6 +344,80 @@ impl FsState {
             time: SystemTime::now(),
             io_size: super::IO_SIZE,
         }
+    }
+
+    /// A truncation of `table/<key>` to 0: through an open file (`O_TRUNC`), its close
+    /// stores what is written after it, also nothing; by path (`truncate -s 0`), an empty
+    /// value now.
+    pub(super) fn table_truncate(
+        &self,
+        t: &TopicName,
+        key: &[u8],
+        fh: Option<u64>,
+    ) -> FsResult<()> {
+        if let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned())
+            && let Handle::Table(h) = &mut *of.handle.guard()
+        {
+            h.truncate();
+            return Ok(());
+        }
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        if self.storage.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        append_record(&*topic, key, Some(&[]), topic.max_message_bytes())?;
+        Ok(())
+    }
+
+    /// rename(2) of `table/<from>` to `table/<to>`: `to` takes `from`'s value (a record),
+    /// then `from` gets a tombstone, as a link and an unlink would (a crash between the two
+    /// leaves both keys). This is how `sed -i`, `perl -pi` and editors that save through a
+    /// temporary name replace a key's value.
+    pub(super) fn table_rename(
+        &self,
+        t: &TopicName,
+        from: &OsStr,
+        to: &OsStr,
+        flags: u32,
+    ) -> FsResult<()> {
+        if flags & libc::RENAME_EXCHANGE != 0 {
+            return tree(libc::EINVAL, "keys cannot be exchanged");
+        }
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        if self.storage.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        let Node::TableKey(_, old) = self.table_child(t, from)? else {
+            unreachable!("table_child gives a key");
+        };
+        let Some(new) = to.to_str().and_then(name_to_key) else {
+            return tree(
+                libc::EINVAL,
+                format!("{to:?} is not the name of a key (see the escaping rule)"),
+            );
+        };
+        if old[..] == new[..] {
+            return Ok(());
+        }
+        let idx = self.key_index(&*topic)?;
+        if flags & libc::RENAME_NOREPLACE != 0 && idx.get(&*topic, &new)?.is_some() {
+            return tree(libc::EEXIST, format!("{t}/table has a key {to:?}"));
+        }
+        let Some((value, _)) = idx.value(&*topic, &old)? else {
+            return tree(libc::ENOENT, format!("{t}/table has no key {from:?}"));
+        };
+        let max = topic.max_message_bytes();
+        append_record(&*topic, &new, Some(&value), max)?;
+        append_record(&*topic, &old, None, max)?;
+        Ok(())
     }
 
     /// unlink(2) of `table/<name>`: a tombstone for the key.

@@ -14,10 +14,12 @@ pub(super) const ROOT: u64 = 1;
 pub(super) const RO: Access = Access {
     read: true,
     write: false,
+    truncate: false,
 };
 pub(super) const WO: Access = Access {
     read: false,
     write: true,
+    truncate: false,
 };
 
 /// This thread, as FUSE would name the caller.
@@ -190,10 +192,24 @@ fn files_keep_their_modes_and_refuse_what_they_cannot_do() {
         libc::EPERM
     );
     assert_eq!(fs.fallocate(append, 0, 4096).errno(), libc::EPERM);
-    assert_eq!(errno_of(fs.setattr(leo, true, None)), libc::EPERM);
+    let chmod = |mode| crate::fs::types::Owner {
+        mode: Some(mode),
+        ..Default::default()
+    };
+    assert_eq!(
+        errno_of(fs.setattr(leo, None, chmod(0o777), None)),
+        libc::EPERM
+    );
+    // Setting the mode it has is no change.
+    let mode = fs.getattr(leo, None, me()).unwrap().1.perm;
+    assert!(fs.setattr(leo, None, chmod(u32::from(mode)), None).is_ok());
     // `>` truncates an append file to 0: a no-op; any other size is refused.
-    assert!(fs.setattr(append, false, Some(0)).is_ok());
-    assert_eq!(errno_of(fs.setattr(append, false, Some(3))), libc::EPERM);
+    let none = crate::fs::types::Owner::default();
+    assert!(fs.setattr(append, None, none, Some(0)).is_ok());
+    assert_eq!(
+        errno_of(fs.setattr(append, None, none, Some(3))),
+        libc::EPERM
+    );
     assert_eq!(errno_of(fs.access(leo, libc::W_OK)), libc::EACCES);
     fs.access(leo, libc::R_OK).unwrap();
     assert_eq!(read(&fs, 999, 0, 10), Answer::Errno(libc::EBADF));

@@ -67,8 +67,8 @@ impl Storage for Joined {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         Storage::set_partition_count(&*self.inner, topic, count)
     }
-    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
-        Storage::check_topic_config(&*self.inner, key, value)
+    fn check_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        Storage::check_topic_configs(&*self.inner, topic, changes)
     }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         Storage::set_topic_configs(&*self.inner, topic, changes)

@@ -51,7 +51,7 @@ impl Storage for Memory {
             requested: count,
         })
     }
-    fn check_topic_config(&self, _: &str, _: Option<&str>) -> Result<()> {
+    fn check_topic_configs(&self, _: &str, _: &[(&str, Option<&str>)]) -> Result<()> {
         Err(Error::InvalidConfig("no configs here".into()))
     }
     fn set_topic_configs(&self, _: &str, _: &[(&str, Option<&str>)]) -> Result<()> {

@@ -73,7 +73,7 @@ impl Storage for Remote {
     fn delete_topic(&self, name: &str) -> Result<()> {
         Err(Error::UnknownTopic(name.into()))
     }
-    fn check_topic_config(&self, _: &str, _: Option<&str>) -> Result<()> {
+    fn check_topic_configs(&self, _: &str, _: &[(&str, Option<&str>)]) -> Result<()> {
         Err(Error::from(std::io::Error::other(
             "the cluster does not answer",
         )))

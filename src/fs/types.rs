@@ -28,6 +28,14 @@ pub struct Attr {
     pub io_size: u32,
 }
 
+/// What a setattr(2) asks of modes and owners (`chmod`, `chown`): each `None` when not asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
 /// One directory entry; `next` is the offset a later readdir continues from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
@@ -42,24 +50,22 @@ pub struct DirEntry {
 pub struct Access {
     pub read: bool,
     pub write: bool,
+    /// O_TRUNC: the open truncates the file to 0 (the kernel sends it with the open).
+    pub truncate: bool,
 }
 
 impl Access {
-    /// From open(2)'s flags (O_RDONLY, O_WRONLY, O_RDWR).
+    /// From open(2)'s flags (O_RDONLY, O_WRONLY, O_RDWR; O_TRUNC).
     pub fn from_flags(flags: i32) -> Access {
-        match flags & libc::O_ACCMODE {
-            libc::O_WRONLY => Access {
-                read: false,
-                write: true,
-            },
-            libc::O_RDWR => Access {
-                read: true,
-                write: true,
-            },
-            _ => Access {
-                read: true,
-                write: false,
-            },
+        let (read, write) = match flags & libc::O_ACCMODE {
+            libc::O_WRONLY => (false, true),
+            libc::O_RDWR => (true, true),
+            _ => (true, false),
+        };
+        Access {
+            read,
+            write,
+            truncate: write && flags & libc::O_TRUNC != 0,
         }
     }
 }

@@ -296,7 +296,27 @@ impl LogManager {
         self.writable()?;
         let _admin = self.admin.guard();
         let t = self.topic(topic)?;
-        let mut ov = t.overrides();
+        let (ov, cfg) = self.topic_config_with(topic, changes)?;
+        let cfg = Arc::new(cfg);
+        self.set_overrides_locked(topic, Some(ov.clone()))?;
+        *t.overrides.guard() = ov;
+        *t.config.write_guard() = cfg.clone();
+        for l in t.partitions() {
+            l.set_config(cfg.clone());
+        }
+        t.touch();
+        Ok(())
+    }
+
+    /// The overrides and the config `topic` would have with `changes` made to its overrides
+    /// (each key and value checked by Kafka's validators, and the whole: `__consumer_offsets`
+    /// keeps `compact`). Nothing changes.
+    pub fn topic_config_with(
+        &self,
+        topic: &str,
+        changes: &[(&str, Option<&str>)],
+    ) -> Result<(BTreeMap<String, String>, LogConfig)> {
+        let mut ov = self.topic(topic)?.overrides();
         for (key, value) in changes {
             self.check_topic_config(key, *value)?;
             let key = key.trim();
@@ -309,21 +329,14 @@ impl LogManager {
                 }
             }
         }
-        let cfg = Arc::new(self.config.log.for_topic(topic, &ov)?);
+        let cfg = self.config.log.for_topic(topic, &ov)?;
         if topic == crate::consumer_offsets::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
             // Its records are the latest commit of each key: deleting by age loses commits.
             return Err(Error::InvalidConfig(format!(
                 "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"
             )));
         }
-        self.set_overrides_locked(topic, Some(ov.clone()))?;
-        *t.overrides.guard() = ov;
-        *t.config.write_guard() = cfg.clone();
-        for l in t.partitions() {
-            l.set_config(cfg.clone());
-        }
-        t.touch();
-        Ok(())
+        Ok((ov, cfg))
     }
 
     fn set_overrides_locked(

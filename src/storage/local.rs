@@ -34,8 +34,8 @@ impl Storage for LogManager {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         LogManager::set_partition_count(self, topic, count)
     }
-    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()> {
-        LogManager::check_topic_config(self, key, value)
+    fn check_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        LogManager::topic_config_with(self, topic, changes).map(|_| ())
     }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         LogManager::set_topic_configs(self, topic, changes)

@@ -121,9 +121,10 @@ pub trait Storage: Send + Sync {
     fn delete_topic(&self, name: &str) -> Result<()>;
     /// Grows a topic to `count` partitions (never shrinks: [`partition_growth`]).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
-    /// Whether one topic config line (`Some` sets, `None` removes) would be accepted, as far
-    /// as it can be told before it is applied; nothing changes.
-    fn check_topic_config(&self, key: &str, value: Option<&str>) -> Result<()>;
+    /// Whether this change of a topic's overrides (`Some` sets, `None` removes) would be
+    /// accepted whole by [`Storage::set_topic_configs`]; nothing changes. A file of config
+    /// lines asks at each write, so that a refusal reaches the writer at the write.
+    fn check_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()>;
     /// Sets (`Some`) or removes (`None`) topic config overrides, all or none.
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()>;
     /// Makes everything appended to one partition durable.

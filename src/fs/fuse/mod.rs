@@ -25,7 +25,7 @@ use fuser::{
     Request, TimeOrNow, WriteFlags,
 };
 
-use super::types::{Access, Attr, Kind, ReadReply};
+use super::types::{Access, Attr, Kind, Owner, ReadReply};
 use super::{FsResult, FsState, MAX_WRITE, report};
 use crate::util::sync::MutexExt;
 
@@ -205,6 +205,14 @@ impl Filesystem for TopicFs {
         if let Err(nearest) = config.set_max_write(MAX_WRITE) {
             let _ = config.set_max_write(nearest);
         }
+        // O_TRUNC comes with the open (not as a truncation before it): an open of a `table/`
+        // key that truncates and writes nothing stores an empty value.
+        if config
+            .add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC)
+            .is_err()
+        {
+            log::warn!("the kernel has no atomic O_TRUNC: `: > table/<key>` keeps the value");
+        }
         if self.passthrough.load(Ordering::Acquire) {
             // Depth 1: the backing files are on a plain filesystem (not a stacked one such as
             // overlayfs), and this mount may itself be stacked under one.
@@ -246,16 +254,16 @@ impl Filesystem for TopicFs {
         _atime: Option<TimeOrNow>,
         _mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
+        fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let chmod_chown = mode.is_some() || uid.is_some() || gid.is_some();
+        let owner = Owner { mode, uid, gid };
         attr(
-            self.state.setattr(ino.0, chmod_chown, size),
+            self.state.setattr(ino.0, fh.map(|f| f.0), owner, size),
             "setattr",
             ino,
             reply,
@@ -316,13 +324,18 @@ impl Filesystem for TopicFs {
         _req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _newparent: INodeNo,
-        _newname: &OsStr,
-        _flags: RenameFlags,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let e = self.state.rename(parent.0, name);
-        reply.error(errno(report("rename", &name_in(parent, name), e)));
+        empty(
+            self.state
+                .rename(parent.0, name, newparent.0, newname, flags.bits()),
+            "rename",
+            &name_in(parent, name),
+            reply,
+        );
     }
 
     fn link(

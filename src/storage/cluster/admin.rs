@@ -151,10 +151,18 @@ unsafe fn text(p: *const std::ffi::c_char) -> String {
 ///
 /// One step (over 80 lines): one librdkafka Admin call, whose resources `Call` frees, kept in
 /// one `unsafe` block so its SAFETY argument covers every pointer it uses.
+/// Whether a config change is applied or only validated by the cluster.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Alter {
+    Apply,
+    ValidateOnly,
+}
+
 pub(super) fn alter_configs(
     inner: &Inner,
     topic: &str,
     changes: &[(&str, Option<&str>)],
+    alter: Alter,
 ) -> Result<()> {
     let name = c_string(topic)?;
     let mut keys = Vec::new();
@@ -201,6 +209,14 @@ pub(super) fn alter_configs(
             errbuf.as_mut_ptr(),
             errbuf.len(),
         );
+        if alter == Alter::ValidateOnly {
+            ffi::rd_kafka_AdminOptions_set_validate_only(
+                call.opts,
+                1,
+                errbuf.as_mut_ptr(),
+                errbuf.len(),
+            );
+        }
         call.queue = ffi::rd_kafka_queue_new(rk);
         let mut resources = [call.res];
         ffi::rd_kafka_IncrementalAlterConfigs(rk, resources.as_mut_ptr(), 1, call.opts, call.queue);
@@ -237,6 +253,8 @@ pub(super) fn alter_configs(
             }
         }
     }
-    log::info!("changed the configs of {topic} in the cluster: {changes:?}");
+    if alter == Alter::Apply {
+        log::info!("changed the configs of {topic} in the cluster: {changes:?}");
+    }
     Ok(())
 }

@@ -390,16 +390,17 @@ impl Storage for ClusterStorage {
         }
         Ok(())
     }
-    fn check_topic_config(&self, key: &str, _value: Option<&str>) -> Result<()> {
-        // The cluster validates keys and values when the change is applied.
-        if key.trim().is_empty() {
+    fn check_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        if changes.iter().any(|(k, _)| k.trim().is_empty()) {
             return Err(Error::InvalidConfig("an empty config key".to_string()));
         }
-        Ok(())
+        // The cluster's own validators, on a change it does not apply (validate_only).
+        self.0.topic(topic, true)?;
+        admin::alter_configs(&self.0, topic, changes, admin::Alter::ValidateOnly)
     }
     fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         let t = self.0.topic(topic, true)?;
-        admin::alter_configs(&self.0, topic, changes)?;
+        admin::alter_configs(&self.0, topic, changes, admin::Alter::Apply)?;
         // Read back while the cluster answers, not at the next open of an append file.
         *t.max_message_bytes.guard() = None;
         TopicStore::max_message_bytes(&*t);

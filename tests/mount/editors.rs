@@ -1,0 +1,114 @@
+//! `table/` under the tools people edit files with: truncation stores an empty value, a
+//! `touch` stores nothing, a rename moves a value to another key (`sed -i`, `perl -pi`, `ex`),
+//! and refusals reach the writer at its `write()`, not only at `close()`.
+
+use crate::common::mount::TestMount;
+
+/// The records of partition 0 of `topic` as (key, value), read from the segment files by
+/// kafka-protocol (an independent decoder).
+fn keyed(m: &TestMount, topic: &str) -> Vec<(String, Option<String>)> {
+    let dir = m.partition_dir(topic, 0);
+    crate::common::decode::decode_dir_records(&dir)
+        .into_iter()
+        .map(|r| {
+            (
+                String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned(),
+                r.value.map(|v| String::from_utf8_lossy(&v).into_owned()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn truncation_touch_and_renames_store_what_an_editor_means() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo hello > t/table/k");
+    // `: > k` and `cp /dev/null k`: an empty value.
+    m.ok(": > t/table/k");
+    assert_eq!(m.ok("stat -c %s t/table/k"), "0\n");
+    m.ok("echo v2 > t/table/k && cp /dev/null t/table/k");
+    assert_eq!(m.ok("stat -c %s t/table/k"), "0\n");
+    // `touch` of a key with a value stores nothing.
+    m.ok("echo v3 > t/table/k");
+    let before = keyed(&m, "t").len();
+    m.ok("touch t/table/k");
+    assert_eq!(keyed(&m, "t").len(), before);
+    assert_eq!(m.read("t/table/k"), "v3\n");
+    // `truncate -s 0` by path: an empty value now.
+    m.ok("truncate -s 0 t/table/k");
+    assert_eq!(m.read("t/table/k"), "");
+    // sed -i writes a temporary key and renames it onto k: no error, k has the new value,
+    // the temporary name is gone.
+    m.ok("echo 'colour=red' > t/table/k");
+    let out = m.sh("sed -i 's/red/blue/' t/table/k");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(m.read("t/table/k"), "colour=blue\n");
+    assert_eq!(m.ok("ls t/table"), "k\n");
+    // perl -pi and ex save the same way.
+    m.ok("perl -pi -e 's/blue/green/' t/table/k");
+    assert_eq!(m.read("t/table/k"), "colour=green\n");
+    m.ok("ex -s -c '%s/green/black/' -c 'wq' t/table/k");
+    assert_eq!(m.read("t/table/k"), "colour=black\n");
+    // mv: the value moves, the old key is a tombstone in the log.
+    m.ok("mv t/table/k t/table/moved");
+    assert_eq!(m.read("t/table/moved"), "colour=black\n");
+    m.fails_with("cat t/table/k", "No such file or directory");
+    let last = keyed(&m, "t");
+    let n = last.len();
+    assert_eq!(last[n - 2], ("moved".into(), Some("colour=black\n".into())));
+    assert_eq!(last[n - 1], ("k".into(), None));
+    // rename(2) across topics is EXDEV (`mv` then copies and removes); anything else EPERM.
+    m.ok("mkdir u && echo x > u/table/a");
+    let out = m.ok("python3 -c \"import os
+try:
+    os.rename('u/table/a', 't/table/a')
+except OSError as e:
+    print(e.errno)\"");
+    assert_eq!(out.trim(), libc::EXDEV.to_string());
+    assert_eq!(m.read("u/table/a"), "x\n");
+    m.ok("mv u/table/a t/table/a");
+    assert_eq!(m.read("t/table/a"), "x\n");
+    m.fails_with("cat u/table/a", "No such file or directory");
+    m.fails_with("mv t/0/append t/0/x", "Operation not permitted");
+}
+
+#[test]
+fn refusals_come_at_the_write_that_brings_them() {
+    let m = TestMount::start(&[]);
+    // A group's commit makes __consumer_offsets.
+    m.ok("mkdir t && echo a >> t/0/append && head -n 1 t/groups/g/records");
+    // __consumer_offsets keeps compact: bash's echo and printf see the refusal.
+    let bash = |script: &str| format!("exec bash -c '{}'", script.replace('\'', "'\\''"));
+    let err = m.fails(&bash(
+        "echo cleanup.policy=delete >> __consumer_offsets/config",
+    ));
+    assert!(err.contains("Invalid argument"), "{err}");
+    let err = m.fails(&bash(
+        "printf \"cleanup.policy=delete\\n\" > __consumer_offsets/config",
+    ));
+    assert!(err.contains("Invalid argument"), "{err}");
+    assert!(
+        !m.read("__consumer_offsets/config")
+            .contains("cleanup.policy=delete")
+    );
+    // The rule is about the change as a whole: two writes of one open are one change.
+    let err = m.fails(&bash(
+        "exec 3>>__consumer_offsets/config; printf \"cleanup.policy=compact\\n\" >&3 && \
+         printf \"cleanup.policy=delete\\n\" >&3",
+    ));
+    assert!(err.contains("Invalid argument"), "{err}");
+    // A bad value of another topic's config, at the write.
+    m.fails_with(
+        &bash("echo retention.ms=abc >> t/config"),
+        "Invalid argument",
+    );
+    // A table/ value over max.message.bytes fails the write that passes it: EMSGSIZE, and
+    // the key keeps its value.
+    m.ok("echo max.message.bytes=1000 >> t/config && echo small > t/table/k");
+    let err = m.fails("head -c 5000 /dev/zero > t/table/k");
+    assert!(err.contains("Message too long"), "{err}");
+    let err = m.fails(&bash("printf %05000d 0 > t/table/k"));
+    assert!(err.contains("Message too long"), "{err}");
+    assert_eq!(m.read("t/table/k"), "small\n");
+}
