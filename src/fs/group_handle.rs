@@ -17,6 +17,16 @@ use crate::error::{Error, Result};
 use crate::fs::inode::Format;
 use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, TopicStore};
 
+/// The smallest read that is served in full from a group's record files: programs that
+/// read in requests this large (`cat`, `cp`, `dd bs=1M`: `cat` reads max(`st_blksize`,
+/// 128 KiB)) use every byte they read. Smaller reads get at most one record: line readers
+/// (stdio 4-8 KiB, Python's `st_blksize`, Java 8 KiB, grep 96 KiB, Node 64 KiB) stop early.
+pub const BULK_READ: usize = 128 * 1024;
+
+/// The `st_blksize` of a group's record files: below [`BULK_READ`], so that readers that
+/// size their buffers by it (Python's buffered files) read a record at a time.
+pub const LINE_IO_SIZE: u32 = 64 * 1024;
+
 /// How often a follow reader that keeps reading commits.
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -435,20 +445,20 @@ impl GroupHandle {
 
     /// The next bytes of the stream, at most `size`. Empty: EOF, or for follow "nothing yet".
     ///
-    /// A reader that commits gets at most one record per read, as a terminal in canonical
-    /// mode hands out one line: a program asks for more only when it used what it got, so
-    /// what it was delivered when it closes is exactly what it used (`head -n K`, `sed Kq`,
-    /// a Python loop that breaks). A whole-topic read, which commits nothing, fills `size`.
+    /// A reader that commits gets at most one record per read smaller than [`BULK_READ`], as
+    /// a terminal in canonical mode hands out one line: a program asks for more only when it
+    /// used what it got, so what it was delivered when it closes is exactly what it used
+    /// (`head -n K`, `sed Kq`, a Python loop that breaks). A bulk read, and any read of a
+    /// whole-topic file (which commits nothing), is filled with whole records.
     pub fn read(&mut self, size: usize) -> Result<&[u8]> {
         self.closing = false;
-        let want = if self.reads_by_line() { 1 } else { size };
+        let one = self.reads_by_line() && size < BULK_READ;
+        let want = if one { 1 } else { size };
         if self.buffered() < want {
             self.fill(want)?;
         }
         let mut n = self.buffered().min(size);
-        if self.reads_by_line()
-            && let Some(&(end, _, _)) = self.marks.front()
-        {
+        if one && let Some(&(end, _, _)) = self.marks.front() {
             n = n.min((end - self.pos) as usize);
         }
         let start = self.out_pos;

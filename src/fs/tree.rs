@@ -290,8 +290,9 @@ impl FsState {
         // Files are read in requests as large as the kernel sends; append files keep the
         // 128 KiB writes `cat` and `cp` make by default (bulk appends in 1 MiB requests
         // measured slower).
-        let io_size = match kind {
-            Kind::File if !node.is_append() => super::IO_SIZE,
+        let io_size = match node {
+            Node::GroupFile(_, _, f) if f.format().is_some() => super::group_handle::LINE_IO_SIZE,
+            _ if kind == Kind::File && !node.is_append() => super::IO_SIZE,
             _ => 4096,
         };
         Ok(Attr {

@@ -5,7 +5,7 @@
 
 use crate::common::mount::TestMount;
 
-/// The records of `t` (50 of 60 bytes, in partition 0).
+/// `n` records of 60 bytes (61 with the newline).
 fn records(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| format!("r{i:04}-{}", "x".repeat(54)))
@@ -162,6 +162,26 @@ fn records_of_several_partitions_and_large_records_are_taken_whole() {
     let rest = clean(&m, "cat t/groups/g/records");
     assert_eq!(rest.lines().count(), 60 - 7);
     assert_eq!(sum(&m), 60);
+}
+
+#[test]
+fn small_reads_get_one_record_and_bulk_reads_whole_records() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    fill(&m, "t", &records(5000));
+    // st_blksize is below the bulk size: Python's buffered files read a record at a time.
+    assert_eq!(m.ok("stat -c %o t/groups/g/records"), "65536\n");
+    let sizes = m.ok("python3 -c \"import os
+fd = os.open('t/groups/g/records', os.O_RDONLY)
+print(len(os.read(fd, 65536)), len(os.read(fd, 131071)), len(os.read(fd, 131072)))\"");
+    // 60-byte lines: one, one, then as many whole and partial as 128 KiB holds.
+    assert_eq!(sizes, "61 61 131072\n");
+    // The record cut at the end of the bulk read is not committed: 2 + 2148 whole ones.
+    assert_eq!(committed(&m, "t", "g"), 2 + 131072 / 61);
+    // `cat` reads in bulk: every record once, at well over a record a request.
+    let all = clean(&m, "cat t/groups/h/records");
+    assert_eq!(all.lines().count(), 5000);
+    assert_eq!(committed(&m, "t", "h"), 5000);
 }
 
 #[test]
