@@ -44,6 +44,7 @@ pub mod config;
 pub mod dump;
 pub(crate) mod error;
 pub(crate) mod jsonl;
+pub mod logtail;
 pub mod os;
 pub mod util;
 

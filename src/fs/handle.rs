@@ -24,6 +24,44 @@ pub enum Handle {
     Segment(Arc<File>),
     /// `table/<key>`.
     Table(super::table::TableHandle),
+    /// `@log`.
+    Log(LogHandle),
+}
+
+/// An open `@log`: file offset 0 is the first line kept at open. A reader that falls behind
+/// the lines kept goes on from the first one kept (its offsets then name later lines).
+pub struct LogHandle {
+    /// The stream position ([`crate::logtail`]) of file offset 0.
+    base: u64,
+}
+
+impl LogHandle {
+    pub fn open() -> LogHandle {
+        LogHandle {
+            base: crate::logtail::global().bounds().0,
+        }
+    }
+
+    /// Up to `size` bytes at file offset `offset`; empty at the end.
+    pub fn read(&mut self, offset: u64, size: usize) -> Vec<u8> {
+        let at = self.base + offset;
+        let (from, bytes) = crate::logtail::global().read(at, size);
+        if from > at {
+            // Dropped lines: the reader goes on from the first one kept.
+            self.base = from - offset;
+        }
+        bytes
+    }
+
+    /// The stream position a read at file offset `offset` waits to pass.
+    pub fn position(&self, offset: u64) -> u64 {
+        self.base + offset
+    }
+
+    /// The file's length as its reader sees it: it only grows.
+    pub fn length(&self) -> u64 {
+        crate::logtail::global().bounds().1 - self.base
+    }
 }
 
 impl Handle {
@@ -35,7 +73,7 @@ impl Handle {
             Handle::Text(t) => t.pending(),
             Handle::GroupOffsets(o) => o.pending(),
             Handle::Table(t) => t.pending(),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => false,
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) | Handle::Log(_) => false,
         }
     }
 
@@ -56,7 +94,9 @@ impl Handle {
             Handle::Table(t) => t.produce(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) => Ok(()),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) | Handle::Log(_) => {
+                Ok(())
+            }
         }
     }
 
@@ -580,8 +620,12 @@ impl TextHandle {
                     .chain(&items)
                     .map(|(k, v)| (k.as_str(), v.as_deref()))
                     .collect();
-                mgr.check_topic_configs(topic, &all)
-                    .map_err(|e| Error::InvalidConfig(format!("{topic}/config: {e}")))?;
+                mgr.check_topic_configs(topic, &all).map_err(|e| match e {
+                    Error::InvalidConfig(why) => {
+                        Error::InvalidConfig(format!("{topic}/config: {why}"))
+                    }
+                    e => e,
+                })?;
                 Ok(items)
             }),
             TextTarget::ReadOnly => Err(Error::NotWritable("read-only file".into())),

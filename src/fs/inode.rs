@@ -72,6 +72,8 @@ pub enum Node {
     GroupFile(TopicName, Arc<str>, GroupFile),
     /// `<mountpoint>/@metrics`.
     Metrics,
+    /// `<mountpoint>/@log`: the daemon's last log lines, followed.
+    Log,
     /// `<topic>/table/`.
     Table(TopicName),
     /// `<topic>/table/<key>`: the key's bytes (the name is their escaped form).
@@ -126,6 +128,7 @@ pub const GROUPS_DIR: &str = "groups";
 
 /// The name of the metrics file at the root (`@` starts no topic name).
 pub const METRICS_FILE: &str = "@metrics";
+pub const LOG_FILE: &str = "@log";
 
 /// The name of the directory of keys under a topic.
 pub const TABLE_DIR: &str = "table";
@@ -354,7 +357,7 @@ impl Node {
     /// The topic this node belongs to (None for the root).
     pub fn topic(&self) -> Option<&TopicName> {
         match self {
-            Node::Root | Node::Metrics => None,
+            Node::Root | Node::Metrics | Node::Log => None,
             Node::Topic(t)
             | Node::TopicFile(t, _)
             | Node::Partition(t, _)
@@ -385,6 +388,7 @@ impl Node {
             Node::TopicLookup(..)
             | Node::TableKey(..)
             | Node::Metrics
+            | Node::Log
             | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
@@ -398,6 +402,8 @@ impl Node {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
             Node::TableKey(..) => 0o644,
+            // The daemon's log names paths and groups of every user: its owner's only.
+            Node::Log => 0o600,
             Node::PartitionDir(..) | Node::TopicDir(..) | Node::Groups(_) | Node::Group(..) => {
                 0o555
             }
@@ -462,7 +468,7 @@ impl Node {
     /// The directory this node lives in (the root is its own parent).
     pub fn parent(&self) -> Node {
         match self {
-            Node::Root | Node::Topic(_) | Node::Metrics => Node::Root,
+            Node::Root | Node::Topic(_) | Node::Metrics | Node::Log => Node::Root,
             Node::TopicFile(t, _) | Node::Partition(t, _) => Node::Topic(t.clone()),
             Node::PartitionFile(t, p, _) | Node::PartitionDir(t, p, _) => {
                 Node::Partition(t.clone(), *p)
@@ -485,6 +491,7 @@ impl std::fmt::Display for Node {
         match self {
             Node::Root => write!(f, "/"),
             Node::Metrics => write!(f, "{METRICS_FILE}"),
+            Node::Log => write!(f, "{LOG_FILE}"),
             Node::Topic(t) => write!(f, "{t}"),
             Node::TopicFile(t, file) => write!(f, "{t}/{}", file.name()),
             Node::Partition(t, p) => write!(f, "{t}/{p}"),

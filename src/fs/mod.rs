@@ -113,8 +113,66 @@ pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     errno
 }
 
+/// A path of the tree below the mountpoint (`/t/table/k`), for log lines: resolved only when
+/// written.
+pub struct PathOf<'a> {
+    state: &'a FsState,
+    ino: u64,
+    name: Option<&'a OsStr>,
+}
+
+impl fmt::Display for PathOf<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.state.inodes.get(self.ino) {
+            Some(Node::Root) => {}
+            Some(node) => write!(f, "/{node}")?,
+            None => write!(f, "(inode {})", self.ino)?,
+        }
+        match self.name {
+            Some(name) => write!(f, "/{}", name.to_string_lossy()),
+            None if self.ino == inode::ROOT_INO => f.write_str("/"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `EMSGSIZE, Message too long`: the errno's name and its text, as a log line gives it.
 fn errno_name(code: i32) -> String {
-    std::io::Error::from_raw_os_error(code).to_string()
+    const NAMES: &[(i32, &str)] = &[
+        (libc::EPERM, "EPERM"),
+        (libc::ENOENT, "ENOENT"),
+        (libc::EINTR, "EINTR"),
+        (libc::EIO, "EIO"),
+        (libc::EBADF, "EBADF"),
+        (libc::EAGAIN, "EAGAIN"),
+        (libc::EACCES, "EACCES"),
+        (libc::EBUSY, "EBUSY"),
+        (libc::EEXIST, "EEXIST"),
+        (libc::EXDEV, "EXDEV"),
+        (libc::ENOTDIR, "ENOTDIR"),
+        (libc::EISDIR, "EISDIR"),
+        (libc::EINVAL, "EINVAL"),
+        (libc::ENOTTY, "ENOTTY"),
+        (libc::EFBIG, "EFBIG"),
+        (libc::ENOSPC, "ENOSPC"),
+        (libc::ESPIPE, "ESPIPE"),
+        (libc::EROFS, "EROFS"),
+        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+        (libc::ENOSYS, "ENOSYS"),
+        (libc::ENOTEMPTY, "ENOTEMPTY"),
+        (libc::EMSGSIZE, "EMSGSIZE"),
+        (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+        (libc::ENOTCONN, "ENOTCONN"),
+        (libc::ETIMEDOUT, "ETIMEDOUT"),
+        (libc::ESTALE, "ESTALE"),
+        (libc::EDQUOT, "EDQUOT"),
+    ];
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    match NAMES.iter().find(|(c, _)| *c == code) {
+        Some((_, name)) => format!("{name}, {text}"),
+        None => format!("errno {code}, {text}"),
+    }
 }
 
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
@@ -298,6 +356,24 @@ impl FsState {
             return tree(libc::ENOTCONN, "the filesystem is shutting down");
         }
         Ok(g)
+    }
+
+    /// The path of `ino`, for log lines.
+    pub fn path(&self, ino: u64) -> PathOf<'_> {
+        PathOf {
+            state: self,
+            ino,
+            name: None,
+        }
+    }
+
+    /// The path of `name` in directory `parent`, for log lines.
+    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> PathOf<'a> {
+        PathOf {
+            state: self,
+            ino: parent,
+            name: Some(name),
+        }
     }
 
     fn node(&self, ino: u64) -> FsResult<Node> {
@@ -546,7 +622,7 @@ impl FsState {
                 }
                 o.write(&*self.groups, data, owner)?
             }
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) | Handle::Log(_) => {
                 return tree(libc::EBADF, "read-only file");
             }
         }

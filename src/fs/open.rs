@@ -59,6 +59,7 @@ impl FsState {
                     backing = Some(file.clone());
                     (Handle::Segment(file), false)
                 }
+                Node::Log => (Handle::Log(super::handle::LogHandle::open()), true),
                 Node::TableKey(t, key) => {
                     let mut h = self.table_open(t, key, access)?;
                     if let (Handle::Table(h), true) = (&mut h, access.truncate) {

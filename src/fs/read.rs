@@ -45,6 +45,7 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Stream(s) => Ok(Some(s.length()?)),
+            Handle::Log(l) => Ok(Some(l.length())),
             _ => Ok(None),
         }
     }
@@ -70,7 +71,13 @@ impl FsState {
         nonblock: bool,
         reply: Box<dyn ReadReply>,
     ) {
-        let fail = |reply: Box<dyn ReadReply>, e: FsError| reply.error(report("read", &fh, e));
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| {
+            let path = self.handles.guard().get(&fh).map(|of| of.ino);
+            match path {
+                Some(ino) => reply.error(report("read", &self.path(ino), e)),
+                None => reply.error(report("read", &format!("(open file {fh})"), e)),
+            }
+        };
         let _g = match self.gate() {
             Ok(g) => g,
             Err(e) => return fail(reply, e),
@@ -84,6 +91,7 @@ impl FsState {
         let follow = match &*h {
             Handle::Stream(s) => s.is_follow(),
             Handle::Group(g) => g.is_follow(),
+            Handle::Log(_) => true,
             _ => false,
         };
         let _live = match live {
@@ -151,6 +159,20 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
+            // A read at the end waits for the next line, as a follow file's for a record.
+            Handle::Log(l) => {
+                let data = l.read(offset, size as usize);
+                if !data.is_empty() {
+                    return reply.data(&data);
+                }
+                if nonblock {
+                    return reply.error(libc::EAGAIN);
+                }
+                let at = l.position(offset);
+                drop(h);
+                let waker = self.parking.park(fh, offset, size, pid, reply);
+                crate::logtail::global().wait_for(at, waker);
+            }
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Table(t) => reply.data(t.read(offset, size as usize)),

@@ -61,6 +61,7 @@ impl FsState {
         let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
         match parent {
             Node::Root if name == inode::METRICS_FILE => Ok(Node::Metrics),
+            Node::Root if name == inode::LOG_FILE => Ok(Node::Log),
             Node::Root => {
                 let topic = self.storage.topic(name)?;
                 Ok(Node::Topic(TopicName::new(
@@ -114,6 +115,7 @@ impl FsState {
             }
             Node::Table(_) => unreachable!("answered above"),
             Node::Metrics
+            | Node::Log
             | Node::TopicFile(..)
             | Node::PartitionFile(..)
             | Node::Lookup(..)
@@ -232,6 +234,11 @@ impl FsState {
         let size: u64 = match node {
             // Made at each open: its size is known only then (a reader reads to the end).
             Node::Root | Node::Metrics => 0,
+            // The lines kept now; a reader's `fstat` shows its own length (`LogHandle`).
+            Node::Log => {
+                let (start, end) = crate::logtail::global().bounds();
+                end - start
+            }
             Node::Topic(t) => {
                 time = self.topic(t)?.modified().unwrap_or(time);
                 0

@@ -1,7 +1,8 @@
 //! Where the log goes: stderr (the terminal, or `--log-file` once the daemon's stderr is
 //! that file), else syslog/journald for a detached daemon without `--log-file`. Records of
 //! the target `topicfs::progress` (long work: recovery, waiting for a cluster) also go to a
-//! progress sink: the terminal of the waiting `topicfs mount`, or systemd's `STATUS=`.
+//! progress sink: the terminal of the waiting `topicfs mount`, or systemd's `STATUS=`. Every
+//! record also goes to the tail `@log` shows ([`crate::logtail`]), wherever else it goes.
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -78,6 +79,13 @@ impl Log for Logger {
             }
             return;
         }
+        crate::logtail::global().push(&format!(
+            "{} {:<5} {}: {}",
+            jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            record.level(),
+            record.target(),
+            record.args()
+        ));
         if record.target() == PROGRESS
             && let Some(sink) = &*self.progress.guard()
         {

@@ -20,6 +20,7 @@ mod groups;
 mod integrity;
 mod jsonl;
 mod lifecycle;
+mod log_file;
 mod metrics;
 mod passthrough;
 mod read;

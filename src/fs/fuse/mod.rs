@@ -166,10 +166,6 @@ fn errno(code: i32) -> Errno {
     Errno::from_i32(code)
 }
 
-fn name_in(parent: INodeNo, name: &OsStr) -> String {
-    format!("{:?} (in inode {})", name, parent.0)
-}
-
 fn entry(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEntry) {
     match r {
         Ok((ttl, attr)) => reply.entry(&ttl, &file_attr(&attr), Generation(0)),
@@ -177,10 +173,10 @@ fn entry(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, 
     }
 }
 
-fn attr(r: FsResult<(Duration, Attr)>, op: &str, ino: INodeNo, reply: ReplyAttr) {
+fn attr(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyAttr) {
     match r {
         Ok((ttl, attr)) => reply.attr(&ttl, &file_attr(&attr)),
-        Err(e) => reply.error(errno(report(op, &ino.0, e))),
+        Err(e) => reply.error(errno(report(op, what, e))),
     }
 }
 
@@ -231,7 +227,7 @@ impl Filesystem for TopicFs {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = self.state.lookup(parent.0, name);
-        entry(r, "lookup", &name_in(parent, name), reply);
+        entry(r, "lookup", &self.state.path_in(parent.0, name), reply);
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -240,7 +236,7 @@ impl Filesystem for TopicFs {
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let r = self.state.getattr(ino.0, fh.map(|f| f.0), req.pid());
-        attr(r, "getattr", ino, reply);
+        attr(r, "getattr", &self.state.path(ino.0), reply);
     }
 
     fn setattr(
@@ -265,7 +261,7 @@ impl Filesystem for TopicFs {
         attr(
             self.state.setattr(ino.0, fh.map(|f| f.0), owner, size),
             "setattr",
-            ino,
+            &self.state.path(ino.0),
             reply,
         );
     }
@@ -281,7 +277,11 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let e = self.state.create(parent.0, name);
-        reply.error(errno(report("mknod", &name_in(parent, name), e)));
+        reply.error(errno(report(
+            "mknod",
+            &self.state.path_in(parent.0, name),
+            e,
+        )));
     }
 
     fn mkdir(
@@ -294,17 +294,17 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let r = self.state.mkdir(parent.0, name);
-        entry(r, "mkdir", &name_in(parent, name), reply);
+        entry(r, "mkdir", &self.state.path_in(parent.0, name), reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.state.unlink(parent.0, name);
-        empty(r, "unlink", &name_in(parent, name), reply);
+        empty(r, "unlink", &self.state.path_in(parent.0, name), reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.state.rmdir(parent.0, name);
-        empty(r, "rmdir", &name_in(parent, name), reply);
+        empty(r, "rmdir", &self.state.path_in(parent.0, name), reply);
     }
 
     fn symlink(
@@ -316,7 +316,11 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let e = self.state.symlink(parent.0, link_name);
-        reply.error(errno(report("symlink", &name_in(parent, link_name), e)));
+        reply.error(errno(report(
+            "symlink",
+            &self.state.path_in(parent.0, link_name),
+            e,
+        )));
     }
 
     fn rename(
@@ -333,7 +337,7 @@ impl Filesystem for TopicFs {
             self.state
                 .rename(parent.0, name, newparent.0, newname, flags.bits()),
             "rename",
-            &name_in(parent, name),
+            &self.state.path_in(parent.0, name),
             reply,
         );
     }
@@ -370,7 +374,7 @@ impl Filesystem for TopicFs {
                     None => reply.opened(FileHandle(o.fh), fopen),
                 }
             }
-            Err(e) => reply.error(errno(report("open", &ino.0, e))),
+            Err(e) => reply.error(errno(report("open", &self.state.path(ino.0), e))),
         }
     }
 
@@ -394,7 +398,7 @@ impl Filesystem for TopicFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _offset: u64,
         data: &[u8],
@@ -406,25 +410,30 @@ impl Filesystem for TopicFs {
         // The offset is ignored: every write appends.
         match self.state.write(fh.0, data, lock_owner.map(|o| o.0)) {
             Ok(n) => reply.written(n),
-            Err(e) => reply.error(errno(report("write", &fh.0, e))),
+            Err(e) => reply.error(errno(report("write", &self.state.path(ino.0), e))),
         }
     }
 
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        empty(self.state.flush(fh.0, lock_owner.0), "flush", &fh.0, reply);
+        empty(
+            self.state.flush(fh.0, lock_owner.0),
+            "flush",
+            &self.state.path(ino.0),
+            reply,
+        );
     }
 
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
@@ -432,18 +441,28 @@ impl Filesystem for TopicFs {
         reply: ReplyEmpty,
     ) {
         self.release_backing(fh.0);
-        empty(self.state.release(fh.0), "release", &fh.0, reply);
+        empty(
+            self.state.release(fh.0),
+            "release",
+            &self.state.path(ino.0),
+            reply,
+        );
     }
 
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        empty(self.state.fsync(fh.0), "fsync", &fh.0, reply);
+        empty(
+            self.state.fsync(fh.0),
+            "fsync",
+            &self.state.path(ino.0),
+            reply,
+        );
     }
 
     fn readdir(
@@ -463,14 +482,14 @@ impl Filesystem for TopicFs {
                 }
                 reply.ok();
             }
-            Err(e) => reply.error(errno(report("readdir", &ino.0, e))),
+            Err(e) => reply.error(errno(report("readdir", &self.state.path(ino.0), e))),
         }
     }
 
     fn poll(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         ph: PollNotifier,
         _events: PollEvents,
@@ -485,7 +504,7 @@ impl Filesystem for TopicFs {
         match self.state.poll(fh.0, notify) {
             Ok(true) => reply.poll(PollEvents::POLLIN | PollEvents::POLLRDNORM),
             Ok(false) => reply.poll(PollEvents::empty()),
-            Err(e) => reply.error(errno(report("poll", &fh.0, e))),
+            Err(e) => reply.error(errno(report("poll", &self.state.path(ino.0), e))),
         }
     }
 
@@ -523,7 +542,7 @@ impl Filesystem for TopicFs {
         empty(
             self.state.access(ino.0, mask.bits()),
             "access",
-            &ino.0,
+            &self.state.path(ino.0),
             reply,
         );
     }
@@ -560,7 +579,7 @@ impl Filesystem for TopicFs {
         reply: ReplyEmpty,
     ) {
         let e = self.state.fallocate(ino.0, offset, length);
-        reply.error(errno(report("fallocate", &ino.0, e)));
+        reply.error(errno(report("fallocate", &self.state.path(ino.0), e)));
     }
 
     fn create(
@@ -587,7 +606,11 @@ impl Filesystem for TopicFs {
                     fopen,
                 );
             }
-            Err(e) => reply.error(errno(report("create", &name_in(parent, name), e))),
+            Err(e) => reply.error(errno(report(
+                "create",
+                &self.state.path_in(parent.0, name),
+                e,
+            ))),
         }
     }
 }

@@ -1,0 +1,95 @@
+//! `@log`: the daemon's last log lines at the mount's root, its owner's only; every refusal
+//! writes a line naming the path, the errno and the reason; `tail -f` follows it.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::mount::{TestMount, as_nobody};
+
+/// The lines `@log` has now: `tail` reads up to the length `fstat` shows (a read at the end
+/// waits for the next line, as a follow file's does).
+fn log_now(m: &TestMount) -> String {
+    m.ok("tail -n 1000 @log")
+}
+
+#[test]
+fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
+    // No --log-file and no syslog reached by the test's daemon: @log has the lines anyway.
+    let m = TestMount::start(&[]);
+    assert_eq!(m.ok("stat -c %a:%u:%g @log"), "600:0:0\n");
+    assert!(!m.ok("ls -a").contains("@log"), "not listed");
+    let start = log_now(&m);
+    assert!(start.contains("INFO"), "{start}");
+    // Each line: an RFC 3339 time to the millisecond, a level.
+    for line in start.lines() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(time.parse::<jiff::Timestamp>().is_ok(), "{line}");
+        assert_eq!(time.len(), 24, "{line}");
+        let level = rest.split_whitespace().next().unwrap();
+        assert!(
+            ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level),
+            "{line}"
+        );
+    }
+    m.ok("mkdir t && echo max.message.bytes=100 >> t/config");
+    m.fails_with("head -c 500 /dev/zero > t/table/k", "Message too long");
+    m.fails_with(
+        "exec bash -c 'echo nosuch=1 >> t/config'",
+        "Invalid argument",
+    );
+    let log = log_now(&m);
+    let line = |what: &str| {
+        log.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no line with {what:?} in:\n{log}"))
+    };
+    let emsgsize = line("write /t/table/k");
+    assert!(emsgsize.contains("EMSGSIZE"), "{emsgsize}");
+    assert!(emsgsize.contains("500 bytes"), "{emsgsize}");
+    let einval = line("write /t/config");
+    assert!(
+        einval.contains("EINVAL") && einval.contains("nosuch"),
+        "{einval}"
+    );
+
+    // `tail -f` sees a new line within a second.
+    let mut tail = Command::new("tail")
+        .args(["-n", "0", "-f"])
+        .arg(m.path("@log"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(tail.stdout.take().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    m.fails_with(
+        "exec bash -c 'echo later=1 >> t/config'",
+        "Invalid argument",
+    );
+    let mut got = String::new();
+    out.read_line(&mut got).unwrap();
+    let took = t0.elapsed();
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+    assert!(got.contains("later"), "{got}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+#[test]
+fn another_user_cannot_read_at_log_under_allow_other() {
+    let m = TestMount::start(&["--allow-other"]);
+    std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.ok("mkdir t");
+    let other = as_nobody(&m.mnt, "tail -n 1 @log");
+    assert!(!other.status.success());
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("Permission denied"),
+        "{other:?}"
+    );
+    // Its owner reads it.
+    assert!(log_now(&m).contains("INFO"));
+    let listed = as_nobody(&m.mnt, "ls -a");
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("@log"));
+}
