@@ -332,6 +332,35 @@ with open('t/append.jsonl', 'w') as f:
     }
 }
 
+/// Keys whose names are too long to list (over 255 bytes) are left out of a listing, and the
+/// keys after them are listed all the same: a piece of the listing made of long names only
+/// must not read as the end of the directory.
+#[test]
+fn table_listing_goes_on_past_a_run_of_unlistable_long_names() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    m.ok("mkdir t");
+    let script = r#"
+with open('t/0/append.kv', 'w') as f:
+    for i in range(100):
+        f.write("early%03d\tv\n" % i)
+    for i in range(256):
+        f.write("%s%03d\tv\n" % ("L" * 300, i))
+    for i in range(300):
+        f.write("later%03d\tv\n" % i)
+"#;
+    python(&m, script);
+    // The later keys exist...
+    m.ok("stat t/table/later000 t/table/later299");
+    // ...and every listing shows all 400 short names.
+    assert_eq!(m.ok("ls t/table | wc -l").trim(), "400");
+    assert_eq!(m.ok("find t/table -type f | wc -l").trim(), "400");
+    let py = python(&m, "import os\nprint(len(os.listdir('t/table')))");
+    assert_eq!(py.trim(), "400");
+    let names = ls(&m, "t");
+    assert_eq!(names.first().map(String::as_str), Some("early000"));
+    assert_eq!(names.last().map(String::as_str), Some("later299"));
+}
+
 #[test]
 fn table_write_survives_a_forked_child_closing_the_descriptor() {
     let m = TestMount::start(&["--num-partitions", "1"]);
