@@ -6,9 +6,9 @@
 //! gathers them into a [`Sample`], the fs core adds what it knows (consumer-group lag, waiting
 //! readers), and [`render`] formats it, through `prometheus-client`, here only.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::util::sync::MutexExt;
 
@@ -35,6 +35,27 @@ impl LogCounters {
 
     pub fn read(&self, bytes: u64) {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Each partition's counters by topic name and partition, where no log holds them (remote
+/// mode): a topic made again under a name counts on with the same ones.
+#[derive(Default, Debug)]
+pub struct CounterBook(Mutex<HashMap<String, Vec<Arc<LogCounters>>>>);
+
+impl CounterBook {
+    /// The counters of `topic`'s partition `partition`.
+    pub fn of(&self, topic: &str, partition: u32) -> Arc<LogCounters> {
+        let mut book = self.0.guard();
+        let parts = match book.get_mut(topic) {
+            Some(parts) => parts,
+            None => book.entry(topic.to_string()).or_default(),
+        };
+        let p = partition as usize;
+        if parts.len() <= p {
+            parts.resize_with(p + 1, Default::default);
+        }
+        parts[p].clone()
     }
 }
 

@@ -32,6 +32,19 @@ use crate::record::RecordInput;
 use crate::util::sync::MutexExt;
 use produce::Stamped;
 
+/// The bytes a record adds to the counters of `@metrics` in remote mode, where the batches
+/// are the cluster's: its key, value and headers.
+fn record_bytes(m: &impl rdkafka::Message) -> u64 {
+    use rdkafka::message::Headers as _;
+    let headers: usize = m.headers().map_or(0, |h| {
+        h.iter()
+            .map(|hd| hd.key.len() + hd.value.map_or(0, <[u8]>::len))
+            .sum()
+    });
+    let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+    (len(m.key()) + len(m.payload()) + headers) as u64
+}
+
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
     /// key), then the user's properties.
@@ -149,6 +162,8 @@ pub(crate) struct Inner {
     me: Weak<Inner>,
     /// Produce requests and fetches that failed (`@metrics`).
     counters: Arc<crate::metrics::DaemonCounters>,
+    /// Each partition's records and bytes produced and fetched for readers (`@metrics`).
+    book: Arc<crate::metrics::CounterBook>,
 }
 
 /// The cluster storage; clones share one set of clients.
@@ -175,7 +190,8 @@ impl ClusterStorage {
             md.brokers().len(),
             md.topics().len()
         );
-        let producer = produce::Producer::new(&cfg)?;
+        let book = Arc::new(crate::metrics::CounterBook::default());
+        let producer = produce::Producer::new(&cfg, book.clone())?;
         let inner = Arc::new_cyclic(|me| Inner {
             timeout,
             admin,
@@ -189,6 +205,7 @@ impl ClusterStorage {
             closed: AtomicBool::new(false),
             me: me.clone(),
             counters: Default::default(),
+            book,
             cfg,
         });
         Ok(ClusterStorage(inner))
@@ -427,6 +444,10 @@ impl Storage for ClusterStorage {
     }
     fn sample(&self) -> crate::metrics::Sample {
         let mut s = crate::storage::sample_offsets(self);
+        for p in &mut s.partitions {
+            let c = self.0.book.of(&p.topic, p.partition);
+            crate::metrics::Sample::counters(p, &c);
+        }
         s.take_daemon(&self.0.counters);
         s
     }
@@ -621,5 +642,77 @@ impl TopicStore for BehindTopic {
         let records = crate::record::lines::line_records(parts, timestamp);
         self.topic
             .append_to(&records, max_record, Some(&self.file), Stamped::ByClock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A storage on a mock cluster holding topic `t` of two partitions.
+    fn mock_storage() -> (
+        rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+        ClusterStorage,
+    ) {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 2, 1).unwrap();
+        let cfg = ClusterConfig {
+            bootstrap_servers: mock.bootstrap_servers(),
+            client: [("message.timeout.ms".to_string(), "10000".to_string())].into(),
+            num_partitions: None,
+            replication_factor: None,
+            read_committed: false,
+            write_behind: false,
+        };
+        let storage = ClusterStorage::connect(cfg).unwrap();
+        (mock, storage)
+    }
+
+    /// The per-topic counters of `@metrics` count in remote mode: records and bytes (key,
+    /// value, headers) acknowledged, bytes fetched for readers.
+    #[test]
+    fn metrics_count_what_was_produced_and_fetched() {
+        let (_mock, storage) = mock_storage();
+        let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+        let header: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"vv"))];
+        let records = [
+            RecordInput {
+                key: Some(b"k1"),
+                value: Some(b"value"),
+                headers: &[],
+                timestamp: -1,
+            },
+            RecordInput {
+                key: None,
+                value: Some(b"abc"),
+                headers: header,
+                timestamp: -1,
+            },
+        ];
+        p0.append(&records).unwrap();
+        let bytes = 2 + 5 + 3 + 1 + 2;
+        let sample = |p: u32| {
+            storage
+                .sample()
+                .partitions
+                .into_iter()
+                .find(|s| s.topic == "t" && s.partition == p)
+                .unwrap()
+        };
+        let s = sample(0);
+        assert_eq!((s.records_appended, s.bytes_appended), (2, bytes));
+        assert_eq!(s.bytes_read, 0);
+        assert_eq!(sample(1).records_appended, 0);
+        let mut stream = p0.read_from_offset(0).unwrap();
+        let (mut from, mut out) = (0, Vec::new());
+        while stream.next_batch_lines(&mut from, 2, &mut out).unwrap() {}
+        assert_eq!(out, b"value\nabc\n");
+        assert_eq!(sample(0).bytes_read, bytes);
+        let text = crate::metrics::render(&storage.sample());
+        assert!(
+            text.lines()
+                .any(|l| l == "topicfs_records_appended_total{topic=\"t\"} 2"),
+            "{text}"
+        );
     }
 }

@@ -111,7 +111,9 @@ impl crate::storage::Unacknowledged for Unacked {
     }
 }
 
-pub(super) struct Deliveries;
+/// Answers the deliveries: wakes the write or the file waiting for them and counts what was
+/// acknowledged (`@metrics`).
+pub(super) struct Deliveries(Arc<crate::metrics::CounterBook>);
 
 impl ClientContext for Deliveries {}
 
@@ -119,6 +121,11 @@ impl ProducerContext for Deliveries {
     type DeliveryOpaque = Box<Waiter>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Self::DeliveryOpaque) {
+        if let Ok(m) = result {
+            use rdkafka::Message as _;
+            let c = self.0.of(m.topic(), m.partition().max(0) as u32);
+            c.appended(1, super::record_bytes(m));
+        }
         let (latch, i) = match *opaque {
             Waiter::Write(latch, i) => (latch, i),
             Waiter::File(file) => {
@@ -191,7 +198,10 @@ impl BatchLimit {
 }
 
 impl Producer {
-    pub(super) fn new(cfg: &ClusterConfig) -> Result<Producer> {
+    pub(super) fn new(
+        cfg: &ClusterConfig,
+        book: Arc<crate::metrics::CounterBook>,
+    ) -> Result<Producer> {
         let t = cfg.timeout().as_millis().to_string();
         let producer = cfg
             .client_config(&[
@@ -206,7 +216,7 @@ impl Producer {
                 // (librdkafka's default is 1 GiB).
                 ("queue.buffering.max.kbytes", "65536".into()),
             ])
-            .create_with_context(Deliveries)
+            .create_with_context(Deliveries(book))
             .map_err(|e| kafka("cannot create the producer", e))?;
         Ok(Producer(producer, BatchLimit::of(cfg)))
     }
@@ -507,7 +517,7 @@ mod tests {
             ],
             false,
         );
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         let values = lines(8, 0);
         let records = inputs(&values, 0);
         let parts = vec![0u32; records.len()];
@@ -537,7 +547,7 @@ mod tests {
     #[test]
     fn item1_write_behind_returns_once_handed_over_and_wait_reports_the_failure_once() {
         let cfg = test_config(dead_address(), &[("message.timeout.ms", "300")], true);
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         let file = Unacked::new("t-0");
         let values = lines(100, 0);
         let records = inputs(&values, 0);
@@ -642,7 +652,7 @@ mod tests {
         let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
         mock.create_topic("t", 1, 1).unwrap();
         let cfg = mock_config(mock.bootstrap_servers(), client);
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         (mock, cfg, producer)
     }
 

@@ -158,6 +158,7 @@ impl ClusterPartition {
             timeout: self.inner.timeout,
             headers: Vec::new(),
             counters: self.inner.counters.clone(),
+            read: self.inner.book.of(&self.topic, self.p),
         })
     }
 }
@@ -330,6 +331,8 @@ pub(crate) struct ClusterStream {
     headers: Vec<u8>,
     /// Where a failed fetch is counted (`@metrics`).
     counters: Arc<crate::metrics::DaemonCounters>,
+    /// The partition's counters: the bytes of the records fetched (`@metrics`).
+    read: Arc<crate::metrics::LogCounters>,
 }
 
 /// `msg`'s headers as a record batch encodes them; returns their count.
@@ -445,6 +448,7 @@ impl RecordStream for ClusterStream {
                     if offset < self.next {
                         continue;
                     }
+                    self.read.read(super::record_bytes(&msg));
                     let count = encode_headers(&msg, &mut self.headers);
                     let (h, ts) = header_of(offset, msg.timestamp());
                     let r = Record {
