@@ -16,7 +16,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer as _, ProducerConte
 use super::{ClusterConfig, kafka};
 use crate::error::Result;
 use crate::record::RecordInput;
-use crate::util::sync::MutexExt;
+use crate::util::sync::{CondvarExt, MutexExt};
 
 /// The records of one write still waiting for their acknowledgement.
 pub(super) struct Pending {
@@ -87,10 +87,7 @@ impl Unacked {
     pub(super) fn wait(&self) -> Result<()> {
         let mut error = self.error.guard();
         while self.outstanding.load(Ordering::Acquire) > 0 {
-            error = match self.done.wait(error) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            error = self.done.wait_guard(error);
         }
         match error.take() {
             None => Ok(()),
@@ -266,10 +263,7 @@ impl Producer {
         // Wait for what was sent (the producer's message.timeout.ms bounds it).
         let mut st = latch.state.guard();
         while st.outstanding > 0 {
-            st = match latch.done.wait(st) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            st = latch.done.wait_guard(st);
         }
         *done += st.acked.iter().take_while(|a| **a).count();
         let first = match (st.error.take(), refused) {

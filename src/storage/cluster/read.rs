@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
-use crate::util::sync::MutexExt;
+use crate::util::sync::{CondvarExt, MutexExt};
 
 /// How long a partition's watermarks are reused.
 const MARKS_TTL: Duration = Duration::from_millis(20);
@@ -578,7 +578,7 @@ impl Watch {
                 let mut ws = self.waiters.guard();
                 ws.retain(|w| !w.3.is_stale());
                 if ws.is_empty() {
-                    let _ = self.changed.wait_timeout(ws, Duration::from_secs(1));
+                    drop(self.changed.wait_timeout_guard(ws, Duration::from_secs(1)));
                     continue;
                 }
                 let mut v: Vec<(String, u32)> = ws.iter().map(|w| (w.0.clone(), w.1)).collect();
