@@ -142,6 +142,36 @@ impl Metadata {
     }
 }
 
+/// The last failure of one kind of request that waited out the client's timeout. For one
+/// timeout's time after it, that request fails again at once: a cluster that stops answering
+/// costs a caller one client timeout, not one for each call (a `cat` is a lookup, an open
+/// and a read; a `stat` right after is one more), nor one for each caller waiting in turn.
+#[derive(Default)]
+struct NoAnswer(Mutex<Option<(Instant, Error)>>);
+
+impl NoAnswer {
+    /// `request`, unless the last one waited out `timeout` less than `timeout` ago: then its
+    /// failure again.
+    fn ask<T>(&self, timeout: Duration, request: impl FnOnce() -> Result<T>) -> Result<T> {
+        if let Some((at, e)) = &*self.0.guard()
+            && at.elapsed() < timeout
+        {
+            return Err(e.clone());
+        }
+        let t0 = Instant::now();
+        let r = request();
+        match &r {
+            Ok(_) => *self.0.guard() = None,
+            // A quick refusal (an unknown topic...) is asked again at the next call.
+            Err(e) if t0.elapsed() >= timeout / 2 => {
+                *self.0.guard() = Some((Instant::now(), e.clone()));
+            }
+            Err(_) => {}
+        }
+        r
+    }
+}
+
 /// How long a metadata answer is reused (a `mkdir`/`rmdir` of ours refreshes it at once).
 const METADATA_TTL: Duration = Duration::from_millis(1000);
 
@@ -155,6 +185,8 @@ pub(crate) struct Inner {
     metadata: Mutex<Option<Metadata>>,
     /// A background metadata refresh is under way.
     refreshing: AtomicBool,
+    /// The last metadata request that got no answer.
+    metadata_no_answer: NoAnswer,
     topics: Mutex<HashMap<String, Arc<ClusterTopic>>>,
     next_incarnation: AtomicU64,
     watch: Arc<read::Watch>,
@@ -199,6 +231,7 @@ impl ClusterStorage {
             meta,
             metadata: Mutex::new(None),
             refreshing: AtomicBool::new(false),
+            metadata_no_answer: NoAnswer::default(),
             topics: Mutex::new(HashMap::new()),
             next_incarnation: AtomicU64::new(1),
             watch: read::Watch::start(me.clone()),
@@ -279,10 +312,11 @@ impl Inner {
 
     /// Asks the cluster for its topics now and caches the answer.
     fn fetch_metadata(&self) -> Result<BTreeMap<String, u32>> {
-        let md = self
-            .meta
-            .fetch_metadata(None, self.timeout)
-            .map_err(|e| kafka("metadata", e))?;
+        let md = self.metadata_no_answer.ask(self.timeout, || {
+            self.meta
+                .fetch_metadata(None, self.timeout)
+                .map_err(|e| kafka("metadata", e))
+        })?;
         let partitions: BTreeMap<String, u32> = md
             .topics()
             .iter()
@@ -330,6 +364,7 @@ impl Inner {
                 deleted: AtomicBool::new(false),
                 round_robin: AtomicU32::new(0),
                 max_message_bytes: Mutex::new(None),
+                config_no_answer: NoAnswer::default(),
             })
         });
         t.count.store(count, Ordering::SeqCst);
@@ -462,6 +497,8 @@ pub(crate) struct ClusterTopic {
     deleted: AtomicBool,
     round_robin: AtomicU32,
     max_message_bytes: Mutex<Option<usize>>,
+    /// The last request for the topic's config that got no answer.
+    config_no_answer: NoAnswer,
 }
 
 impl ClusterTopic {
@@ -516,7 +553,9 @@ impl TopicStore for ClusterTopic {
         Ok(self.part(p)?)
     }
     fn config_text(&self) -> Result<String> {
-        let entries = admin::topic_overrides(&self.inner, &self.name)?;
+        let entries = self.config_no_answer.ask(self.inner.timeout, || {
+            admin::topic_overrides(&self.inner, &self.name)
+        })?;
         Ok(entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect())
     }
     fn max_message_bytes(&self) -> usize {
@@ -654,11 +693,21 @@ mod tests {
         rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
         ClusterStorage,
     ) {
+        mock_storage_with_timeout(10_000)
+    }
+
+    /// The same, with a client timeout (`message.timeout.ms`) of `ms`.
+    fn mock_storage_with_timeout(
+        ms: u64,
+    ) -> (
+        rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+        ClusterStorage,
+    ) {
         let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
         mock.create_topic("t", 2, 1).unwrap();
         let cfg = ClusterConfig {
             bootstrap_servers: mock.bootstrap_servers(),
-            client: [("message.timeout.ms".to_string(), "10000".to_string())].into(),
+            client: [("message.timeout.ms".to_string(), ms.to_string())].into(),
             num_partitions: None,
             replication_factor: None,
             read_committed: false,
@@ -714,5 +763,45 @@ mod tests {
                 .any(|l| l == "topicfs_records_appended_total{topic=\"t\"} 2"),
             "{text}"
         );
+    }
+
+    /// A cluster that stops answering costs one client timeout, once: the calls after the
+    /// one that waited answer at once (with the error, or the last known offsets), until the
+    /// cluster is asked again after a timeout's time.
+    #[test]
+    fn an_outage_costs_one_client_timeout_not_one_per_call() {
+        let timeout = Duration::from_millis(1500);
+        let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+        let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+        assert_eq!(p0.offsets_now().unwrap(), (0, 0));
+        mock.broker_down(1).unwrap();
+        // Past the watermarks' reuse.
+        std::thread::sleep(Duration::from_millis(100));
+        let t0 = Instant::now();
+        assert!(p0.offsets_now().is_err());
+        let first = t0.elapsed();
+        assert!(first < timeout + Duration::from_millis(1000), "{first:?}");
+        // The calls right after: no second wait.
+        let t1 = Instant::now();
+        assert!(p0.offsets_now().is_err());
+        assert!(p0.check_offset(0).is_err());
+        assert_eq!(p0.log_end_offset(), 0);
+        let after = t1.elapsed();
+        assert!(after < Duration::from_millis(300), "{after:?}");
+        // Back up: asked again once a timeout's time has passed.
+        mock.broker_up(1).unwrap();
+        let t2 = Instant::now();
+        loop {
+            match p0.offsets_now() {
+                Ok(m) => {
+                    assert_eq!(m, (0, 0));
+                    break;
+                }
+                Err(e) => {
+                    assert!(t2.elapsed() < Duration::from_secs(20), "{e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct ClusterPartition {
     topic: String,
     p: u32,
     marks: Arc<Mutex<Marks>>,
+    /// The partition's last request that got no answer (watermarks, offsets for times).
+    no_answer: Arc<super::NoAnswer>,
     /// Write-behind: what this open append file's appends wait for.
     behind: Option<Arc<Unacked>>,
     /// The lines the last count fetched, for the stream that reads them next.
@@ -101,6 +103,7 @@ impl ClusterPartition {
                 end: 0,
                 at: None,
             })),
+            no_answer: Default::default(),
             behind: None,
             fetched: Arc::new(Mutex::new(None)),
         }
@@ -120,11 +123,12 @@ impl ClusterPartition {
         {
             return Ok((m.start, m.end));
         }
-        let (start, end) = self
-            .inner
-            .meta
-            .fetch_watermarks(&self.topic, self.p as i32, self.inner.timeout)
-            .map_err(|e| kafka(&format!("watermarks of {}-{}", self.topic, self.p), e))?;
+        let (start, end) = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .fetch_watermarks(&self.topic, self.p as i32, self.inner.timeout)
+                .map_err(|e| kafka(&format!("watermarks of {}-{}", self.topic, self.p), e))
+        })?;
         *m = Marks {
             start,
             end,
@@ -185,11 +189,12 @@ impl PartitionStore for ClusterPartition {
         tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(ts))
             .map_err(|e| kafka("offsets for times", e))?;
         let what = format!("offset for time {ts} of {}-{}", self.topic, self.p);
-        let r = self
-            .inner
-            .meta
-            .offsets_for_times(tpl, self.inner.timeout)
-            .map_err(|e| kafka(&what, e))?;
+        let r = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .offsets_for_times(tpl, self.inner.timeout)
+                .map_err(|e| kafka(&what, e))
+        })?;
         let Some(el) = r.elements().into_iter().next() else {
             return Err(Error::Cluster(format!("{what}: no answer")));
         };
@@ -259,11 +264,12 @@ impl PartitionStore for ClusterPartition {
     }
     fn replicas_text(&self) -> Result<String> {
         let what = format!("replicas of {}-{}", self.topic, self.p);
-        let md = self
-            .inner
-            .meta
-            .fetch_metadata(Some(&self.topic), self.inner.timeout)
-            .map_err(|e| kafka(&what, e))?;
+        let md = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .fetch_metadata(Some(&self.topic), self.inner.timeout)
+                .map_err(|e| kafka(&what, e))
+        })?;
         let part = md
             .topics()
             .iter()
@@ -286,6 +292,7 @@ impl PartitionStore for ClusterPartition {
             topic: self.topic.clone(),
             p: self.p,
             marks: self.marks.clone(),
+            no_answer: self.no_answer.clone(),
             behind: Some(file.clone()),
             fetched: self.fetched.clone(),
         };
