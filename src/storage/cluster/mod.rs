@@ -477,11 +477,39 @@ impl Storage for ClusterStorage {
     fn is_internal(&self, topic: &str) -> bool {
         topic.starts_with("__")
     }
+    /// The offsets and counters of every partition. A cluster that does not answer costs
+    /// one client timeout in all: after the first partition whose offsets could not be had,
+    /// the rest show the ones last known.
     fn sample(&self) -> crate::metrics::Sample {
-        let mut s = crate::storage::sample_offsets(self);
-        for p in &mut s.partitions {
-            let c = self.0.book.of(&p.topic, p.partition);
-            crate::metrics::Sample::counters(p, &c);
+        let mut s = crate::metrics::Sample::default();
+        let mut ask = true;
+        for t in self.topics() {
+            let Ok(topic) = self.0.topic(&t, false) else {
+                continue;
+            };
+            for p in 0..topic.count() {
+                let Ok(part) = topic.part(p) else {
+                    continue;
+                };
+                let marks = match ask {
+                    true => part.marks(false),
+                    false => Ok(part.last_marks()),
+                };
+                let (start, end) = marks.unwrap_or_else(|e| {
+                    log::error!("{e}; @metrics shows the offsets last known");
+                    ask = false;
+                    part.last_marks()
+                });
+                let mut ps = crate::metrics::PartitionSample {
+                    topic: t.clone(),
+                    partition: p,
+                    log_start_offset: start,
+                    log_end_offset: end,
+                    ..Default::default()
+                };
+                crate::metrics::Sample::counters(&mut ps, &self.0.book.of(&t, p));
+                s.partitions.push(ps);
+            }
         }
         s.take_daemon(&self.0.counters);
         s
@@ -803,5 +831,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `@metrics` and the group files during an outage: the sample costs one client timeout
+    /// in all (not one per partition), the group listing and a group's commits one each
+    /// (not one per topic or per call).
+    #[test]
+    fn an_outage_costs_the_metrics_and_the_groups_one_timeout_each() {
+        let timeout = Duration::from_millis(1000);
+        let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+        mock.create_topic("u", 2, 1).unwrap();
+        let storage = Arc::new(storage);
+        let groups = storage.clone().open_groups().unwrap();
+        let known = |s: &crate::metrics::Sample| s.partitions.len();
+        let wait_for_u = Instant::now();
+        while known(&storage.sample()) < 4 {
+            assert!(
+                wait_for_u.elapsed() < Duration::from_secs(10),
+                "topic u unknown"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        mock.broker_down(1).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let slack = Duration::from_millis(800);
+        let t0 = Instant::now();
+        let s = storage.sample();
+        assert_eq!(known(&s), 4);
+        let took = t0.elapsed();
+        assert!(took < timeout + slack, "sample: {took:?}");
+        let t1 = Instant::now();
+        assert!(groups.groups_of("t").is_empty());
+        assert!(groups.groups_of("u").is_empty());
+        let took = t1.elapsed();
+        assert!(took < timeout + slack, "groups_of: {took:?}");
+        let t2 = Instant::now();
+        assert!(groups.committed("g", "t").is_empty());
+        assert!(groups.committed("g", "t").is_empty());
+        let took = t2.elapsed();
+        assert!(took < timeout + slack, "committed: {took:?}");
     }
 }

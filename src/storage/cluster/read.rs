@@ -114,8 +114,14 @@ impl ClusterPartition {
         self.marks.guard().at = None;
     }
 
+    /// The watermarks last known, without asking.
+    pub(super) fn last_marks(&self) -> (i64, i64) {
+        let m = self.marks.guard();
+        (m.start, m.end)
+    }
+
     /// (log start, high watermark); asked anew when older than [`MARKS_TTL`] or `fresh`.
-    fn marks(&self, fresh: bool) -> Result<(i64, i64)> {
+    pub(super) fn marks(&self, fresh: bool) -> Result<(i64, i64)> {
         let mut m = self.marks.guard();
         if !fresh
             && let Some(at) = m.at
