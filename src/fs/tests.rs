@@ -90,7 +90,7 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
     let (_, attr) = fs.mkdir(ROOT, OsStr::new("orders")).unwrap();
     assert_eq!(attr.kind, Kind::Directory);
     let names = |ino| -> Vec<String> {
-        fs.readdir(ino, 0)
+        fs.readdir(ino, 0, 0)
             .unwrap()
             .into_iter()
             .map(|e| e.name)
@@ -118,7 +118,9 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
         ]
     );
     // readdir continues from the offset it was given.
-    let rest = fs.readdir(topic, 12).unwrap();
+    let dir = fs.opendir(topic).unwrap();
+    assert_eq!(fs.readdir(topic, dir, 0).unwrap().len(), 14);
+    let rest = fs.readdir(topic, dir, 12).unwrap();
     assert_eq!(rest.len(), 2);
     assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 13));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
