@@ -141,10 +141,21 @@ fn lock_holders(dir: &Path) -> Vec<i32> {
 /// finished its clean shutdown (checkpoints and marker written, lock released, process gone).
 /// The process exit code.
 pub fn umount(mnt: &Path) -> i32 {
-    let mnt = resolved(mnt);
-    let Some(entry) = topicfs_mount(&mnt) else {
-        eprintln!("topicfs: {} is not a topicfs mount", mnt.display());
-        return 1;
+    // The name as given, its parent resolved (a dead mountpoint cannot be stat'ed); else
+    // what it resolves to (a symlink to the mountpoint, a `..` inside the mount).
+    let (mnt, entry) = match topicfs_mount(&resolved(mnt)) {
+        Some(e) => (resolved(mnt), e),
+        None => match mnt
+            .canonicalize()
+            .ok()
+            .and_then(|c| Some((topicfs_mount(&c)?, c)))
+        {
+            Some((e, c)) => (c, e),
+            None => {
+                eprintln!("topicfs: {} is not a topicfs mount", mnt.display());
+                return 1;
+            }
+        },
     };
     // The log dir is the mount's source (its first log dir); remote mode has none here.
     let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&entry.source));

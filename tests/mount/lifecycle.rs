@@ -128,6 +128,33 @@ fn umount_of_a_foreground_daemon_exits_0() {
     assert_cleanly_shut_down(&m.log_dirs[0], &pdir, &["hello\n".to_string()]);
 }
 
+/// `topicfs umount` of the mountpoint named another way (through a symlink, with `..`)
+/// unmounts it: the mountpoint is compared by what the name resolves to.
+#[test]
+fn topicfs_umount_takes_the_mountpoint_by_any_name() {
+    for how in ["link", "dotdot"] {
+        let mut m = TestMount::start(&[]);
+        m.ok("mkdir t");
+        let name = match how {
+            "link" => {
+                let link = m.dir.path().join("link");
+                std::os::unix::fs::symlink(&m.mnt, &link).unwrap();
+                link.display().to_string()
+            }
+            _ => format!("{}/t/..", m.mnt.display()),
+        };
+        let out = Command::new(BIN).arg("umount").arg(&name).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!is_mounted(&m.mnt), "{name}");
+        assert!(m.log_dirs[0].join(".kafka_cleanshutdown").exists());
+        m.wait_daemon_exit();
+    }
+}
+
 #[test]
 fn sigterm_with_a_file_open_detaches_lazily_and_keeps_the_pending_line() {
     let mut m = TestMount::start_foreground(&[]);
