@@ -478,14 +478,14 @@ impl FsState {
     /// The whole listing of directory `node` (inode `ino`), `.` and `..` first.
     fn listing(&self, ino: u64, node: &Node) -> FsResult<Vec<DirEntry>> {
         let entries = self.entries(node)?;
-        let parent_ino = self.inodes.peek(&node.parent());
+        let parent_ino = self.inodes.listed(&node.parent());
         let dots = [(ino, "."), (parent_ino, "..")]
             .into_iter()
             .map(|(i, n)| (i, Kind::Directory, n.to_string()));
         let all = dots.chain(
             entries
                 .into_iter()
-                .map(|(n, name)| (self.inodes.peek(&n), n.kind(), name)),
+                .map(|(n, name)| (self.inodes.listed(&n), n.kind(), name)),
         );
         Ok(all
             .enumerate()

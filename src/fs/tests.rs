@@ -340,3 +340,32 @@ fn removing_a_topic_frees_its_table_index() {
     fs.rmdir(ROOT, OsStr::new("t")).unwrap();
     assert_eq!(fs.tables.guard().len(), 0);
 }
+
+/// Listing a directory takes no inode: the inode table holds what the kernel looked up, so
+/// listings of entries that come and go (segments, topics, groups) do not grow it. An entry
+/// the kernel knows is listed with its inode number; the others with a number of their own.
+#[test]
+fn listings_take_no_inodes() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 40);
+    fs.mkdir(ROOT, OsStr::new("orders")).unwrap();
+    let topic = walk(&fs, "orders");
+    let p0 = walk(&fs, "orders/0");
+    let before = fs.inodes.len();
+    let listed = fs.readdir(topic, 0, 0).unwrap();
+    for p in 0..40 {
+        fs.readdir(walk_listed(&listed, &p.to_string()), 0, 0).ok();
+    }
+    assert_eq!(fs.inodes.len(), before);
+    assert_eq!(listed.len(), 2 + 10 + 40);
+    let inos: std::collections::HashSet<u64> = listed.iter().skip(2).map(|e| e.ino).collect();
+    assert_eq!(inos.len(), listed.len() - 2, "distinct");
+    assert!(!inos.contains(&0));
+    let zero = listed.iter().find(|e| e.name == "0").unwrap();
+    assert_eq!(zero.ino, p0, "a known entry keeps its inode number");
+}
+
+/// The inode a listing gives `name`, if the kernel knows it (else a number no call takes).
+fn walk_listed(listed: &[super::types::DirEntry], name: &str) -> u64 {
+    listed.iter().find(|e| e.name == name).unwrap().ino
+}
