@@ -345,6 +345,12 @@ pub fn resolve_reset(
     now_ms: i64,
 ) -> crate::error::Result<Vec<(u32, i64)>> {
     let named: Vec<u32> = match line {
+        // A partition the topic lacks makes the line malformed for this topic.
+        ResetLine::Partition(p, _) if p >= partitions => {
+            return Err(crate::error::Error::InvalidRecord(format!(
+                "offsets: partition {p}: the topic has {partitions} partitions"
+            )));
+        }
         ResetLine::Partition(p, _) => vec![p],
         _ => (0..partitions).collect(),
     };
@@ -595,6 +601,20 @@ mod tests {
                 .to_string()
                 .contains("no committed offset")
         );
+    }
+
+    /// A line naming a partition the topic lacks is a malformed line for this topic.
+    #[test]
+    fn a_reset_of_a_partition_the_topic_lacks_is_einval() {
+        let none = std::collections::BTreeMap::new();
+        for line in ["2 5", "2 earliest", "7 latest"] {
+            let e = resolve_reset(parse_reset_line(line).unwrap(), 2, &none, &View, 0).unwrap_err();
+            assert!(
+                matches!(e, crate::error::Error::InvalidRecord(_)),
+                "{line}: {e:?}"
+            );
+            assert!(e.to_string().contains("has 2 partitions"), "{line}: {e}");
+        }
     }
 
     #[test]

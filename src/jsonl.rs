@@ -3,8 +3,9 @@
 //! Bytes that are valid UTF-8 are JSON strings; any other bytes are `{"base64": "..."}`
 //! (standard alphabet, padded). A string is always literal text, so the two never collide.
 //! Input: `{"key": .., "value": .., "headers": {"k": v, ..} or [["k", v], ..], "timestamp": ms}`,
-//! every field optional (missing key/value = null). Output adds `offset` and `timestampType`
-//! and always writes headers as an array of pairs (it keeps order and repeated keys).
+//! every field optional (missing key/value = null). Output starts with `topic` and
+//! `partition`, adds `offset` and `timestampType`, and always writes headers as an array of
+//! pairs (it keeps order and repeated keys).
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -223,5 +224,93 @@ mod tests {
             vec![(b"h".to_vec(), Some(b"v".to_vec())), (b"z".to_vec(), None)]
         );
         assert_eq!(back.timestamp, Some(9));
+    }
+
+    /// The names of the fields `format_record` prints, in its order.
+    fn printed_fields() -> Vec<String> {
+        let mut b = BatchBuilder::new();
+        b.begin(0, BatchOptions::default());
+        b.add(&RecordInput {
+            key: Some(b"k"),
+            value: Some(b"v"),
+            headers: &[],
+            timestamp: 1,
+        });
+        let bytes = b.finish().unwrap().to_vec();
+        let v = BatchView::new(&bytes).unwrap();
+        let mut s = Vec::new();
+        let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
+        let mut out = Vec::new();
+        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
+        let Value::Object(m) = serde_json::from_slice(&out).unwrap() else {
+            panic!("a record is an object")
+        };
+        m.keys().cloned().collect()
+    }
+
+    /// The JSON samples of the docs: the lines of code blocks that start with `{` (a record
+    /// as shown), the quoted argument of an `echo '{...}'` in a code block (a line written),
+    /// and inline spans that start with `{"topic"` (a record as shown). (doc, line, text,
+    /// whether it is a record as shown).
+    fn doc_samples() -> Vec<(&'static str, usize, String, bool)> {
+        let docs = [
+            ("README.md", include_str!("../README.md")),
+            ("docs/contract.md", include_str!("../docs/contract.md")),
+            ("docs/format.md", include_str!("../docs/format.md")),
+            (
+                "docs/architecture.md",
+                include_str!("../docs/architecture.md"),
+            ),
+        ];
+        let mut out = Vec::new();
+        for (doc, text) in docs {
+            let mut in_code = false;
+            for (i, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("```") {
+                    in_code = !in_code;
+                    continue;
+                }
+                if in_code && line.starts_with('{') {
+                    out.push((doc, i + 1, line.to_string(), true));
+                } else if in_code && let Some(at) = line.find("echo '{") {
+                    let rest = &line[at + "echo '".len()..];
+                    let end = rest.find('\'').expect("the quote closes");
+                    out.push((doc, i + 1, rest[..end].to_string(), false));
+                } else if !in_code {
+                    for span in line.split('`').skip(1).step_by(2) {
+                        if span.starts_with("{\"topic\"") {
+                            out.push((doc, i + 1, span.to_string(), true));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every JSON sample of the docs parses; a record as shown has exactly the fields the
+    /// code prints, in its order; a line written is one `append.jsonl` takes.
+    #[test]
+    fn the_docs_json_samples_parse_with_the_fields_in_the_printed_order() {
+        let fields = printed_fields();
+        let samples = doc_samples();
+        assert!(samples.iter().filter(|s| s.3).count() >= 4, "{samples:?}");
+        assert!(samples.iter().any(|s| !s.3), "{samples:?}");
+        for (doc, line, text, shown) in samples {
+            let at = format!("{doc}:{line}: {text}");
+            let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+            if shown {
+                let Value::Object(m) = &v else {
+                    panic!("{at}: not an object")
+                };
+                let keys: Vec<String> = m.keys().cloned().collect();
+                assert_eq!(keys, fields, "{at}");
+                assert!(m["headers"].is_array(), "{at}");
+                // What is shown can be written back.
+                parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
+            } else {
+                parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
+            }
+        }
     }
 }

@@ -6,7 +6,11 @@
 //! gathers them into a [`Sample`], the fs core adds what it knows (consumer-group lag, waiting
 //! readers), and [`render`] formats it, through `prometheus-client`, here only.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::util::sync::MutexExt;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -34,6 +38,27 @@ impl LogCounters {
     }
 }
 
+/// Each partition's counters by topic name and partition, where no log holds them (remote
+/// mode): a topic made again under a name counts on with the same ones.
+#[derive(Default, Debug)]
+pub struct CounterBook(Mutex<HashMap<String, Vec<Arc<LogCounters>>>>);
+
+impl CounterBook {
+    /// The counters of `topic`'s partition `partition`.
+    pub fn of(&self, topic: &str, partition: u32) -> Arc<LogCounters> {
+        let mut book = self.0.guard();
+        let parts = match book.get_mut(topic) {
+            Some(parts) => parts,
+            None => book.entry(topic.to_string()).or_default(),
+        };
+        let p = partition as usize;
+        if parts.len() <= p {
+            parts.resize_with(p + 1, Default::default);
+        }
+        parts[p].clone()
+    }
+}
+
 /// The daemon's own work since it started.
 #[derive(Default, Debug)]
 pub struct DaemonCounters {
@@ -46,12 +71,38 @@ pub struct DaemonCounters {
     pub recovered_partitions: AtomicU64,
     pub producer_errors: AtomicU64,
     pub consumer_errors: AtomicU64,
+    /// What deleted topics had counted, by name: a topic made again under that name counts on
+    /// from there, so that a counter since the daemon started never goes down.
+    pub deleted_topics: Mutex<BTreeMap<String, TopicCounts>>,
 }
 
 impl DaemonCounters {
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+
+    /// Topic `topic`, whose partitions counted `partitions`, is deleted: its counts are kept.
+    pub fn topic_deleted<'a>(
+        &self,
+        topic: &str,
+        partitions: impl IntoIterator<Item = &'a LogCounters>,
+    ) {
+        let mut deleted = self.deleted_topics.guard();
+        let kept = deleted.entry(topic.to_string()).or_default();
+        for c in partitions {
+            kept.records_appended += c.records_appended.load(Ordering::Relaxed);
+            kept.bytes_appended += c.bytes_appended.load(Ordering::Relaxed);
+            kept.bytes_read += c.bytes_read.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// A topic's counters: records and bytes appended, bytes read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopicCounts {
+    pub records_appended: u64,
+    pub bytes_appended: u64,
+    pub bytes_read: u64,
 }
 
 /// One partition's figures.
@@ -83,6 +134,9 @@ pub struct Sample {
     pub recovered_partitions: u64,
     pub producer_errors: u64,
     pub consumer_errors: u64,
+    /// The counts of deleted topics of each name, added to the counters of the topic of that
+    /// name while one exists.
+    pub deleted_topics: BTreeMap<String, TopicCounts>,
 }
 
 impl Sample {
@@ -96,6 +150,7 @@ impl Sample {
         self.recovered_partitions = get(&c.recovered_partitions);
         self.producer_errors = get(&c.producer_errors);
         self.consumer_errors = get(&c.consumer_errors);
+        self.deleted_topics = c.deleted_topics.guard().clone();
     }
 
     /// A partition's counters now.
@@ -188,6 +243,17 @@ fn partition_metrics(reg: &mut Registry, s: &Sample) {
         records.get_or_create(&topic).inc_by(p.records_appended);
         appended.get_or_create(&topic).inc_by(p.bytes_appended);
         read.get_or_create(&topic).inc_by(p.bytes_read);
+    }
+    // A topic made again counts on from what the deleted ones of its name had counted.
+    let mut topics: Vec<&str> = s.partitions.iter().map(|p| p.topic.as_str()).collect();
+    topics.dedup();
+    for t in topics {
+        if let Some(d) = s.deleted_topics.get(t) {
+            let topic = vec![("topic", t.to_string())];
+            records.get_or_create(&topic).inc_by(d.records_appended);
+            appended.get_or_create(&topic).inc_by(d.bytes_appended);
+            read.get_or_create(&topic).inc_by(d.bytes_read);
+        }
     }
 }
 
@@ -297,5 +363,33 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }
         assert!(!text.contains("# EOF"), "0.0.4 has no EOF marker");
+    }
+
+    /// A topic deleted and made again counts on from what the deleted one had counted.
+    #[test]
+    fn a_topic_made_again_counts_on_from_the_deleted_one() {
+        let c = DaemonCounters::default();
+        let old = LogCounters::default();
+        old.appended(7, 700);
+        old.read(70);
+        c.topic_deleted("t", [&old, &LogCounters::default()]);
+        let new = LogCounters::default();
+        new.appended(1, 100);
+        let mut s = Sample::default();
+        let mut p = PartitionSample {
+            topic: "t".into(),
+            ..Default::default()
+        };
+        Sample::counters(&mut p, &new);
+        s.partitions.push(p);
+        s.take_daemon(&c);
+        let text = render(&s);
+        for line in [
+            "topicfs_records_appended_total{topic=\"t\"} 8",
+            "topicfs_bytes_appended_total{topic=\"t\"} 800",
+            "topicfs_bytes_read_total{topic=\"t\"} 70",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
     }
 }

@@ -572,6 +572,19 @@ impl InodeTable {
         self.intern(node, 0)
     }
 
+    /// The `d_ino` a listing shows for `node`, taking no inode: its inode number when the
+    /// kernel knows it, else a number of its own (stable, above any inode number). Listings
+    /// of entries that come and go (segments, topics, groups) then leave nothing behind.
+    pub fn listed(&self, node: &Node) -> u64 {
+        use std::hash::{Hash, Hasher};
+        if let Some(&ino) = self.inner.guard().by_node.get(node) {
+            return ino;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        node.hash(&mut h);
+        (1 << 62) | (h.finish() >> 2)
+    }
+
     fn intern(&self, node: &Node, count: u64) -> u64 {
         let mut t = self.inner.guard();
         if let Some(&ino) = t.by_node.get(node) {
@@ -611,7 +624,7 @@ impl InodeTable {
     }
 
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.inner.guard().by_ino.len()
     }
 }

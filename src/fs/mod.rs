@@ -204,6 +204,9 @@ pub struct FsState {
     /// The open stream files of each inode, with the process (tgid) that opened each: their
     /// `fstat` shows that stream's length (see [`FsState::getattr`]).
     streams: Mutex<HashMap<u64, Vec<(u64, u32)>>>,
+    /// The listing each open directory took at its first piece (offset 0): the later pieces
+    /// come from it, so entries added or removed meanwhile move no other entry's offset.
+    listings: Mutex<HashMap<u64, Arc<Vec<DirEntry>>>>,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
     /// The key index of each topic's `table/` (by name and incarnation), built at first use.
@@ -296,6 +299,7 @@ impl FsState {
             members: Mutex::new(HashMap::new()),
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
         });
@@ -533,8 +537,22 @@ impl FsState {
         Ok(())
     }
 
-    /// The entries from `offset` on, `.` and `..` first.
-    pub fn readdir(&self, ino: u64, offset: u64) -> FsResult<Vec<DirEntry>> {
+    /// opendir(3): a handle for the directory's listing (see [`FsState::readdir`]).
+    pub fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let _g = self.gate()?;
+        self.node(ino)?;
+        Ok(self.next_fh.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// closedir(3): the listing the handle took is dropped.
+    pub fn releasedir(&self, fh: u64) {
+        self.listings.guard().remove(&fh);
+    }
+
+    /// The entries from `offset` on, `.` and `..` first. The listing is made at offset 0 and
+    /// kept for the open directory `fh` (a rewind makes it anew); a later offset continues in
+    /// it. (`table/` has offsets of its own that never move.)
+    pub fn readdir(&self, ino: u64, fh: u64, offset: u64) -> FsResult<Vec<DirEntry>> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
@@ -542,19 +560,35 @@ impl FsState {
         if let Node::Table(t) = &node {
             return self.table_readdir(ino, t, offset);
         }
-        let entries = self.entries(&node)?;
-        let parent_ino = self.inodes.peek(&node.parent());
+        let kept = match offset {
+            0 => None,
+            _ => self.listings.guard().get(&fh).cloned(),
+        };
+        let listing = match kept {
+            Some(l) => l,
+            None => {
+                let l = Arc::new(self.listing(ino, &node)?);
+                self.listings.guard().insert(fh, l.clone());
+                l
+            }
+        };
+        Ok(listing.iter().skip(offset as usize).cloned().collect())
+    }
+
+    /// The whole listing of directory `node` (inode `ino`), `.` and `..` first.
+    fn listing(&self, ino: u64, node: &Node) -> FsResult<Vec<DirEntry>> {
+        let entries = self.entries(node)?;
+        let parent_ino = self.inodes.listed(&node.parent());
         let dots = [(ino, "."), (parent_ino, "..")]
             .into_iter()
             .map(|(i, n)| (i, Kind::Directory, n.to_string()));
         let all = dots.chain(
             entries
                 .into_iter()
-                .map(|(n, name)| (self.inodes.peek(&n), n.kind(), name)),
+                .map(|(n, name)| (self.inodes.listed(&n), n.kind(), name)),
         );
         Ok(all
             .enumerate()
-            .skip(offset as usize)
             .map(|(i, (ino, kind, name))| DirEntry {
                 ino,
                 next: (i + 1) as u64,

@@ -209,18 +209,26 @@ impl FsState {
         let starts = (0..topic.partition_count())
             .map(|p| Ok(topic.partition(p)?.log_start_offset()))
             .collect::<crate::error::Result<Vec<i64>>>()?;
-        for l in idx.list(offset.saturating_sub(2), LIST_CHUNK, &starts) {
-            let name = key_to_name(&l.key);
-            // Longer names cannot be looked up: not listed.
-            if name.len() > NAME_MAX {
-                continue;
+        // An empty answer ends the listing: a piece whose keys are all left out is followed
+        // by the next one, until a name is listed or the index has no more.
+        let mut from = offset.saturating_sub(2);
+        while out.is_empty() {
+            let piece = idx.list(from, LIST_CHUNK, &starts);
+            let Some(last) = piece.last() else { break };
+            from = last.slot + 1;
+            for l in piece {
+                let name = key_to_name(&l.key);
+                // Longer names cannot be looked up: not listed.
+                if name.len() > NAME_MAX {
+                    continue;
+                }
+                out.push(DirEntry {
+                    ino: LISTED_INO | l.slot,
+                    next: l.slot + 3,
+                    kind: Kind::File,
+                    name,
+                });
             }
-            out.push(DirEntry {
-                ino: LISTED_INO | l.slot,
-                next: l.slot + 3,
-                kind: Kind::File,
-                name,
-            });
         }
         Ok(out)
     }

@@ -92,7 +92,7 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
     let (_, attr) = fs.mkdir(ROOT, OsStr::new("orders")).unwrap();
     assert_eq!(attr.kind, Kind::Directory);
     let names = |ino| -> Vec<String> {
-        fs.readdir(ino, 0)
+        fs.readdir(ino, 0, 0)
             .unwrap()
             .into_iter()
             .map(|e| e.name)
@@ -120,7 +120,9 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
         ]
     );
     // readdir continues from the offset it was given.
-    let rest = fs.readdir(topic, 12).unwrap();
+    let dir = fs.opendir(topic).unwrap();
+    assert_eq!(fs.readdir(topic, dir, 0).unwrap().len(), 14);
+    let rest = fs.readdir(topic, dir, 12).unwrap();
     assert_eq!(rest.len(), 2);
     assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 13));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
@@ -353,4 +355,33 @@ fn removing_a_topic_frees_its_table_index() {
     assert_eq!(fs.tables.guard().len(), 1);
     fs.rmdir(ROOT, OsStr::new("t")).unwrap();
     assert_eq!(fs.tables.guard().len(), 0);
+}
+
+/// Listing a directory takes no inode: the inode table holds what the kernel looked up, so
+/// listings of entries that come and go (segments, topics, groups) do not grow it. An entry
+/// the kernel knows is listed with its inode number; the others with a number of their own.
+#[test]
+fn listings_take_no_inodes() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 40);
+    fs.mkdir(ROOT, OsStr::new("orders")).unwrap();
+    let topic = walk(&fs, "orders");
+    let p0 = walk(&fs, "orders/0");
+    let before = fs.inodes.len();
+    let listed = fs.readdir(topic, 0, 0).unwrap();
+    for p in 0..40 {
+        fs.readdir(walk_listed(&listed, &p.to_string()), 0, 0).ok();
+    }
+    assert_eq!(fs.inodes.len(), before);
+    assert_eq!(listed.len(), 2 + 10 + 40);
+    let inos: std::collections::HashSet<u64> = listed.iter().skip(2).map(|e| e.ino).collect();
+    assert_eq!(inos.len(), listed.len() - 2, "distinct");
+    assert!(!inos.contains(&0));
+    let zero = listed.iter().find(|e| e.name == "0").unwrap();
+    assert_eq!(zero.ino, p0, "a known entry keeps its inode number");
+}
+
+/// The inode a listing gives `name`, if the kernel knows it (else a number no call takes).
+fn walk_listed(listed: &[super::types::DirEntry], name: &str) -> u64 {
+    listed.iter().find(|e| e.name == name).unwrap().ino
 }

@@ -253,7 +253,7 @@ fn the_tree_works_over_another_storage() {
     let count = fs.open(walk(&fs, "mem/0/count"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, count.fh), b"3\n");
     // No segment files: no segments/ directory.
-    let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0).unwrap())
+    let names: Vec<String> = (fs.readdir(walk(&fs, "mem/0"), 0, 0).unwrap())
         .into_iter()
         .map(|e| e.name)
         .collect();

@@ -249,7 +249,7 @@ fn item4_files_from_the_cluster_fail_with_eio_while_it_does_not_answer() {
         );
     }
     // Listings answer from the last metadata.
-    let names: Vec<String> = (fs.readdir(walk(&fs, "rem/0"), 0).unwrap())
+    let names: Vec<String> = (fs.readdir(walk(&fs, "rem/0"), 0, 0).unwrap())
         .into_iter()
         .map(|e| e.name)
         .collect();
@@ -323,7 +323,7 @@ fn item1_write_behind_fsync_and_close_fail_with_eio_when_not_acknowledged() {
 #[test]
 fn item5_replicas_shows_leader_replicas_and_isr_and_eio_when_down() {
     let (fs, c) = mount(false);
-    let names: Vec<String> = (fs.readdir(walk(&fs, "rem/0"), 0).unwrap())
+    let names: Vec<String> = (fs.readdir(walk(&fs, "rem/0"), 0, 0).unwrap())
         .into_iter()
         .map(|e| e.name)
         .collect();

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::log::PartitionLog;
 use crate::log::cleaner::{CleanRound, Cleaner, choose};
 use crate::util::clock::now_ms;
-use crate::util::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{CondvarExt, MutexExt, RwLockExt};
 
 /// The cleaner's state in the log manager.
 pub(super) struct CleanerState {
@@ -283,7 +283,7 @@ impl LogManager {
                         continue;
                     }
                     let stop = bg.stop.guard();
-                    let (stop, _) = bg.wake.wait_timeout_while(stop, backoff, |s| !*s).unwrap();
+                    let stop = bg.wake.wait_timeout_while_guard(stop, backoff, |s| !*s);
                     if *stop {
                         return;
                     }

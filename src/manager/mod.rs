@@ -16,7 +16,7 @@ use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
 use crate::log::{LoadParams, PartitionLog};
 use crate::util::clock::now_ms;
-use crate::util::sync::{MutexExt, RwLockExt};
+use crate::util::sync::{CondvarExt, MutexExt, RwLockExt};
 
 mod cleaner;
 mod load;
@@ -387,7 +387,7 @@ impl LogManager {
                         .min(next_rt)
                         .saturating_duration_since(Instant::now());
                     let stop = bg.stop.guard();
-                    let (stop, _) = bg.wake.wait_timeout_while(stop, wait, |s| !*s).unwrap();
+                    let stop = bg.wake.wait_timeout_while_guard(stop, wait, |s| !*s);
                     if *stop {
                         return;
                     }
@@ -522,5 +522,30 @@ mod tests {
         assert_eq!(parse_partition_dir("orders-3.abc-delete"), None);
         assert_eq!(parse_partition_dir("orders"), None);
         assert_eq!(parse_partition_dir("orders-x"), None);
+    }
+
+    /// A panic while the background's stop flag was held does not end the background threads
+    /// (retention, checkpoints, the cleaner): their waits recover the lock.
+    #[test]
+    fn background_threads_outlive_a_poisoned_stop_flag() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.log_dirs = vec![d.path().to_path_buf()];
+        c.retention_check_interval_ms = 10;
+        let mgr = LogManager::open(c).unwrap();
+        let bg = mgr.background.clone();
+        let r = std::thread::spawn(move || {
+            let _g = bg.stop.guard();
+            panic!("a holder of the stop flag panics");
+        })
+        .join();
+        assert!(r.is_err() && mgr.background.stop.is_poisoned());
+        mgr.background.wake.notify_all();
+        std::thread::sleep(Duration::from_millis(300));
+        let threads = mgr.threads.guard();
+        assert!(!threads.is_empty());
+        assert!(threads.iter().all(|h| !h.is_finished()));
+        drop(threads);
+        mgr.shutdown().unwrap();
     }
 }

@@ -214,6 +214,9 @@ impl LogManager {
         }
         *deleted = true;
         self.topics.write_guard().remove(name);
+        let logs = topic.partitions();
+        self.counters
+            .topic_deleted(name, logs.iter().map(|l| l.counters()));
         for log in topic.partitions() {
             log.close_waiters();
             for s in log.segments() {

@@ -101,9 +101,26 @@ fn running_name(pid: i32) -> Option<String> {
     (!rest.starts_with('Z') && !rest.starts_with('X')).then(|| name.to_string())
 }
 
+/// `dir` with symlinks, `.`, `..` and repeated or trailing `/` resolved: the one name the
+/// kernel shows for it (in /proc/PID/fd); as given when it cannot be resolved.
+fn canonical(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// The log dirs whose lock file process `pid` has open.
+fn locked_dirs(pid: i32) -> Vec<PathBuf> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|p| p.file_name() == Some(std::ffi::OsStr::new(LOCK_FILE)))
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect()
+}
+
 /// The topicfs processes that have `dir/.lock` open.
 fn lock_holders(dir: &Path) -> Vec<i32> {
-    let lock = dir.join(LOCK_FILE);
+    let lock = canonical(dir).join(LOCK_FILE);
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -124,10 +141,21 @@ fn lock_holders(dir: &Path) -> Vec<i32> {
 /// finished its clean shutdown (checkpoints and marker written, lock released, process gone).
 /// The process exit code.
 pub fn umount(mnt: &Path) -> i32 {
-    let mnt = resolved(mnt);
-    let Some(entry) = topicfs_mount(&mnt) else {
-        eprintln!("topicfs: {} is not a topicfs mount", mnt.display());
-        return 1;
+    // The name as given, its parent resolved (a dead mountpoint cannot be stat'ed); else
+    // what it resolves to (a symlink to the mountpoint, a `..` inside the mount).
+    let (mnt, entry) = match topicfs_mount(&resolved(mnt)) {
+        Some(e) => (resolved(mnt), e),
+        None => match mnt
+            .canonicalize()
+            .ok()
+            .and_then(|c| Some((topicfs_mount(&c)?, c)))
+        {
+            Some((e, c)) => (c, e),
+            None => {
+                eprintln!("topicfs: {} is not a topicfs mount", mnt.display());
+                return 1;
+            }
+        },
     };
     // The log dir is the mount's source (its first log dir); remote mode has none here.
     let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&entry.source));
@@ -186,13 +214,18 @@ pub fn wait_for_closing_daemons(log_dirs: &[PathBuf]) {
             continue;
         }
         let holders = lock_holders(dir);
-        let serving = mount_entries()
+        // A mount's source is its first log dir; a daemon serves a mount when it holds the
+        // lock of that mount's source (whichever of its log dirs `dir` is).
+        let sources: Vec<PathBuf> = mount_entries()
             .iter()
-            .any(|e| e.fstype == "fuse.topicfs" && e.source == dir.as_os_str().as_bytes());
+            .filter(|e| e.fstype == "fuse.topicfs")
+            .map(|e| canonical(Path::new(std::ffi::OsStr::from_bytes(&e.source))))
+            .collect();
+        let serving = |pid: i32| locked_dirs(pid).iter().any(|d| sources.contains(d));
         let closing = !holders.is_empty()
             && holders.iter().all(|p| {
                 running_name(*p).is_some_and(|n| n == CLOSING_NAME.to_str().unwrap_or_default())
-                    || !serving
+                    || !serving(*p)
             });
         if !closing {
             continue;

@@ -117,6 +117,26 @@ fn records_is_ebusy_while_the_group_has_a_reader_and_offsets_resets() {
     m.fails_with("cat t/groups/bad%name/records", "No such file or directory");
 }
 
+/// A reset line naming a partition the topic lacks is a malformed line: EINVAL, and nothing
+/// of the open is applied (not even its good lines).
+#[test]
+fn offsets_line_for_a_partition_the_topic_lacks_is_einval_and_nothing_applied() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    three_partitions(&m, 3);
+    m.ok("echo latest > t/groups/g/offsets");
+    let before = m.read("t/groups/g/offsets");
+    assert_eq!(before, "0 3 3 0\n1 3 3 0\n2 3 3 0\n");
+    m.fails_with(
+        "/usr/bin/printf '0 1\\n3 0\\n' > t/groups/g/offsets",
+        "Invalid argument",
+    );
+    m.fails_with(
+        "/bin/echo 3 earliest > t/groups/g/offsets",
+        "Invalid argument",
+    );
+    assert_eq!(m.read("t/groups/g/offsets"), before);
+}
+
 #[test]
 fn two_follow_readers_share_the_partitions_and_the_one_left_takes_all() {
     let m = TestMount::start(&["--num-partitions", "1"]);

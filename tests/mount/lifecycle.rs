@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use crate::common::decode::decode_log;
 use crate::common::mount::{self, BIN, Options, TestMount, file_names, is_mounted};
@@ -127,6 +128,33 @@ fn umount_of_a_foreground_daemon_exits_0() {
     assert_cleanly_shut_down(&m.log_dirs[0], &pdir, &["hello\n".to_string()]);
 }
 
+/// `topicfs umount` of the mountpoint named another way (through a symlink, with `..`)
+/// unmounts it: the mountpoint is compared by what the name resolves to.
+#[test]
+fn topicfs_umount_takes_the_mountpoint_by_any_name() {
+    for how in ["link", "dotdot"] {
+        let mut m = TestMount::start(&[]);
+        m.ok("mkdir t");
+        let name = match how {
+            "link" => {
+                let link = m.dir.path().join("link");
+                std::os::unix::fs::symlink(&m.mnt, &link).unwrap();
+                link.display().to_string()
+            }
+            _ => format!("{}/t/..", m.mnt.display()),
+        };
+        let out = Command::new(BIN).arg("umount").arg(&name).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!is_mounted(&m.mnt), "{name}");
+        assert!(m.log_dirs[0].join(".kafka_cleanshutdown").exists());
+        m.wait_daemon_exit();
+    }
+}
+
 #[test]
 fn sigterm_with_a_file_open_detaches_lazily_and_keeps_the_pending_line() {
     let mut m = TestMount::start_foreground(&[]);
@@ -170,6 +198,47 @@ fn a_second_daemon_on_a_locked_log_dir_is_refused() {
     assert!(err.contains(&*m.log_dirs[0].to_string_lossy()), "{err}");
     assert!(!is_mounted(&other));
     // The first mount is unharmed.
+    m.ok("mkdir t && echo ok >> t/0/append");
+}
+
+/// A live mount's log dir named another way (a trailing `/`, a doubled `/`, a `..`, a
+/// symlink) or given as the second log dir of a two-dir mount: refused at once with the lock
+/// message, not taken for a daemon finishing its shutdown (which would be waited for).
+#[test]
+fn a_live_log_dir_spelled_another_way_is_refused_at_once() {
+    let m = TestMount::with(Options {
+        log_dirs: 2,
+        ..Options::default()
+    });
+    let other = m.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let link = m.dir.path().join("link");
+    std::os::unix::fs::symlink(&m.log_dirs[0], &link).unwrap();
+    let first = m.log_dirs[0].to_string_lossy().into_owned();
+    let parent = m.dir.path().to_string_lossy().into_owned();
+    let spellings = [
+        format!("{first}/"),
+        format!("{parent}//logs0"),
+        format!("{first}/../logs0"),
+        link.to_string_lossy().into_owned(),
+        m.log_dirs[1].to_string_lossy().into_owned(),
+    ];
+    for dir in &spellings {
+        let started = Instant::now();
+        let out = Command::new(BIN)
+            .arg("mount")
+            .arg(&other)
+            .args(["--log-dir", dir])
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{dir}: {err}");
+        assert!(err.contains("Failed to acquire lock"), "{dir}: {err}");
+        assert!(!err.contains("waiting"), "{dir}: {err}");
+        assert!(took < Duration::from_secs(10), "{dir}: took {took:?}");
+        assert!(!is_mounted(&other));
+    }
     m.ok("mkdir t && echo ok >> t/0/append");
 }
 

@@ -143,3 +143,30 @@ fn metrics_waiting_readers_counts_a_follow_read() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Counters since the daemon started never go down: a topic removed and made again counts on
+/// from what the removed one had counted.
+#[test]
+fn metrics_counters_do_not_go_down_when_a_topic_is_made_again() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok(
+        "mkdir t && printf 'a\\nb\\nc\\n' >> t/0/append && printf 'd\\ne\\nf\\ng\\n' >> t/1/append",
+    );
+    m.ok("cat t/0/by-offset/0 > /dev/null");
+    let records = "topicfs_records_appended_total{topic=t}";
+    let appended = "topicfs_bytes_appended_total{topic=t}";
+    let read = "topicfs_bytes_read_total{topic=t}";
+    let before = scrape(&m);
+    assert_eq!(before[records], 7.0);
+    assert!(before[appended] > 0.0 && before[read] > 0.0, "{before:?}");
+    m.ok("rmdir t && mkdir t");
+    let again = scrape(&m);
+    for name in [records, appended, read] {
+        assert_eq!(again[name], before[name], "{name}");
+    }
+    m.ok("echo h >> t/0/append");
+    let after = scrape(&m);
+    assert_eq!(after[records], 8.0);
+    assert!(after[appended] > before[appended]);
+    assert_eq!(after[read], before[read]);
+}

@@ -333,6 +333,35 @@ with open('t/append.jsonl', 'w') as f:
     }
 }
 
+/// Keys whose names are too long to list (over 255 bytes) are left out of a listing, and the
+/// keys after them are listed all the same: a piece of the listing made of long names only
+/// must not read as the end of the directory.
+#[test]
+fn table_listing_goes_on_past_a_run_of_unlistable_long_names() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    m.ok("mkdir t");
+    let script = r#"
+with open('t/0/append.kv', 'w') as f:
+    for i in range(100):
+        f.write("early%03d\tv\n" % i)
+    for i in range(256):
+        f.write("%s%03d\tv\n" % ("L" * 300, i))
+    for i in range(300):
+        f.write("later%03d\tv\n" % i)
+"#;
+    python(&m, script);
+    // The later keys exist...
+    m.ok("stat t/table/later000 t/table/later299");
+    // ...and every listing shows all 400 short names.
+    assert_eq!(m.ok("ls t/table | wc -l").trim(), "400");
+    assert_eq!(m.ok("find t/table -type f | wc -l").trim(), "400");
+    let py = python(&m, "import os\nprint(len(os.listdir('t/table')))");
+    assert_eq!(py.trim(), "400");
+    let names = ls(&m, "t");
+    assert_eq!(names.first().map(String::as_str), Some("early000"));
+    assert_eq!(names.last().map(String::as_str), Some("later299"));
+}
+
 #[test]
 fn table_write_survives_a_forked_child_closing_the_descriptor() {
     let m = TestMount::start(&["--num-partitions", "1"]);
@@ -354,4 +383,40 @@ f.close()
     assert_eq!(m.read("t/table/k"), "head-tail");
     let values: Vec<Option<Vec<u8>>> = decoded(&m, "t", 1).into_iter().map(|r| r.2).collect();
     assert_eq!(values, vec![Some(b"head-tail".to_vec())]);
+}
+
+/// The README's `table/` session, run as written in a fresh mount: each `$` command succeeds
+/// and prints what the README shows (the stat line's time excepted).
+#[test]
+fn the_readme_table_session_runs_as_written() {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split("## A topic as a table of keys")
+        .nth(1)
+        .expect("the README has the table section");
+    let block = section
+        .split("```")
+        .nth(1)
+        .expect("the section starts with a session");
+    let m = TestMount::start(&[]);
+    let mut steps: Vec<(String, String)> = Vec::new();
+    for line in block.lines() {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            steps.push((cmd.to_string(), String::new()));
+        } else if let Some((_, out)) = steps.last_mut() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(steps.len() >= 5, "{steps:?}");
+    for (cmd, want) in steps {
+        let got = m.ok(&cmd);
+        if cmd.starts_with("stat ") {
+            let size = |s: &str| s.split(' ').next().map(str::to_string);
+            assert_eq!(size(&got), size(&want), "{cmd}");
+        } else {
+            // A value without a newline ends where the terminal's next line starts.
+            assert_eq!(got.trim_end(), want.trim_end(), "{cmd}");
+        }
+    }
 }

@@ -254,3 +254,41 @@ for p in ("t", "t/0/by-offset/0", "t/0/segments/00000000000000000000.log"):
     // `ls -l` and the rest still work.
     assert!(m.ok("ls -l t/0").contains("append"));
 }
+
+/// A listing read in several pieces while entries it already gave are removed: every entry
+/// that was there throughout is listed, once (the pieces come from the listing the open
+/// directory took at its start, not from positions in a list that changed meanwhile).
+#[test]
+fn a_listing_read_while_topics_are_removed_gives_every_remaining_topic_once() {
+    let m = TestMount::start(&["--num-partitions", "1"]);
+    // Long names: a getdents buffer holds about a hundred, so the listing comes in pieces.
+    let script = r#"
+import os, sys
+long = "t" + "x" * 200
+for i in range(300):
+    os.mkdir("%s%03d" % (long, i))
+it = os.scandir(".")
+seen = [next(it).name for _ in range(60)]
+# Remove topics the listing already gave.
+for name in seen[:50]:
+    os.rmdir(name)
+seen += [e.name for e in it]
+gone = set(seen[:50])
+left = ["%s%03d" % (long, i) for i in range(300) if "%s%03d" % (long, i) not in gone]
+dups = len(seen) - len(set(seen))
+missing = [n for n in left if n not in set(seen)]
+print(dups, len(missing))
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0 0");
+}

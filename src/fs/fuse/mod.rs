@@ -465,15 +465,34 @@ impl Filesystem for TopicFs {
         );
     }
 
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.state.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(errno(report("opendir", &ino.0, e))),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.state.releasedir(fh.0);
+        reply.ok();
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        match self.state.readdir(ino.0, offset) {
+        match self.state.readdir(ino.0, fh.0, offset) {
             Ok(entries) => {
                 for e in entries {
                     if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name) {

@@ -269,6 +269,21 @@ fn file_id(p: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// Are `a` and `b` (which may not exist yet) one directory? Compared by device and inode
+/// when both exist, else by the canonical path of their longest existing ancestor and the
+/// rest, so `/x/logs/`, `/x//logs`, `/x/y/../logs` and a symlink to it are all `/x/logs`.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    if let (Some(x), Some(y)) = (file_id(a), file_id(b)) {
+        return x == y;
+    }
+    let resolved = |p: &Path| -> Option<PathBuf> {
+        let existing = p.ancestors().find(|a| a.exists())?;
+        let rest = p.strip_prefix(existing).ok()?;
+        Some(existing.canonicalize().ok()?.join(rest))
+    };
+    resolved(a).is_some_and(|r| Some(r) == resolved(b))
+}
+
 /// Is `path` (which may not exist yet) `dir` itself or somewhere below it? Compared by device
 /// and inode along the canonical chain of `path`'s longest existing ancestor, so symlinks and
 /// bind mounts cannot hide an overlap.
@@ -479,7 +494,15 @@ fn check_overlaps(
     log_dirs: &[PathBuf],
     files: [(&str, &Option<PathBuf>); 2],
 ) -> Result<(), String> {
-    for dir in log_dirs {
+    for (i, dir) in log_dirs.iter().enumerate() {
+        // Each log dir once: a second name of one would be refused as locked by another.
+        if let Some(other) = log_dirs[..i].iter().find(|d| same_dir(d, dir)) {
+            return Err(format!(
+                "log dir {} is given twice (also as {}); name each log dir once",
+                dir.display(),
+                other.display()
+            ));
+        }
         if is_within(dir, mountpoint) {
             return Err(format!(
                 "log dir {} is the mountpoint {} or inside it: the daemon would wait on itself; use a log dir outside the mountpoint",

@@ -223,6 +223,50 @@ fn a_log_dir_inside_the_mountpoint_is_refused() {
     assert!(e.contains("does not exist"), "{e}");
 }
 
+/// One log dir named twice (another spelling, a symlink, not yet created) is refused with
+/// words that say so, not taken for a dir another daemon holds.
+#[test]
+fn a_log_dir_given_twice_is_refused() {
+    let d = dirs();
+    let link = d._tmp.path().join("link");
+    std::fs::create_dir(&d.logs).unwrap();
+    std::os::unix::fs::symlink(&d.logs, &link).unwrap();
+    let logs = d.logs.display().to_string();
+    let parent = d._tmp.path().display().to_string();
+    for again in [
+        format!("{logs}/"),
+        format!("{parent}//logs"),
+        format!("{parent}/mnt/../logs"),
+        link.display().to_string(),
+    ] {
+        let e = plan(&d, &["--log-dir", &again]).err().unwrap();
+        assert!(e.contains("given twice"), "{again}: {e}");
+    }
+    // Not created yet: the same by name.
+    let new = d._tmp.path().join("new").display().to_string();
+    let mut argv = vec!["topicfs".to_string(), d.mnt.display().to_string()];
+    argv.extend([
+        "--log-dir".into(),
+        new.clone(),
+        "--log-dir".into(),
+        format!("{new}/"),
+    ]);
+    let e = MountPlan::from_args(&Cmd::try_parse_from(&argv).unwrap().args)
+        .err()
+        .unwrap();
+    assert!(e.contains("given twice"), "{e}");
+    // Two dirs are two.
+    let other = d._tmp.path().join("other").display().to_string();
+    assert_eq!(
+        plan(&d, &["--log-dir", &other])
+            .unwrap()
+            .broker
+            .log_dirs
+            .len(),
+        2
+    );
+}
+
 #[test]
 fn the_kafka_options_are_the_key_table() {
     use clap::CommandFactory;

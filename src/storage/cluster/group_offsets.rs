@@ -19,6 +19,10 @@ pub(super) struct ClusterGroups {
     inner: Arc<Inner>,
     /// One client per group used, created on first use.
     consumers: Mutex<HashMap<String, Arc<BaseConsumer>>>,
+    /// The last listing of the cluster's groups that got no answer.
+    list_no_answer: super::NoAnswer,
+    /// Per group, its last request for committed offsets that got no answer.
+    committed_no_answer: Mutex<HashMap<String, Arc<super::NoAnswer>>>,
 }
 
 impl ClusterGroups {
@@ -26,6 +30,8 @@ impl ClusterGroups {
         ClusterGroups {
             inner,
             consumers: Mutex::new(HashMap::new()),
+            list_no_answer: Default::default(),
+            committed_no_answer: Mutex::new(HashMap::new()),
         }
     }
 
@@ -55,10 +61,18 @@ impl ClusterGroups {
             tpl.add_partition(topic, p as i32);
         }
         let what = format!("committed offsets of group {group} on {topic}");
-        let got = self
-            .consumer(group)?
-            .committed_offsets(tpl, self.inner.timeout)
-            .map_err(|e| kafka(&what, e))?;
+        let consumer = self.consumer(group)?;
+        let no_answer = self
+            .committed_no_answer
+            .guard()
+            .entry(group.to_string())
+            .or_default()
+            .clone();
+        let got = no_answer.ask(self.inner.timeout, || {
+            consumer
+                .committed_offsets(tpl, self.inner.timeout)
+                .map_err(|e| kafka(&what, e))
+        })?;
         let mut out = BTreeMap::new();
         for el in got.elements() {
             if let Offset::Offset(n) = el.offset()
@@ -96,10 +110,16 @@ impl GroupStore for ClusterGroups {
         false
     }
     fn groups_of(&self, topic: &str) -> Vec<String> {
-        let list = match self.inner.meta.fetch_group_list(None, self.inner.timeout) {
+        let list = self.list_no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .fetch_group_list(None, self.inner.timeout)
+                .map_err(|e| kafka("listing the cluster's groups", e))
+        });
+        let list = match list {
             Ok(l) => l,
             Err(e) => {
-                log::error!("listing the cluster's groups: {e}");
+                log::error!("{e}");
                 return Vec::new();
             }
         };

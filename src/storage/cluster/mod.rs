@@ -32,6 +32,19 @@ use crate::record::RecordInput;
 use crate::util::sync::MutexExt;
 use produce::Stamped;
 
+/// The bytes a record adds to the counters of `@metrics` in remote mode, where the batches
+/// are the cluster's: its key, value and headers.
+fn record_bytes(m: &impl rdkafka::Message) -> u64 {
+    use rdkafka::message::Headers as _;
+    let headers: usize = m.headers().map_or(0, |h| {
+        h.iter()
+            .map(|hd| hd.key.len() + hd.value.map_or(0, <[u8]>::len))
+            .sum()
+    });
+    let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+    (len(m.key()) + len(m.payload()) + headers) as u64
+}
+
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
     /// key), then the user's properties.
@@ -129,6 +142,36 @@ impl Metadata {
     }
 }
 
+/// The last failure of one kind of request that waited out the client's timeout. For one
+/// timeout's time after it, that request fails again at once: a cluster that stops answering
+/// costs a caller one client timeout, not one for each call (a `cat` is a lookup, an open
+/// and a read; a `stat` right after is one more), nor one for each caller waiting in turn.
+#[derive(Default)]
+struct NoAnswer(Mutex<Option<(Instant, Error)>>);
+
+impl NoAnswer {
+    /// `request`, unless the last one waited out `timeout` less than `timeout` ago: then its
+    /// failure again.
+    fn ask<T>(&self, timeout: Duration, request: impl FnOnce() -> Result<T>) -> Result<T> {
+        if let Some((at, e)) = &*self.0.guard()
+            && at.elapsed() < timeout
+        {
+            return Err(e.clone());
+        }
+        let t0 = Instant::now();
+        let r = request();
+        match &r {
+            Ok(_) => *self.0.guard() = None,
+            // A quick refusal (an unknown topic...) is asked again at the next call.
+            Err(e) if t0.elapsed() >= timeout / 2 => {
+                *self.0.guard() = Some((Instant::now(), e.clone()));
+            }
+            Err(_) => {}
+        }
+        r
+    }
+}
+
 /// How long a metadata answer is reused (a `mkdir`/`rmdir` of ours refreshes it at once).
 const METADATA_TTL: Duration = Duration::from_millis(1000);
 
@@ -142,6 +185,8 @@ pub(crate) struct Inner {
     metadata: Mutex<Option<Metadata>>,
     /// A background metadata refresh is under way.
     refreshing: AtomicBool,
+    /// The last metadata request that got no answer.
+    metadata_no_answer: NoAnswer,
     topics: Mutex<HashMap<String, Arc<ClusterTopic>>>,
     next_incarnation: AtomicU64,
     watch: Arc<read::Watch>,
@@ -149,6 +194,8 @@ pub(crate) struct Inner {
     me: Weak<Inner>,
     /// Produce requests and fetches that failed (`@metrics`).
     counters: Arc<crate::metrics::DaemonCounters>,
+    /// Each partition's records and bytes produced and fetched for readers (`@metrics`).
+    book: Arc<crate::metrics::CounterBook>,
 }
 
 /// The cluster storage; clones share one set of clients.
@@ -175,7 +222,8 @@ impl ClusterStorage {
             md.brokers().len(),
             md.topics().len()
         );
-        let producer = produce::Producer::new(&cfg)?;
+        let book = Arc::new(crate::metrics::CounterBook::default());
+        let producer = produce::Producer::new(&cfg, book.clone())?;
         let inner = Arc::new_cyclic(|me| Inner {
             timeout,
             admin,
@@ -183,12 +231,14 @@ impl ClusterStorage {
             meta,
             metadata: Mutex::new(None),
             refreshing: AtomicBool::new(false),
+            metadata_no_answer: NoAnswer::default(),
             topics: Mutex::new(HashMap::new()),
             next_incarnation: AtomicU64::new(1),
             watch: read::Watch::start(me.clone()),
             closed: AtomicBool::new(false),
             me: me.clone(),
             counters: Default::default(),
+            book,
             cfg,
         });
         Ok(ClusterStorage(inner))
@@ -262,10 +312,11 @@ impl Inner {
 
     /// Asks the cluster for its topics now and caches the answer.
     fn fetch_metadata(&self) -> Result<BTreeMap<String, u32>> {
-        let md = self
-            .meta
-            .fetch_metadata(None, self.timeout)
-            .map_err(|e| kafka("metadata", e))?;
+        let md = self.metadata_no_answer.ask(self.timeout, || {
+            self.meta
+                .fetch_metadata(None, self.timeout)
+                .map_err(|e| kafka("metadata", e))
+        })?;
         let partitions: BTreeMap<String, u32> = md
             .topics()
             .iter()
@@ -313,6 +364,7 @@ impl Inner {
                 deleted: AtomicBool::new(false),
                 round_robin: AtomicU32::new(0),
                 max_message_bytes: Mutex::new(None),
+                config_no_answer: NoAnswer::default(),
             })
         });
         t.count.store(count, Ordering::SeqCst);
@@ -426,8 +478,40 @@ impl Storage for ClusterStorage {
     fn is_internal(&self, topic: &str) -> bool {
         topic.starts_with("__")
     }
+    /// The offsets and counters of every partition. A cluster that does not answer costs
+    /// one client timeout in all: after the first partition whose offsets could not be had,
+    /// the rest show the ones last known.
     fn sample(&self) -> crate::metrics::Sample {
-        let mut s = crate::storage::sample_offsets(self);
+        let mut s = crate::metrics::Sample::default();
+        let mut ask = true;
+        for t in self.topics() {
+            let Ok(topic) = self.0.topic(&t, false) else {
+                continue;
+            };
+            for p in 0..topic.count() {
+                let Ok(part) = topic.part(p) else {
+                    continue;
+                };
+                let marks = match ask {
+                    true => part.marks(false),
+                    false => Ok(part.last_marks()),
+                };
+                let (start, end) = marks.unwrap_or_else(|e| {
+                    log::error!("{e}; @metrics shows the offsets last known");
+                    ask = false;
+                    part.last_marks()
+                });
+                let mut ps = crate::metrics::PartitionSample {
+                    topic: t.clone(),
+                    partition: p,
+                    log_start_offset: start,
+                    log_end_offset: end,
+                    ..Default::default()
+                };
+                crate::metrics::Sample::counters(&mut ps, &self.0.book.of(&t, p));
+                s.partitions.push(ps);
+            }
+        }
         s.take_daemon(&self.0.counters);
         s
     }
@@ -442,6 +526,8 @@ pub(crate) struct ClusterTopic {
     deleted: AtomicBool,
     round_robin: AtomicU32,
     max_message_bytes: Mutex<Option<usize>>,
+    /// The last request for the topic's config that got no answer.
+    config_no_answer: NoAnswer,
 }
 
 impl ClusterTopic {
@@ -496,7 +582,9 @@ impl TopicStore for ClusterTopic {
         Ok(self.part(p)?)
     }
     fn config_text(&self) -> Result<String> {
-        let entries = admin::topic_overrides(&self.inner, &self.name)?;
+        let entries = self.config_no_answer.ask(self.inner.timeout, || {
+            admin::topic_overrides(&self.inner, &self.name)
+        })?;
         Ok(entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect())
     }
     fn max_message_bytes(&self) -> usize {
@@ -622,5 +710,166 @@ impl TopicStore for BehindTopic {
         let records = crate::record::lines::line_records(parts, timestamp);
         self.topic
             .append_to(&records, max_record, Some(&self.file), Stamped::ByClock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A storage on a mock cluster holding topic `t` of two partitions.
+    fn mock_storage() -> (
+        rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+        ClusterStorage,
+    ) {
+        mock_storage_with_timeout(10_000)
+    }
+
+    /// The same, with a client timeout (`message.timeout.ms`) of `ms`.
+    fn mock_storage_with_timeout(
+        ms: u64,
+    ) -> (
+        rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+        ClusterStorage,
+    ) {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 2, 1).unwrap();
+        let cfg = ClusterConfig {
+            bootstrap_servers: mock.bootstrap_servers(),
+            client: [("message.timeout.ms".to_string(), ms.to_string())].into(),
+            num_partitions: None,
+            replication_factor: None,
+            read_committed: false,
+            write_behind: false,
+        };
+        let storage = ClusterStorage::connect(cfg).unwrap();
+        (mock, storage)
+    }
+
+    /// The per-topic counters of `@metrics` count in remote mode: records and bytes (key,
+    /// value, headers) acknowledged, bytes fetched for readers.
+    #[test]
+    fn metrics_count_what_was_produced_and_fetched() {
+        let (_mock, storage) = mock_storage();
+        let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+        let header: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"vv"))];
+        let records = [
+            RecordInput {
+                key: Some(b"k1"),
+                value: Some(b"value"),
+                headers: &[],
+                timestamp: -1,
+            },
+            RecordInput {
+                key: None,
+                value: Some(b"abc"),
+                headers: header,
+                timestamp: -1,
+            },
+        ];
+        p0.append(&records).unwrap();
+        let bytes = 2 + 5 + 3 + 1 + 2;
+        let sample = |p: u32| {
+            storage
+                .sample()
+                .partitions
+                .into_iter()
+                .find(|s| s.topic == "t" && s.partition == p)
+                .unwrap()
+        };
+        let s = sample(0);
+        assert_eq!((s.records_appended, s.bytes_appended), (2, bytes));
+        assert_eq!(s.bytes_read, 0);
+        assert_eq!(sample(1).records_appended, 0);
+        let mut stream = p0.read_from_offset(0).unwrap();
+        let (mut from, mut out) = (0, Vec::new());
+        while stream.next_batch_lines(&mut from, 2, &mut out).unwrap() {}
+        assert_eq!(out, b"value\nabc\n");
+        assert_eq!(sample(0).bytes_read, bytes);
+        let text = crate::metrics::render(&storage.sample());
+        assert!(
+            text.lines()
+                .any(|l| l == "topicfs_records_appended_total{topic=\"t\"} 2"),
+            "{text}"
+        );
+    }
+
+    /// A cluster that stops answering costs one client timeout, once: the calls after the
+    /// one that waited answer at once (with the error, or the last known offsets), until the
+    /// cluster is asked again after a timeout's time.
+    #[test]
+    fn an_outage_costs_one_client_timeout_not_one_per_call() {
+        let timeout = Duration::from_millis(1500);
+        let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+        let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+        assert_eq!(p0.offsets_now().unwrap(), (0, 0));
+        mock.broker_down(1).unwrap();
+        // Past the watermarks' reuse.
+        std::thread::sleep(Duration::from_millis(100));
+        let t0 = Instant::now();
+        assert!(p0.offsets_now().is_err());
+        let first = t0.elapsed();
+        assert!(first < timeout + Duration::from_millis(1000), "{first:?}");
+        // The calls right after: no second wait.
+        let t1 = Instant::now();
+        assert!(p0.offsets_now().is_err());
+        assert!(p0.check_offset(0).is_err());
+        assert_eq!(p0.log_end_offset(), 0);
+        let after = t1.elapsed();
+        assert!(after < Duration::from_millis(300), "{after:?}");
+        // Back up: asked again once a timeout's time has passed.
+        mock.broker_up(1).unwrap();
+        let t2 = Instant::now();
+        loop {
+            match p0.offsets_now() {
+                Ok(m) => {
+                    assert_eq!(m, (0, 0));
+                    break;
+                }
+                Err(e) => {
+                    assert!(t2.elapsed() < Duration::from_secs(20), "{e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// `@metrics` and the group files during an outage: the sample costs one client timeout
+    /// in all (not one per partition), the group listing and a group's commits one each
+    /// (not one per topic or per call).
+    #[test]
+    fn an_outage_costs_the_metrics_and_the_groups_one_timeout_each() {
+        let timeout = Duration::from_millis(1000);
+        let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+        mock.create_topic("u", 2, 1).unwrap();
+        let storage = Arc::new(storage);
+        let groups = storage.clone().open_groups().unwrap();
+        let known = |s: &crate::metrics::Sample| s.partitions.len();
+        let wait_for_u = Instant::now();
+        while known(&storage.sample()) < 4 {
+            assert!(
+                wait_for_u.elapsed() < Duration::from_secs(10),
+                "topic u unknown"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        mock.broker_down(1).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let slack = Duration::from_millis(800);
+        let t0 = Instant::now();
+        let s = storage.sample();
+        assert_eq!(known(&s), 4);
+        let took = t0.elapsed();
+        assert!(took < timeout + slack, "sample: {took:?}");
+        let t1 = Instant::now();
+        assert!(groups.groups_of("t").is_empty());
+        assert!(groups.groups_of("u").is_empty());
+        let took = t1.elapsed();
+        assert!(took < timeout + slack, "groups_of: {took:?}");
+        let t2 = Instant::now();
+        assert!(groups.committed("g", "t").is_empty());
+        assert!(groups.committed("g", "t").is_empty());
+        let took = t2.elapsed();
+        assert!(took < timeout + slack, "committed: {took:?}");
     }
 }

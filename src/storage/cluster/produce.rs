@@ -16,7 +16,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer as _, ProducerConte
 use super::{ClusterConfig, kafka};
 use crate::error::Result;
 use crate::record::RecordInput;
-use crate::util::sync::MutexExt;
+use crate::util::sync::{CondvarExt, MutexExt};
 
 /// The records of one write still waiting for their acknowledgement.
 pub(super) struct Pending {
@@ -87,10 +87,7 @@ impl Unacked {
     pub(super) fn wait(&self) -> Result<()> {
         let mut error = self.error.guard();
         while self.outstanding.load(Ordering::Acquire) > 0 {
-            error = match self.done.wait(error) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            error = self.done.wait_guard(error);
         }
         match error.take() {
             None => Ok(()),
@@ -111,7 +108,9 @@ impl crate::storage::Unacknowledged for Unacked {
     }
 }
 
-pub(super) struct Deliveries;
+/// Answers the deliveries: wakes the write or the file waiting for them and counts what was
+/// acknowledged (`@metrics`).
+pub(super) struct Deliveries(Arc<crate::metrics::CounterBook>);
 
 impl ClientContext for Deliveries {}
 
@@ -119,6 +118,11 @@ impl ProducerContext for Deliveries {
     type DeliveryOpaque = Box<Waiter>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Self::DeliveryOpaque) {
+        if let Ok(m) = result {
+            use rdkafka::Message as _;
+            let c = self.0.of(m.topic(), m.partition().max(0) as u32);
+            c.appended(1, super::record_bytes(m));
+        }
         let (latch, i) = match *opaque {
             Waiter::Write(latch, i) => (latch, i),
             Waiter::File(file) => {
@@ -191,7 +195,10 @@ impl BatchLimit {
 }
 
 impl Producer {
-    pub(super) fn new(cfg: &ClusterConfig) -> Result<Producer> {
+    pub(super) fn new(
+        cfg: &ClusterConfig,
+        book: Arc<crate::metrics::CounterBook>,
+    ) -> Result<Producer> {
         let t = cfg.timeout().as_millis().to_string();
         let producer = cfg
             .client_config(&[
@@ -206,7 +213,7 @@ impl Producer {
                 // (librdkafka's default is 1 GiB).
                 ("queue.buffering.max.kbytes", "65536".into()),
             ])
-            .create_with_context(Deliveries)
+            .create_with_context(Deliveries(book))
             .map_err(|e| kafka("cannot create the producer", e))?;
         Ok(Producer(producer, BatchLimit::of(cfg)))
     }
@@ -256,10 +263,7 @@ impl Producer {
         // Wait for what was sent (the producer's message.timeout.ms bounds it).
         let mut st = latch.state.guard();
         while st.outstanding > 0 {
-            st = match latch.done.wait(st) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            st = latch.done.wait_guard(st);
         }
         *done += st.acked.iter().take_while(|a| **a).count();
         let first = match (st.error.take(), refused) {
@@ -507,7 +511,7 @@ mod tests {
             ],
             false,
         );
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         let values = lines(8, 0);
         let records = inputs(&values, 0);
         let parts = vec![0u32; records.len()];
@@ -537,7 +541,7 @@ mod tests {
     #[test]
     fn item1_write_behind_returns_once_handed_over_and_wait_reports_the_failure_once() {
         let cfg = test_config(dead_address(), &[("message.timeout.ms", "300")], true);
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         let file = Unacked::new("t-0");
         let values = lines(100, 0);
         let records = inputs(&values, 0);
@@ -642,7 +646,7 @@ mod tests {
         let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
         mock.create_topic("t", 1, 1).unwrap();
         let cfg = mock_config(mock.bootstrap_servers(), client);
-        let producer = Producer::new(&cfg).unwrap();
+        let producer = Producer::new(&cfg, Default::default()).unwrap();
         (mock, cfg, producer)
     }
 

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
-use crate::util::sync::MutexExt;
+use crate::util::sync::{CondvarExt, MutexExt};
 
 /// How long a partition's watermarks are reused.
 const MARKS_TTL: Duration = Duration::from_millis(20);
@@ -34,6 +34,8 @@ pub(crate) struct ClusterPartition {
     topic: String,
     p: u32,
     marks: Arc<Mutex<Marks>>,
+    /// The partition's last request that got no answer (watermarks, offsets for times).
+    no_answer: Arc<super::NoAnswer>,
     /// Write-behind: what this open append file's appends wait for.
     behind: Option<Arc<Unacked>>,
     /// The lines the last count fetched, for the stream that reads them next.
@@ -101,6 +103,7 @@ impl ClusterPartition {
                 end: 0,
                 at: None,
             })),
+            no_answer: Default::default(),
             behind: None,
             fetched: Arc::new(Mutex::new(None)),
         }
@@ -111,8 +114,14 @@ impl ClusterPartition {
         self.marks.guard().at = None;
     }
 
+    /// The watermarks last known, without asking.
+    pub(super) fn last_marks(&self) -> (i64, i64) {
+        let m = self.marks.guard();
+        (m.start, m.end)
+    }
+
     /// (log start, high watermark); asked anew when older than [`MARKS_TTL`] or `fresh`.
-    fn marks(&self, fresh: bool) -> Result<(i64, i64)> {
+    pub(super) fn marks(&self, fresh: bool) -> Result<(i64, i64)> {
         let mut m = self.marks.guard();
         if !fresh
             && let Some(at) = m.at
@@ -120,11 +129,12 @@ impl ClusterPartition {
         {
             return Ok((m.start, m.end));
         }
-        let (start, end) = self
-            .inner
-            .meta
-            .fetch_watermarks(&self.topic, self.p as i32, self.inner.timeout)
-            .map_err(|e| kafka(&format!("watermarks of {}-{}", self.topic, self.p), e))?;
+        let (start, end) = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .fetch_watermarks(&self.topic, self.p as i32, self.inner.timeout)
+                .map_err(|e| kafka(&format!("watermarks of {}-{}", self.topic, self.p), e))
+        })?;
         *m = Marks {
             start,
             end,
@@ -158,6 +168,7 @@ impl ClusterPartition {
             timeout: self.inner.timeout,
             headers: Vec::new(),
             counters: self.inner.counters.clone(),
+            read: self.inner.book.of(&self.topic, self.p),
         })
     }
 }
@@ -184,11 +195,12 @@ impl PartitionStore for ClusterPartition {
         tpl.add_partition_offset(&self.topic, self.p as i32, Offset::Offset(ts))
             .map_err(|e| kafka("offsets for times", e))?;
         let what = format!("offset for time {ts} of {}-{}", self.topic, self.p);
-        let r = self
-            .inner
-            .meta
-            .offsets_for_times(tpl, self.inner.timeout)
-            .map_err(|e| kafka(&what, e))?;
+        let r = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .offsets_for_times(tpl, self.inner.timeout)
+                .map_err(|e| kafka(&what, e))
+        })?;
         let Some(el) = r.elements().into_iter().next() else {
             return Err(Error::Cluster(format!("{what}: no answer")));
         };
@@ -258,11 +270,12 @@ impl PartitionStore for ClusterPartition {
     }
     fn replicas_text(&self) -> Result<String> {
         let what = format!("replicas of {}-{}", self.topic, self.p);
-        let md = self
-            .inner
-            .meta
-            .fetch_metadata(Some(&self.topic), self.inner.timeout)
-            .map_err(|e| kafka(&what, e))?;
+        let md = self.no_answer.ask(self.inner.timeout, || {
+            self.inner
+                .meta
+                .fetch_metadata(Some(&self.topic), self.inner.timeout)
+                .map_err(|e| kafka(&what, e))
+        })?;
         let part = md
             .topics()
             .iter()
@@ -285,6 +298,7 @@ impl PartitionStore for ClusterPartition {
             topic: self.topic.clone(),
             p: self.p,
             marks: self.marks.clone(),
+            no_answer: self.no_answer.clone(),
             behind: Some(file.clone()),
             fetched: self.fetched.clone(),
         };
@@ -330,6 +344,8 @@ pub(crate) struct ClusterStream {
     headers: Vec<u8>,
     /// Where a failed fetch is counted (`@metrics`).
     counters: Arc<crate::metrics::DaemonCounters>,
+    /// The partition's counters: the bytes of the records fetched (`@metrics`).
+    read: Arc<crate::metrics::LogCounters>,
 }
 
 /// `msg`'s headers as a record batch encodes them; returns their count.
@@ -445,6 +461,7 @@ impl RecordStream for ClusterStream {
                     if offset < self.next {
                         continue;
                     }
+                    self.read.read(super::record_bytes(&msg));
                     let count = encode_headers(&msg, &mut self.headers);
                     let (h, ts) = header_of(offset, msg.timestamp());
                     let r = Record {
@@ -574,7 +591,7 @@ impl Watch {
                 let mut ws = self.waiters.guard();
                 ws.retain(|w| !w.3.is_stale());
                 if ws.is_empty() {
-                    let _ = self.changed.wait_timeout(ws, Duration::from_secs(1));
+                    drop(self.changed.wait_timeout_guard(ws, Duration::from_secs(1)));
                     continue;
                 }
                 let mut v: Vec<(String, u32)> = ws.iter().map(|w| (w.0.clone(), w.1)).collect();
