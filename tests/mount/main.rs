@@ -15,6 +15,7 @@ mod errors;
 mod files;
 mod follow;
 mod groups;
+mod install;
 mod integrity;
 mod jsonl;
 mod lifecycle;
