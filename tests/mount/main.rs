@@ -30,3 +30,4 @@ mod symlinks;
 mod table;
 mod tree;
 mod trust;
+mod walks;

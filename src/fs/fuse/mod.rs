@@ -21,8 +21,8 @@ use fuser::{
     AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags,
     PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    ReplyEntry, ReplyLseek, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
+    TimeOrNow, WriteFlags,
 };
 
 use super::types::{Access, Attr, Kind, ReadReply};
@@ -423,6 +423,21 @@ impl Filesystem for TopicFs {
     ) {
         self.release_backing(fh.0);
         empty(self.state.release(fh.0), "release", &fh.0, reply);
+    }
+
+    fn lseek(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.state.lseek(ino.0, fh.0, offset, whence, req.pid()) {
+            Ok(at) => reply.offset(at),
+            Err(e) => reply.error(errno(report("lseek", &fh.0, e))),
+        }
     }
 
     fn fsync(
