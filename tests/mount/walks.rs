@@ -16,6 +16,9 @@ fn topic(m: &TestMount) {
     m.ok("for i in $(seq 1 200); do echo \"line-$i\" >> t/0/append; done");
     m.ok("echo needle >> t/1/append");
     m.ok("echo '{\"key\":\"k\",\"value\":\"v\"}' >> t/append.jsonl");
+    // The kernel keeps a directory's attributes for a second: a walk started sooner may see
+    // a partition's mtime move under it (tar: "file changed as we read it", exit 1).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
 }
 
 /// Runs `script` in the mount: exit 0 and nothing on stderr.
