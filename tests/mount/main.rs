@@ -22,6 +22,7 @@ mod lifecycle;
 mod metrics;
 mod passthrough;
 mod read;
+mod readme;
 mod readonly;
 mod refusals;
 mod reliability;
