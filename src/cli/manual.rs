@@ -43,11 +43,13 @@ pub fn man_page() -> Vec<u8> {
 }
 
 const SEE_ALSO: &str = ".SH \"SEE ALSO\"
-\\fBmount.topicfs\\fR(8) (mount\\-scripts/ of the source: \\fBmount \\-t topicfs\\fR, /etc/fstab, systemd),
-\\fBfusermount3\\fR(1), \\fBmount\\fR(8), \\fBkafka\\-dump\\-log.sh\\fR;
-README.md and docs/contract.md in the source.
+\\fBmount\\fR(8), \\fBfstab\\fR(5), \\fBfusermount3\\fR(1), \\fBkafka\\-dump\\-log.sh\\fR;
+in the source: README.md, docs/contract.md, and mount\\-scripts/README.md (the
+\\fBmount.topicfs\\fR helper that \\fBmake install\\fR puts in /sbin, for \\fBmount \\-t topicfs\\fR and
+/etc/fstab, and a systemd unit).
 ";
 
+/// OPTIONS of the command itself (`--help`, `--version`).
 fn options(man: &clap_mangen::Man) -> Vec<u8> {
     let mut out = Vec::new();
     man.render_options_section(&mut out)
