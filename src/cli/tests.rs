@@ -112,7 +112,12 @@ fn mount_help_groups_every_option_under_its_heading() {
 
 /// The `--long-options` a README section names.
 fn readme_options(section: &str) -> Vec<String> {
-    let text: String = README
+    long_options(README, section)
+}
+
+/// The `--long-options` the `## section` of a Markdown text names.
+fn long_options(doc: &str, section: &str) -> Vec<String> {
+    let text: String = doc
         .lines()
         .skip_while(|l| l.strip_prefix("## ") != Some(section))
         .skip(1)
@@ -141,6 +146,29 @@ fn mount_help_lists_every_option_the_readme_names() {
         assert!(
             help.contains(&format!("{opt} ")) || help.contains(&format!("{opt}\n")),
             "{opt} is in the README but not in mount --help"
+        );
+    }
+}
+
+#[test]
+fn every_option_the_contract_names_is_an_option_of_a_subcommand() {
+    let contract = include_str!("../../docs/contract.md");
+    let mut cmd = command();
+    cmd.build();
+    let mut known: Vec<String> = Vec::new();
+    for sub in cmd.get_subcommands() {
+        let help = sub.clone().render_long_help().to_string();
+        known.extend(
+            help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .map(str::to_string),
+        );
+    }
+    let named = long_options(contract, "Command line");
+    assert!(named.len() > 15, "{named:?}");
+    for opt in &named {
+        assert!(
+            known.contains(opt),
+            "{opt} is in docs/contract.md but no subcommand has it"
         );
     }
 }
