@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Run Apache Kafka's own DumpLogSegments (kafka.tools.DumpLogSegments from the kafka_2.13 core jar),
-# exactly as Kafka's bin/kafka-dump-log.sh does: same class, same arguments, same output.
+# Run Apache Kafka's own DumpLogSegments exactly as Kafka's bin/kafka-dump-log.sh does: same
+# class, same arguments, same output. The class is kafka.tools.DumpLogSegments in the kafka_2.13
+# core jar up to Kafka 4.3, org.apache.kafka.tools.DumpLogSegments in kafka-tools from 4.4 on.
 # Logging is switched off, so stdout/stderr hold only the tool's own output.
 #   interop/kafka-dump-log.sh --files 00000000000000000000.log --print-data-log
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 interop_ensure
 mapfile -t opts < <(interop_java_opts)
+main=kafka.tools.DumpLogSegments
+if python3 -c 'import sys, zipfile; sys.exit("org/apache/kafka/tools/DumpLogSegments.class" not in zipfile.ZipFile(sys.argv[1]).namelist())' \
+  "$INTEROP_LIB/kafka-tools-$KAFKA_VERSION.jar" 2>/dev/null; then
+  main=org.apache.kafka.tools.DumpLogSegments
+fi
 exec "$INTEROP_JAVA" ${KAFKA_HEAP_OPTS:--Xmx256M} "${opts[@]}" -cp "$(interop_classpath)" \
-  kafka.tools.DumpLogSegments "$@"
+  "$main" "$@"

@@ -17,6 +17,8 @@ command -v cc >/dev/null || need+=(build-essential)
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v make >/dev/null || need+=(make)
+# The man page is checked with groff (src/cli/tests.rs).
+command -v groff >/dev/null || need+=(groff-base)
 if ((${#need[@]})); then
     echo "installing: ${need[*]}"
     apt-get update -qq

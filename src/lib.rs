@@ -19,7 +19,8 @@
 //! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
 //! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock, `clock`), `error`.
 
-// The layers, top down.
+// The layers, top down (`cli`: the command line, over `mount`).
+pub mod cli;
 pub mod mount;
 
 pub(crate) mod addr;

@@ -39,7 +39,16 @@ pub struct ConfigKey {
     /// A broker key's validator and setter, where it is not its topic key's (`None`: the
     /// topic key's validator sets `BrokerConfig::log`).
     pub broker_set: Option<BrokerSet>,
+    /// Whether the key is a default of every topic (a topic key, a coarser unit of one, the
+    /// partitions of a new topic) rather than a setting of the daemon itself: it decides the
+    /// option's heading in `--help` and the man page.
+    pub topic_default: bool,
 }
+
+/// The `--help` heading of the long options of keys that are topic defaults.
+pub const TOPIC_DEFAULTS_HEADING: &str = "Topic defaults";
+/// The `--help` heading of the long options of the other keys.
+pub const BROKER_DEFAULTS_HEADING: &str = "Broker defaults";
 
 /// Sets one topic key (name, trimmed value) on a [`LogConfig`], validated as Kafka's
 /// `LogConfig` defines it (type and validator; nothing is clamped).
@@ -79,6 +88,16 @@ const fn key(
         help,
         topic_value: None,
         broker_set: None,
+        topic_default: topic.is_some(),
+    }
+}
+
+/// A broker-only key that is a default of every topic all the same (`num.partitions`,
+/// `log.roll.hours`, `log.retention.hours`...).
+const fn for_topics(k: ConfigKey) -> ConfigKey {
+    ConfigKey {
+        topic_default: true,
+        ..k
     }
 }
 
@@ -145,7 +164,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         },
     ),
     broker_set(
-        key(
+        for_topics(key(
             "num.partitions",
             None,
             Some("num-partitions"),
@@ -153,7 +172,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             "N",
             Some("1"),
             "partitions of a new topic",
-        ),
+        )),
         |c, k, v| {
             c.num_partitions = kafka_int(k, v, Some(1))? as u32;
             Ok(())
@@ -216,7 +235,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         },
     ),
     broker_set(
-        key(
+        for_topics(key(
             "log.roll.hours",
             None,
             Some("roll-hours"),
@@ -224,7 +243,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             "HOURS",
             Some("168"),
             "roll a segment older than this",
-        ),
+        )),
         |c, k, v| {
             let h = kafka_int(k, v, Some(1))? as i64;
             if !c.roll_ms_set {
@@ -346,7 +365,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         },
     ),
     broker_set(
-        key(
+        for_topics(key(
             "log.retention.minutes",
             None,
             Some("retention-minutes"),
@@ -354,7 +373,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             "MINUTES",
             None,
             "delete segments older than this",
-        ),
+        )),
         |c, k, v| {
             let m = kafka_int(k, v, None)? as i64;
             if !c.retention_ms_set {
@@ -364,7 +383,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         },
     ),
     broker_set(
-        key(
+        for_topics(key(
             "log.retention.hours",
             None,
             Some("retention-hours"),
@@ -372,7 +391,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             "HOURS",
             Some("168"),
             "delete segments older than this",
-        ),
+        )),
         |c, k, v| {
             let h = kafka_int(k, v, None)? as i64;
             if !c.retention_ms_set {
@@ -642,13 +661,27 @@ pub fn option_def(broker: &str) -> &'static ConfigKey {
 }
 
 impl ConfigKey {
+    /// The `--help` heading of its long option.
+    pub fn help_heading(&self) -> &'static str {
+        if self.topic_default {
+            TOPIC_DEFAULTS_HEADING
+        } else {
+            BROKER_DEFAULTS_HEADING
+        }
+    }
+
     /// The `--help` text of its long option.
     pub fn cli_help(&self) -> std::string::String {
         let default = self
             .default
             .map(|d| format!(" [default: {d}]"))
             .unwrap_or_default();
-        format!("{}: {}{default}", self.broker, self.help)
+        // In the text, so the man page shows it too (clap_mangen leaves aliases out).
+        let alias = self
+            .alias
+            .map(|a| format!(" [alias: --{a}]"))
+            .unwrap_or_default();
+        format!("{}: {}{default}{alias}", self.broker, self.help)
     }
 
     /// Its row of the README's table of options.

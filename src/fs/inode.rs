@@ -414,6 +414,8 @@ impl Node {
             // only who may write `offsets` (its owner) may read them.
             Node::GroupFile(..) => 0o400,
             Node::TopicFile(_, TopicFile::Partitions | TopicFile::Config) => 0o644,
+            // An append file reads as empty for who may write it, so a walk of the tree
+            // (`cp -r`, `tar`, `grep -r`) copies it as an empty file instead of failing.
             Node::TopicFile(
                 _,
                 TopicFile::Append | TopicFile::AppendJsonl | TopicFile::AppendKv,
@@ -422,7 +424,7 @@ impl Node {
                 _,
                 _,
                 PartitionFile::Append | PartitionFile::AppendJsonl | PartitionFile::AppendKv,
-            ) => 0o200,
+            ) => 0o600,
             Node::PartitionFile(..) | Node::Lookup(..) | Node::Segment(..) | Node::Metrics => 0o444,
         }
     }
@@ -713,8 +715,12 @@ mod tests {
     #[test]
     fn modes_follow_the_spec() {
         let t = TopicName::new("t", 1);
-        assert!(!Node::TopicFile(t.clone(), TopicFile::Append).readable());
-        assert!(Node::TopicFile(t.clone(), TopicFile::Append).writable());
+        // Append files: written, and read as empty (mode 0600).
+        assert_eq!(Node::TopicFile(t.clone(), TopicFile::Append).perm(), 0o600);
+        assert_eq!(
+            Node::PartitionFile(t.clone(), 0, PartitionFile::AppendJsonl).perm(),
+            0o600
+        );
         assert!(!Node::PartitionFile(t.clone(), 0, PartitionFile::LogEndOffset).writable());
         assert!(Node::TopicFile(t.clone(), TopicFile::Partitions).writable());
         assert_eq!(

@@ -102,8 +102,9 @@ pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     let errno = e.errno();
     let code = errno;
     // No such name, a topic deleted under its inode (the kernel looks the path up again),
-    // the mount going away: answers, not failures.
-    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN {
+    // the mount going away, no data or hole past an lseek offset: answers, not failures.
+    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN || code == libc::ENXIO
+    {
         log::debug!("{op} {what}: {e} ({})", errno_name(code));
     } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
         log::error!("{op} {what}: {e} ({})", errno_name(code));

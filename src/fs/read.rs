@@ -187,10 +187,38 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Append(_) => fail(
-                reply,
-                FsError::Tree(libc::EBADF, "append files are write-only".into()),
-            ),
+            // An append file reads as empty (a tree walk copies it as an empty file).
+            Handle::Append(_) => reply.data(&[]),
+        }
+    }
+
+    /// `lseek(SEEK_DATA)` / `lseek(SEEK_HOLE)` of an open file (the kernel answers the other
+    /// whences itself). A segment file answers from its real file, so the preallocated, sparse
+    /// indexes keep their holes through `tar --sparse` and `cp --sparse`; any other file is
+    /// data up to its size, as the kernel answers for a filesystem that knows no holes. ENXIO
+    /// at or past the end, as lseek(2) says.
+    pub fn lseek(&self, ino: u64, fh: u64, offset: i64, whence: i32, pid: u32) -> FsResult<i64> {
+        {
+            let _g = self.gate()?;
+            let of = self.handle(fh)?;
+            let segment = match &*of.handle.guard() {
+                Handle::Segment(f) => Some(f.clone()),
+                _ => None,
+            };
+            if let Some(f) = segment {
+                return Ok(handle::seek_data_or_hole(&f, offset, whence)?);
+            }
+        }
+        let size = i64::try_from(self.getattr(ino, Some(fh), pid)?.1.size).unwrap_or(i64::MAX);
+        match whence {
+            _ if offset < 0 => Err(FsError::Tree(libc::ENXIO, "a negative offset".into())),
+            _ if offset >= size => Err(FsError::Tree(
+                libc::ENXIO,
+                format!("offset {offset} is at or past the end ({size})"),
+            )),
+            libc::SEEK_DATA => Ok(offset),
+            libc::SEEK_HOLE => Ok(size),
+            _ => Err(FsError::Tree(libc::EINVAL, format!("whence {whence}"))),
         }
     }
 

@@ -503,7 +503,6 @@ fn item11_walking_the_tree_never_consumes() {
         "find t -type f -exec cat {} +".to_string(),
         "du -a t".to_string(),
     ] {
-        // Append files are write-only: the walkers report them and go on.
         let out = m.sh(&format!("timeout -s KILL 20 {walk}"));
         assert_ne!(out.status.code(), None, "`{walk}` hung and was killed");
         let stderr = String::from_utf8_lossy(&out.stderr);

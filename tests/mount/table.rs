@@ -384,39 +384,3 @@ f.close()
     let values: Vec<Option<Vec<u8>>> = decoded(&m, "t", 1).into_iter().map(|r| r.2).collect();
     assert_eq!(values, vec![Some(b"head-tail".to_vec())]);
 }
-
-/// The README's `table/` session, run as written in a fresh mount: each `$` command succeeds
-/// and prints what the README shows (the stat line's time excepted).
-#[test]
-fn the_readme_table_session_runs_as_written() {
-    let readme = include_str!("../../README.md");
-    let section = readme
-        .split("## A topic as a table of keys")
-        .nth(1)
-        .expect("the README has the table section");
-    let block = section
-        .split("```")
-        .nth(1)
-        .expect("the section starts with a session");
-    let m = TestMount::start(&[]);
-    let mut steps: Vec<(String, String)> = Vec::new();
-    for line in block.lines() {
-        if let Some(cmd) = line.strip_prefix("$ ") {
-            steps.push((cmd.to_string(), String::new()));
-        } else if let Some((_, out)) = steps.last_mut() {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(steps.len() >= 5, "{steps:?}");
-    for (cmd, want) in steps {
-        let got = m.ok(&cmd);
-        if cmd.starts_with("stat ") {
-            let size = |s: &str| s.split(' ').next().map(str::to_string);
-            assert_eq!(size(&got), size(&want), "{cmd}");
-        } else {
-            // A value without a newline ends where the terminal's next line starts.
-            assert_eq!(got.trim_end(), want.trim_end(), "{cmd}");
-        }
-    }
-}

@@ -48,10 +48,10 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
     );
     let modes = |path: &str| m.ok(&format!("stat -c '%A' {path}")).trim().to_string();
     assert_eq!(modes("orders"), "drwxr-xr-x");
-    assert_eq!(modes("orders/append"), "--w-------");
-    assert_eq!(modes("orders/0/append"), "--w-------");
-    assert_eq!(modes("orders/append.jsonl"), "--w-------");
-    assert_eq!(modes("orders/0/append.jsonl"), "--w-------");
+    assert_eq!(modes("orders/append"), "-rw-------");
+    assert_eq!(modes("orders/0/append"), "-rw-------");
+    assert_eq!(modes("orders/append.jsonl"), "-rw-------");
+    assert_eq!(modes("orders/0/append.jsonl"), "-rw-------");
     assert_eq!(modes("orders/partitions"), "-rw-r--r--");
     assert_eq!(modes("orders/config"), "-rw-r--r--");
     assert_eq!(modes("orders/0/log-end-offset"), "-r--r--r--");

@@ -401,7 +401,7 @@ fn allow_other_respects_the_log_dirs_permissions() {
     m.remount();
     assert_eq!(
         m.ok("stat -c %a:%u:%g . t t/0/by-offset/0 t/config t/0/append"),
-        "700:0:0\n700:0:0\n400:0:0\n600:0:0\n200:0:0\n"
+        "700:0:0\n700:0:0\n400:0:0\n600:0:0\n600:0:0\n"
     );
     for script in [
         "cat t/0/by-offset/0",

@@ -21,8 +21,8 @@ use fuser::{
     AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags, PollEvents,
     PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use super::types::{Access, Attr, Kind, Owner, ReadReply};
@@ -449,6 +449,21 @@ impl Filesystem for TopicFs {
         );
     }
 
+    fn lseek(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.state.lseek(ino.0, fh.0, offset, whence, req.pid()) {
+            Ok(at) => reply.offset(at),
+            Err(e) => reply.error(errno(report("lseek", &self.state.path(ino.0), e))),
+        }
+    }
+
     fn fsync(
         &self,
         _req: &Request,
@@ -468,7 +483,7 @@ impl Filesystem for TopicFs {
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.state.opendir(ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(errno(report("opendir", &ino.0, e))),
+            Err(e) => reply.error(errno(report("opendir", &self.state.path(ino.0), e))),
         }
     }
 

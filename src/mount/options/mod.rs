@@ -13,8 +13,10 @@ use crate::config::{
 };
 
 #[derive(Args)]
+#[command(next_help_heading = MOUNT_HEADING)]
 pub struct MountArgs {
     /// Where the topics appear
+    #[arg(help_heading = Option::<&str>::None)]
     pub(super) mountpoint: PathBuf,
 
     /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
@@ -54,32 +56,11 @@ pub struct MountArgs {
     #[arg(long)]
     allow_untrusted_log_dir: bool,
 
-    /// Serve the topics of a live Kafka cluster instead of log dirs (remote mode)
-    #[arg(
-        long,
-        value_name = "HOST:PORT[,HOST:PORT...]",
-        conflicts_with = "log_dirs"
-    )]
-    pub(crate) bootstrap_servers: Option<String>,
-
-    /// Remote mode: a file of Kafka client properties (security.protocol, sasl.*, ssl.*,
-    /// timeouts) for every client of the mount
-    #[arg(long, value_name = "FILE")]
-    pub(crate) client_config: Option<PathBuf>,
-
-    /// Remote mode: the replication factor of topics made by mkdir [default: the cluster's]
-    #[arg(long, value_name = "N")]
-    pub(crate) replication_factor: Option<i32>,
-
     /// What streams show of transactions, as a consumer's isolation.level: read_uncommitted
     /// (every data record) or read_committed (records of aborted transactions hidden,
     /// streams end at the last stable offset)
     #[arg(long, value_name = "LEVEL", value_parser = ["read_uncommitted", "read_committed"])]
     isolation_level: Option<String>,
-    /// Remote mode: write() returns once its records are handed to the producer; fsync()
-    /// and close() wait until every record written through the file is acknowledged
-    #[arg(long)]
-    pub(crate) write_behind: bool,
 
     /// Threads serving FUSE requests
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -92,15 +73,39 @@ pub struct MountArgs {
 
     #[command(flatten)]
     kafka: KafkaArgs,
+
+    /// Serve the topics of a live Kafka cluster instead of log dirs (remote mode)
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        conflicts_with = "log_dirs",
+        help_heading = REMOTE_HEADING
+    )]
+    pub(crate) bootstrap_servers: Option<String>,
+
+    /// A file of Kafka client properties (security.protocol, sasl.*, ssl.*,
+    /// timeouts) for every client of the mount
+    #[arg(long, value_name = "FILE", help_heading = REMOTE_HEADING)]
+    pub(crate) client_config: Option<PathBuf>,
+
+    /// The replication factor of topics made by mkdir [default: the cluster's]
+    #[arg(long, value_name = "N", help_heading = REMOTE_HEADING)]
+    pub(crate) replication_factor: Option<i32>,
+
+    /// write() returns once its records are handed to the producer; fsync()
+    /// and close() wait until every record written through the file is acknowledged
+    #[arg(long, help_heading = REMOTE_HEADING)]
+    pub(crate) write_behind: bool,
 }
+
+/// The `--help` headings of the options that are not Kafka keys.
+pub const MOUNT_HEADING: &str = "Mount options";
+pub const REMOTE_HEADING: &str = "Remote mode";
 
 /// The Kafka long options, built from [`CONFIG_KEYS`]: one option per key of the table that
 /// has one (but `--log-dir`, which repeats and so is a field of its own), with its name,
 /// alias, value name and help from the key's row. Each given option's value, by key.
 struct KafkaArgs(Vec<(&'static str, String)>);
-
-/// The heading of the Kafka options in `--help`.
-const KAFKA_HEADING: &str = "Kafka options (server.properties keys; they win over --config)";
 
 /// The keys of the table that have a Kafka long option.
 fn kafka_options() -> impl Iterator<Item = &'static crate::config::ConfigKey> {
@@ -126,12 +131,12 @@ impl clap::FromArgMatches for KafkaArgs {
 
 impl Args for KafkaArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        let cmd = cmd.next_help_heading(KAFKA_HEADING);
         kafka_options().fold(cmd, |cmd, k| {
             let mut arg = clap::Arg::new(k.broker)
                 .long(k.option)
                 .value_name(k.unit)
                 .help(k.cli_help())
+                .help_heading(k.help_heading())
                 .action(clap::ArgAction::Set);
             if let Some(alias) = k.alias {
                 arg = arg.alias(alias);

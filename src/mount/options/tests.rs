@@ -273,7 +273,15 @@ fn the_kafka_options_are_the_key_table() {
     let cmd = Cmd::command();
     let mut longs: Vec<&str> = cmd
         .get_arguments()
-        .filter(|a| a.get_help_heading().is_some_and(|h| h.starts_with("Kafka")))
+        .filter(|a| {
+            a.get_help_heading().is_some_and(|h| {
+                [
+                    crate::config::TOPIC_DEFAULTS_HEADING,
+                    crate::config::BROKER_DEFAULTS_HEADING,
+                ]
+                .contains(&h)
+            })
+        })
         .filter_map(|a| a.get_long())
         .collect();
     let mut want: Vec<&str> = CONFIG_KEYS
