@@ -155,6 +155,18 @@ def rows(r, failures):
                         "cat of the raw .log files", "MiB/s",
                         paired(r, "read.raw", "read.nullfs"))
 
+    if "group.topicfs" in med:
+        q = per_run(r, ["group.topicfs"], lambda g: g)
+        out.append(Row("4", "… `cat groups/G/records` (consumed exactly as used: a record per "
+                       "read under 128 KiB, whole records in cat's reads), records/s",
+                       m("group.topicfs"), 100000, "goal", "records/s",
+                       (q[0] / 100000, q[1] / 100000, q[2] / 100000), ">= 1.0",
+                       q[0] >= 100000))
+    if "group.whole" in med:
+        add_context("4", "… against `cat by-offset/earliest` of the same topic (no group, "
+                    "no commits)", m("group.topicfs"), m("group.whole"), "whole-topic read",
+                    "records/s", paired(r, "group.topicfs", "group.whole"))
+
     if "lookup.big" in med and "lookup.small" in med:
         big, small = m("lookup.big"), m("lookup.small")
         cost = paired(r, "lookup.small", "lookup.big")

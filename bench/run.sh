@@ -343,6 +343,21 @@ if fig 4; then
     alternate3 read_topicfs read_null read_raw
     record read.topicfs_bytes 0 "$BULK_BYTES"
     record read.raw_bytes 0 "$LOG_BYTES"
+    # A group's records (a new group each run, so each reads the whole topic): exactly as
+    # used, a record per read under 128 KiB, whole records in cat's larger reads. Against the
+    # same topic read without a group (by-offset/earliest: the same interleaving, no commits).
+    group_read() {
+        local t0 t1 n
+        t0=$(now); n=$(cat "$MNT/bulk/groups/bench-$1/records" | wc -l); t1=$(now)
+        [ "$n" = "$BULK_LINES" ] || { echo "group read: $n lines, not $BULK_LINES" >&2; exit 1; }
+        record group.topicfs "$1" "$(div "$n" "$(elapsed "$t0" "$t1")")"
+    }
+    whole_read() {
+        local t0 t1 n
+        t0=$(now); n=$(cat "$MNT/bulk/by-offset/earliest" | wc -l); t1=$(now)
+        record group.whole "$1" "$(div "$n" "$(elapsed "$t0" "$t1")")"
+    }
+    alternate group_read whole_read
 fi
 
 # ---- 5. random lookups -------------------------------------------------------------------

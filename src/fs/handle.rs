@@ -26,6 +26,8 @@ pub enum Handle {
     Table(super::table::TableHandle),
     /// `@log`.
     Log(LogHandle),
+    /// A file of `table/` the mount holds (a name starting with `.`).
+    Held(super::held::Shared),
 }
 
 /// An open `@log`: file offset 0 is the first line kept at open. A reader that falls behind
@@ -73,7 +75,11 @@ impl Handle {
             Handle::Text(t) => t.pending(),
             Handle::GroupOffsets(o) => o.pending(),
             Handle::Table(t) => t.pending(),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) | Handle::Log(_) => false,
+            Handle::Stream(_)
+            | Handle::Segment(_)
+            | Handle::Group(_)
+            | Handle::Log(_)
+            | Handle::Held(_) => false,
         }
     }
 
@@ -94,9 +100,11 @@ impl Handle {
             Handle::Table(t) => t.produce(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
-            Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) | Handle::Log(_) => {
-                Ok(())
-            }
+            Handle::Stream(_)
+            | Handle::Segment(_)
+            | Handle::GroupOffsets(_)
+            | Handle::Log(_)
+            | Handle::Held(_) => Ok(()),
         }
     }
 

@@ -78,6 +78,8 @@ pub enum Node {
     Table(TopicName),
     /// `<topic>/table/<key>`: the key's bytes (the name is their escaped form).
     TableKey(TopicName, Arc<[u8]>),
+    /// `<topic>/table/.<name>`: a file the mount holds, never a key (see `held.rs`).
+    TableHeld(TopicName, Arc<str>),
 }
 
 /// Files of `<topic>/groups/<G>/`.
@@ -295,14 +297,14 @@ impl PartitionDir {
 /// `a%2Fb`, `50%` is `50%25`, `.` and `..` are `%2E` and `%2E%2E`, the empty id is `%`).
 /// Every `%` being escaped, no id's name is another's.
 pub fn group_file_name(id: &str) -> String {
-    crate::table::names::key_to_name(id.as_bytes())
+    crate::table::names::group_to_name(id.as_bytes())
 }
 
 /// The group id a name of `groups/` stands for ([`group_file_name`] undone); None for a
 /// name that is no group's (a bad escape, bytes that are not UTF-8, or an escape where none
 /// is needed: each group has one name).
 pub fn group_id(name: &str) -> Option<String> {
-    String::from_utf8(crate::table::names::name_to_key(name)?).ok()
+    String::from_utf8(crate::table::names::name_to_group(name)?).ok()
 }
 
 /// Parses a partition directory name: the canonical decimal form only (`0`, `12`, not `012`).
@@ -371,7 +373,8 @@ impl Node {
             | Node::Group(t, _)
             | Node::GroupFile(t, ..)
             | Node::Table(t)
-            | Node::TableKey(t, _) => Some(t),
+            | Node::TableKey(t, _)
+            | Node::TableHeld(t, _) => Some(t),
         }
     }
 
@@ -387,6 +390,7 @@ impl Node {
             | Node::Table(_) => Kind::Directory,
             Node::TopicLookup(..)
             | Node::TableKey(..)
+            | Node::TableHeld(..)
             | Node::Metrics
             | Node::Log
             | Node::TopicFile(..)
@@ -401,7 +405,7 @@ impl Node {
     pub fn perm(&self) -> u16 {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
-            Node::TableKey(..) => 0o644,
+            Node::TableKey(..) | Node::TableHeld(..) => 0o644,
             // The daemon's log names paths and groups of every user: its owner's only.
             Node::Log => 0o600,
             Node::PartitionDir(..) | Node::TopicDir(..) | Node::Groups(_) | Node::Group(..) => {
@@ -464,6 +468,7 @@ impl Node {
                 )
                 | Node::GroupFile(_, _, GroupFile::Offsets)
                 | Node::TableKey(..)
+                | Node::TableHeld(..)
         )
     }
 
@@ -482,7 +487,7 @@ impl Node {
             Node::Group(t, _) => Node::Groups(t.clone()),
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
             Node::Table(t) => Node::Topic(t.clone()),
-            Node::TableKey(t, _) => Node::Table(t.clone()),
+            Node::TableKey(t, _) | Node::TableHeld(t, _) => Node::Table(t.clone()),
         }
     }
 }
@@ -512,6 +517,7 @@ impl std::fmt::Display for Node {
                 "{t}/{TABLE_DIR}/{}",
                 crate::table::names::key_to_name(key)
             ),
+            Node::TableHeld(t, name) => write!(f, "{t}/{TABLE_DIR}/{name}"),
         }
     }
 }

@@ -9,6 +9,7 @@ mod follow;
 pub(crate) mod fuse;
 pub(crate) mod group_handle;
 pub mod handle;
+mod held;
 pub mod inode;
 mod members;
 mod metrics;
@@ -212,6 +213,8 @@ pub struct FsState {
     key_separator: Vec<u8>,
     /// The key index of each topic's `table/` (by name and incarnation), built at first use.
     tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
+    /// The files of `table/` whose names start with `.`: held, never keys.
+    held: held::Held,
 }
 
 /// How the tree reads and writes records (mount options).
@@ -303,6 +306,7 @@ impl FsState {
             listings: Mutex::new(HashMap::new()),
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
+            held: held::Held::default(),
         });
         follow::start(&state);
         Ok(state)
@@ -508,7 +512,14 @@ impl FsState {
             }
         }
         if let Some(size) = size {
-            Self::may_truncate(&node, size)?;
+            if let Node::TableHeld(t, name) = &node {
+                let Some(f) = self.held.get(t, name) else {
+                    return tree(libc::ENOENT, format!("{node} was removed"));
+                };
+                f.guard().set_len(size);
+            } else {
+                Self::may_truncate(&node, size)?;
+            }
             if let Node::TableKey(t, key) = &node {
                 self.table_truncate(t, key, fh)?;
             }
@@ -631,8 +642,9 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.storage.delete_topic(name)?;
-        // Its key index (`table/`) goes with it.
+        // Its key index (`table/`) and held files go with it.
         self.tables.guard().retain(|(n, _), _| n != name);
+        self.held.forget_topic(name);
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");
@@ -640,12 +652,21 @@ impl FsState {
         Ok(())
     }
 
+    /// write(2) of `data`: offsets mean nothing to the files that take records (each write
+    /// appends), so this writes at offset 0; see [`FsState::write_at`].
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
+        self.write_at(fh, 0, data, owner)
+    }
+
+    /// write(2) of `data` at file offset `offset`, which only a held file (`table/.<name>`)
+    /// uses; every other file takes the bytes in the order written.
+    pub fn write_at(&self, fh: u64, offset: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
         let mut h = of.handle.guard();
         match &mut *h {
+            Handle::Held(f) => f.guard().write_at(offset, data),
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,
             Handle::Table(t) => t.write(data, owner)?,

@@ -60,6 +60,15 @@ impl FsState {
                     (Handle::Segment(file), false)
                 }
                 Node::Log => (Handle::Log(super::handle::LogHandle::open()), true),
+                Node::TableHeld(t, name) => {
+                    let Some(f) = self.held.get(t, name) else {
+                        return tree(libc::ENOENT, format!("{node} was removed"));
+                    };
+                    if access.truncate {
+                        f.guard().set_len(0);
+                    }
+                    (Handle::Held(f), true)
+                }
                 Node::TableKey(t, key) => {
                     let mut h = self.table_open(t, key, access)?;
                     if let (Handle::Table(h), true) = (&mut h, access.truncate) {

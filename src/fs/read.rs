@@ -174,6 +174,7 @@ impl FsState {
                 crate::logtail::global().wait_for(at, waker);
             }
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
+            Handle::Held(f) => reply.data(f.guard().read_at(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Table(t) => reply.data(t.read(offset, size as usize)),
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {

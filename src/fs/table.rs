@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
+use super::held::Held;
 use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
@@ -158,6 +159,12 @@ impl FsState {
     /// `table/<name>`: the key the name shows, if it has a value.
     pub(super) fn table_child(&self, t: &TopicName, name: &OsStr) -> FsResult<Node> {
         let topic = self.topic(t)?;
+        if let Some(name) = name.to_str().filter(|n| Held::is_held_name(n)) {
+            return match self.held.get(t, name) {
+                Some(_) => Ok(Node::TableHeld(t.clone(), Arc::from(name))),
+                None => tree(libc::ENOENT, format!("{t}/table has no file {name:?}")),
+            };
+        }
         let Some(key) = name.to_str().and_then(name_to_key) else {
             return tree(libc::ENOENT, format!("{name:?} is not the name of a key"));
         };
@@ -299,6 +306,12 @@ impl FsState {
                 format!("{t}: an internal topic is written by topicfs only"),
             );
         }
+        if !access.write {
+            return tree(libc::EACCES, "a new file is opened for writing");
+        }
+        if let Some(held) = name.to_str().filter(|n| Held::is_held_name(n)) {
+            return self.held_create(t, held, topic.clone(), access, pid);
+        }
         let Some(key) = name.to_str().and_then(name_to_key) else {
             return tree(
                 libc::EINVAL,
@@ -310,16 +323,127 @@ impl FsState {
         let mut h = self.table_handle(topic.clone(), key, Vec::new());
         // A new key gets a value at close, also an empty one (`touch`).
         h.written = Some(Vec::new());
-        let ino = self.inodes.lookup(&node);
-        let attr = self.new_key_attr(ino, &node);
+        self.created(node, topic.clone(), Handle::Table(h), pid)
+    }
+
+    /// create(2) of `table/.<name>`: a file the mount holds (an editor's swap or temporary
+    /// file), never a key; emptied when it exists and the open truncates.
+    fn held_create(
+        &self,
+        t: &TopicName,
+        name: &str,
+        topic: Arc<dyn TopicStore>,
+        access: Access,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
+        let f = self.held.get_or_create(t, name);
+        if access.truncate {
+            f.guard().set_len(0);
+        }
+        let node = Node::TableHeld(t.clone(), Arc::from(name));
+        self.created(node, topic, Handle::Held(f), pid)
+    }
+
+    /// The reply to a create(2) of `node` opened as `handle`: the kernel's lookup of the new
+    /// entry is counted only once nothing can fail.
+    fn created(
+        &self,
+        node: Node,
+        topic: Arc<dyn TopicStore>,
+        handle: Handle,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
+        let ino = self.inodes.peek(&node);
         let fh = self
             .next_fh
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !access.write {
-            return tree(libc::EACCES, "a new key is opened for writing");
+        let made = match &node {
+            Node::TableHeld(..) => self.attr(ino, &node),
+            _ => Ok(self.new_key_attr(ino, &node)),
         }
-        let opened = self.opened(ino, fh, Some(topic.clone()), Handle::Table(h), pid)?;
-        Ok((Duration::ZERO, attr, opened))
+        .and_then(|attr| Ok((attr, self.opened(ino, fh, Some(topic), handle, pid)?)));
+        match made {
+            Ok((attr, opened)) => {
+                self.inodes.lookup(&node);
+                Ok((Duration::ZERO, attr, opened))
+            }
+            Err(e) => {
+                // Interned by `peek` with no lookup counted: dropped again.
+                self.inodes.forget(ino, 0);
+                Err(e)
+            }
+        }
+    }
+
+    /// A rename in `table/` from or to a held name (`.<name>`): a held file renamed to a key
+    /// becomes that key's record (as `sed -i` or an editor's save through a dot file does); a
+    /// key renamed to a held name becomes a held file with its value, and gets a tombstone;
+    /// a held file renamed to a held name moves.
+    fn held_rename(
+        &self,
+        t: &TopicName,
+        topic: &dyn TopicStore,
+        from: &OsStr,
+        to: &OsStr,
+        flags: u32,
+    ) -> FsResult<()> {
+        let from_held = from.to_str().filter(|n| Held::is_held_name(n));
+        let to_held = to.to_str().filter(|n| Held::is_held_name(n));
+        let max = topic.max_message_bytes();
+        let exists = match to_held {
+            Some(n) => self.held.get(t, n).is_some(),
+            None => self.table_child(t, to).is_ok(),
+        };
+        if flags & libc::RENAME_NOREPLACE != 0 && exists {
+            return tree(libc::EEXIST, format!("{t}/table has {to:?}"));
+        }
+        match (from_held, to_held) {
+            (Some(a), Some(b)) => {
+                let f = self.held_take(t, a)?;
+                self.held.put(t, b, f);
+            }
+            (Some(a), None) => {
+                let Some(key) = to.to_str().and_then(name_to_key) else {
+                    return tree(
+                        libc::EINVAL,
+                        format!("{to:?} is not the name of a key (see the escaping rule)"),
+                    );
+                };
+                let Some(f) = self.held.get(t, a) else {
+                    return tree(libc::ENOENT, format!("{t}/table has no file {a:?}"));
+                };
+                let value = f.guard().data.clone();
+                // Over max.message.bytes: EMSGSIZE, and the file stays where it was.
+                append_record(topic, &key, Some(&value), max)?;
+                self.held.remove(t, a);
+            }
+            (None, Some(b)) => {
+                let Node::TableKey(_, key) = self.table_child(t, from)? else {
+                    unreachable!("table_child gives a key");
+                };
+                let idx = self.key_index(topic)?;
+                let Some((value, _)) = idx.value(topic, &key)? else {
+                    return tree(libc::ENOENT, format!("{t}/table has no key {from:?}"));
+                };
+                let f = self.held.get_or_create(t, b);
+                {
+                    let mut f = f.guard();
+                    f.set_len(0);
+                    f.write_at(0, &value);
+                }
+                append_record(topic, &key, None, max)?;
+            }
+            (None, None) => unreachable!("one of the names is held"),
+        }
+        Ok(())
+    }
+
+    /// unlink(2) or rename(2) away of `table/.<name>`: the held file, removed.
+    fn held_take(&self, t: &TopicName, name: &str) -> FsResult<super::held::Shared> {
+        match self.held.remove(t, name) {
+            Some(f) => Ok(f),
+            None => tree(libc::ENOENT, format!("{t}/table has no file {name:?}")),
+        }
     }
 
     /// Whether `node` is a key an open file created, whose value is not produced yet.
@@ -403,6 +527,10 @@ impl FsState {
                 format!("{t}: an internal topic is written by topicfs only"),
             );
         }
+        let held = |n: &OsStr| n.to_str().is_some_and(Held::is_held_name);
+        if held(from) || held(to) {
+            return self.held_rename(t, &*topic, from, to, flags);
+        }
         let Node::TableKey(_, old) = self.table_child(t, from)? else {
             unreachable!("table_child gives a key");
         };
@@ -432,6 +560,9 @@ impl FsState {
     pub(super) fn table_unlink(&self, t: &TopicName, name: &OsStr) -> FsResult<()> {
         let topic = self.topic(t)?;
         let _live = topic.live()?;
+        if let Some(held) = name.to_str().filter(|n| Held::is_held_name(n)) {
+            return self.held_take(t, held).map(|_| ());
+        }
         if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,

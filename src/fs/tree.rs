@@ -15,6 +15,7 @@ use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
 use crate::addr::{OffsetForm, Start};
 use crate::storage::{PartitionStore, TopicStore};
+use crate::util::sync::MutexExt;
 
 /// The directories of whole-topic reads under `<topic>/`.
 const TOPIC_DIRS: [PartitionDir; 3] = [
@@ -122,7 +123,8 @@ impl FsState {
             | Node::TopicLookup(..)
             | Node::Segment(..)
             | Node::GroupFile(..)
-            | Node::TableKey(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::TableKey(..)
+            | Node::TableHeld(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -281,6 +283,14 @@ impl FsState {
                 let (size, at) = self.table_attr(t, key)?;
                 time = at;
                 size
+            }
+            Node::TableHeld(t, name) => {
+                let Some(f) = self.held.get(t, name) else {
+                    return tree(libc::ENOENT, format!("{node} was removed"));
+                };
+                let f = f.guard();
+                time = f.modified;
+                f.data.len() as u64
             }
             Node::Segment(t, p, name, file_ino) => {
                 let md = self.segment_metadata(ino, node, (t, *p, name, *file_ino))?;

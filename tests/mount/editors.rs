@@ -112,3 +112,47 @@ fn refusals_come_at_the_write_that_brings_them() {
     assert!(err.contains("Message too long"), "{err}");
     assert_eq!(m.read("t/table/k"), "small\n");
 }
+
+#[test]
+fn dot_files_are_held_by_the_mount_and_never_reach_the_log() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo 'hello world' > t/table/k");
+    // vim keeps its swap file `.k.swp` beside the file while it edits, and removes it.
+    m.ok("vim -es -c '%s/hello/bye/' -c wq t/table/k");
+    assert_eq!(m.read("t/table/k"), "bye world\n");
+    // A temporary file written at offsets, read back, then renamed onto the key.
+    let out = m.ok("python3 -c \"import os
+fd = os.open('t/table/.k.tmp', os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+os.pwrite(fd, b'world\\n', 6)
+os.pwrite(fd, b'hello ', 0)
+print(os.pread(fd, 100, 0).decode(), end='')
+os.close(fd)
+print(os.stat('t/table/.k.tmp').st_size)
+os.rename('t/table/.k.tmp', 't/table/k')\"");
+    assert_eq!(out, "hello world\n12\n");
+    assert_eq!(m.read("t/table/k"), "hello world\n");
+    m.fails_with("stat t/table/.k.tmp", "No such file or directory");
+    // Not listed, not keys; removed by rm.
+    m.ok("echo junk > t/table/.scratch");
+    assert_eq!(m.read("t/table/.scratch"), "junk\n");
+    assert_eq!(m.ok("ls t/table"), "k\n");
+    m.ok("rm t/table/.scratch");
+    m.fails_with("cat t/table/.scratch", "No such file or directory");
+    // Over max.message.bytes at the rename: EMSGSIZE, the file stays under its name.
+    m.ok("echo max.message.bytes=100 >> t/config && head -c 500 /dev/zero > t/table/.big");
+    m.fails_with("mv t/table/.big t/table/big", "Message too long");
+    assert_eq!(m.ok("stat -c %s t/table/.big"), "500\n");
+    m.fails_with("cat t/table/big", "No such file or directory");
+    // A key moved to a dot name is held with its value, and the key is gone.
+    m.ok("mv t/table/k t/table/.k.bak");
+    assert_eq!(m.read("t/table/.k.bak"), "hello world\n");
+    m.fails_with("cat t/table/k", "No such file or directory");
+    // No record of the log has a dot name as its key (kafka-protocol reads the segments);
+    // keys starting with a dot are shown escaped.
+    let keys: Vec<String> = keyed(&m, "t").into_iter().map(|(k, _)| k).collect();
+    assert!(keys.iter().all(|k| !k.starts_with('.')), "{keys:?}");
+    assert!(keys.contains(&"k".to_string()), "{keys:?}");
+    m.ok("echo '{\"key\":\".dot\",\"value\":\"v\"}' >> t/append.jsonl");
+    assert_eq!(m.ok("ls t/table"), "%2Edot\n");
+    assert_eq!(m.read("t/table/%2Edot"), "v");
+}

@@ -400,15 +400,18 @@ impl Filesystem for TopicFs {
         _req: &Request,
         ino: INodeNo,
         fh: FileHandle,
-        _offset: u64,
+        offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
         _flags: OpenFlags,
         lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        // The offset is ignored: every write appends.
-        match self.state.write(fh.0, data, lock_owner.map(|o| o.0)) {
+        // Only a held file uses the offset: every other write appends.
+        match self
+            .state
+            .write_at(fh.0, offset, data, lock_owner.map(|o| o.0))
+        {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno(report("write", &self.state.path(ino.0), e))),
         }
