@@ -170,6 +170,22 @@ config_set() { # two keys set one after the other: both show in kafka-configs, n
     && grep -qx 'retention.ms=7654321' "$M9/r9/config"
 }
 
+config_refused_at_write() { # the cluster's validators answer the write (validate_only), not the close
+  local err rc=0
+  err="$(bash -c "echo retention.ms=notanumber >> '$M9/r9/config'" 2>&1)" || rc=$?
+  echo "rc=$rc: $err"
+  [ "$rc" -ne 0 ] || return 1
+  echo "$err" | grep -q 'Invalid argument' || return 1
+  rc=0
+  err="$(bash -c "printf 'cleanup.policy=nonsense\n' > '$M9/r9/config'" 2>&1)" || rc=$?
+  echo "rc=$rc: $err"
+  [ "$rc" -ne 0 ] || return 1
+  # Nothing of either was applied: the cluster still has what config_set set.
+  local out
+  out="$(configs_describe)" || { echo "$out"; return 1; }
+  echo "$out" | grep -q 'retention.ms=7654321' && ! echo "$out" | grep -q 'nonsense'
+}
+
 group_commits() { # reading groups/g9/records commits the log ends
   local n out p e bad=0
   n="$(wc -l < "$M9/r9/groups/g9/records")" || return 1
@@ -405,6 +421,7 @@ EOF
   check "9a kafka-topics --describe r9: PartitionCount 4" describe_partitions r9 4
   check "9a <p>/replicas = kafka-topics --describe (leader, replicas, isr), every partition" replicas_agree "$BOOT" "$M9" r9
   check "9a config: two keys set, both in kafka-configs --describe" config_set
+  check "9a config: a bad value is refused by the cluster at the write (bash echo >>, printf >), nothing applied" config_refused_at_write
   check "9a groups/g9/records commits the log ends: kafka-consumer-groups --describe" group_commits
   check "9a rmdir: the topic leaves kafka-topics --list" rmdir_gone
   check "9a --write-behind mount" tfs_mount_remote "$MW" "$BOOT" --write-behind
