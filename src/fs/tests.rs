@@ -3,6 +3,7 @@
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::types::{Access, Kind, ReadReply};
 use super::{FsState, report};
@@ -270,6 +271,47 @@ fn shutdown_appends_pending_lines_then_refuses_calls() {
     let fs = state(d.path(), 1);
     let r = fs.open(walk(&fs, "t/0/by-offset/0"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, r.fh), b"pending\n");
+}
+
+#[test]
+fn a_thread_inside_the_core_enters_again_while_a_shutdown_waits() {
+    use std::sync::mpsc::channel;
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let (inside_tx, inside_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let (done_tx, done_rx) = channel();
+    let inner = fs.clone();
+    std::thread::spawn(move || {
+        let outer = inner.gate().unwrap();
+        inside_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        // A shutdown waits for the outer entry: this one must not queue behind it.
+        let again = inner.gate().is_ok();
+        let leo = inner
+            .getattr(walk(&inner, "t/0/log-end-offset"), None, me())
+            .is_ok();
+        done_tx.send((again, leo)).unwrap();
+        drop(outer);
+    });
+    inside_rx.recv().unwrap();
+    let closer = fs.clone();
+    let shutdown = std::thread::spawn(move || closer.shutdown());
+    // The shutdown is waiting for the write side (it cannot have it: the entry above holds
+    // the read side).
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!shutdown.is_finished());
+    go_tx.send(()).unwrap();
+    let got = done_rx.recv_timeout(Duration::from_secs(5));
+    assert_eq!(
+        got,
+        Ok((true, true)),
+        "the second entry waited behind the shutdown"
+    );
+    shutdown.join().unwrap().unwrap();
+    // Once shut down, a new entry is refused.
+    assert_eq!(errno_of(fs.getattr(ROOT, None, me())), libc::ENOTCONN);
 }
 
 /// Starts a read and returns where its answer will land.
