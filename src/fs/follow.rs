@@ -150,43 +150,10 @@ impl Parking {
             .collect();
         candidates
             .into_iter()
-            .filter(|(_, pid)| signal_pending(*pid))
+            .filter(|(_, pid)| crate::os::process::signal_pending(*pid))
             .filter_map(|(id, _)| self.take(id))
             .collect()
     }
-}
-
-/// `/proc/<tid>/status` of a thread, and one field of it.
-fn proc_status(tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tid}/status")).ok()
-}
-
-fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .map(str::trim)
-}
-
-/// Whether thread `tid` has a signal pending that it neither blocks nor ignores, as
-/// `/proc/<tid>/status` shows it (a fatal signal shows as SIGKILL). A thread that is gone
-/// counts as interrupted.
-pub fn signal_pending(tid: u32) -> bool {
-    let Some(status) = proc_status(tid) else {
-        return true;
-    };
-    let mask = |name: &str| -> u64 {
-        status_field(&status, name)
-            .and_then(|v| u64::from_str_radix(v, 16).ok())
-            .unwrap_or(0)
-    };
-    let pending = mask("SigPnd:") | mask("ShdPnd:");
-    pending & !mask("SigBlk:") & !mask("SigIgn:") != 0
-}
-
-/// The process (thread group) of thread `tid`.
-pub fn tgid_of(tid: u32) -> Option<u32> {
-    status_field(&proc_status(tid)?, "Tgid:")?.parse().ok()
 }
 
 /// Starts the follow thread: it answers woken reads and interrupted ones until the state
@@ -251,19 +218,5 @@ impl Waker for PollWaker {
     }
     fn is_stale(&self) -> bool {
         self.current.load(Ordering::Acquire) != self.generation || self.notify.guard().is_none()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signals_of_a_thread_are_read_from_proc() {
-        // This thread has nothing pending; a thread that does not exist counts as gone.
-        // SAFETY: gettid takes nothing and cannot fail.
-        let tid = unsafe { libc::gettid() } as u32;
-        assert!(!signal_pending(tid));
-        assert!(signal_pending(u32::MAX - 1));
     }
 }

@@ -663,23 +663,6 @@ impl TextHandle {
     }
 }
 
-/// `lseek(SEEK_DATA)` or `lseek(SEEK_HOLE)` of a real file: where its next data or hole is
-/// at or after `offset` (ENXIO past the end). Reads go through `pread`, so the file position
-/// this moves is never used.
-pub fn seek_data_or_hole(file: &File, offset: i64, whence: i32) -> std::io::Result<i64> {
-    use std::os::fd::AsRawFd;
-    if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
-        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: the descriptor belongs to `file`, open for the whole call; lseek touches no
-    // memory of ours.
-    let at = unsafe { libc::lseek(file.as_raw_fd(), offset, whence) };
-    if at < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(at)
-}
-
 /// Reads up to `size` bytes of a real file at `offset`.
 pub fn read_file_at(file: &File, offset: u64, size: usize) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; size];

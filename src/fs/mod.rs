@@ -288,8 +288,7 @@ impl FsState {
         // The tree belongs to the owner and group of the first log dir, and grants group and
         // others no more than every log dir does (a 0700 log dir gives a tree only its owner
         // can enter).
-        // SAFETY: getuid/getgid cannot fail.
-        let (mut uid, mut gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (mut uid, mut gid) = crate::os::process::user_ids();
         let mut dir_mode = 0o077u16;
         for (i, dir) in storage.log_dirs().iter().enumerate() {
             match std::fs::metadata(dir) {
@@ -893,28 +892,21 @@ impl FsState {
         let mut total = [0u64; 5];
         let mut unit = 0u64;
         for dir in self.storage.log_dirs() {
-            let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-                .map_err(|_| FsError::Tree(libc::EINVAL, "log dir path has a NUL byte".into()))?;
-            // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
-            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-            // SAFETY: `path` is NUL-terminated and outlives the call; `st` is ours to fill.
-            if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
-            if seen.contains(&st.f_fsid) {
+            let st = crate::os::stat::space_of(&dir)?;
+            if seen.contains(&st.fsid) {
                 continue;
             }
-            seen.push(st.f_fsid);
-            let frsize = st.f_frsize.max(1);
+            seen.push(st.fsid);
+            let frsize = st.frsize.max(1);
             if unit == 0 {
                 unit = frsize;
             }
             let scale = |blocks: u64| blocks.saturating_mul(frsize) / unit;
-            total[0] += scale(st.f_blocks);
-            total[1] += scale(st.f_bfree);
-            total[2] += scale(st.f_bavail);
-            total[3] += st.f_files;
-            total[4] += st.f_ffree;
+            total[0] += scale(st.blocks);
+            total[1] += scale(st.bfree);
+            total[2] += scale(st.bavail);
+            total[3] += st.files;
+            total[4] += st.ffree;
         }
         Ok(Statfs {
             blocks: total[0],

@@ -7,7 +7,7 @@ use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
 use super::inode::{Format, Node, PartitionFile, TopicFile};
 use super::stream::StreamHandle;
 use super::types::{Access, Opened};
-use super::{FsResult, FsState, OpenFile, follow, group_handle, offset_text, tree};
+use super::{FsResult, FsState, OpenFile, group_handle, offset_text, tree};
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
@@ -205,7 +205,7 @@ impl FsState {
                 })
         );
         if matches!(handle, Handle::Stream(_))
-            && let Some(tgid) = follow::tgid_of(pid)
+            && let Some(tgid) = crate::os::process::tgid_of(pid)
         {
             self.streams
                 .guard()

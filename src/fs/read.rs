@@ -29,7 +29,7 @@ impl FsState {
                     Some(opens) => match opens.iter().find(|(_, g)| *g == pid) {
                         Some((fh, _)) => Some(*fh),
                         None => {
-                            let tgid = follow::tgid_of(pid);
+                            let tgid = crate::os::process::tgid_of(pid);
                             opens
                                 .iter()
                                 .find(|(_, g)| Some(*g) == tgid)
@@ -207,7 +207,7 @@ impl FsState {
                 _ => None,
             };
             if let Some(f) = segment {
-                return Ok(handle::seek_data_or_hole(&f, offset, whence)?);
+                return Ok(crate::os::stat::seek_data_or_hole(&f, offset, whence)?);
             }
         }
         let size = i64::try_from(self.getattr(ino, Some(fh), pid)?.1.size).unwrap_or(i64::MAX);
