@@ -425,6 +425,33 @@ fn listings_take_no_inodes() {
     assert_eq!(zero.ino, p0, "a known entry keeps its inode number");
 }
 
+#[test]
+fn a_create_that_fails_counts_no_lookup() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let table = walk(&fs, "t/table");
+    let before = fs.inodes.len();
+    // Opened for reading only, a name that is no key's, a held name: refused, nothing kept.
+    let e = fs
+        .create_open(table, OsStr::new("k"), RO, me())
+        .unwrap_err();
+    assert_eq!(e.errno(), libc::EACCES);
+    let e = fs
+        .create_open(table, OsStr::new("%61"), WO, me())
+        .unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert_eq!(fs.inodes.len(), before);
+    // One that succeeds counts one lookup: the kernel's forget of it drops the inode.
+    let (_, attr, opened) = fs
+        .create_open(table, OsStr::new(".swap"), WO, me())
+        .unwrap();
+    assert_eq!(fs.inodes.len(), before + 1);
+    fs.release(opened.fh).unwrap();
+    fs.forget(attr.ino, 1);
+    assert_eq!(fs.inodes.len(), before);
+}
+
 /// The inode a listing gives `name`, if the kernel knows it (else a number no call takes).
 fn walk_listed(listed: &[super::types::DirEntry], name: &str) -> u64 {
     listed.iter().find(|e| e.name == name).unwrap().ino
