@@ -162,6 +162,11 @@ def rows(r, failures):
                        m("group.topicfs"), 100000, "goal", "records/s",
                        (q[0] / 100000, q[1] / 100000, q[2] / 100000), ">= 1.0",
                        q[0] >= 100000))
+    if "group.line" in med:
+        add_context("4", "… the same read in 64 KiB requests (`dd bs=64k`: a record per "
+                    "request, what a line reader such as Python gets), records/s",
+                    m("group.line"), m("group.topicfs"), "cat of the group", "records/s",
+                    paired(r, "group.line", "group.topicfs"))
     if "group.whole" in med:
         add_context("4", "… against `cat by-offset/earliest` of the same topic (no group, "
                     "no commits)", m("group.topicfs"), m("group.whole"), "whole-topic read",

@@ -358,6 +358,18 @@ if fig 4; then
         record group.whole "$1" "$(div "$n" "$(elapsed "$t0" "$t1")")"
     }
     alternate group_read whole_read
+    # What exactness costs a line reader: requests of 64 KiB (Python's, st_blksize) get one
+    # record each, a FUSE round trip per record.
+    LINE_N=$(pick 100000 20000)
+    line_read() {
+        local t0 t1 n
+        t0=$(now)
+        n=$(dd if="$MNT/bulk/groups/line-$1/records" bs=65536 count="$LINE_N" status=none | wc -l)
+        t1=$(now)
+        [ "$n" = "$LINE_N" ] || { echo "line read: $n lines, not $LINE_N" >&2; exit 1; }
+        record group.line "$1" "$(div "$n" "$(elapsed "$t0" "$t1")")"
+    }
+    for ((r = 1; r <= RUNS; r++)); do line_read "$r"; done
 fi
 
 # ---- 5. random lookups -------------------------------------------------------------------
