@@ -18,6 +18,7 @@ use crate::log::{LoadParams, PartitionLog};
 use crate::util::clock::now_ms;
 use crate::util::sync::{CondvarExt, MutexExt, RwLockExt};
 
+mod append;
 mod cleaner;
 mod load;
 mod root_files;

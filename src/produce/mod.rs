@@ -5,62 +5,13 @@
 
 pub mod partitioner;
 
-use std::collections::BTreeMap;
-
 pub use partitioner::{murmur2, partition_for_key};
 
 use crate::error::{Error, Result};
-use crate::log::{PartitionLog, validator};
-use crate::manager::Topic;
-use crate::record::lines::{line_record, line_records};
+use crate::log::PartitionLog;
+use crate::record::lines::line_records;
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
 use crate::storage::{AppendResult, Appended};
-use crate::util::clock::now_ms;
-
-impl Topic {
-    /// Appends one write's lines at topic level: they have no key, so they go together to the
-    /// next partition in round-robin order, as [`Topic::append_routed`] sends their records.
-    pub fn append_lines_routed(&self, parts: &[&[u8]], timestamp: i64) -> AppendResult {
-        if parts.iter().all(|p| p.is_empty()) {
-            return Ok(Appended::default());
-        }
-        validator::validate_timestamps(&[line_record(b"", timestamp)], &self.config(), now_ms())?;
-        let p = self.next_round_robin();
-        append_lines(&*self.partition(p)?, parts, timestamp)
-    }
-
-    /// Appends one write's records at topic level. Nothing is appended when one record cannot
-    /// fit in a batch of its own (`max_record`, or the log's `max.message.bytes`) or has a
-    /// refused timestamp. The records are routed by [`route`]; each partition gets the
-    /// write's records for it as one batch (or as few as fit). The answer holds each
-    /// partition appended to, also when a later one failed.
-    pub fn append_routed(&self, records: &[RecordInput<'_>], max_record: usize) -> AppendResult {
-        if records.is_empty() {
-            return Ok(Appended::default());
-        }
-        validator::validate_timestamps(records, &self.config(), now_ms())?;
-        let parts = route(records, self.partition_count(), max_record, || {
-            self.next_round_robin()
-        })?;
-        if records.iter().all(|r| r.key.is_none()) {
-            // One partition: as one batch, or split as it fits.
-            return append_batch(&*self.partition(parts[0])?, records);
-        }
-        let mut by_partition: BTreeMap<u32, Vec<RecordInput<'_>>> = BTreeMap::new();
-        for (r, p) in records.iter().zip(parts) {
-            by_partition.entry(p).or_default().push(*r);
-        }
-        let mut appended = Appended::default();
-        for (p, recs) in by_partition {
-            let log = match self.partition(p) {
-                Ok(log) => log,
-                Err(e) => return Err(appended.stopped(e)),
-            };
-            appended = appended.then(append_batch(&log, &recs))?;
-        }
-        Ok(appended)
-    }
-}
 
 /// Kafka's producer routing of one topic-level write, for every storage: each keyed record
 /// goes to its murmur2 partition of `count`, the unkeyed ones together to one partition,
@@ -176,6 +127,7 @@ fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> AppendResu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::clock::now_ms;
     use std::cell::Cell;
 
     fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
