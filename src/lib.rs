@@ -44,9 +44,11 @@ pub(crate) mod checkpoint;
 pub mod config;
 pub mod dump;
 pub(crate) mod error;
+pub mod group;
 pub(crate) mod jsonl;
 pub mod logtail;
 pub mod os;
+pub mod render;
 pub mod util;
 
 pub use error::{Error, Result};

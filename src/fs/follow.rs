@@ -20,7 +20,7 @@ use crate::util::sync::MutexExt;
 const SIGNAL_CHECK: Duration = Duration::from_millis(200);
 
 /// How often the group readers' periodic commits are looked at (they are due every
-/// [`super::group_handle::COMMIT_INTERVAL`]).
+/// [`crate::group::COMMIT_INTERVAL`]).
 const COMMIT_SCAN: Duration = Duration::from_secs(1);
 
 /// A read waiting for records.

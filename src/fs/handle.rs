@@ -17,7 +17,7 @@ use crate::util::clock::now_ms;
 pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
-    Group(super::group_handle::GroupHandle),
+    Group(crate::group::GroupHandle),
     GroupOffsets(super::group_handle::OffsetsHandle),
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).

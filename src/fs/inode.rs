@@ -197,28 +197,7 @@ impl LookupBy {
     }
 }
 
-/// How records are written to an append file or shown by a lookup file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// One record per line: the line is the value (`append`, `by-offset/<N>`).
-    Lines,
-    /// One JSON object per line (`append.jsonl`, `by-offset/<N>.jsonl`), see `crate::jsonl`.
-    Jsonl,
-    /// `key<separator>value` lines (`append.kv`), as kafka-console-producer's
-    /// `parse.key=true` reads them. An append format only: no lookup name ends in `.kv`.
-    Kv,
-}
-
-impl Format {
-    /// The suffix of the file names in this format.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Format::Lines => "",
-            Format::Jsonl => ".jsonl",
-            Format::Kv => ".kv",
-        }
-    }
-}
+pub use crate::render::Format;
 
 /// The parsed name of a lookup file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::group_handle::GroupHandle;
 use super::handle::Handle;
 use super::inode::{Format, TopicName};
 use super::{FsResult, FsState, tree};
 use crate::consumer_offsets::range_assign;
+use crate::group::GroupHandle;
 use crate::storage::{GroupMember, MemberEvents, TopicStore};
 use crate::util::sync::MutexExt;
 

@@ -51,7 +51,7 @@ impl FsState {
                 }
                 Node::TopicLookup(t, name) => {
                     let topic = self.topic(t)?;
-                    let h = group_handle::GroupHandle::whole_topic(topic, &t.to_string(), *name)?;
+                    let h = super::stream::whole_topic(topic, &t.to_string(), *name)?;
                     (Handle::Group(h), true)
                 }
                 Node::Segment(..) => {

@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::group_handle::GroupHandle;
 use super::handle::{self, Handle};
 use super::types::ReadReply;
 use super::{FsError, FsResult, FsState, follow, report};
+use crate::group::GroupHandle;
 use crate::util::sync::MutexExt;
 
 impl FsState {

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use crate::addr::{Address, End, OffsetForm, Start};
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName};
-use crate::jsonl;
-use crate::record::{BatchHeader, Record};
+use crate::render::{compact, format_record};
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records, offset_in_range};
 
 use super::ahead::{self, Ahead};
@@ -148,32 +147,36 @@ pub(super) fn resolve_limit(
     })
 }
 
-/// One record as a stream shows it: `value\n`, or a JSON line naming its place.
-pub(super) fn format_record(
-    format: Format,
-    topic: &str,
-    partition: u32,
-    h: &BatchHeader,
-    r: &Record<'_>,
-    out: &mut Vec<u8>,
-) {
-    match format {
-        // No stream is opened as `.kv` (an append format): its records show as lines.
-        Format::Lines | Format::Kv => {
-            out.extend_from_slice(r.value.unwrap_or_default());
-            out.push(b'\n');
-        }
-        Format::Jsonl => jsonl::format_record(topic, partition, r, h.timestamp_type(), out),
+/// `<topic>/by-offset/<X>`, `<topic>/by-time/<T>[..<T2>]`, `<topic>/follow/<X>`: every
+/// partition from its own start (the name resolved in each), read as a group's records are
+/// but without a group. By-offset and by-time end at each partition's log end at open (or
+/// the range's end); follow never ends.
+pub fn whole_topic(
+    topic: Arc<dyn TopicStore>,
+    name: &str,
+    lookup: LookupName,
+) -> Result<crate::group::GroupHandle> {
+    let follow = lookup.by == LookupBy::Follow;
+    let now = crate::util::clock::now_ms();
+    let mut parts = Vec::new();
+    for p in 0..topic.partition_count() {
+        let log = topic.partition(p)?;
+        let reader = open_at(&*log, lookup.addr.start, now)?;
+        let next = reader.start_offset();
+        let end = match resolve_limit(&*log, &lookup.addr, next, now)? {
+            Some(Limit::Offset(o)) => Some(o.min(reader.end_offset())),
+            _ if follow => None,
+            _ => Some(reader.end_offset()),
+        };
+        parts.push(crate::group::WholeTopicPart {
+            partition: p,
+            log,
+            reader,
+            end,
+        });
     }
-}
-
-/// Drops the consumed front of a stream's buffer once it is half the buffer (moving the
-/// unread tail on every refill copied the data a second time).
-pub(super) fn compact(out: &mut Vec<u8>, out_pos: &mut usize) {
-    if *out_pos > 0 && *out_pos * 2 >= out.len() {
-        out.drain(..*out_pos);
-        *out_pos = 0;
-    }
+    log::debug!("{name}: a whole-topic read of {} partitions", parts.len());
+    crate::group::GroupHandle::whole_topic(topic, lookup.format, follow, parts)
 }
 
 impl StreamHandle {

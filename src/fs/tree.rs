@@ -308,7 +308,7 @@ impl FsState {
         // 128 KiB writes `cat` and `cp` make by default (bulk appends in 1 MiB requests
         // measured slower).
         let io_size = match node {
-            Node::GroupFile(_, _, f) if f.format().is_some() => super::group_handle::LINE_IO_SIZE,
+            Node::GroupFile(_, _, f) if f.format().is_some() => crate::group::LINE_IO_SIZE,
             _ if kind == Kind::File && !node.is_append() => super::IO_SIZE,
             _ => 4096,
         };
