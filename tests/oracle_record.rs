@@ -1109,6 +1109,60 @@ enum Flip {
     Magic,
 }
 
+/// What our reader and kafka-protocol say about `bad`, one byte changed as `expect` says;
+/// each disagreement with `expect` goes to `all`, named by `ctx`.
+fn check_flip(bad: &[u8], expect: Flip, ctx: &str, all: &mut Vec<String>) {
+    let view = BatchView::new(bad);
+    let kp = RecordBatchDecoder::decode(&mut &bad[..]);
+    match expect {
+        Flip::Crc => {
+            let want = BatchError::CrcMismatch {
+                stored: u32::from_be_bytes(bad[17..21].try_into().unwrap()),
+                computed: crc32c::crc32c(&bad[21..]),
+            };
+            match view {
+                Ok(v) => {
+                    if v.ensure_valid() != Err(want.clone()) {
+                        all.push(format!(
+                            "[{ctx}] ensure_valid = {:?}, want Err({want:?})",
+                            v.ensure_valid()
+                        ));
+                    }
+                    if v.is_valid() {
+                        all.push(format!("[{ctx}] is_valid() is true"));
+                    }
+                }
+                Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
+            }
+            if kp.is_ok() {
+                all.push(format!(
+                    "[{ctx}] kafka-protocol accepted it: flip not meaningful"
+                ));
+            }
+        }
+        Flip::Uncovered => match view {
+            Ok(v) => {
+                if let Err(err) = v.ensure_valid() {
+                    all.push(format!(
+                        "[{ctx}] ensure_valid failed outside the CRC range: {err}"
+                    ));
+                }
+                if kp.is_err() {
+                    all.push(format!("[{ctx}] kafka-protocol rejected it"));
+                }
+            }
+            Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
+        },
+        Flip::Magic => {
+            let want = Err(BatchError::UnsupportedMagic(bad[16] as i8));
+            let got = view.map(|_| ());
+            if got != want {
+                all.push(format!("[{ctx}] BatchView::new = {got:?}, want {want:?}"));
+            }
+        }
+    }
+}
+
 #[test]
 fn corrupted_kafka_protocol_batches_fail_ensure_valid() {
     let spec = at(TRANSACTIONAL, 300);
@@ -1149,55 +1203,7 @@ fn corrupted_kafka_protocol_batches_fail_ensure_valid() {
             let mut bad = good.clone();
             bad[at_byte] ^= mask;
             let ctx = format!("{} / byte {at_byte} ^ {mask:#04x}", codec.name());
-            let view = BatchView::new(&bad);
-            let kp = RecordBatchDecoder::decode(&mut &bad[..]);
-            match expect {
-                Flip::Crc => {
-                    let want = BatchError::CrcMismatch {
-                        stored: u32::from_be_bytes(bad[17..21].try_into().unwrap()),
-                        computed: crc32c::crc32c(&bad[21..]),
-                    };
-                    match view {
-                        Ok(v) => {
-                            if v.ensure_valid() != Err(want.clone()) {
-                                all.push(format!(
-                                    "[{ctx}] ensure_valid = {:?}, want Err({want:?})",
-                                    v.ensure_valid()
-                                ));
-                            }
-                            if v.is_valid() {
-                                all.push(format!("[{ctx}] is_valid() is true"));
-                            }
-                        }
-                        Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
-                    }
-                    if kp.is_ok() {
-                        all.push(format!(
-                            "[{ctx}] kafka-protocol accepted it: flip not meaningful"
-                        ));
-                    }
-                }
-                Flip::Uncovered => match view {
-                    Ok(v) => {
-                        if let Err(err) = v.ensure_valid() {
-                            all.push(format!(
-                                "[{ctx}] ensure_valid failed outside the CRC range: {err}"
-                            ));
-                        }
-                        if kp.is_err() {
-                            all.push(format!("[{ctx}] kafka-protocol rejected it"));
-                        }
-                    }
-                    Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
-                },
-                Flip::Magic => {
-                    let want = Err(BatchError::UnsupportedMagic(bad[16] as i8));
-                    let got = view.map(|_| ());
-                    if got != want {
-                        all.push(format!("[{ctx}] BatchView::new = {got:?}, want {want:?}"));
-                    }
-                }
-            }
+            check_flip(&bad, expect, &ctx, &mut all);
         }
         // Cut short by one byte: the batch is not all there.
         let cut = BatchView::new(&good[..len - 1]).map(|_| ());
