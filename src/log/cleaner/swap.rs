@@ -202,3 +202,43 @@ pub fn complete_interrupted(dir: &Arc<Dir>, entries: &[Entry], what: &str) -> Re
     dir.sync()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{BatchBuilder, BatchOptions, RecordInput};
+
+    fn batch(base: i64, n: usize) -> Vec<u8> {
+        let mut b = BatchBuilder::new();
+        b.begin(base, BatchOptions::default());
+        for _ in 0..n {
+            b.add(&RecordInput {
+                value: Some(b"v"),
+                timestamp: 1,
+                ..Default::default()
+            });
+        }
+        b.finish().unwrap().to_vec()
+    }
+
+    #[test]
+    fn a_swap_file_ends_at_its_last_batch_that_passes_the_segment_check() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = Arc::new(Dir::open(d.path()).unwrap());
+        let name = format!("{}{SWAP_SUFFIX}", log_name(10));
+        let (first, second) = (batch(10, 5), batch(15, 5));
+        let mut bytes = [first.clone(), second].concat();
+        let replaced = |bytes: &[u8]| {
+            std::fs::write(d.path().join(&name), bytes).unwrap();
+            pending(&dir, &dir.entries().unwrap()).unwrap().replaced
+        };
+        assert_eq!(replaced(&bytes), 10..20);
+        // The second batch's CRC no longer matches its bytes: the file ends after the first.
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(replaced(&bytes), 10..15);
+        // A batch whose offsets go back is not read past either.
+        let back = [first.clone(), batch(12, 1)].concat();
+        assert_eq!(replaced(&back), 10..15);
+    }
+}
