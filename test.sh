@@ -6,6 +6,14 @@ cd "$(dirname "$0")"
 # On a bare machine: Java, Maven, kcat, kafka-python... (nothing happens when all are there).
 scripts/install-deps.sh
 cargo fmt --all --check
+# No file of src/ over 800 lines (unit-test files aside: tests.rs, tests_*.rs, *_tests.rs).
+long_files=$(find src -name '*.rs' ! -name 'tests.rs' ! -name 'tests_*.rs' \
+  ! -name '*_tests.rs' -exec wc -l {} + | awk '$2 != "total" && $1 > 800')
+if [ -n "$long_files" ]; then
+  echo "source files over 800 lines:"
+  echo "$long_files"
+  exit 1
+fi
 cargo clippy --workspace --all-targets -- -D warnings
 # Includes tests/powercut.rs (200 power cuts) in the debug build.
 cargo test --all-targets

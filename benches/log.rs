@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use tempfile::TempDir;
 use topicfs::config::LogConfig;
 use topicfs::fs::handle::{AppendHandle, AppendTarget};
@@ -286,11 +287,17 @@ fn request(c: &mut Criterion) {
             })
         });
     }
-    // The ceiling of an append request: `pwrite` of a batch's worth of bytes at the end of a
-    // file in the same directory (what the segment write costs the kernel), alone.
+    pwrite_ceiling(&mut g, dir.path());
+    stream_reads(&mut g);
+    g.finish();
+}
+
+/// The ceiling of an append request: `pwrite` of a batch's worth of bytes at the end of a
+/// file in the same directory (what the segment write costs the kernel), alone.
+fn pwrite_ceiling(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path) {
     let batch_bytes = chunk_128k().len() + 1_310 * 8 + 61;
     g.throughput(Throughput::Bytes(chunk_128k().len() as u64));
-    let plain = dir.path().join("plain");
+    let plain = dir.join("plain");
     let mut file = std::fs::File::create(&plain).unwrap();
     let mut at = 0u64;
     let bytes = vec![b'x'; batch_bytes];
@@ -313,7 +320,10 @@ fn request(c: &mut Criterion) {
             spent
         })
     });
-    // `cat by-offset/0`: 128 KiB reads from the start of a 20k-record log to its end.
+}
+
+/// `cat by-offset/0`: 128 KiB reads from the start of a 20k-record log to its end.
+fn stream_reads(g: &mut BenchmarkGroup<'_, WallTime>) {
     let f = fixture(SMALL_LOG);
     let log = Arc::new(f.log);
     let total = SMALL_LOG as u64 * (VALUE.len() as u64 + 1);
@@ -333,7 +343,6 @@ fn request(c: &mut Criterion) {
             assert_eq!(pos, total);
         })
     });
-    g.finish();
 }
 
 fn config() -> Criterion {

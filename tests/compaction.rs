@@ -579,3 +579,44 @@ fn an_open_transaction_stops_the_clean_at_its_segment() {
     let left: Vec<i64> = read_from(&log, 0).iter().map(|r| r.0).collect();
     assert_eq!(left, vec![1, 2, 3, 4]);
 }
+
+#[test]
+fn the_cleaner_and_read_committed_readers_stop_alike_at_a_damaged_header() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    std::fs::create_dir(&dir).unwrap();
+    // Producer 7's transaction (offset 0) and its commit marker (1), then plain records.
+    let mut seg0 = txn_batch(0, 7, &[b"x"], NOW);
+    let marker_at = seg0.len();
+    seg0.extend(marker(1, 7, 1, NOW));
+    std::fs::write(dir.join("00000000000000000000.log"), &seg0).unwrap();
+    let log = reopen_dir(&dir, cfg(1 << 20, 4096));
+    log.roll_now().unwrap();
+    append(&log, &[(b"x", Some(b"2"))], NOW);
+    log.roll_now().unwrap();
+    // The marker's header is damaged (its magic byte) after the segment was loaded whole.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("00000000000000000000.log"))
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &[1], marker_at as u64 + 16).unwrap();
+    // Both learn the producer state from the same headers, so neither takes the transaction
+    // as open from 0 where the other fails: both report the damaged batch.
+    let readers = log.set_read_committed().unwrap_err().to_string();
+    let to_clean = choose::cleanable(&log, Some(0), NOW).unwrap();
+    let cleaner = Cleaner::new(1 << 16)
+        .clean(
+            &log,
+            to_clean.first_dirty,
+            to_clean.first_uncleanable,
+            NOW,
+            &AtomicBool::new(false),
+        )
+        .map(|round| round.map(|r| r.end_offset))
+        .map_err(|e| e.to_string());
+    assert!(
+        readers.contains(&format!("at byte {marker_at}")),
+        "{readers}"
+    );
+    assert_eq!(cleaner, Err(readers));
+}

@@ -143,25 +143,17 @@ fn crash_at(point: &str, dir: &Path) -> Vec<String> {
     common::mount::file_names(dir)
 }
 
-fn check_recovery(point: &str, expect_cleaned: bool, must_have: &[&str]) {
-    let d = tempfile::tempdir().unwrap();
-    let left = crash_at(point, d.path());
-    for suffix in must_have {
-        assert!(
-            left.iter().any(|n| n.ends_with(suffix)),
-            "after a kill at {point} a *{suffix} file is left: {left:?}"
-        );
-    }
-    // A read-only load changes nothing and serves what completing the swap leaves.
+/// A read-only load of `dir`: it changes nothing and serves what completing the swap leaves.
+fn read_only_load(dir: &Path) -> Vec<Rec> {
     let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
         common::mount::file_names(dir)
             .into_iter()
             .map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap()))
             .collect()
     };
-    let before = files(d.path());
+    let before = files(dir);
     let ro = PartitionLog::load(
-        d.path(),
+        dir,
         "t",
         0,
         cfg(),
@@ -177,9 +169,42 @@ fn check_recovery(point: &str, expect_cleaned: bool, must_have: &[&str]) {
     ro.close().unwrap();
     drop(ro);
     assert!(
-        files(d.path()) == before,
+        files(dir) == before,
         "a read-only load changed the directory"
     );
+    got_ro
+}
+
+/// Every offset up to the log end `end` opens on the records from there.
+fn every_offset_opens(log: &PartitionLog, got: &[Rec], end: i64, point: &str) {
+    for n in 0..=end {
+        let want: Vec<Rec> = got.iter().filter(|r| r.0 >= n).cloned().collect();
+        let mut r = log.read_from_offset(n).unwrap();
+        let mut out = Vec::new();
+        while r
+            .next_batch(&mut |rec| {
+                out.push((
+                    rec.offset,
+                    rec.key.unwrap().to_vec(),
+                    rec.value.map(<[u8]>::to_vec),
+                ))
+            })
+            .unwrap()
+        {}
+        assert_eq!(out, want, "by-offset {n} after {point}");
+    }
+}
+
+fn check_recovery(point: &str, expect_cleaned: bool, must_have: &[&str]) {
+    let d = tempfile::tempdir().unwrap();
+    let left = crash_at(point, d.path());
+    for suffix in must_have {
+        assert!(
+            left.iter().any(|n| n.ends_with(suffix)),
+            "after a kill at {point} a *{suffix} file is left: {left:?}"
+        );
+    }
+    let got_ro = read_only_load(d.path());
     let log = open(d.path(), false);
     assert_eq!(
         read_all(&log),
@@ -217,22 +242,7 @@ fn check_recovery(point: &str, expect_cleaned: bool, must_have: &[&str]) {
         assert_eq!(got, all, "after {point} the log is as it was");
     }
     // Every offset still opens, and a new clean finishes the work.
-    for n in 0..=all.len() as i64 {
-        let want: Vec<Rec> = got.iter().filter(|r| r.0 >= n).cloned().collect();
-        let mut r = log.read_from_offset(n).unwrap();
-        let mut out = Vec::new();
-        while r
-            .next_batch(&mut |rec| {
-                out.push((
-                    rec.offset,
-                    rec.key.unwrap().to_vec(),
-                    rec.value.map(<[u8]>::to_vec),
-                ))
-            })
-            .unwrap()
-        {}
-        assert_eq!(out, want, "by-offset {n} after {point}");
-    }
+    every_offset_opens(&log, &got, all.len() as i64, point);
     let to_clean = choose::cleanable(&log, None, NOW).unwrap();
     let round = Cleaner::new(1 << 16)
         .clean(

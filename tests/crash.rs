@@ -178,100 +178,65 @@ fn tear_tail(logs: &Path, p: u32, seed: u64) {
     std::io::Write::write_all(&mut f, &garbage).unwrap();
 }
 
-#[test]
-fn sigkill_mid_append_loses_no_acknowledged_record() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mnt = tmp.path().join("mnt");
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let acks: Vec<PathBuf> = (0..WRITERS)
-        .map(|w| tmp.path().join(format!("acks-{w}")))
-        .collect();
-    let mut next: Vec<u64> = vec![0; WRITERS as usize];
-    let mut seed: u64 = std::process::id() as u64;
-    for round in 0..ROUNDS {
-        let mut d = Daemon::start(&mnt, &logs);
-        if round == 0 {
-            let out = sh(&format!("mkdir '{}/crash'", mnt.display()));
-            assert!(
-                out.status.success(),
-                "mkdir: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        // After a crash: every acknowledged record is there exactly once, in order.
-        let mut total = 0;
-        for p in 0..PARTITIONS {
-            let lines = read_partition(&mnt, p);
-            total += lines.len();
-            let per = check_partition(&lines);
-            for w in (0..WRITERS).filter(|w| w % PARTITIONS == p) {
-                let have: HashSet<u64> = per
-                    .get(&w)
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect();
-                for a in acked(&acks[w as usize]) {
-                    assert!(
-                        have.contains(&a),
-                        "round {round}: acknowledged w{w}-{a} lost"
-                    );
-                }
-                next[w as usize] = per
-                    .get(&w)
-                    .and_then(|v| v.last())
-                    .map(|l| l + 1)
-                    .unwrap_or(0)
-                    .max(next[w as usize]);
+/// After a crash: every acknowledged record is there exactly once, in order, and each
+/// partition's log end counts its records; `next` moves past each writer's last record.
+/// Returns the records recovered.
+fn check_recovered(mnt: &Path, acks: &[PathBuf], next: &mut [u64], round: u32) -> usize {
+    let mut total = 0;
+    for p in 0..PARTITIONS {
+        let lines = read_partition(mnt, p);
+        total += lines.len();
+        let per = check_partition(&lines);
+        for w in (0..WRITERS).filter(|w| w % PARTITIONS == p) {
+            let have: HashSet<u64> = per
+                .get(&w)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            for a in acked(&acks[w as usize]) {
+                assert!(
+                    have.contains(&a),
+                    "round {round}: acknowledged w{w}-{a} lost"
+                );
             }
-            let leo: i64 = sh(&format!("cat '{}/crash/{p}/log-end-offset'", mnt.display()))
-                .stdout
-                .iter()
-                .map(|b| *b as char)
-                .collect::<String>()
-                .trim()
-                .parse()
-                .unwrap();
-            assert_eq!(
-                leo as usize,
-                lines.len(),
-                "log-end-offset matches the records"
-            );
+            next[w as usize] = per
+                .get(&w)
+                .and_then(|v| v.last())
+                .map(|l| l + 1)
+                .unwrap_or(0)
+                .max(next[w as usize]);
         }
-        eprintln!("round {round}: {total} records recovered");
-        let children: Vec<Child> = (0..WRITERS)
-            .map(|w| writer(&mnt, w, next[w as usize], &acks[w as usize]))
-            .collect();
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis(150 + (seed >> 33) % 500));
-        d.kill9();
-        for mut c in children {
-            let _ = c.wait();
-        }
-        if round % 2 == 1 {
-            tear_tail(&logs, (round / 2) % PARTITIONS, seed);
-        }
-        for (w, a) in acks.iter().enumerate() {
-            if let Some(l) = acked(a).last() {
-                next[w] = next[w].max(l + 1);
-            }
-        }
+        let leo: i64 = sh(&format!("cat '{}/crash/{p}/log-end-offset'", mnt.display()))
+            .stdout
+            .iter()
+            .map(|b| *b as char)
+            .collect::<String>()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            leo as usize,
+            lines.len(),
+            "log-end-offset matches the records"
+        );
     }
-    // Final: a clean mount, one more append each, clean unmount, independent decode.
-    let mut d = Daemon::start(&mnt, &logs);
+    total
+}
+
+/// Final: a clean mount, one more append each, clean unmount, independent decode.
+fn final_clean_mount(mnt: &Path, logs: &Path, acks: &[PathBuf]) {
+    let mut d = Daemon::start(mnt, logs);
     let mut expected: Vec<Vec<String>> = Vec::new();
     for p in 0..PARTITIONS {
-        let before = read_partition(&mnt, p);
+        let before = read_partition(mnt, p);
         check_partition(&before);
         let out = sh(&format!(
             "echo final-{p} >> '{}/crash/{p}/append'",
             mnt.display()
         ));
         assert!(out.status.success());
-        let after = read_partition(&mnt, p);
+        let after = read_partition(mnt, p);
         assert_eq!(after.len(), before.len() + 1);
         assert_eq!(after.last().unwrap(), &format!("final-{p}"));
         expected.push(after);
@@ -295,4 +260,50 @@ fn sigkill_mid_append_loses_no_acknowledged_record() {
         }
         assert_eq!(values, expected[p as usize]);
     }
+}
+
+#[test]
+fn sigkill_mid_append_loses_no_acknowledged_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let acks: Vec<PathBuf> = (0..WRITERS)
+        .map(|w| tmp.path().join(format!("acks-{w}")))
+        .collect();
+    let mut next: Vec<u64> = vec![0; WRITERS as usize];
+    let mut seed: u64 = std::process::id() as u64;
+    for round in 0..ROUNDS {
+        let mut d = Daemon::start(&mnt, &logs);
+        if round == 0 {
+            let out = sh(&format!("mkdir '{}/crash'", mnt.display()));
+            assert!(
+                out.status.success(),
+                "mkdir: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let total = check_recovered(&mnt, &acks, &mut next, round);
+        eprintln!("round {round}: {total} records recovered");
+        let children: Vec<Child> = (0..WRITERS)
+            .map(|w| writer(&mnt, w, next[w as usize], &acks[w as usize]))
+            .collect();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis(150 + (seed >> 33) % 500));
+        d.kill9();
+        for mut c in children {
+            let _ = c.wait();
+        }
+        if round % 2 == 1 {
+            tear_tail(&logs, (round / 2) % PARTITIONS, seed);
+        }
+        for (w, a) in acks.iter().enumerate() {
+            if let Some(l) = acked(a).last() {
+                next[w] = next[w].max(l + 1);
+            }
+        }
+    }
+    final_clean_mount(&mnt, &logs, &acks);
 }

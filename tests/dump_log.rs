@@ -395,11 +395,58 @@ fn every_codec() {
     }
 }
 
+/// A transaction marker of producer 4242 (epoch 7) at `offset`: `kind` 0 abort, 1 commit.
+fn marker_batch(offset: i64, kind: u8, coordinator_epoch: u8, ts: i64) -> Vec<u8> {
+    kp_batch(
+        &[rec(
+            offset,
+            offset,
+            -1,
+            ts,
+            Some(&[0, 0, 0, kind]),
+            Some(&[0, 0, 0, 0, 0, coordinator_epoch]),
+            &[],
+            (4242, 7, true, true),
+        )],
+        KCompression::None,
+    )
+}
+
+/// The line of a valid uncompressed transactional batch of producer 4242 (epoch 7):
+/// (base, last, count) offsets, (base, last) sequences.
+fn txn_line(
+    (base, last, count): (i64, i64, i32),
+    (base_seq, last_seq): (i32, i32),
+    control: bool,
+    position: u64,
+    max_ts: i64,
+    batch: &[u8],
+) -> String {
+    batch_line(
+        base,
+        last,
+        count,
+        base_seq,
+        last_seq,
+        4242,
+        7,
+        0,
+        true,
+        control,
+        position,
+        "CreateTime",
+        max_ts,
+        batch.len(),
+        "none",
+        stored_crc(batch),
+        true,
+    )
+}
+
 #[test]
 fn transactional_batch_and_control_markers() {
     let dir = tempfile::tempdir().unwrap();
     let txn = (4242i64, 7i16, true, false);
-    let ctl = (4242i64, 7i16, true, true);
     let data_batch = kp_batch(
         &[
             rec(0, 0, 10, 1_000, Some(b"a"), Some(b"1"), &[], txn),
@@ -407,96 +454,18 @@ fn transactional_batch_and_control_markers() {
         ],
         KCompression::None,
     );
-    let commit = kp_batch(
-        &[rec(
-            2,
-            2,
-            -1,
-            1_002,
-            Some(&[0, 0, 0, 1]),
-            Some(&[0, 0, 0, 0, 0, 9]),
-            &[],
-            ctl,
-        )],
-        KCompression::None,
-    );
-    let abort = kp_batch(
-        &[rec(
-            3,
-            3,
-            -1,
-            1_003,
-            Some(&[0, 0, 0, 0]),
-            Some(&[0, 0, 0, 0, 0, 10]),
-            &[],
-            ctl,
-        )],
-        KCompression::None,
-    );
+    let commit = marker_batch(2, 1, 9, 1_002);
+    let abort = marker_batch(3, 0, 10, 1_003);
     let log = write(
         dir.path(),
         "00000000000000000000.log",
         &[data_batch.clone(), commit.clone(), abort.clone()].concat(),
     );
-    let l0 = batch_line(
-        0,
-        1,
-        2,
-        10,
-        11,
-        4242,
-        7,
-        0,
-        true,
-        false,
-        0,
-        "CreateTime",
-        1_001,
-        data_batch.len(),
-        "none",
-        stored_crc(&data_batch),
-        true,
-    );
+    let l0 = txn_line((0, 1, 2), (10, 11), false, 0, 1_001, &data_batch);
     let pos1 = data_batch.len() as u64;
-    let l1 = batch_line(
-        2,
-        2,
-        1,
-        -1,
-        -1,
-        4242,
-        7,
-        0,
-        true,
-        true,
-        pos1,
-        "CreateTime",
-        1_002,
-        commit.len(),
-        "none",
-        stored_crc(&commit),
-        true,
-    );
+    let l1 = txn_line((2, 2, 1), (-1, -1), true, pos1, 1_002, &commit);
     let pos2 = pos1 + commit.len() as u64;
-    let l2 = batch_line(
-        3,
-        3,
-        1,
-        -1,
-        -1,
-        4242,
-        7,
-        0,
-        true,
-        true,
-        pos2,
-        "CreateTime",
-        1_003,
-        abort.len(),
-        "none",
-        stored_crc(&abort),
-        true,
-    );
+    let l2 = txn_line((3, 3, 1), (-1, -1), true, pos2, 1_003, &abort);
     let o = dump(&data(&[&log]));
     let expected = format!(
         "Dumping {}\nLog starting offset: 0\n{l0}\
@@ -1179,6 +1148,42 @@ impl Rng {
     }
 }
 
+/// The damage of one round to a valid log: flipped bits, a cut, hostile size fields, noise,
+/// or a changed byte with the CRC fixed up (so the damage goes past the CRC check).
+fn damage(bytes: &mut Vec<u8>, round: usize, rng: &mut Rng) {
+    match round % 5 {
+        0 => {
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(bytes.len());
+                bytes[i] ^= 1 << rng.below(8);
+            }
+        }
+        1 => bytes.truncate(rng.below(bytes.len())),
+        2 => {
+            // Hostile size fields.
+            let at = [8usize, 57, 61][rng.below(3)];
+            let v = [-1i32, 0, 13, 14, 60, i32::MAX, i32::MIN][rng.below(7)];
+            bytes[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        }
+        3 => {
+            *bytes = (0..rng.below(300)).map(|_| rng.next() as u8).collect();
+        }
+        _ => {
+            let i = rng.below(bytes.len());
+            let crc_fix = rng.below(2) == 0;
+            bytes[i] = rng.next() as u8;
+            if crc_fix && bytes.len() > 61 {
+                let size = (i32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize + 12)
+                    .min(bytes.len());
+                if size > 21 {
+                    let crc = crc32c::crc32c(&bytes[21..size]);
+                    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn damaged_inputs_never_panic() {
     let dir = tempfile::tempdir().unwrap();
@@ -1212,37 +1217,7 @@ fn damaged_inputs_never_panic() {
     let mut exceptions = std::collections::BTreeMap::<String, usize>::new();
     for round in 0..rounds {
         let mut bytes = valid.clone();
-        match round % 5 {
-            0 => {
-                for _ in 0..1 + rng.below(4) {
-                    let i = rng.below(bytes.len());
-                    bytes[i] ^= 1 << rng.below(8);
-                }
-            }
-            1 => bytes.truncate(rng.below(bytes.len())),
-            2 => {
-                // Hostile size fields.
-                let at = [8usize, 57, 61][rng.below(3)];
-                let v = [-1i32, 0, 13, 14, 60, i32::MAX, i32::MIN][rng.below(7)];
-                bytes[at..at + 4].copy_from_slice(&v.to_be_bytes());
-            }
-            3 => {
-                bytes = (0..rng.below(300)).map(|_| rng.next() as u8).collect();
-            }
-            _ => {
-                let i = rng.below(bytes.len());
-                let crc_fix = rng.below(2) == 0;
-                bytes[i] = rng.next() as u8;
-                if crc_fix && bytes.len() > 61 {
-                    let size = (i32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize + 12)
-                        .min(bytes.len());
-                    if size > 21 {
-                        let crc = crc32c::crc32c(&bytes[21..size]);
-                        bytes[17..21].copy_from_slice(&crc.to_be_bytes());
-                    }
-                }
-            }
-        }
+        damage(&mut bytes, round, &mut rng);
         std::fs::write(&log, &bytes).unwrap();
         let junk: Vec<u8> = (0..rng.below(100)).map(|_| rng.next() as u8).collect();
         std::fs::write(&idx, &junk).unwrap();

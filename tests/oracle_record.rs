@@ -19,7 +19,8 @@ use kafka_protocol::records::{
     RecordEncodeOptions, TimestampType as KTimestampType,
 };
 use topicfs::record::{
-    BatchBuilder, BatchError, BatchOptions, BatchView, Compression, RecordInput, TimestampType,
+    BatchBuilder, BatchError, BatchHeader, BatchOptions, BatchView, Compression, RecordInput,
+    TimestampType,
 };
 
 const CODECS: [Compression; 5] = [
@@ -556,8 +557,9 @@ fn ours_cases() -> Vec<OursCase> {
     ]
 }
 
-/// Every check of one of our batches against kafka-protocol and the notes.
-fn check_ours(
+/// The header of one of our batches, read independently, against what the notes say we must
+/// have written.
+fn check_our_header(
     e: &mut Errors,
     bytes: &[u8],
     spec: &Spec,
@@ -566,8 +568,6 @@ fn check_ours(
     recs: &[Rec],
 ) {
     let n = recs.len();
-
-    // Header, read independently, against what the notes say we must have written.
     let h = raw_header(bytes);
     let want_max_ts = match ts {
         TimestampType::LogAppendTime => LOG_APPEND_TIME,
@@ -594,6 +594,76 @@ fn check_ours(
     e.eq("producerEpoch", h.producer_epoch, spec.producer_epoch);
     e.eq("baseSequence", h.base_sequence, spec.base_sequence);
     e.eq("recordsCount", h.records_count, n as i32);
+}
+
+/// Record `i` as kafka-protocol decoded it (`k`) against the one we wrote (`r`).
+fn check_kp_record(e: &mut Errors, i: usize, k: &KRecord, r: &Rec, spec: &Spec, ts: TimestampType) {
+    // kafka-protocol reports base + delta even for LogAppendTime, i.e. the stored create time.
+    e.eq(
+        format_args!("#{i} offset"),
+        k.offset,
+        spec.base_offset + i as i64,
+    );
+    e.eq(format_args!("#{i} timestamp"), k.timestamp, r.timestamp);
+    e.eq(
+        format_args!("#{i} timestamp type"),
+        k.timestamp_type,
+        kp_ts_type(ts),
+    );
+    e.bytes(format_args!("#{i} key"), k.key.as_deref(), r.key.as_deref());
+    e.bytes(
+        format_args!("#{i} value"),
+        k.value.as_deref(),
+        r.value.as_deref(),
+    );
+    let headers: Vec<(String, Option<Vec<u8>>)> = k
+        .headers
+        .iter()
+        .map(|(hk, hv)| (hk.to_string(), hv.as_ref().map(|b| b.to_vec())))
+        .collect();
+    e.eq(format_args!("#{i} headers"), &headers, &r.headers);
+    e.eq(
+        format_args!("#{i} transactional"),
+        k.transactional,
+        spec.transactional,
+    );
+    e.eq(format_args!("#{i} control"), k.control, spec.control);
+    e.eq(format_args!("#{i} delete horizon"), k.delete_horizon, false);
+    e.eq(
+        format_args!("#{i} leader epoch"),
+        k.partition_leader_epoch,
+        spec.partition_leader_epoch,
+    );
+    e.eq(
+        format_args!("#{i} producer id"),
+        k.producer_id,
+        spec.producer_id,
+    );
+    e.eq(
+        format_args!("#{i} producer epoch"),
+        k.producer_epoch,
+        spec.producer_epoch,
+    );
+    e.eq(
+        format_args!("#{i} sequence"),
+        k.sequence,
+        spec.base_sequence.wrapping_add(i as i32),
+    );
+}
+
+/// Every check of one of our batches against kafka-protocol and the notes.
+fn check_ours(
+    e: &mut Errors,
+    bytes: &[u8],
+    spec: &Spec,
+    codec: Compression,
+    ts: TimestampType,
+    recs: &[Rec],
+) {
+    let n = recs.len();
+
+    // Header, read independently, against what the notes say we must have written.
+    check_our_header(e, bytes, spec, codec, ts, recs);
 
     // kafka-protocol: validates the CRC itself, then decodes every record.
     let mut input: &[u8] = bytes;
@@ -610,57 +680,7 @@ fn check_ours(
     );
     e.eq("kafka-protocol record count", set.records.len(), n);
     for (i, (k, r)) in set.records.iter().zip(recs).enumerate() {
-        // kafka-protocol reports base + delta even for LogAppendTime, i.e. the stored create time.
-        e.eq(
-            format_args!("#{i} offset"),
-            k.offset,
-            spec.base_offset + i as i64,
-        );
-        e.eq(format_args!("#{i} timestamp"), k.timestamp, r.timestamp);
-        e.eq(
-            format_args!("#{i} timestamp type"),
-            k.timestamp_type,
-            kp_ts_type(ts),
-        );
-        e.bytes(format_args!("#{i} key"), k.key.as_deref(), r.key.as_deref());
-        e.bytes(
-            format_args!("#{i} value"),
-            k.value.as_deref(),
-            r.value.as_deref(),
-        );
-        let headers: Vec<(String, Option<Vec<u8>>)> = k
-            .headers
-            .iter()
-            .map(|(hk, hv)| (hk.to_string(), hv.as_ref().map(|b| b.to_vec())))
-            .collect();
-        e.eq(format_args!("#{i} headers"), &headers, &r.headers);
-        e.eq(
-            format_args!("#{i} transactional"),
-            k.transactional,
-            spec.transactional,
-        );
-        e.eq(format_args!("#{i} control"), k.control, spec.control);
-        e.eq(format_args!("#{i} delete horizon"), k.delete_horizon, false);
-        e.eq(
-            format_args!("#{i} leader epoch"),
-            k.partition_leader_epoch,
-            spec.partition_leader_epoch,
-        );
-        e.eq(
-            format_args!("#{i} producer id"),
-            k.producer_id,
-            spec.producer_id,
-        );
-        e.eq(
-            format_args!("#{i} producer epoch"),
-            k.producer_epoch,
-            spec.producer_epoch,
-        );
-        e.eq(
-            format_args!("#{i} sequence"),
-            k.sequence,
-            spec.base_sequence.wrapping_add(i as i32),
-        );
+        check_kp_record(e, i, k, r, spec, ts);
     }
 
     // The records region, inflated by kafka-protocol's codecs, holds exactly the n records and
@@ -856,6 +876,208 @@ fn stamp_log_append_time(log: &mut [u8], append_time: i64) {
     }
 }
 
+/// The offsets, timestamps, producer fields and count of batch `b`'s header `h`.
+fn check_their_offsets(
+    e: &mut Errors,
+    b: usize,
+    h: &BatchHeader,
+    spec: &Spec,
+    recs: &[Rec],
+    ts: TimestampType,
+) {
+    let n = recs.len();
+    let min_ts = recs.iter().map(|r| r.timestamp).min().unwrap();
+    let max_ts = match ts {
+        TimestampType::LogAppendTime => LOG_APPEND_TIME,
+        TimestampType::CreateTime => recs.iter().map(|r| r.timestamp).max().unwrap(),
+    };
+    e.eq(
+        format_args!("batch {b} last_offset_delta"),
+        h.last_offset_delta,
+        n as i32 - 1,
+    );
+    e.eq(
+        format_args!("batch {b} last_offset"),
+        h.last_offset(),
+        spec.base_offset + n as i64 - 1,
+    );
+    e.eq(
+        format_args!("batch {b} next_offset"),
+        h.next_offset(),
+        spec.base_offset + n as i64,
+    );
+    e.eq(
+        format_args!("batch {b} base_timestamp"),
+        h.base_timestamp,
+        min_ts,
+    );
+    e.eq(
+        format_args!("batch {b} max_timestamp"),
+        h.max_timestamp,
+        max_ts,
+    );
+    e.eq(
+        format_args!("batch {b} producer_id"),
+        h.producer_id,
+        spec.producer_id,
+    );
+    e.eq(
+        format_args!("batch {b} producer_epoch"),
+        h.producer_epoch,
+        spec.producer_epoch,
+    );
+    e.eq(
+        format_args!("batch {b} base_sequence"),
+        h.base_sequence,
+        spec.base_sequence,
+    );
+    let want_last_seq = if spec.base_sequence < 0 {
+        -1
+    } else {
+        kafka_increment_sequence(spec.base_sequence, n as i32 - 1)
+    };
+    e.eq(
+        format_args!("batch {b} last_sequence"),
+        h.last_sequence(),
+        want_last_seq,
+    );
+    e.eq(
+        format_args!("batch {b} records_count"),
+        h.records_count,
+        n as i32,
+    );
+}
+
+/// The header of batch `b` of kafka-protocol's encoding, as [`BatchView`] reads it, against
+/// the header read independently (`raw`) and what was encoded.
+fn check_their_header(
+    e: &mut Errors,
+    b: usize,
+    view: &BatchView<'_>,
+    raw: &RawHeader,
+    (spec, recs): &Segment,
+    codec: Compression,
+    ts: TimestampType,
+) {
+    let h = view.header;
+    let min_ts = recs.iter().map(|r| r.timestamp).min().unwrap();
+    if let Err(err) = view.ensure_valid() {
+        e.push(format!("batch {b}: ensure_valid: {err}"));
+    }
+    e.eq(format_args!("batch {b} is_valid"), view.is_valid(), true);
+    e.eq(
+        format_args!("batch {b} compute_crc"),
+        view.compute_crc(),
+        raw.crc,
+    );
+    e.eq(
+        format_args!("batch {b} bytes"),
+        view.bytes.len(),
+        raw.length as usize + 12,
+    );
+    e.eq(
+        format_args!("batch {b} size()"),
+        h.size(),
+        raw.length as usize + 12,
+    );
+    e.eq(
+        format_args!("batch {b} base_offset"),
+        h.base_offset,
+        spec.base_offset,
+    );
+    e.eq(format_args!("batch {b} length"), h.length, raw.length);
+    e.eq(
+        format_args!("batch {b} leader epoch"),
+        h.partition_leader_epoch,
+        spec.partition_leader_epoch,
+    );
+    e.eq(format_args!("batch {b} magic"), h.magic, 2);
+    e.eq(format_args!("batch {b} crc"), h.crc, raw.crc);
+    e.eq(
+        format_args!("batch {b} attributes"),
+        h.attributes,
+        want_attributes(codec, ts, spec),
+    );
+    e.eq(
+        format_args!("batch {b} compression"),
+        h.compression(),
+        Ok(codec),
+    );
+    e.eq(
+        format_args!("batch {b} timestamp type"),
+        h.timestamp_type(),
+        ts,
+    );
+    e.eq(
+        format_args!("batch {b} transactional"),
+        h.is_transactional(),
+        spec.transactional,
+    );
+    e.eq(
+        format_args!("batch {b} control"),
+        h.is_control(),
+        spec.control,
+    );
+    e.eq(
+        format_args!("batch {b} delete horizon"),
+        h.delete_horizon_ms(),
+        spec.delete_horizon.then_some(min_ts),
+    );
+    check_their_offsets(e, b, &h, spec, recs, ts);
+}
+
+/// Record `i` of batch `b` as [`BatchView::records`] decodes it, against the one encoded.
+fn check_their_record(
+    e: &mut Errors,
+    b: usize,
+    i: usize,
+    rec: &topicfs::record::Record<'_>,
+    r: &Rec,
+    spec: &Spec,
+    ts: TimestampType,
+) {
+    let want_ts = match ts {
+        TimestampType::LogAppendTime => LOG_APPEND_TIME,
+        TimestampType::CreateTime => r.timestamp,
+    };
+    e.eq(
+        format_args!("batch {b} #{i} offset"),
+        rec.offset,
+        spec.base_offset + i as i64,
+    );
+    e.eq(
+        format_args!("batch {b} #{i} timestamp"),
+        rec.timestamp,
+        want_ts,
+    );
+    e.bytes(
+        format_args!("batch {b} #{i} key"),
+        rec.key,
+        r.key.as_deref(),
+    );
+    e.bytes(
+        format_args!("batch {b} #{i} value"),
+        rec.value,
+        r.value.as_deref(),
+    );
+    e.eq(
+        format_args!("batch {b} #{i} header_count"),
+        rec.header_count,
+        r.headers.len() as i32,
+    );
+    let headers: Vec<(String, Option<Vec<u8>>)> = rec
+        .headers()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                String::from_utf8_lossy(k).into_owned(),
+                v.map(<[u8]>::to_vec),
+            )
+        })
+        .collect();
+    e.eq(format_args!("batch {b} #{i} headers"), &headers, &r.headers);
+}
+
 fn check_theirs(
     e: &mut Errors,
     log: &[u8],
@@ -873,128 +1095,7 @@ fn check_theirs(
         };
         let h = view.header;
         let raw = raw_header(&log[pos..]);
-        let min_ts = recs.iter().map(|r| r.timestamp).min().unwrap();
-        let max_ts = match ts {
-            TimestampType::LogAppendTime => LOG_APPEND_TIME,
-            TimestampType::CreateTime => recs.iter().map(|r| r.timestamp).max().unwrap(),
-        };
-        if let Err(err) = view.ensure_valid() {
-            e.push(format!("batch {b}: ensure_valid: {err}"));
-        }
-        e.eq(format_args!("batch {b} is_valid"), view.is_valid(), true);
-        e.eq(
-            format_args!("batch {b} compute_crc"),
-            view.compute_crc(),
-            raw.crc,
-        );
-        e.eq(
-            format_args!("batch {b} bytes"),
-            view.bytes.len(),
-            raw.length as usize + 12,
-        );
-        e.eq(
-            format_args!("batch {b} size()"),
-            h.size(),
-            raw.length as usize + 12,
-        );
-        e.eq(
-            format_args!("batch {b} base_offset"),
-            h.base_offset,
-            spec.base_offset,
-        );
-        e.eq(format_args!("batch {b} length"), h.length, raw.length);
-        e.eq(
-            format_args!("batch {b} leader epoch"),
-            h.partition_leader_epoch,
-            spec.partition_leader_epoch,
-        );
-        e.eq(format_args!("batch {b} magic"), h.magic, 2);
-        e.eq(format_args!("batch {b} crc"), h.crc, raw.crc);
-        e.eq(
-            format_args!("batch {b} attributes"),
-            h.attributes,
-            want_attributes(codec, ts, spec),
-        );
-        e.eq(
-            format_args!("batch {b} compression"),
-            h.compression(),
-            Ok(codec),
-        );
-        e.eq(
-            format_args!("batch {b} timestamp type"),
-            h.timestamp_type(),
-            ts,
-        );
-        e.eq(
-            format_args!("batch {b} transactional"),
-            h.is_transactional(),
-            spec.transactional,
-        );
-        e.eq(
-            format_args!("batch {b} control"),
-            h.is_control(),
-            spec.control,
-        );
-        e.eq(
-            format_args!("batch {b} delete horizon"),
-            h.delete_horizon_ms(),
-            spec.delete_horizon.then_some(min_ts),
-        );
-        e.eq(
-            format_args!("batch {b} last_offset_delta"),
-            h.last_offset_delta,
-            n as i32 - 1,
-        );
-        e.eq(
-            format_args!("batch {b} last_offset"),
-            h.last_offset(),
-            spec.base_offset + n as i64 - 1,
-        );
-        e.eq(
-            format_args!("batch {b} next_offset"),
-            h.next_offset(),
-            spec.base_offset + n as i64,
-        );
-        e.eq(
-            format_args!("batch {b} base_timestamp"),
-            h.base_timestamp,
-            min_ts,
-        );
-        e.eq(
-            format_args!("batch {b} max_timestamp"),
-            h.max_timestamp,
-            max_ts,
-        );
-        e.eq(
-            format_args!("batch {b} producer_id"),
-            h.producer_id,
-            spec.producer_id,
-        );
-        e.eq(
-            format_args!("batch {b} producer_epoch"),
-            h.producer_epoch,
-            spec.producer_epoch,
-        );
-        e.eq(
-            format_args!("batch {b} base_sequence"),
-            h.base_sequence,
-            spec.base_sequence,
-        );
-        let want_last_seq = if spec.base_sequence < 0 {
-            -1
-        } else {
-            kafka_increment_sequence(spec.base_sequence, n as i32 - 1)
-        };
-        e.eq(
-            format_args!("batch {b} last_sequence"),
-            h.last_sequence(),
-            want_last_seq,
-        );
-        e.eq(
-            format_args!("batch {b} records_count"),
-            h.records_count,
-            n as i32,
-        );
+        check_their_header(e, b, &view, &raw, &segments[b], codec, ts);
 
         let iter = match view.records(&mut scratch) {
             Ok(it) => it,
@@ -1014,46 +1115,7 @@ fn check_theirs(
                 e.push(format!("batch {b}: record #{i} beyond the {n} encoded"));
                 break;
             };
-            let want_ts = match ts {
-                TimestampType::LogAppendTime => LOG_APPEND_TIME,
-                TimestampType::CreateTime => r.timestamp,
-            };
-            e.eq(
-                format_args!("batch {b} #{i} offset"),
-                rec.offset,
-                spec.base_offset + i as i64,
-            );
-            e.eq(
-                format_args!("batch {b} #{i} timestamp"),
-                rec.timestamp,
-                want_ts,
-            );
-            e.bytes(
-                format_args!("batch {b} #{i} key"),
-                rec.key,
-                r.key.as_deref(),
-            );
-            e.bytes(
-                format_args!("batch {b} #{i} value"),
-                rec.value,
-                r.value.as_deref(),
-            );
-            e.eq(
-                format_args!("batch {b} #{i} header_count"),
-                rec.header_count,
-                r.headers.len() as i32,
-            );
-            let headers: Vec<(String, Option<Vec<u8>>)> = rec
-                .headers()
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        String::from_utf8_lossy(k).into_owned(),
-                        v.map(<[u8]>::to_vec),
-                    )
-                })
-                .collect();
-            e.eq(format_args!("batch {b} #{i} headers"), &headers, &r.headers);
+            check_their_record(e, b, i, &rec, r, spec, ts);
         }
         e.eq(format_args!("batch {b} records iterated"), count, n);
         pos += h.size();
@@ -1109,6 +1171,60 @@ enum Flip {
     Magic,
 }
 
+/// What our reader and kafka-protocol say about `bad`, one byte changed as `expect` says;
+/// each disagreement with `expect` goes to `all`, named by `ctx`.
+fn check_flip(bad: &[u8], expect: Flip, ctx: &str, all: &mut Vec<String>) {
+    let view = BatchView::new(bad);
+    let kp = RecordBatchDecoder::decode(&mut &bad[..]);
+    match expect {
+        Flip::Crc => {
+            let want = BatchError::CrcMismatch {
+                stored: u32::from_be_bytes(bad[17..21].try_into().unwrap()),
+                computed: crc32c::crc32c(&bad[21..]),
+            };
+            match view {
+                Ok(v) => {
+                    if v.ensure_valid() != Err(want.clone()) {
+                        all.push(format!(
+                            "[{ctx}] ensure_valid = {:?}, want Err({want:?})",
+                            v.ensure_valid()
+                        ));
+                    }
+                    if v.is_valid() {
+                        all.push(format!("[{ctx}] is_valid() is true"));
+                    }
+                }
+                Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
+            }
+            if kp.is_ok() {
+                all.push(format!(
+                    "[{ctx}] kafka-protocol accepted it: flip not meaningful"
+                ));
+            }
+        }
+        Flip::Uncovered => match view {
+            Ok(v) => {
+                if let Err(err) = v.ensure_valid() {
+                    all.push(format!(
+                        "[{ctx}] ensure_valid failed outside the CRC range: {err}"
+                    ));
+                }
+                if kp.is_err() {
+                    all.push(format!("[{ctx}] kafka-protocol rejected it"));
+                }
+            }
+            Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
+        },
+        Flip::Magic => {
+            let want = Err(BatchError::UnsupportedMagic(bad[16] as i8));
+            let got = view.map(|_| ());
+            if got != want {
+                all.push(format!("[{ctx}] BatchView::new = {got:?}, want {want:?}"));
+            }
+        }
+    }
+}
+
 #[test]
 fn corrupted_kafka_protocol_batches_fail_ensure_valid() {
     let spec = at(TRANSACTIONAL, 300);
@@ -1149,55 +1265,7 @@ fn corrupted_kafka_protocol_batches_fail_ensure_valid() {
             let mut bad = good.clone();
             bad[at_byte] ^= mask;
             let ctx = format!("{} / byte {at_byte} ^ {mask:#04x}", codec.name());
-            let view = BatchView::new(&bad);
-            let kp = RecordBatchDecoder::decode(&mut &bad[..]);
-            match expect {
-                Flip::Crc => {
-                    let want = BatchError::CrcMismatch {
-                        stored: u32::from_be_bytes(bad[17..21].try_into().unwrap()),
-                        computed: crc32c::crc32c(&bad[21..]),
-                    };
-                    match view {
-                        Ok(v) => {
-                            if v.ensure_valid() != Err(want.clone()) {
-                                all.push(format!(
-                                    "[{ctx}] ensure_valid = {:?}, want Err({want:?})",
-                                    v.ensure_valid()
-                                ));
-                            }
-                            if v.is_valid() {
-                                all.push(format!("[{ctx}] is_valid() is true"));
-                            }
-                        }
-                        Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
-                    }
-                    if kp.is_ok() {
-                        all.push(format!(
-                            "[{ctx}] kafka-protocol accepted it: flip not meaningful"
-                        ));
-                    }
-                }
-                Flip::Uncovered => match view {
-                    Ok(v) => {
-                        if let Err(err) = v.ensure_valid() {
-                            all.push(format!(
-                                "[{ctx}] ensure_valid failed outside the CRC range: {err}"
-                            ));
-                        }
-                        if kp.is_err() {
-                            all.push(format!("[{ctx}] kafka-protocol rejected it"));
-                        }
-                    }
-                    Err(err) => all.push(format!("[{ctx}] BatchView::new: {err}")),
-                },
-                Flip::Magic => {
-                    let want = Err(BatchError::UnsupportedMagic(bad[16] as i8));
-                    let got = view.map(|_| ());
-                    if got != want {
-                        all.push(format!("[{ctx}] BatchView::new = {got:?}, want {want:?}"));
-                    }
-                }
-            }
+            check_flip(&bad, expect, &ctx, &mut all);
         }
         // Cut short by one byte: the batch is not all there.
         let cut = BatchView::new(&good[..len - 1]).map(|_| ());

@@ -483,21 +483,10 @@ fn commits_made(journal: &Journal, topic: &str, cut: u64) -> Vec<i64> {
         .collect()
 }
 
-fn check_records(mnt: &Path, topic: &str, p: u32, cut: u64, j: &Journal) -> Result<(), String> {
-    let compacted = j.compacted.contains(topic);
-    let empty = Vec::new();
-    let written = j.records.get(&(topic.to_string(), p)).unwrap_or(&empty);
-    let base = mnt.join(format!("{topic}/{p}"));
-    let start: i64 = read(&base.join("log-start-offset"))?
-        .trim()
-        .parse()
-        .unwrap();
-    if start != 0 {
-        return Err(format!(
-            "{topic}/{p}: log start {start}, nothing was deleted"
-        ));
-    }
-    let found: Vec<(Option<String>, String)> = if compacted {
+/// The (key, value) of each record of the partition at `base`, read through the mount (keys
+/// only from a compacted topic, through its JSON Lines form).
+fn records_found(base: &Path, compacted: bool) -> Result<Vec<(Option<String>, String)>, String> {
+    Ok(if compacted {
         read(&base.join("by-offset/0.jsonl"))?
             .lines()
             .map(|l| {
@@ -513,7 +502,24 @@ fn check_records(mnt: &Path, topic: &str, p: u32, cut: u64, j: &Journal) -> Resu
             .lines()
             .map(|l| (None, l.to_string()))
             .collect()
-    };
+    })
+}
+
+fn check_records(mnt: &Path, topic: &str, p: u32, cut: u64, j: &Journal) -> Result<(), String> {
+    let compacted = j.compacted.contains(topic);
+    let empty = Vec::new();
+    let written = j.records.get(&(topic.to_string(), p)).unwrap_or(&empty);
+    let base = mnt.join(format!("{topic}/{p}"));
+    let start: i64 = read(&base.join("log-start-offset"))?
+        .trim()
+        .parse()
+        .unwrap();
+    if start != 0 {
+        return Err(format!(
+            "{topic}/{p}: log start {start}, nothing was deleted"
+        ));
+    }
+    let found = records_found(&base, compacted)?;
     let may: Vec<&Rec> = written.iter().filter(|r| r.write.may(cut)).collect();
     let must = written
         .iter()

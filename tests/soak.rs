@@ -45,6 +45,176 @@ fn decoded(dir: &Path) -> Vec<(i64, String)> {
         .collect()
 }
 
+/// Writer `w`: two records a write to `t/<w>/append` until `stop`; `acked` gets the seqs of
+/// each write that returned.
+fn write_pairs(mnt: &Path, w: u32, stop: &AtomicBool, acked: &Mutex<Vec<u64>>) {
+    let path = mnt.join(format!("t/{w}/append"));
+    let mut seq = 0u64;
+    let mut file: Option<std::fs::File> = None;
+    while !stop.load(Ordering::Relaxed) {
+        if file.is_none() {
+            file = std::fs::OpenOptions::new().append(true).open(&path).ok();
+            if file.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        }
+        // One write, two records: both or neither are stored.
+        let body = format!("w{w}-{seq}\nw{w}-{}\n", seq + 1);
+        match file.as_mut().unwrap().write(body.as_bytes()) {
+            Ok(n) if n == body.len() => {
+                acked.guard().extend([seq, seq + 1]);
+            }
+            _ => file = None,
+        }
+        seq += 2;
+    }
+}
+
+/// Reader `r`: streams from the log start of each partition in turn until `stop`, each kept
+/// in `streams` (a stream may fail only as the partition's start or the mount goes).
+fn read_streams(mnt: &Path, r: u32, stop: &AtomicBool, streams: &Mutex<Vec<Stream>>) {
+    let mut i = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        let p = (i + r) % WRITERS;
+        i += 1;
+        let Ok(start) = std::fs::read_to_string(mnt.join(format!("t/{p}/log-start-offset"))) else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let out = Command::new("cat")
+            .arg(mnt.join(format!("t/{p}/by-offset/{}", start.trim())))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success()
+                || err.contains("No such file")
+                || err.contains("not connected")
+                || err.contains("connection abort"),
+            "a stream of t/{p} failed: {err}"
+        );
+        let seqs: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(parse_value)
+            .map(|(w, s)| {
+                assert_eq!(w, p, "a record of writer {w} in partition {p}");
+                s
+            })
+            .collect();
+        streams.guard().push((p, seqs));
+    }
+}
+
+/// Other topics come and go until `stop`; the partition count of t grows.
+fn churn_topics(mnt: &Path, stop: &AtomicBool) {
+    let mut k = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let t = format!("other{}", k % 3);
+        k += 1;
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "mkdir {t} && printf 'x\\ny\\n' >> {t}/0/append && cat {t}/0/by-offset/0 >/dev/null; rmdir {t}"
+            ))
+            .current_dir(mnt)
+            .output();
+        if k % 10 == 0 {
+            let n: u32 = std::fs::read_to_string(mnt.join("t/partitions"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            if (WRITERS..8).contains(&n) {
+                let _ = std::fs::write(mnt.join("t/partitions"), format!("{}\n", n + 1));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+/// What partition `w` (in `dir`) stores: writer `w`'s records, each once and in order, every
+/// acknowledged one after the prefix retention removed; and the streams of it gap-free among
+/// the acknowledged records. Whether retention removed a prefix.
+fn check_stored(dir: &Path, w: u32, acked: &[u64], streams: &[Stream]) -> bool {
+    let stored = decoded(dir);
+    let mut seqs = Vec::new();
+    for w2 in stored.windows(2) {
+        assert!(w2[0].0 < w2[1].0, "offsets out of order in t-{w}");
+    }
+    for (_, v) in &stored {
+        let (writer, s) = parse_value(v).unwrap_or_else(|| panic!("stray value {v:?}"));
+        assert_eq!(writer, w, "writer {writer}'s record in t-{w}");
+        seqs.push(s);
+    }
+    assert!(
+        seqs.windows(2).all(|x| x[0] < x[1]),
+        "t-{w}: a record stored twice or out of order"
+    );
+    assert!(acked.len() > 100, "writer {w} acked only {}", acked.len());
+    // Retention removes a prefix; every acknowledged record after it is stored.
+    let first = *seqs.first().expect("t has records");
+    let have: BTreeSet<u64> = seqs.iter().copied().collect();
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|s| *s >= first && !have.contains(s))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "t-{w}: acknowledged records lost: {lost:?}"
+    );
+    assert!(
+        have.contains(acked.last().unwrap()),
+        "t-{w}: the last acked record is gone"
+    );
+    // Streams: gap-free among acknowledged records.
+    let acked_set: BTreeSet<u64> = acked.iter().copied().collect();
+    for (p, s) in streams.iter().filter(|(p, _)| *p == w) {
+        assert!(
+            s.windows(2).all(|x| x[0] < x[1]),
+            "stream of t/{p} repeated a record"
+        );
+        if let (Some(a), Some(b)) = (s.first(), s.last()) {
+            let seen: BTreeSet<u64> = s.iter().copied().collect();
+            let skipped: Vec<&u64> = acked_set
+                .range(*a..=*b)
+                .filter(|x| !seen.contains(x))
+                .collect();
+            assert!(skipped.is_empty(), "a stream of t/{p} skipped {skipped:?}");
+        }
+    }
+    first > 0
+}
+
+/// What in the log dir `root` is neither Kafka's root files nor a segment file of one of t's
+/// `partitions` partitions.
+fn stray_files(root: &Path, partitions: u32) -> Vec<PathBuf> {
+    let mut stray: Vec<PathBuf> = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type().unwrap().is_dir() {
+            let live = (0..partitions).any(|p| name == format!("t-{p}"));
+            if !live {
+                stray.push(e.path());
+                continue;
+            }
+            for f in std::fs::read_dir(e.path()).unwrap() {
+                let f = f.unwrap().file_name().to_string_lossy().into_owned();
+                let ok = [".log", ".index", ".timeindex"]
+                    .iter()
+                    .any(|s| f.ends_with(s) && f.len() == 20 + s.len());
+                if !ok {
+                    stray.push(e.path().join(f));
+                }
+            }
+        } else if name.ends_with(".tmp") || name.ends_with(".deleted") {
+            stray.push(e.path());
+        }
+    }
+    stray
+}
+
 #[test]
 fn soak_writers_readers_retention_growth_and_kill9() {
     let mut m = TestMount::start(&[
@@ -61,27 +231,7 @@ fn soak_writers_readers_retention_growth_and_kill9() {
     for w in 0..WRITERS {
         let (stop, mnt, acked) = (stop.clone(), mnt.clone(), acked.clone());
         threads.push(std::thread::spawn(move || {
-            let path = mnt.join(format!("t/{w}/append"));
-            let mut seq = 0u64;
-            let mut file: Option<std::fs::File> = None;
-            while !stop.load(Ordering::Relaxed) {
-                if file.is_none() {
-                    file = std::fs::OpenOptions::new().append(true).open(&path).ok();
-                    if file.is_none() {
-                        std::thread::sleep(Duration::from_millis(20));
-                        continue;
-                    }
-                }
-                // One write, two records: both or neither are stored.
-                let body = format!("w{w}-{seq}\nw{w}-{}\n", seq + 1);
-                match file.as_mut().unwrap().write(body.as_bytes()) {
-                    Ok(n) if n == body.len() => {
-                        acked[w as usize].guard().extend([seq, seq + 1]);
-                    }
-                    _ => file = None,
-                }
-                seq += 2;
-            }
+            write_pairs(&mnt, w, &stop, &acked[w as usize])
         }));
     }
     // Readers: each stream from the log start must be gap-free among acknowledged records.
@@ -89,67 +239,13 @@ fn soak_writers_readers_retention_growth_and_kill9() {
     for r in 0..2u32 {
         let (stop, mnt, streams) = (stop.clone(), mnt.clone(), streams.clone());
         threads.push(std::thread::spawn(move || {
-            let mut i = 0u32;
-            while !stop.load(Ordering::Relaxed) {
-                let p = (i + r) % WRITERS;
-                i += 1;
-                let Ok(start) =
-                    std::fs::read_to_string(mnt.join(format!("t/{p}/log-start-offset")))
-                else {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                };
-                let out = Command::new("cat")
-                    .arg(mnt.join(format!("t/{p}/by-offset/{}", start.trim())))
-                    .output()
-                    .unwrap();
-                let err = String::from_utf8_lossy(&out.stderr);
-                assert!(
-                    out.status.success()
-                        || err.contains("No such file")
-                        || err.contains("not connected")
-                        || err.contains("connection abort"),
-                    "a stream of t/{p} failed: {err}"
-                );
-                let seqs: Vec<u64> = String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter_map(parse_value)
-                    .map(|(w, s)| {
-                        assert_eq!(w, p, "a record of writer {w} in partition {p}");
-                        s
-                    })
-                    .collect();
-                streams.guard().push((p, seqs));
-            }
+            read_streams(&mnt, r, &stop, &streams)
         }));
     }
     // Other topics come and go; the partition count of t grows.
     {
         let (stop, mnt) = (stop.clone(), mnt.clone());
-        threads.push(std::thread::spawn(move || {
-            let mut k = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let t = format!("other{}", k % 3);
-                k += 1;
-                let _ = Command::new("sh")
-                    .arg("-c")
-                    .arg(format!(
-                        "mkdir {t} && printf 'x\\ny\\n' >> {t}/0/append && cat {t}/0/by-offset/0 >/dev/null; rmdir {t}"
-                    ))
-                    .current_dir(&mnt)
-                    .output();
-                if k % 10 == 0 {
-                    let n: u32 = std::fs::read_to_string(mnt.join("t/partitions"))
-                        .ok()
-                        .and_then(|s| s.trim().parse().ok())
-                        .unwrap_or(0);
-                    if (WRITERS..8).contains(&n) {
-                        let _ = std::fs::write(mnt.join("t/partitions"), format!("{}\n", n + 1));
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(30));
-            }
-        }));
+        threads.push(std::thread::spawn(move || churn_topics(&mnt, &stop)));
     }
     // The log start of each partition, sampled; it never goes back, across kills too.
     let mut starts: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
@@ -192,56 +288,8 @@ fn soak_writers_readers_retention_growth_and_kill9() {
     }
     let mut retained_any = false;
     for w in 0..WRITERS {
-        let dir = m.partition_dir("t", w);
-        let stored = decoded(&dir);
-        let mut seqs = Vec::new();
-        for w2 in stored.windows(2) {
-            assert!(w2[0].0 < w2[1].0, "offsets out of order in t-{w}");
-        }
-        for (_, v) in &stored {
-            let (writer, s) = parse_value(v).unwrap_or_else(|| panic!("stray value {v:?}"));
-            assert_eq!(writer, w, "writer {writer}'s record in t-{w}");
-            seqs.push(s);
-        }
-        assert!(
-            seqs.windows(2).all(|x| x[0] < x[1]),
-            "t-{w}: a record stored twice or out of order"
-        );
         let acked = acked[w as usize].guard();
-        assert!(acked.len() > 100, "writer {w} acked only {}", acked.len());
-        // Retention removes a prefix; every acknowledged record after it is stored.
-        let first = *seqs.first().expect("t has records");
-        retained_any |= first > 0;
-        let have: BTreeSet<u64> = seqs.iter().copied().collect();
-        let lost: Vec<u64> = acked
-            .iter()
-            .copied()
-            .filter(|s| *s >= first && !have.contains(s))
-            .collect();
-        assert!(
-            lost.is_empty(),
-            "t-{w}: acknowledged records lost: {lost:?}"
-        );
-        assert!(
-            have.contains(acked.last().unwrap()),
-            "t-{w}: the last acked record is gone"
-        );
-        // Streams: gap-free among acknowledged records.
-        let acked_set: BTreeSet<u64> = acked.iter().copied().collect();
-        for (p, s) in streams.guard().iter().filter(|(p, _)| *p == w) {
-            assert!(
-                s.windows(2).all(|x| x[0] < x[1]),
-                "stream of t/{p} repeated a record"
-            );
-            if let (Some(a), Some(b)) = (s.first(), s.last()) {
-                let seen: BTreeSet<u64> = s.iter().copied().collect();
-                let skipped: Vec<&u64> = acked_set
-                    .range(*a..=*b)
-                    .filter(|x| !seen.contains(x))
-                    .collect();
-                assert!(skipped.is_empty(), "a stream of t/{p} skipped {skipped:?}");
-            }
-        }
+        retained_any |= check_stored(&m.partition_dir("t", w), w, &acked, &streams.guard());
     }
     assert!(retained_any, "retention never deleted anything");
     assert!(!streams.guard().is_empty());
@@ -254,28 +302,6 @@ fn soak_writers_readers_retention_growth_and_kill9() {
         m.unmount();
         n
     };
-    let mut stray: Vec<PathBuf> = Vec::new();
-    for e in std::fs::read_dir(root).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if e.file_type().unwrap().is_dir() {
-            let live = (0..partitions).any(|p| name == format!("t-{p}"));
-            if !live {
-                stray.push(e.path());
-                continue;
-            }
-            for f in std::fs::read_dir(e.path()).unwrap() {
-                let f = f.unwrap().file_name().to_string_lossy().into_owned();
-                let ok = [".log", ".index", ".timeindex"]
-                    .iter()
-                    .any(|s| f.ends_with(s) && f.len() == 20 + s.len());
-                if !ok {
-                    stray.push(e.path().join(f));
-                }
-            }
-        } else if name.ends_with(".tmp") || name.ends_with(".deleted") {
-            stray.push(e.path());
-        }
-    }
+    let stray = stray_files(root, partitions);
     assert!(stray.is_empty(), "stray files: {stray:?}");
 }

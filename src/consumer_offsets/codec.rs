@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+use crate::record::be::Cursor;
+
 /// Key record type of an offset commit (`OffsetCommitKey`).
 pub const OFFSET_COMMIT_KEY: i16 = 1;
 /// Key record type of the legacy offset commit key (value version 0 only).
@@ -196,43 +198,46 @@ pub fn encode_offset_value(v: &OffsetCommitValue) -> Result<Vec<u8>, CodecError>
 // ---------------------------------------------------------------------------------------------
 // decoding
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
+/// The fields of a record key or value in turn; running out of bytes is an error naming the
+/// field.
+struct Reader<'a>(Cursor<'a>);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], CodecError> {
-        if self.buf.len() - self.pos < n {
-            return err(format!(
+    fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader(Cursor::new(bytes))
+    }
+    fn got<T>(&self, v: Option<T>, n: usize, what: &str) -> Result<T, CodecError> {
+        match v {
+            Some(v) => Ok(v),
+            None => err(format!(
                 "{what}: {n} bytes needed at byte {}, {} left",
-                self.pos,
-                self.buf.len() - self.pos
-            ));
+                self.0.pos(),
+                self.0.remaining()
+            )),
         }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
+    }
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], CodecError> {
+        let v = self.0.take(n);
+        self.got(v, n, what)
     }
     fn i16(&mut self, what: &str) -> Result<i16, CodecError> {
-        Ok(i16::from_be_bytes(self.take(2, what)?.try_into().unwrap()))
+        let v = self.0.i16();
+        self.got(v, 2, what)
     }
     fn i32(&mut self, what: &str) -> Result<i32, CodecError> {
-        Ok(i32::from_be_bytes(self.take(4, what)?.try_into().unwrap()))
+        let v = self.0.i32();
+        self.got(v, 4, what)
     }
     fn i64(&mut self, what: &str) -> Result<i64, CodecError> {
-        Ok(i64::from_be_bytes(self.take(8, what)?.try_into().unwrap()))
+        let v = self.0.i64();
+        self.got(v, 8, what)
     }
     fn uvarint(&mut self, what: &str) -> Result<u32, CodecError> {
-        let mut v: u32 = 0;
-        for i in 0..5 {
-            let b = self.take(1, what)?[0];
-            v |= ((b & 0x7f) as u32) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
+        let v = self.0.uvarint();
+        match self.got(v, 1, what)? {
+            Ok(v) => Ok(v),
+            Err(_) => err(format!("{what}: varint longer than 5 bytes")),
         }
-        err(format!("{what}: varint longer than 5 bytes"))
     }
     fn utf8(&mut self, n: usize, what: &str) -> Result<String, CodecError> {
         let b = self.take(n, what)?;
@@ -253,10 +258,10 @@ impl<'a> Reader<'a> {
         self.utf8(n as usize - 1, what)
     }
     fn end(&self, what: &str) -> Result<(), CodecError> {
-        if self.pos != self.buf.len() {
+        if self.0.remaining() != 0 {
             return err(format!(
                 "{what}: {} bytes left after the last field",
-                self.buf.len() - self.pos
+                self.0.remaining()
             ));
         }
         Ok(())
@@ -266,7 +271,7 @@ impl<'a> Reader<'a> {
 /// Reads a record key: offset commit keys (types 0 and 1) and the group metadata key (type
 /// 2) are decoded; any other type is [`RecordKey::Other`].
 pub fn decode_key(bytes: &[u8]) -> Result<RecordKey, CodecError> {
-    let mut r = Reader { buf: bytes, pos: 0 };
+    let mut r = Reader::new(bytes);
     let ty = r.i16("record type")?;
     match ty {
         LEGACY_OFFSET_COMMIT_KEY | OFFSET_COMMIT_KEY => {
@@ -295,7 +300,7 @@ pub fn decode_key(bytes: &[u8]) -> Result<RecordKey, CodecError> {
 /// Reads an offset commit value of any version Kafka defines (0-4). Unknown tagged fields are
 /// skipped, as Kafka's generated readers do.
 pub fn decode_offset_value(bytes: &[u8]) -> Result<OffsetCommitValue, CodecError> {
-    let mut r = Reader { buf: bytes, pos: 0 };
+    let mut r = Reader::new(bytes);
     let version = r.i16("OffsetCommitValue version")?;
     if !(0..=MAX_VALUE_VERSION).contains(&version) {
         return err(format!("unknown OffsetCommitValue version {version}"));

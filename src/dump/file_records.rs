@@ -5,7 +5,10 @@ use std::fs::File;
 use super::exception::{
     CORRUPT_RECORD, ILLEGAL_ARGUMENT, KAFKA, Res, exc, index_oob, nio_open_exc, read_exc,
 };
-use crate::record::{BatchHeader, BatchView, Compression, HEADER_SIZE, LOG_OVERHEAD};
+use crate::record::be::{i32_at, i64_at, u32_at};
+use crate::record::{
+    ATTRIBUTES_OFFSET, BatchHeader, BatchView, Compression, HEADER_SIZE, LOG_OVERHEAD,
+};
 use crate::util::read_window::FileWindow;
 
 /// How much of a file one read brings in.
@@ -108,7 +111,7 @@ fn legacy_timestamp_type(magic: i8, attributes: u8) -> &'static str {
 }
 
 /// Decodes a v2-style header (any magic >= 2) with the record module's parser.
-fn parse_v2_header(b: &[u8]) -> BatchHeader {
+pub(super) fn parse_v2_header(b: &[u8]) -> BatchHeader {
     let mut copy = [0u8; HEADER_SIZE];
     copy.copy_from_slice(&b[..HEADER_SIZE]);
     let magic = copy[16] as i8;
@@ -118,23 +121,10 @@ fn parse_v2_header(b: &[u8]) -> BatchHeader {
     h
 }
 
-pub(super) fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
-}
-pub(super) fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-pub(super) fn be_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-pub(super) fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
-}
-
 /// `ByteBuffer.getInt(index)` over `buf`.
 pub(super) fn get_int(buf: &[u8], at: usize) -> Res<i32> {
     if at.checked_add(4).is_some_and(|e| e <= buf.len()) {
-        Ok(be_i32(buf, at))
+        Ok(i32_at(buf, at))
     } else {
         Err(index_oob(at, buf.len(), 4))
     }
@@ -285,10 +275,10 @@ impl LogRecords {
         } else {
             let rec = &bytes[12..];
             Ok(Hdr::Legacy(LegacyHdr {
-                crc: be_u32(rec, 0),
+                crc: u32_at(rec, 0),
                 magic: rec[4] as i8,
                 attributes: rec[5],
-                timestamp: if rec[4] == 0 { -1 } else { be_i64(rec, 6) },
+                timestamp: if rec[4] == 0 { -1 } else { i64_at(rec, 6) },
             }))
         }
     }
@@ -350,7 +340,7 @@ impl LogRecords {
             if s.len() < 4 {
                 return Ok(false);
             }
-            be_u32(s, 0)
+            u32_at(s, 0)
         };
         let mut pos = b.position as u64 + from;
         let end = b.position as u64 + total;
@@ -390,7 +380,7 @@ pub(super) fn batch_is_valid(magic: i8, full: &[u8]) -> bool {
         {
             return view.is_valid();
         }
-        crc32c::crc32c(&full[21..]) == be_u32(full, 17)
+        crc32c::crc32c(&full[ATTRIBUTES_OFFSET..]) == parse_v2_header(full).crc
     } else {
         legacy_is_valid(&full[12..])
     }
@@ -402,5 +392,5 @@ pub(super) fn legacy_is_valid(rec: &[u8]) -> bool {
     }
     let mut c = flate2::Crc::new();
     c.update(&rec[4..]);
-    c.sum() == be_u32(rec, 0)
+    c.sum() == u32_at(rec, 0)
 }

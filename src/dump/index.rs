@@ -9,8 +9,9 @@ use super::exception::{
     CORRUPT_INDEX, ILLEGAL_ARGUMENT, KAFKA, NO_SUCH_ELEMENT, Res, bare, exc, nio_open_exc,
     raf_open_exc, read_exc,
 };
-use super::file_records::{LogRecords, be_i16, be_i32, be_i64};
+use super::file_records::LogRecords;
 use super::java::{first_dot_part, java_absolute, java_child, java_parent, parse_java_long};
+use crate::record::be::{i16_at, i32_at, i64_at};
 use crate::util::read_window::FileWindow;
 
 const WINDOW: usize = 1 << 20;
@@ -69,13 +70,13 @@ impl IndexReader {
     /// Offset index entry n: (offset, position).
     fn offset_entry(&mut self, n: i32) -> Res<(i64, i32)> {
         let b = self.raw(n)?;
-        Ok((self.base.wrapping_add(be_i32(&b, 0) as i64), be_i32(&b, 4)))
+        Ok((self.base.wrapping_add(i32_at(&b, 0) as i64), i32_at(&b, 4)))
     }
 
     /// Time index entry n: (timestamp, offset).
     fn time_entry(&mut self, n: i32) -> Res<(i64, i64)> {
         let b = self.raw(n)?;
-        Ok((be_i64(&b, 0), self.base.wrapping_add(be_i32(&b, 8) as i64)))
+        Ok((i64_at(&b, 0), self.base.wrapping_add(i32_at(&b, 8) as i64)))
     }
 
     /// `OffsetIndex.lookup(target).position` (largest entry <= target, warm-section search).
@@ -326,7 +327,7 @@ impl Dumper<'_> {
         let abs = java_absolute(&self.cwd, file);
         let mut lines = Vec::new();
         for entry in bytes.chunks_exact(34) {
-            let version = be_i16(entry, 0);
+            let version = i16_at(entry, 0);
             if version > 0 {
                 return Err(exc(
                     KAFKA,
@@ -337,10 +338,10 @@ impl Dumper<'_> {
             }
             lines.push(format!(
                 "version: {version} producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
-                be_i64(entry, 2),
-                be_i64(entry, 10),
-                be_i64(entry, 18),
-                be_i64(entry, 26)
+                i64_at(entry, 2),
+                i64_at(entry, 10),
+                i64_at(entry, 18),
+                i64_at(entry, 26)
             ));
         }
         for l in lines {

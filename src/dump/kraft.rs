@@ -1,49 +1,44 @@
 //! The KRaft control records, as their generated `*JsonConverter` print them.
 
 use super::exception::{BUFFER_UNDERFLOW, RUNTIME, Res, bare, exc};
+use crate::record::be::Cursor;
 use base64::Engine;
 
-struct Rd<'a> {
-    b: &'a [u8],
-    p: usize,
+/// `ByteBuffer` reads: past the end is a `BufferUnderflowException`.
+struct Rd<'a>(Cursor<'a>);
+
+fn underflow<T>(v: Option<T>) -> Res<T> {
+    v.ok_or_else(|| bare(BUFFER_UNDERFLOW))
 }
 
 impl<'a> Rd<'a> {
+    fn new(b: &'a [u8]) -> Rd<'a> {
+        Rd(Cursor::new(b))
+    }
     fn take(&mut self, n: usize) -> Res<&'a [u8]> {
-        let s = self
-            .b
-            .get(self.p..self.p + n)
-            .ok_or_else(|| bare(BUFFER_UNDERFLOW))?;
-        self.p += n;
-        Ok(s)
+        underflow(self.0.take(n))
     }
     fn i16(&mut self) -> Res<i16> {
-        Ok(i16::from_be_bytes(self.take(2)?.try_into().unwrap()))
+        underflow(self.0.i16())
     }
     fn u16(&mut self) -> Res<u16> {
-        Ok(u16::from_be_bytes(self.take(2)?.try_into().unwrap()))
+        underflow(self.0.u16())
     }
     fn i32(&mut self) -> Res<i32> {
-        Ok(i32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+        underflow(self.0.i32())
     }
     fn i64(&mut self) -> Res<i64> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+        underflow(self.0.i64())
     }
     fn uvarint(&mut self) -> Res<u32> {
-        let mut v: u32 = 0;
-        for i in 0..5 {
-            let b = self.take(1)?[0];
-            v |= ((b & 0x7f) as u32) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(exc(
-            "java.lang.IllegalArgumentException",
-            format_args!(
-                "Varint is too long, the most significant bit in the 5th byte is set, converted value: {v:x}"
-            ),
-        ))
+        underflow(self.0.uvarint())?.map_err(|v| {
+            exc(
+                "java.lang.IllegalArgumentException",
+                format_args!(
+                    "Varint is too long, the most significant bit in the 5th byte is set, converted value: {v:x}"
+                ),
+            )
+        })
     }
     fn tagged_fields(&mut self) -> Res<()> {
         let n = self.uvarint()?;
@@ -78,7 +73,7 @@ impl<'a> Rd<'a> {
                 format_args!("non-nullable field {field} was serialized as null"),
             ));
         }
-        let remaining = self.b.len() - self.p;
+        let remaining = self.0.remaining();
         if len as usize > remaining {
             return Err(exc(
                 RUNTIME,
@@ -113,7 +108,7 @@ fn quote(s: &str) -> String {
 }
 
 pub(super) fn snapshot_header(v: &[u8]) -> Res<String> {
-    let mut r = Rd { b: v, p: 0 };
+    let mut r = Rd::new(v);
     let version = r.i16()?;
     let ts = r.i64()?;
     r.tagged_fields()?;
@@ -123,14 +118,14 @@ pub(super) fn snapshot_header(v: &[u8]) -> Res<String> {
 }
 
 pub(super) fn snapshot_footer(v: &[u8]) -> Res<String> {
-    let mut r = Rd { b: v, p: 0 };
+    let mut r = Rd::new(v);
     let version = r.i16()?;
     r.tagged_fields()?;
     Ok(format!("{{\"version\":{version}}}"))
 }
 
 pub(super) fn kraft_version(v: &[u8]) -> Res<String> {
-    let mut r = Rd { b: v, p: 0 };
+    let mut r = Rd::new(v);
     let version = r.i16()?;
     let kv = r.i16()?;
     r.tagged_fields()?;
@@ -138,7 +133,7 @@ pub(super) fn kraft_version(v: &[u8]) -> Res<String> {
 }
 
 pub(super) fn voters(v: &[u8]) -> Res<String> {
-    let mut r = Rd { b: v, p: 0 };
+    let mut r = Rd::new(v);
     let version = r.i16()?;
     let n = r.compact_array_len("voters")?;
     let mut voters = Vec::with_capacity(n);

@@ -3,11 +3,10 @@
 use super::exception::{
     CORRUPT_RECORD, ILLEGAL_ARGUMENT, JavaException, KAFKA, Res, exc, invalid_record,
 };
-use super::file_records::{
-    FileBatch, RECORD_OVERHEAD_V0, be_i32, be_i64, be_u32, codec_name, get_int, legacy_is_valid,
-};
+use super::file_records::{FileBatch, RECORD_OVERHEAD_V0, codec_name, get_int, legacy_is_valid};
 use super::records::{Rec, gzip_header_error};
 use crate::record::Compression;
+use crate::record::be::{i32_at, i64_at, u32_at};
 use crate::record::compression::decompress;
 
 /// A legacy record (`LegacyRecord`) over its own bytes (crc onwards).
@@ -66,12 +65,12 @@ impl<'a> LegacyRecord<'a> {
         }
         match self.wrapper {
             Some((ts, true)) => ts,
-            _ if self.buf.len() >= 14 => be_i64(self.buf, 6),
+            _ if self.buf.len() >= 14 => i64_at(self.buf, 6),
             _ => -1,
         }
     }
     fn crc(&self) -> u32 {
-        be_u32(self.buf, 0)
+        u32_at(self.buf, 0)
     }
 
     fn to_rec(self, offset: i64) -> Rec<'a> {
@@ -165,7 +164,7 @@ pub(super) fn legacy_for_each_record(
     let magic = outer.magic();
     let codec = outer.attributes() & 0x07;
     if codec == 0 {
-        return f(&outer.to_rec(be_i64(full, 0)));
+        return f(&outer.to_rec(i64_at(full, 0)));
     }
     codec_name(codec)?;
     if magic != 0 && magic != 1 {
@@ -234,8 +233,8 @@ fn inner_records(data: &[u8], wrapper_ts: (i64, bool)) -> Res<Vec<(i64, LegacyRe
     let mut inner = Vec::new();
     let mut pos = 0usize;
     while data.len() - pos >= 12 {
-        let off = be_i64(data, pos);
-        let size = be_i32(data, pos + 8);
+        let off = i64_at(data, pos);
+        let size = i32_at(data, pos + 8);
         if size < RECORD_OVERHEAD_V0 {
             return Err(exc(
                 CORRUPT_RECORD,

@@ -4,12 +4,13 @@ use super::exception::{
     BUFFER_UNDERFLOW, ILLEGAL_ARGUMENT, JavaException, KAFKA, NULL_POINTER, Res, bare, exc,
     index_oob, invalid_record,
 };
-use super::file_records::{FileBatch, be_i16, be_i32, be_i64, codec_name};
+use super::file_records::{FileBatch, codec_name, parse_v2_header};
 use super::java::increment_sequence;
 use super::kraft;
 use super::legacy::legacy_for_each_record;
+use crate::record::be::{i16_at, i32_at};
 use crate::record::compression::decompress;
-use crate::record::{BatchView, Compression, HEADER_SIZE};
+use crate::record::{BatchView, Compression, HEADER_SIZE, TimestampType};
 
 /// One record, with what DumpLogSegments prints of it.
 #[derive(Debug)]
@@ -287,18 +288,20 @@ pub(super) fn for_each_record(
     if full.len() < HEADER_SIZE {
         return Err(index_oob(57, full.len(), 4));
     }
-    let count = be_i32(full, 57);
+    let h = parse_v2_header(full);
+    let count = h.records_count;
     if count == 0 {
         return Ok(());
     }
     let c = V2Ctx {
-        base_offset: be_i64(full, 0),
-        base_timestamp: be_i64(full, 27),
-        base_sequence: be_i32(full, 53),
-        log_append_time: (be_i16(full, 21) & 0x08 != 0).then(|| be_i64(full, 35)),
+        base_offset: h.base_offset,
+        base_timestamp: h.base_timestamp,
+        base_sequence: h.base_sequence,
+        log_append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
+            .then_some(h.max_timestamp),
     };
-    let codec = Compression::from_id((be_i16(full, 21) & 0x07) as u8)
-        .map_err(|_| codec_name((be_i16(full, 21) & 0x07) as u8).unwrap_err())?;
+    let codec_id = (h.attributes & 0x07) as u8;
+    let codec = Compression::from_id(codec_id).map_err(|_| codec_name(codec_id).unwrap_err())?;
 
     if let Some(result) = fast_path(fb, full, count, &c, scratch, f) {
         return result;
@@ -431,13 +434,13 @@ pub(super) fn control_suffix(rec: &Rec) -> Res<String> {
             key.len()
         )));
     }
-    let version = be_i16(key, 0);
+    let version = i16_at(key, 0);
     if version < 0 {
         return Err(invalid_record(format_args!(
             "Invalid version found for control record: {version}. May indicate data corruption"
         )));
     }
-    let type_id = be_i16(key, 2);
+    let type_id = i16_at(key, 2);
     let value = || {
         rec.value.ok_or_else(|| {
             exc(
@@ -452,7 +455,7 @@ pub(super) fn control_suffix(rec: &Rec) -> Res<String> {
             if v.len() < 2 {
                 return Err(bare(BUFFER_UNDERFLOW));
             }
-            let marker_version = be_i16(v, 0);
+            let marker_version = i16_at(v, 0);
             if marker_version < 0 {
                 return Err(invalid_record(format_args!(
                     "Invalid version found for end transaction marker: {marker_version}. May indicate data corruption"
@@ -462,7 +465,7 @@ pub(super) fn control_suffix(rec: &Rec) -> Res<String> {
                 return Err(bare(BUFFER_UNDERFLOW));
             }
             let name = if type_id == 0 { "ABORT" } else { "COMMIT" };
-            format!(" endTxnMarker: {name} coordinatorEpoch: {}", be_i32(v, 2))
+            format!(" endTxnMarker: {name} coordinatorEpoch: {}", i32_at(v, 2))
         }
         // JAVA PORT: " LeaderChange: {json}".
         2 => " controlType: LEADER_CHANGE(2)".to_string(),

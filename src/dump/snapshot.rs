@@ -2,8 +2,8 @@
 
 use super::Dumper;
 use super::exception::{Res, STRING_INDEX, exc, nio_open_exc};
-use super::file_records::{be_i16, be_i32, be_i64, be_u32};
 use super::java::{decrement_sequence, optional_long, parse_java_int, parse_java_long};
+use crate::record::be::{i16_at, i32_at, i64_at, u32_at};
 
 impl Dumper<'_> {
     // --- .snapshot (producer state) ---
@@ -79,15 +79,15 @@ fn read_producer_snapshot(b: &[u8]) -> Result<Vec<ProducerEntry>, String> {
     if b.len() < 2 {
         return Err(schema("version", UNDERFLOW));
     }
-    let version = be_i16(b, 0);
+    let version = i16_at(b, 0);
     if b.len() < 6 {
         return Err(schema("crc", UNDERFLOW));
     }
-    let crc = be_u32(b, 2);
+    let crc = u32_at(b, 2);
     if b.len() < 10 {
         return Err(schema("producer_entries", UNDERFLOW));
     }
-    let n = be_i32(b, 6);
+    let n = i32_at(b, 6);
     if n < 0 {
         return Err(schema(
             "producer_entries",
@@ -126,14 +126,14 @@ fn read_producer_snapshot(b: &[u8]) -> Result<Vec<ProducerEntry>, String> {
             p += width;
         }
         entries.push(ProducerEntry {
-            producer_id: be_i64(b, at[0]),
-            producer_epoch: be_i16(b, at[1]),
-            last_sequence: be_i32(b, at[2]),
-            last_offset: be_i64(b, at[3]),
-            offset_delta: be_i32(b, at[4]),
-            timestamp: be_i64(b, at[5]),
-            coordinator_epoch: be_i32(b, at[6]),
-            current_txn_first_offset: be_i64(b, at[7]),
+            producer_id: i64_at(b, at[0]),
+            producer_epoch: i16_at(b, at[1]),
+            last_sequence: i32_at(b, at[2]),
+            last_offset: i64_at(b, at[3]),
+            offset_delta: i32_at(b, at[4]),
+            timestamp: i64_at(b, at[5]),
+            coordinator_epoch: i32_at(b, at[6]),
+            current_txn_first_offset: i64_at(b, at[7]),
         });
     }
     if version != 1 {

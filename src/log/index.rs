@@ -503,7 +503,7 @@ mod tests {
     use super::*;
 
     fn key(e: &[u8]) -> i64 {
-        i32::from_be_bytes(e[..4].try_into().unwrap()) as i64
+        crate::record::be::i32_at(e, 0) as i64
     }
 
     #[test]

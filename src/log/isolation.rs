@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::cleaner::txn::{AbortedTxn, ControlType, collect_aborted, control_type};
-use super::segment::LogSegment;
+use super::segment::{Check, LogSegment};
 use crate::os::safe_fs::Dir;
 use crate::record::{BatchHeader, BatchView};
 
@@ -26,15 +26,7 @@ impl Isolation {
     /// producer state from its snapshot and the log after it).
     pub fn scan(segments: &[Arc<LogSegment>]) -> std::io::Result<Isolation> {
         let mut open = OpenTxns::default();
-        for seg in segments {
-            let limit = seg.size();
-            let mut pos = 0;
-            while let Some(h) = seg.batch_at(pos, limit)? {
-                open.see(&h);
-                pos += h.size() as u64;
-            }
-            seg.release_file();
-        }
+        for_each_header(segments, |h| open.see(h))?;
         Ok(Isolation {
             open_from: open.first_unstable(),
         })
@@ -44,6 +36,25 @@ impl Isolation {
     pub fn stable_end(&self, log_end: i64) -> i64 {
         self.open_from.map_or(log_end, |o| o.min(log_end))
     }
+}
+
+/// Every batch header of `segments` in offset order: what the producer state is read from,
+/// by the cleaner and by `read_committed` readers alike, so both see the same last stable
+/// offset. Bytes that are not a batch before a segment's end are corruption for both (an
+/// error naming the file and byte), never the end of what they learn.
+pub fn for_each_header(
+    segments: &[Arc<LogSegment>],
+    mut f: impl FnMut(&BatchHeader),
+) -> std::io::Result<()> {
+    for seg in segments {
+        let mut batches = seg.batches(0, seg.size(), Check::Header);
+        for b in &mut batches {
+            f(&b?.header);
+        }
+        batches.ensure_whole()?;
+        seg.release_file();
+    }
+    Ok(())
 }
 
 /// The transactions still open after the batches seen so far, in offset order (the

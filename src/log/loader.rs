@@ -142,7 +142,7 @@ fn list_files(dirfd: &Arc<Dir>, name: &str, ro: bool) -> Result<(Vec<Entry>, i64
 
 /// The `.swap` segments a read-only mount serves: it may not complete an interrupted clean,
 /// so it serves what completing it would leave, instead of the files they replace.
-fn pending_swaps(dirfd: &Dir, entries: &[Entry], name: &str, ro: bool) -> Result<PendingSwap> {
+fn pending_swaps(dirfd: &Arc<Dir>, entries: &[Entry], name: &str, ro: bool) -> Result<PendingSwap> {
     if !ro || !entries.iter().any(|e| e.name.ends_with(".swap")) {
         return Ok(PendingSwap::default());
     }

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use self::segment::{BatchPos, Check};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::os::safe_fs::{Access, Dir};
@@ -487,15 +488,19 @@ impl PartitionLog {
             let from = start;
             let (_, pos) = seg.offset_index.lookup(time_off.max(start))?;
             let limit = seg.size();
-            let mut p = pos as u64;
             let mut window = ReadWindow::new(16 * 1024, 1 << 20);
-            while let Some(h) = seg.batch_at(p, limit)? {
+            let mut batches = seg.batches(pos as u64, limit, Check::Header);
+            for b in &mut batches {
+                let BatchPos {
+                    position,
+                    header: h,
+                } = b?;
                 if h.base_offset >= end {
                     break;
                 }
                 // Control batches count, as in Kafka's searchForTimestamp (readers skip them).
                 if h.max_timestamp >= ts && h.last_offset() >= from {
-                    let view = seg.checked_batch_at(&mut window, p, limit)?;
+                    let view = seg.checked_batch_at(&mut window, position, limit)?;
                     for r in view.records(&mut scratch)? {
                         let r = r?;
                         if r.timestamp >= ts && r.offset >= from {
@@ -503,8 +508,8 @@ impl PartitionLog {
                         }
                     }
                 }
-                p += h.size() as u64;
             }
+            batches.ensure_whole()?;
             seg.release_file();
         }
         Ok(None)

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use super::index::LazyIndex;
 use crate::os::safe_fs::Dir;
+use crate::record::be;
 
 pub const ENTRY_SIZE: usize = 8;
 
 fn rel(e: &[u8]) -> i64 {
-    i32::from_be_bytes(e[0..4].try_into().unwrap()) as i64
+    be::i32_at(e, 0) as i64
 }
 fn pos(e: &[u8]) -> u32 {
-    u32::from_be_bytes(e[4..8].try_into().unwrap())
+    be::u32_at(e, 4)
 }
 
 pub struct OffsetIndex {

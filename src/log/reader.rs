@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use super::segment::{self, BatchPos, BatchSource, LogSegment, RecordCount, Scanned};
+use super::segment::{self, BatchPos, BatchSource, Check, LogSegment, RecordCount};
 use crate::error::{Error, Result};
 use crate::record::{BatchError, BatchHeader, Record, RecordIter};
 use crate::util::read_window::ReadWindow;
@@ -286,13 +286,13 @@ impl LogReader {
                 None => BatchSource::Window(&mut self.window),
             };
             // Every batch served is framed and verified by the segment's one rule.
-            let view = match seg.next_batch(src, self.pos, limit, self.last_served)? {
-                Scanned::Batch(v) => v,
-                // The end of the segment is handled above.
-                Scanned::End => continue,
-                Scanned::Not(e) => {
-                    return Err(segment::corrupt(seg.log_path(), e.at(self.pos), e).into());
-                }
+            let mut batches = seg
+                .batches(self.pos, limit, Check::Full(src))
+                .after(self.last_served);
+            let Some(view) = batches.next_batch()?.and_then(|b| b.view) else {
+                // Not the end of the segment (handled above): bytes that are not a batch.
+                batches.ensure_whole()?;
+                continue;
             };
             let size = view.bytes.len();
             let h = view.header;

@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use super::index::LazyIndex;
 use crate::os::safe_fs::Dir;
+use crate::record::be;
 
 pub const ENTRY_SIZE: usize = 12;
 
 fn ts(e: &[u8]) -> i64 {
-    i64::from_be_bytes(e[0..8].try_into().unwrap())
+    be::i64_at(e, 0)
 }
 fn rel(e: &[u8]) -> i64 {
-    i32::from_be_bytes(e[8..12].try_into().unwrap()) as i64
+    be::i32_at(e, 8) as i64
 }
 
 pub struct TimeIndex {

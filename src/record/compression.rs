@@ -100,7 +100,7 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result
                     if pos + 4 > input.len() {
                         return Err(dec_err(codec, "truncated xerial block header"));
                     }
-                    let n = u32::from_be_bytes(input[pos..pos + 4].try_into().unwrap()) as usize;
+                    let n = super::be::u32_at(input, pos) as usize;
                     pos += 4;
                     let block = input
                         .get(pos..pos + n)

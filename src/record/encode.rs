@@ -9,8 +9,8 @@
 //! list in between). The CRC is computed once, over the finished batch.
 
 use super::batch::{
-    ATTRIBUTES_OFFSET, CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, NO_PRODUCER_ID, NO_TIMESTAMP,
-    TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
+    BatchHeader, CONTROL_BIT, HEADER_SIZE, NO_PRODUCER_ID, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT, TimestampType,
 };
 use super::compression::compress;
 use super::lines::for_each_line_end;
@@ -387,22 +387,23 @@ impl BatchBuilder {
         if o.control {
             attributes |= CONTROL_BIT;
         }
-        let size = self.buf.len;
-        let b = &mut self.buf.bytes[..size];
-        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
-        b[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
-        b[12..16].copy_from_slice(&o.partition_leader_epoch.to_be_bytes());
-        b[16] = 2;
-        b[21..23].copy_from_slice(&attributes.to_be_bytes());
-        b[23..27].copy_from_slice(&(self.count - 1).max(0).to_be_bytes());
-        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
-        b[35..43].copy_from_slice(&max_ts.to_be_bytes());
-        b[43..51].copy_from_slice(&o.producer_id.to_be_bytes());
-        b[51..53].copy_from_slice(&o.producer_epoch.to_be_bytes());
-        b[53..57].copy_from_slice(&o.base_sequence.to_be_bytes());
-        b[57..61].copy_from_slice(&self.count.to_be_bytes());
-        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let b = &mut self.buf.bytes[..self.buf.len];
+        BatchHeader {
+            base_offset: self.base_offset,
+            length: 0,
+            partition_leader_epoch: o.partition_leader_epoch,
+            magic: 2,
+            crc: 0,
+            attributes,
+            last_offset_delta: (self.count - 1).max(0),
+            base_timestamp: self.base_timestamp,
+            max_timestamp: max_ts,
+            producer_id: o.producer_id,
+            producer_epoch: o.producer_epoch,
+            base_sequence: o.base_sequence,
+            records_count: self.count,
+        }
+        .write_into(b);
         Ok(b)
     }
 }

@@ -1,6 +1,7 @@
 //! RecordBatch v2 (magic 2): encoding, zero-copy decoding and codecs. Knows nothing about files.
 
 mod batch;
+pub mod be;
 pub mod compression;
 mod encode;
 pub mod lines;

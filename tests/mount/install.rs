@@ -28,6 +28,38 @@ fn mode(p: &Path) -> u32 {
         & 0o7777
 }
 
+/// The installed man page renders with groff and names the commands; the shell completions
+/// are in place under `dest`.
+fn check_page_and_completions(dest: &Path, man: &Path) {
+    let page = std::fs::read_to_string(man).unwrap();
+    assert!(page.contains("\n.TH topicfs 1 "), "{}", &page[..200]);
+    // groff (what man(1) runs) renders it: the page names the commands.
+    let shown = Command::new("groff")
+        .args(["-man", "-Tutf8", "-P-cbou"])
+        .arg(man)
+        .output();
+    let shown = String::from_utf8_lossy(&shown.unwrap().stdout).into_owned();
+    assert!(shown.contains("topicfs umount"), "{shown}");
+    for (file, first) in [
+        (
+            "usr/local/share/bash-completion/completions/topicfs",
+            "_topicfs()",
+        ),
+        (
+            "usr/local/share/zsh/site-functions/_topicfs",
+            "#compdef topicfs",
+        ),
+        (
+            "usr/local/share/fish/vendor_completions.d/topicfs.fish",
+            "# Print an optspec",
+        ),
+    ] {
+        let text = std::fs::read_to_string(dest.join(file)).unwrap();
+        assert!(text.contains(first), "{file}: {}", &text[..80]);
+        assert_eq!(mode(&dest.join(file)), 0o644, "{file}");
+    }
+}
+
 #[test]
 fn make_install_puts_every_file_in_place_and_topicfs_umount_works_after_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -51,33 +83,7 @@ fn make_install_puts_every_file_in_place_and_topicfs_umount_works_after_it() {
         std::fs::read(&helper).unwrap(),
         std::fs::read(Path::new(ROOT).join("mount-scripts/mount.topicfs")).unwrap()
     );
-    let page = std::fs::read_to_string(&man).unwrap();
-    assert!(page.contains("\n.TH topicfs 1 "), "{}", &page[..200]);
-    // groff (what man(1) runs) renders it: the page names the commands.
-    let shown = Command::new("groff")
-        .args(["-man", "-Tutf8", "-P-cbou"])
-        .arg(&man)
-        .output();
-    let shown = String::from_utf8_lossy(&shown.unwrap().stdout).into_owned();
-    assert!(shown.contains("topicfs umount"), "{shown}");
-    for (file, first) in [
-        (
-            "usr/local/share/bash-completion/completions/topicfs",
-            "_topicfs()",
-        ),
-        (
-            "usr/local/share/zsh/site-functions/_topicfs",
-            "#compdef topicfs",
-        ),
-        (
-            "usr/local/share/fish/vendor_completions.d/topicfs.fish",
-            "# Print an optspec",
-        ),
-    ] {
-        let text = std::fs::read_to_string(dest.join(file)).unwrap();
-        assert!(text.contains(first), "{file}: {}", &text[..80]);
-        assert_eq!(mode(&dest.join(file)), 0o644, "{file}");
-    }
+    check_page_and_completions(&dest, &man);
 
     // The installed helper finds the installed topicfs on the PATH, and `topicfs umount`
     // (from the PATH) returns once the clean shutdown is done.

@@ -34,6 +34,79 @@ fn append_numbered(m: &TestMount, from: usize, to: usize, per_batch: usize) {
     }
 }
 
+/// Streams `cat by-offset/<log start>` until `stop`; each stream must be the contiguous run
+/// from its start, or fail with ENOENT (the start deleted between the two reads). Returns the
+/// streams read whole, their records and the failures.
+fn read_streams(mnt: &Path, stop: &AtomicBool) -> (usize, usize, usize) {
+    let (mut streams, mut records, mut failures) = (0, 0usize, 0);
+    while !stop.load(Ordering::Relaxed) {
+        let start: i64 = std::fs::read_to_string(mnt.join("t/0/log-start-offset"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let out = Command::new("cat")
+            .arg(mnt.join(format!("t/0/by-offset/{start}")))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            // The start may have been deleted between the two reads: ENOENT only.
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("No such file"), "stream failed: {err}");
+            failures += 1;
+            continue;
+        }
+        let text = String::from_utf8(out.stdout).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            assert_eq!(
+                line,
+                format!("v{}", start + i as i64),
+                "stream from {start} skipped records at line {i}"
+            );
+        }
+        streams += 1;
+        records += text.lines().count();
+    }
+    (streams, records, failures)
+}
+
+/// Nothing recreated a deleted segment: every .log left in `dir` is a live one, holding
+/// records from the log start on, contiguous up to the `written`th, with no empty file below
+/// the active segment. Returns the records.
+fn check_segments_left(dir: &Path, written: usize) -> Vec<(i64, String)> {
+    let leftovers: Vec<String> = file_names(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".deleted"))
+        .collect();
+    assert!(leftovers.is_empty(), "leftover files: {leftovers:?}");
+    let mut logs: Vec<(i64, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            (
+                n.trim_end_matches(".log").parse().unwrap(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    logs.sort();
+    for (base, len) in &logs[..logs.len() - 1] {
+        assert!(*len > 0, "an empty segment file {base} was (re)created");
+    }
+    let records = decoded(dir);
+    assert_eq!(records.last().unwrap().0 as usize, written - 1);
+    for w in records.windows(2) {
+        assert_eq!(w[0].0 + 1, w[1].0, "stored offsets are not contiguous");
+    }
+    for (o, v) in &records {
+        assert_eq!(*v, format!("v{o}"));
+    }
+    records
+}
+
 #[test]
 fn retention_racing_open_streams_loses_nothing() {
     let mut m = TestMount::start(&[
@@ -66,41 +139,8 @@ fn retention_racing_open_streams_loses_nothing() {
     // contiguous run from its start (or fail with an error, never skip).
     let readers: Vec<_> = (0..2)
         .map(|_| {
-            let stop = stop.clone();
-            let mnt = mnt.clone();
-            std::thread::spawn(move || {
-                let (mut streams, mut records, mut failures) = (0, 0usize, 0);
-                while !stop.load(Ordering::Relaxed) {
-                    let start: i64 = std::fs::read_to_string(mnt.join("t/0/log-start-offset"))
-                        .unwrap()
-                        .trim()
-                        .parse()
-                        .unwrap();
-                    let out = Command::new("cat")
-                        .arg(mnt.join(format!("t/0/by-offset/{start}")))
-                        .stderr(Stdio::piped())
-                        .output()
-                        .unwrap();
-                    if !out.status.success() {
-                        // The start may have been deleted between the two reads: ENOENT only.
-                        let err = String::from_utf8_lossy(&out.stderr);
-                        assert!(err.contains("No such file"), "stream failed: {err}");
-                        failures += 1;
-                        continue;
-                    }
-                    let text = String::from_utf8(out.stdout).unwrap();
-                    for (i, line) in text.lines().enumerate() {
-                        assert_eq!(
-                            line,
-                            format!("v{}", start + i as i64),
-                            "stream from {start} skipped records at line {i}"
-                        );
-                    }
-                    streams += 1;
-                    records += text.lines().count();
-                }
-                (streams, records, failures)
-            })
+            let (stop, mnt) = (stop.clone(), mnt.clone());
+            std::thread::spawn(move || read_streams(&mnt, &stop))
         })
         .collect();
     let mut starts = Vec::new();
@@ -133,38 +173,8 @@ fn retention_racing_open_streams_loses_nothing() {
         "retention never ran (log start {last_start})"
     );
     m.unmount();
-    // Nothing recreated a deleted segment: every .log left is a live one, holding records
-    // from the log start on, contiguous, with no empty file below the active segment.
     let dir = m.partition_dir("t", 0);
-    let leftovers: Vec<String> = file_names(&dir)
-        .into_iter()
-        .filter(|n| n.ends_with(".deleted"))
-        .collect();
-    assert!(leftovers.is_empty(), "leftover files: {leftovers:?}");
-    let mut logs: Vec<(i64, u64)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
-        .map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            (
-                n.trim_end_matches(".log").parse().unwrap(),
-                e.metadata().unwrap().len(),
-            )
-        })
-        .collect();
-    logs.sort();
-    for (base, len) in &logs[..logs.len() - 1] {
-        assert!(*len > 0, "an empty segment file {base} was (re)created");
-    }
-    let records = decoded(&dir);
-    assert_eq!(records.last().unwrap().0 as usize, written - 1);
-    for w in records.windows(2) {
-        assert_eq!(w[0].0 + 1, w[1].0, "stored offsets are not contiguous");
-    }
-    for (o, v) in &records {
-        assert_eq!(*v, format!("v{o}"));
-    }
+    let records = check_segments_left(&dir, written);
     // Across a remount the log start never moves back.
     m.remount();
     let after: i64 = m.read("t/0/log-start-offset").trim().parse().unwrap();

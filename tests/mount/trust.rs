@@ -27,27 +27,9 @@ fn now_ms() -> i64 {
 // ---------------------------------------------------------------------------------------------
 // Timestamps Kafka refuses
 
-#[test]
-fn timestamps_kafka_refuses_are_einval_and_nothing_of_the_write_is_appended() {
-    let m = TestMount::start(&["--num-partitions", "2"]);
-    m.ok("mkdir t");
-    let now = now_ms();
-    let future = now + 2 * 3_600_000;
-    // A record two hours ahead: over Kafka 4's message.timestamp.after.max.ms (1 hour), it
-    // would otherwise hold back time retention of its segment until then.
-    m.fails_with(
-        &format!(r#"/bin/echo '{{"value":"future","timestamp":{future}}}' >> t/0/append.jsonl"#),
-        "Invalid argument",
-    );
-    // Negative timestamps other than -1 (no timestamp) are refused; a good record in the
-    // same write is not appended either.
-    m.fails_with(
-        r#"/usr/bin/printf '%s\n' '{"value":"good"}' '{"value":"neg","timestamp":-5}' >> t/0/append.jsonl"#,
-        "Invalid argument",
-    );
-    assert_eq!(m.end_offset("t", 0), 0);
-    // At topic level a write spans partitions (keys hash to both): one bad record refuses it
-    // all, before any partition is appended to.
+/// At topic level a write spans partitions (keys hash to both): one record with a timestamp
+/// `future` refuses it all, before any partition is appended to.
+fn topic_write_with_one_bad_timestamp(m: &TestMount, future: i64) {
     let mut lines: Vec<String> = (0..20)
         .map(|i| format!(r#"{{"key":"k{i}","value":"v{i}"}}"#))
         .collect();
@@ -77,6 +59,28 @@ fn timestamps_kafka_refuses_are_einval_and_nothing_of_the_write_is_appended() {
     ));
     assert_eq!(m.end_offset("t", 0) + m.end_offset("t", 1), 20);
     assert!(m.end_offset("t", 0) > 0 && m.end_offset("t", 1) > 0);
+}
+
+#[test]
+fn timestamps_kafka_refuses_are_einval_and_nothing_of_the_write_is_appended() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    let now = now_ms();
+    let future = now + 2 * 3_600_000;
+    // A record two hours ahead: over Kafka 4's message.timestamp.after.max.ms (1 hour), it
+    // would otherwise hold back time retention of its segment until then.
+    m.fails_with(
+        &format!(r#"/bin/echo '{{"value":"future","timestamp":{future}}}' >> t/0/append.jsonl"#),
+        "Invalid argument",
+    );
+    // Negative timestamps other than -1 (no timestamp) are refused; a good record in the
+    // same write is not appended either.
+    m.fails_with(
+        r#"/usr/bin/printf '%s\n' '{"value":"good"}' '{"value":"neg","timestamp":-5}' >> t/0/append.jsonl"#,
+        "Invalid argument",
+    );
+    assert_eq!(m.end_offset("t", 0), 0);
+    topic_write_with_one_bad_timestamp(&m, future);
 
     // -1 means no timestamp, as in Kafka; an hour ahead is still inside the bound.
     let edge = now_ms() + 3_500_000;

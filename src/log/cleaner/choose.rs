@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::log::PartitionLog;
+use crate::log::segment::Check;
 
 /// A log's cleanable section, as the cleaner sees it before a round.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,10 +106,10 @@ pub fn cleanable(log: &PartitionLog, checkpointed: Option<i64>, now: i64) -> Res
         .sum();
     let mut earliest = i64::MAX;
     for s in dirty_non_active {
-        if let Some(h) = s.header_at(0, s.size())?
-            && h.max_timestamp > 0
+        if let Some(b) = s.batches(0, s.size(), Check::Header).next().transpose()?
+            && b.header.max_timestamp > 0
         {
-            earliest = earliest.min(h.max_timestamp);
+            earliest = earliest.min(b.header.max_timestamp);
         }
         s.release_file();
     }

@@ -10,8 +10,8 @@ use super::offset_map::OffsetMap;
 use super::txn::{TxnMetadata, control_type};
 use crate::record::varint::{put_varint, put_varlong, varint_size, varlong_size};
 use crate::record::{
-    ATTRIBUTES_OFFSET, BatchError, BatchHeader, BatchView, Compression, HEADER_SIZE, LOG_OVERHEAD,
-    NO_TIMESTAMP, Record, TimestampType, compression::compress,
+    BatchError, BatchHeader, BatchView, Compression, HEADER_SIZE, NO_TIMESTAMP, Record,
+    TimestampType, compression::compress,
 };
 
 const DELETE_HORIZON_BIT: i16 = 0x40;
@@ -215,6 +215,8 @@ fn encode(buf: &mut Vec<u8>, offset_delta: i32, ts_delta: i64, r: &Record<'_>) {
     buf.extend_from_slice(r.headers_raw);
 }
 
+/// `h`'s header with its attributes, timestamps and record count replaced, written at the
+/// start of `out` (the whole new batch).
 fn write_header(
     out: &mut [u8],
     h: &BatchHeader,
@@ -223,21 +225,14 @@ fn write_header(
     max_ts: i64,
     count: i32,
 ) {
-    let size = out.len();
-    out[0..8].copy_from_slice(&h.base_offset.to_be_bytes());
-    out[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
-    out[12..16].copy_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    out[16] = 2;
-    out[21..23].copy_from_slice(&attributes.to_be_bytes());
-    out[23..27].copy_from_slice(&h.last_offset_delta.to_be_bytes());
-    out[27..35].copy_from_slice(&base_ts.to_be_bytes());
-    out[35..43].copy_from_slice(&max_ts.to_be_bytes());
-    out[43..51].copy_from_slice(&h.producer_id.to_be_bytes());
-    out[51..53].copy_from_slice(&h.producer_epoch.to_be_bytes());
-    out[53..57].copy_from_slice(&h.base_sequence.to_be_bytes());
-    out[57..61].copy_from_slice(&count.to_be_bytes());
-    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    BatchHeader {
+        attributes,
+        base_timestamp: base_ts,
+        max_timestamp: max_ts,
+        records_count: count,
+        ..*h
+    }
+    .write_into(out);
 }
 
 /// Kafka's `buildRetainedRecordsInto` + `overrideLastOffset`: the kept records in a batch of

@@ -30,8 +30,8 @@ use self::filter::{LastRecord, RoundCtx, filter_batch};
 use self::offset_map::OffsetMap;
 use self::txn::{TxnMetadata, collect_aborted, control_type};
 use self::writer::CleanedWriter;
-use super::segment::Scanned;
-use super::{LogSegment, PartitionLog};
+use super::segment::{BatchSource, Check};
+use super::{LogSegment, PartitionLog, isolation};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::record::BatchView;
@@ -127,22 +127,18 @@ fn for_each_batch(
     pos: u64,
     f: &mut dyn FnMut(&BatchView<'_>) -> Result<bool>,
 ) -> Result<u64> {
-    let mut scan = seg.scan(window, pos, seg.size());
-    loop {
-        let at = scan.pos;
-        match scan.next_batch()? {
-            Scanned::Batch(view) => {
-                if !f(&view)? {
-                    break;
-                }
-            }
-            Scanned::End => break,
-            Scanned::Not(e) => {
-                return Err(super::segment::corrupt(seg.log_path(), e.at(at), e).into());
-            }
+    window.clear();
+    let mut batches = seg.batches(pos, seg.size(), Check::Full(BatchSource::Window(window)));
+    while let Some(b) = batches.next_batch()? {
+        let Some(view) = b.view else {
+            unreachable!("a full scan has the whole batch")
+        };
+        if !f(&view)? {
+            break;
         }
     }
-    let read = scan.pos - pos;
+    batches.ensure_whole()?;
+    let read = batches.pos() - pos;
     seg.release_file();
     Ok(read)
 }
@@ -504,30 +500,24 @@ struct ProducerState {
 
 fn producer_state(segs: &[Arc<LogSegment>], now: i64) -> Result<ProducerState> {
     let mut out: HashMap<i64, (LastRecord, i64)> = HashMap::new();
-    let mut open = crate::log::isolation::OpenTxns::default();
-    for seg in segs {
-        let limit = seg.size();
-        let mut pos = 0;
-        while let Some(h) = seg.header_at(pos, limit)? {
-            open.see(&h);
-            if h.producer_id >= 0 {
-                let e = out.entry(h.producer_id).or_insert((
-                    LastRecord {
-                        last_data_offset: None,
-                        producer_epoch: h.producer_epoch,
-                    },
-                    h.max_timestamp,
-                ));
-                e.0.producer_epoch = h.producer_epoch;
-                e.1 = h.max_timestamp;
-                if !h.is_control() {
-                    e.0.last_data_offset = Some(h.last_offset());
-                }
+    let mut open = isolation::OpenTxns::default();
+    isolation::for_each_header(segs, |h| {
+        open.see(h);
+        if h.producer_id >= 0 {
+            let e = out.entry(h.producer_id).or_insert((
+                LastRecord {
+                    last_data_offset: None,
+                    producer_epoch: h.producer_epoch,
+                },
+                h.max_timestamp,
+            ));
+            e.0.producer_epoch = h.producer_epoch;
+            e.1 = h.max_timestamp;
+            if !h.is_control() {
+                e.0.last_data_offset = Some(h.last_offset());
             }
-            pos += h.size() as u64;
         }
-        seg.release_file();
-    }
+    })?;
     Ok(ProducerState {
         last_records: out
             .into_iter()

@@ -52,7 +52,7 @@ fn digest(key: &[u8]) -> [u8; 16] {
 }
 
 fn home(d: &[u8], cap: usize) -> usize {
-    (u64::from_be_bytes(d[..8].try_into().unwrap()) % cap as u64) as usize
+    (crate::record::be::u64_at(d, 0) % cap as u64) as usize
 }
 
 impl OffsetMap {
@@ -122,7 +122,7 @@ impl OffsetMap {
 
     fn slot(&self, i: usize) -> (&[u8], u64) {
         let s = &self.buf[i * BYTES_PER_ENTRY..(i + 1) * BYTES_PER_ENTRY];
-        (&s[..16], u64::from_be_bytes(s[16..24].try_into().unwrap()))
+        (&s[..16], crate::record::be::u64_at(s, 16))
     }
 
     /// The slot holding `d`, or the empty slot where it would go (None: every slot holds
@@ -175,7 +175,7 @@ impl OffsetMap {
             .find(&d)
             .expect("the cleaner never fills the offset map");
         let s = &mut self.buf[i * BYTES_PER_ENTRY..(i + 1) * BYTES_PER_ENTRY];
-        if u64::from_be_bytes(s[16..24].try_into().unwrap()) == 0 {
+        if crate::record::be::u64_at(s, 16) == 0 {
             self.entries += 1;
             s[..16].copy_from_slice(&d);
         }

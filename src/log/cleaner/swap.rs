@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use super::crash_point;
 use super::writer::{CLEANED_SUFFIX, CleanedSegment, SWAP_SUFFIX, rename_files};
+use crate::config::LogConfig;
 use crate::error::Result;
-use crate::log::segment::frame;
+use crate::log::segment::{BatchSource, Check, log_name};
 use crate::log::{LogSegment, PartitionLog, parse_segment_name};
 use crate::os::safe_fs::{Access, Dir, Entry};
-use crate::record::{BatchView, PREFIX_SIZE};
-use crate::util::read_window::FileWindow;
+use crate::util::read_window::ReadWindow;
 use crate::util::sync::RwLockExt;
 
 impl PartitionLog {
@@ -74,21 +74,22 @@ impl PartitionLog {
     }
 }
 
-/// The offset after the last whole batch of a `.log` file (its base offset when it has none).
-fn next_offset_of(dir: &Dir, name: &str, base: i64) -> std::io::Result<i64> {
-    let f = dir.open_file(name, Access::ReadOnly)?;
-    let len = f.metadata()?.len();
-    let mut w = FileWindow::new(f, len, 1 << 20);
-    let (mut pos, mut next) = (0u64, base);
-    while pos < len {
-        let Ok(size) = frame(w.read(pos, PREFIX_SIZE)?, pos, len) else {
-            break;
-        };
-        let Ok(view) = BatchView::new(w.read(pos, size)?) else {
-            break;
-        };
-        next = view.header.next_offset();
-        pos += size as u64;
+/// The offset after the last valid batch of a `.log.swap` file (its base offset when it has
+/// none), read as a read-only segment of its own and checked as every segment is.
+fn next_offset_of(dir: &Arc<Dir>, base: i64) -> std::io::Result<i64> {
+    let len = dir
+        .open_file(
+            &format!("{}{SWAP_SUFFIX}", log_name(base)),
+            Access::ReadOnly,
+        )?
+        .metadata()?
+        .len();
+    let seg =
+        LogSegment::open_with_suffix(dir, base, &LogConfig::default(), len, true, SWAP_SUFFIX);
+    let mut window = ReadWindow::fixed(1 << 20);
+    let mut next = base;
+    for b in seg.batches(0, len, Check::Full(BatchSource::Window(&mut window))) {
+        next = b?.header.next_offset();
     }
     Ok(next)
 }
@@ -112,7 +113,7 @@ pub struct PendingSwap {
 }
 
 /// [`complete_interrupted`]'s decisions, without touching the directory.
-pub fn pending(dir: &Dir, entries: &[Entry]) -> Result<PendingSwap> {
+pub fn pending(dir: &Arc<Dir>, entries: &[Entry]) -> Result<PendingSwap> {
     let min_cleaned = entries
         .iter()
         .filter_map(|e| parse_segment_name(e.name.strip_suffix(CLEANED_SUFFIX)?))
@@ -130,7 +131,7 @@ pub fn pending(dir: &Dir, entries: &[Entry]) -> Result<PendingSwap> {
         {
             p.logs.insert(off, e.len);
             lo = lo.min(off);
-            hi = hi.max(next_offset_of(dir, &e.name, off)?);
+            hi = hi.max(next_offset_of(dir, off)?);
         }
     }
     p.replaced = if lo < hi { lo..hi } else { 0..0 };
@@ -139,7 +140,7 @@ pub fn pending(dir: &Dir, entries: &[Entry]) -> Result<PendingSwap> {
 
 /// Completes or removes what an interrupted clean (or deletion) left in a partition
 /// directory, as Kafka's log loader does. `entries` is a listing of the directory.
-pub fn complete_interrupted(dir: &Dir, entries: &[Entry], what: &str) -> Result<()> {
+pub fn complete_interrupted(dir: &Arc<Dir>, entries: &[Entry], what: &str) -> Result<()> {
     let mut min_cleaned = i64::MAX;
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
@@ -179,7 +180,7 @@ pub fn complete_interrupted(dir: &Dir, entries: &[Entry], what: &str) -> Result<
         if stem.ends_with(".log") {
             log::info!("{what}: found {name} of an interrupted swap, completing it");
             lo = lo.min(off);
-            hi = hi.max(next_offset_of(dir, name, off)?);
+            hi = hi.max(next_offset_of(dir, off)?);
         }
     }
     for e in entries {
@@ -200,4 +201,44 @@ pub fn complete_interrupted(dir: &Dir, entries: &[Entry], what: &str) -> Result<
     }
     dir.sync()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{BatchBuilder, BatchOptions, RecordInput};
+
+    fn batch(base: i64, n: usize) -> Vec<u8> {
+        let mut b = BatchBuilder::new();
+        b.begin(base, BatchOptions::default());
+        for _ in 0..n {
+            b.add(&RecordInput {
+                value: Some(b"v"),
+                timestamp: 1,
+                ..Default::default()
+            });
+        }
+        b.finish().unwrap().to_vec()
+    }
+
+    #[test]
+    fn a_swap_file_ends_at_its_last_batch_that_passes_the_segment_check() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = Arc::new(Dir::open(d.path()).unwrap());
+        let name = format!("{}{SWAP_SUFFIX}", log_name(10));
+        let (first, second) = (batch(10, 5), batch(15, 5));
+        let mut bytes = [first.clone(), second].concat();
+        let replaced = |bytes: &[u8]| {
+            std::fs::write(d.path().join(&name), bytes).unwrap();
+            pending(&dir, &dir.entries().unwrap()).unwrap().replaced
+        };
+        assert_eq!(replaced(&bytes), 10..20);
+        // The second batch's CRC no longer matches its bytes: the file ends after the first.
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(replaced(&bytes), 10..15);
+        // A batch whose offsets go back is not read past either.
+        let back = [first.clone(), batch(12, 1)].concat();
+        assert_eq!(replaced(&back), 10..15);
+    }
 }

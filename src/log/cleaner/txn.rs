@@ -31,7 +31,7 @@ impl AbortedTxn {
     }
 
     fn decode(e: &[u8]) -> AbortedTxn {
-        let l = |a: usize| i64::from_be_bytes(e[a..a + 8].try_into().unwrap());
+        let l = |a: usize| crate::record::be::i64_at(e, a);
         AbortedTxn {
             producer_id: l(2),
             first_offset: l(10),
@@ -96,7 +96,7 @@ pub fn control_type(view: &BatchView<'_>, scratch: &mut Vec<u8>) -> Option<Contr
     if key.len() < 4 {
         return Some(ControlType::Other);
     }
-    Some(match i16::from_be_bytes([key[2], key[3]]) {
+    Some(match crate::record::be::i16_at(key, 2) {
         0 => ControlType::Abort,
         1 => ControlType::Commit,
         _ => ControlType::Other,

@@ -1,7 +1,7 @@
 //! LogSegment: one `.log` file and its `.index` / `.timeindex`. Owns append (its index entries
 //! by [`IndexBuilder`]), the four roll conditions (`should_roll`) and the seal at a roll;
-//! recovery (validate, truncate, rebuild) is in `segment/recover.rs`, the batch framing and
-//! the scans lookups finish with in `segment/scan.rs`.
+//! recovery (validate, truncate, rebuild) is in `segment/recover.rs`, the batch framing, the
+//! one scan of batches ([`LogSegment::batches`]) and the lookups in `segment/scan.rs`.
 
 use std::fs::File;
 use std::io;
@@ -27,7 +27,7 @@ use crate::util::sync::MutexExt;
 mod recover;
 mod scan;
 
-pub use scan::{BatchScan, BatchSource, NotABatch, Scanned, frame};
+pub use scan::{Batch, BatchSource, Batches, Check, NotABatch};
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {
@@ -424,13 +424,11 @@ impl LogSegment {
             st.index.set_max_timestamp(ts, off);
         }
         if st.index.max_timestamp().0 < 0 {
-            let limit = self.size();
-            let mut pos = 0;
-            while let Some(h) = self.header_at(pos, limit)? {
+            for b in self.batches(0, self.size(), Check::Header) {
+                let h = b?.header;
                 if h.max_timestamp > st.index.max_timestamp().0 {
                     st.index.set_max_timestamp(h.max_timestamp, h.last_offset());
                 }
-                pos += h.size() as u64;
             }
         }
         st.max_timestamp_known = true;
@@ -460,7 +458,11 @@ impl LogSegment {
         if cur > 0 {
             let mut st = self.state.guard();
             if st.rolling_base_timestamp.is_none() {
-                st.rolling_base_timestamp = self.header_at(0, cur)?.map(|h| h.max_timestamp);
+                st.rolling_base_timestamp = self
+                    .batches(0, cur, Check::Header)
+                    .next()
+                    .transpose()?
+                    .map(|b| b.header.max_timestamp);
             }
             let waited = match st.rolling_base_timestamp {
                 Some(t) if t >= 0 => max_ts - t,

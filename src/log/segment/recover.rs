@@ -21,26 +21,12 @@ impl LogSegment {
         let mut rolling_base_timestamp = None;
         // Sequential: 1 MiB at a time instead of two small reads per batch.
         let mut window = ReadWindow::fixed(1 << 20);
-        let mut scan = self.scan(&mut window, 0, file_len);
-        loop {
-            let position = scan.pos;
-            let h = match scan.next_batch()? {
-                Scanned::Batch(view) => view.header,
-                // A torn last batch ends the log without a word, as in Kafka's nextBatch.
-                Scanned::End
-                | Scanned::Not(
-                    NotABatch::PartialHeader { .. }
-                    | NotABatch::PastEnd { .. }
-                    | NotABatch::ShortFile { .. },
-                ) => break,
-                Scanned::Not(e) => {
-                    log::warn!(
-                        "Found invalid messages in log segment {} at byte offset {position}: {e}",
-                        self.log_path.display()
-                    );
-                    break;
-                }
-            };
+        let mut batches = self.batches(0, file_len, Check::Full(BatchSource::Window(&mut window)));
+        for b in &mut batches {
+            let BatchPos {
+                position,
+                header: h,
+            } = b?;
             rolling_base_timestamp.get_or_insert(h.max_timestamp);
             let size = h.size() as u64;
             index.add(
@@ -51,7 +37,20 @@ impl LogSegment {
                 h.max_timestamp,
             )?;
         }
-        let (valid, next_offset) = (scan.pos, scan.prev_last.map(|last| last + 1));
+        let (valid, next_offset) = (batches.pos(), batches.prev_last().map(|last| last + 1));
+        match batches.stopped() {
+            // A torn last batch ends the log without a word, as in Kafka's nextBatch.
+            None
+            | Some(
+                NotABatch::PartialHeader { .. }
+                | NotABatch::PastEnd { .. }
+                | NotABatch::ShortFile { .. },
+            ) => {}
+            Some(e) => log::warn!(
+                "Found invalid messages in log segment {} at byte offset {valid}: {e}",
+                self.log_path.display()
+            ),
+        }
         index.seal(&mut entries, valid)?;
         self.offset_index.replace_with(&entries.offsets)?;
         self.time_index.replace_with(&entries.times)?;
@@ -81,23 +80,20 @@ impl LogSegment {
             _ => 0,
         };
         let mut window = ReadWindow::new(64 * 1024, 1 << 20);
-        let mut scan = self.scan(&mut window, pos, file_len);
-        loop {
-            let at = scan.pos;
-            match scan.next_batch()? {
-                Scanned::Batch(_) => {}
-                Scanned::End => return Ok(None),
-                Scanned::Not(NotABatch::Invalid(e)) => {
-                    return Ok(Some(format!("invalid batch at byte {at}: {e}")));
-                }
-                Scanned::Not(e) => {
-                    return Ok(Some(format!(
-                        "{} bytes after the last whole batch at byte {at}: {e}",
-                        file_len - at
-                    )));
-                }
-            }
+        let mut batches =
+            self.batches(pos, file_len, Check::Full(BatchSource::Window(&mut window)));
+        for b in &mut batches {
+            b?;
         }
+        let at = batches.pos();
+        Ok(match batches.stopped() {
+            None => None,
+            Some(NotABatch::Invalid(e)) => Some(format!("invalid batch at byte {at}: {e}")),
+            Some(e) => Some(format!(
+                "{} bytes after the last whole batch at byte {at}: {e}",
+                file_len - at
+            )),
+        })
     }
 
     /// The offset after the last batch (Kafka's `readNextOffset`): scan from the last index
@@ -108,12 +104,9 @@ impl LogSegment {
             .last_entry()?
             .map(|(_, p)| p as u64)
             .unwrap_or(0);
-        let limit = self.size();
-        let mut pos = start;
         let mut last = None;
-        while let Some(h) = self.header_at(pos, limit)? {
-            last = Some(h);
-            pos += h.size() as u64;
+        for b in self.batches(start, self.size(), Check::Header) {
+            last = Some(b?.header);
         }
         Ok((
             last.map(|h| h.next_offset()),

@@ -1,11 +1,12 @@
-//! The batch framing, written once (Kafka's `FileLogInputStream.nextBatch`): the 17-byte
-//! prefix read, its size field checked, the whole batch fetched from a mapping or a read
-//! window, then the segment's validity rule ([`LogSegment::check_batch`]). Every reader of a
-//! `.log` goes through [`LogSegment::next_batch`] (readers, recovery, the clean mount's tail
-//! check, the cleaner, the by-time lookup through [`LogSegment::checked_batch_at`]) or, for
-//! headers only, [`LogSegment::header_at`] (lookups, the scans of batch headers); each decides
-//! what a torn or invalid batch means to it. [`frame`] alone serves a `.swap` file read before
-//! it is a segment.
+//! The batch framing and the one scan of a segment's batches, written once (Kafka's
+//! `batchesFrom` / `FileLogInputStream.nextBatch`): [`LogSegment::batches`] reads, from a
+//! position to a limit, each batch's header by position ([`Check::Header`]) or the whole
+//! batch from a mapping or a read window ([`Check::Full`]), checks it by the segment's
+//! validity rule ([`LogSegment::check_batch`], whose header part is
+//! [`LogSegment::check_header`]), and stops at the first bytes that are not a batch. Every
+//! reader of a `.log` scans through it (readers, recovery, the clean mount's tail check, the
+//! cleaner and the producer state, lookups, the `.swap` files an interrupted clean left);
+//! each decides what a stop means to it.
 
 use std::fmt;
 
@@ -60,7 +61,7 @@ impl fmt::Display for NotABatch {
 
 /// The framing of the batch whose prefix is `prefix`, at `pos` of a segment holding `limit`
 /// bytes: its whole size on disk.
-pub fn frame(prefix: &[u8], pos: u64, limit: u64) -> Result<usize, NotABatch> {
+fn frame(prefix: &[u8], pos: u64, limit: u64) -> Result<usize, NotABatch> {
     let Some((_, size_field, _)) = BatchHeader::peek(prefix) else {
         return Err(NotABatch::PartialHeader { limit });
     };
@@ -81,91 +82,214 @@ pub enum BatchSource<'a> {
     Window(&'a mut ReadWindow),
 }
 
-/// What a scan finds at a position.
-pub enum Scanned<'a> {
-    /// A whole batch that passed the validity rule.
-    Batch(BatchView<'a>),
-    /// The position is the limit: no more batches.
-    End,
-    /// Not a batch (a torn tail, corruption): the caller decides what that means.
-    Not(NotABatch),
+/// How much of each batch a scan reads and checks.
+pub enum Check<'w> {
+    /// The 61-byte header alone, read by position: its framing, magic and offsets
+    /// ([`LogSegment::check_header`]); not the CRC.
+    Header,
+    /// The whole batch, from a mapping or a read window: the whole validity rule
+    /// ([`LogSegment::check_batch`]).
+    Full(BatchSource<'w>),
 }
 
-/// A sequential scan of a segment's batches through a read window, each checked against the
-/// offsets of the one before.
-pub struct BatchScan<'s> {
+/// One batch a scan found.
+pub struct Batch<'a> {
+    pub position: u64,
+    pub header: BatchHeader,
+    /// The whole batch, checked (a [`Check::Full`] scan only).
+    pub view: Option<BatchView<'a>>,
+}
+
+/// Kafka's `batchesFrom`: the batches of a segment from a position to a limit, each checked
+/// against the offsets of the one before. The one stop rule: the scan ends at the limit, or
+/// at the first bytes that are not a batch (a short or corrupt header, a batch running past
+/// the limit, one failing the check), which it keeps ([`Batches::stopped`]) for the caller to
+/// decide what they mean: the torn tail recovery cuts, or corruption a reader reports.
+pub struct Batches<'s> {
     seg: &'s LogSegment,
-    window: &'s mut ReadWindow,
-    pub pos: u64,
+    check: Check<'s>,
+    pos: u64,
     limit: u64,
-    /// The last offset of the previous batch.
-    pub prev_last: Option<i64>,
+    prev_last: Option<i64>,
+    stopped: Option<NotABatch>,
 }
 
-impl BatchScan<'_> {
-    /// The batch at the scan's position; a batch moves the scan past it.
-    pub fn next_batch(&mut self) -> io::Result<Scanned<'_>> {
-        let found = self.seg.next_batch(
-            BatchSource::Window(&mut *self.window),
-            self.pos,
-            self.limit,
-            self.prev_last,
-        )?;
-        if let Scanned::Batch(v) = &found {
-            self.prev_last = Some(v.header.last_offset());
-            self.pos += v.bytes.len() as u64;
+impl<'s> Batches<'s> {
+    /// The scan checks its first batch against `prev_last`, the last offset of the batch
+    /// before its start.
+    pub fn after(mut self, prev_last: Option<i64>) -> Self {
+        self.prev_last = prev_last;
+        self
+    }
+
+    /// The next batch; None at the limit or at a stop.
+    pub fn next_batch(&mut self) -> io::Result<Option<Batch<'_>>> {
+        if self.stopped.is_some() || self.pos >= self.limit {
+            return Ok(None);
         }
-        Ok(found)
+        let (seg, pos, limit, prev_last) = (self.seg, self.pos, self.limit, self.prev_last);
+        let found = match &mut self.check {
+            Check::Header => seg.header_of(pos, limit, prev_last)?.map(|h| (h, None)),
+            Check::Full(src) => seg
+                .whole_batch(src, pos, limit, prev_last)?
+                .map(|v| (v.header, Some(v))),
+        };
+        match found {
+            Ok((header, view)) => {
+                self.prev_last = Some(header.last_offset());
+                self.pos += header.size() as u64;
+                Ok(Some(Batch {
+                    position: pos,
+                    header,
+                    view,
+                }))
+            }
+            Err(e) => {
+                self.stopped = Some(e);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Where the next batch would start: past the last batch found.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The last offset of the last batch found (or the one given to [`Batches::after`]).
+    pub fn prev_last(&self) -> Option<i64> {
+        self.prev_last
+    }
+
+    /// What the scan stopped at before its limit, at [`Batches::pos`].
+    pub fn stopped(&self) -> Option<&NotABatch> {
+        self.stopped.as_ref()
+    }
+
+    /// For a reader, bytes that are not a batch before the limit are corruption: an error
+    /// naming the file and byte.
+    pub fn ensure_whole(&self) -> io::Result<()> {
+        match &self.stopped {
+            Some(e) => Err(corrupt(&self.seg.log_path, e.at(self.pos), e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Iterator for Batches<'_> {
+    type Item = io::Result<BatchPos>;
+
+    /// The position and header of each batch; a stop ends the iteration.
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_batch() {
+            Ok(b) => b.map(|b| {
+                Ok(BatchPos {
+                    position: b.position,
+                    header: b.header,
+                })
+            }),
+            Err(e) => Some(Err(e)),
+        }
     }
 }
 
 impl LogSegment {
-    /// Kafka's `nextBatch`: the batch at `pos` of the segment's first `limit` bytes, framed
-    /// and checked by [`LogSegment::check_batch`] (after `prev_last`, the previous batch's last
-    /// offset). A mapping must cover `limit`.
-    pub fn next_batch<'a>(
+    /// The batches in [`from`, `limit`) of the segment, read and checked as `check` says (a
+    /// mapping must cover `limit`); see [`Batches`].
+    pub fn batches<'s>(&'s self, from: u64, limit: u64, check: Check<'s>) -> Batches<'s> {
+        Batches {
+            seg: self,
+            check,
+            pos: from,
+            limit,
+            prev_last: None,
+            stopped: None,
+        }
+    }
+
+    /// The header at `pos` (< `limit`) if a batch whose header passes the check starts there.
+    fn header_of(
         &self,
-        src: BatchSource<'a>,
         pos: u64,
         limit: u64,
         prev_last: Option<i64>,
-    ) -> io::Result<Scanned<'a>> {
-        if pos >= limit {
-            return Ok(Scanned::End);
+    ) -> io::Result<Result<BatchHeader, NotABatch>> {
+        if pos + HEADER_SIZE as u64 > limit {
+            return Ok(Err(NotABatch::PartialHeader { limit }));
         }
-        if pos + PREFIX_SIZE as u64 > limit {
-            return Ok(Scanned::Not(NotABatch::PartialHeader { limit }));
+        let mut h = [0u8; HEADER_SIZE];
+        let n = self.read_at(&mut h, pos)?;
+        if n < HEADER_SIZE {
+            let at = pos + n as u64;
+            return Ok(Err(NotABatch::ShortFile { at, limit }));
         }
+        if let Err(e) = frame(&h, pos, limit) {
+            return Ok(Err(e));
+        }
+        let header = match BatchHeader::parse(&h) {
+            Ok(header) => header,
+            Err(e) => return Ok(Err(NotABatch::Invalid(e.to_string()))),
+        };
+        Ok(self
+            .check_header(&header, prev_last)
+            .map(|()| header)
+            .map_err(NotABatch::Invalid))
+    }
+
+    /// Kafka's `nextBatch`: the whole batch at `pos` (< `limit`), framed and checked by
+    /// [`LogSegment::check_batch`].
+    fn whole_batch<'a>(
+        &self,
+        src: &'a mut BatchSource<'_>,
+        pos: u64,
+        limit: u64,
+        prev_last: Option<i64>,
+    ) -> io::Result<Result<BatchView<'a>, NotABatch>> {
         let bytes = match src {
             BatchSource::Mapped(m) => {
-                let size = match frame(&m[pos as usize..], pos, limit) {
-                    Ok(s) => s,
-                    Err(e) => return Ok(Scanned::Not(e)),
-                };
-                &m[pos as usize..pos as usize + size]
-            }
-            BatchSource::Window(w) => {
-                let prefix = w.read(self, pos, PREFIX_SIZE, limit)?;
-                if prefix.len() < PREFIX_SIZE {
-                    let at = pos + prefix.len() as u64;
-                    return Ok(Scanned::Not(NotABatch::ShortFile { at, limit }));
+                if pos + PREFIX_SIZE as u64 > limit {
+                    return Ok(Err(NotABatch::PartialHeader { limit }));
                 }
-                let size = match frame(prefix, pos, limit) {
-                    Ok(s) => s,
-                    Err(e) => return Ok(Scanned::Not(e)),
-                };
-                let bytes = w.read(self, pos, size, limit)?;
-                if bytes.len() < size {
-                    let at = pos + bytes.len() as u64;
-                    return Ok(Scanned::Not(NotABatch::ShortFile { at, limit }));
+                match frame(&m[pos as usize..], pos, limit) {
+                    Ok(size) => &m[pos as usize..pos as usize + size],
+                    Err(e) => return Ok(Err(e)),
                 }
-                bytes
             }
+            BatchSource::Window(w) => match self.window_bytes(w, pos, limit)? {
+                Ok(bytes) => bytes,
+                Err(e) => return Ok(Err(e)),
+            },
         };
-        Ok(match self.check_batch(bytes, prev_last) {
-            Ok(view) => Scanned::Batch(view),
-            Err(e) => Scanned::Not(NotABatch::Invalid(e)),
-        })
+        Ok(self
+            .check_batch(bytes, prev_last)
+            .map_err(NotABatch::Invalid))
+    }
+
+    /// The bytes of the batch framed at `pos` (< `limit`), read through `w`.
+    fn window_bytes<'w>(
+        &self,
+        w: &'w mut ReadWindow,
+        pos: u64,
+        limit: u64,
+    ) -> io::Result<Result<&'w [u8], NotABatch>> {
+        if pos + PREFIX_SIZE as u64 > limit {
+            return Ok(Err(NotABatch::PartialHeader { limit }));
+        }
+        let prefix = w.read(self, pos, PREFIX_SIZE, limit)?;
+        if prefix.len() < PREFIX_SIZE {
+            let at = pos + prefix.len() as u64;
+            return Ok(Err(NotABatch::ShortFile { at, limit }));
+        }
+        let size = match frame(prefix, pos, limit) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        let bytes = w.read(self, pos, size, limit)?;
+        if bytes.len() < size {
+            let at = pos + bytes.len() as u64;
+            return Ok(Err(NotABatch::ShortFile { at, limit }));
+        }
+        Ok(Ok(bytes))
     }
 
     /// The whole batch at `pos` (of the segment's first `limit` bytes), checked, for a lookup
@@ -176,46 +300,16 @@ impl LogSegment {
         pos: u64,
         limit: u64,
     ) -> io::Result<BatchView<'w>> {
-        match self.next_batch(BatchSource::Window(window), pos, limit, None)? {
-            Scanned::Batch(view) => Ok(view),
-            Scanned::End => Err(corrupt(
-                &self.log_path,
-                pos,
-                "no batch at the segment's end",
-            )),
-            Scanned::Not(e) => Err(corrupt(&self.log_path, e.at(pos), e)),
-        }
-    }
-
-    /// A sequential scan of the batches in [`pos`, `limit`) through `window`.
-    pub fn scan<'s>(&'s self, window: &'s mut ReadWindow, pos: u64, limit: u64) -> BatchScan<'s> {
-        window.clear();
-        BatchScan {
-            seg: self,
-            window,
-            pos,
-            limit,
-            prev_last: None,
-        }
-    }
-
-    /// The header of the batch at `pos`, if a whole valid-looking batch starts there
-    /// (within `limit` bytes of the file); its CRC is not checked.
-    pub fn header_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
-        if pos + HEADER_SIZE as u64 > limit {
-            return Ok(None);
-        }
-        let mut h = [0u8; HEADER_SIZE];
-        if self.read_at(&mut h, pos)? < HEADER_SIZE || frame(&h, pos, limit).is_err() {
-            return Ok(None);
-        }
-        Ok(BatchHeader::parse(&h).ok())
+        let checked = match self.window_bytes(window, pos, limit)? {
+            Ok(bytes) => self.check_batch(bytes, None).map_err(NotABatch::Invalid),
+            Err(e) => Err(e),
+        };
+        checked.map_err(|e| corrupt(&self.log_path, e.at(pos), e))
     }
 
     /// The one rule of what a valid batch is, wherever bytes are read back (recovery, the
-    /// clean-mount tail check, every read): whole, magic 2, CRC-32C, offsets inside this
-    /// segment (within a 4-byte relative offset) and after `prev_last`, the previous batch's
-    /// last offset.
+    /// clean-mount tail check, every read, the cleaner): whole, magic 2, CRC-32C, and a
+    /// header passing [`LogSegment::check_header`].
     pub fn check_batch<'a>(
         &self,
         bytes: &'a [u8],
@@ -224,7 +318,14 @@ impl LogSegment {
         let view = BatchView::new(bytes)
             .and_then(|v| v.ensure_valid().map(|_| v))
             .map_err(|e| e.to_string())?;
-        let h = view.header;
+        self.check_header(&view.header, prev_last)?;
+        Ok(view)
+    }
+
+    /// The part of [`LogSegment::check_batch`] a header shows (what scans of headers check):
+    /// offsets inside this segment (within a 4-byte relative offset) and after `prev_last`,
+    /// the previous batch's last offset.
+    pub fn check_header(&self, h: &BatchHeader, prev_last: Option<i64>) -> Result<(), String> {
         if h.base_offset < self.base_offset
             || h.last_offset_delta < 0
             || h.last_offset() - self.base_offset > i32::MAX as i64
@@ -238,7 +339,7 @@ impl LogSegment {
                 prev_last
             ));
         }
-        Ok(view)
+        Ok(())
     }
 
     /// Whether the index entry (`offset`, `pos`) points at the batch it names: the batch at
@@ -250,56 +351,36 @@ impl LogSegment {
         limit: u64,
     ) -> io::Result<bool> {
         Ok(matches!(
-            self.header_at(pos as u64, limit)?,
-            Some(h) if h.last_offset() == offset
+            self.batches(pos as u64, limit, Check::Header).next_batch()?,
+            Some(b) if b.header.last_offset() == offset
         ))
     }
 
-    /// The header of the batch at `pos` for a reader: None exactly at `limit`; anything else
-    /// that is not the start of a whole batch inside the segment is corruption (an error
-    /// naming the file and position), never the end of the segment.
-    pub fn batch_at(&self, pos: u64, limit: u64) -> io::Result<Option<BatchHeader>> {
-        if pos >= limit {
-            return Ok(None);
-        }
-        match self.header_at(pos, limit)? {
-            Some(h) if h.base_offset >= self.base_offset && h.last_offset_delta >= 0 => Ok(Some(h)),
-            Some(h) => Err(corrupt(
-                &self.log_path,
-                pos,
-                format!(
-                    "batch offsets {}..{} are outside the segment (base offset {})",
-                    h.base_offset,
-                    h.last_offset(),
-                    self.base_offset
-                ),
-            )),
-            None => Err(corrupt(
-                &self.log_path,
-                pos,
-                format!("no whole batch starts here (segment holds {limit} bytes)"),
-            )),
-        }
+    /// Scans batch headers from `start` to the first batch whose last offset >= `target`.
+    /// Returns it and the bytes skipped on the way; bytes that are not a batch before the
+    /// segment's end are corruption.
+    pub fn find_batch(&self, target: i64, start: u64) -> io::Result<(Option<BatchPos>, u64)> {
+        Self::find_in(
+            self.batches(start, self.size(), Check::Header),
+            target,
+            start,
+        )
     }
 
-    /// Scans batch headers from `start` to the first batch whose last offset >= `target`.
-    /// Returns it and the bytes skipped on the way.
-    pub fn find_batch(&self, target: i64, start: u64) -> io::Result<(Option<BatchPos>, u64)> {
-        let limit = self.size();
-        let mut pos = start;
-        while let Some(h) = self.batch_at(pos, limit)? {
-            if h.last_offset() >= target {
-                return Ok((
-                    Some(BatchPos {
-                        position: pos,
-                        header: h,
-                    }),
-                    pos - start,
-                ));
+    /// [`LogSegment::find_batch`] going on with `batches`, which started at `start`.
+    fn find_in(
+        mut batches: Batches<'_>,
+        target: i64,
+        start: u64,
+    ) -> io::Result<(Option<BatchPos>, u64)> {
+        for b in &mut batches {
+            let b = b?;
+            if b.header.last_offset() >= target {
+                return Ok((Some(b), b.position - start));
             }
-            pos += h.size() as u64;
         }
-        Ok((None, pos - start))
+        batches.ensure_whole()?;
+        Ok((None, batches.pos() - start))
     }
 
     /// Kafka's `translateOffset`: index lookup, then a bounded scan. The entry found must
@@ -316,20 +397,14 @@ impl LogSegment {
         }
         // The batch at the entry's position is read once: checked against the entry, then
         // either it holds the target or the scan goes on after it.
-        let limit = self.size();
-        match self.header_at(start as u64, limit)? {
-            Some(h) if h.last_offset() == entry_offset => {
-                if h.last_offset() >= target {
-                    return Ok((
-                        Some(BatchPos {
-                            position: start as u64,
-                            header: h,
-                        }),
-                        0,
-                    ));
+        let start = start as u64;
+        let mut batches = self.batches(start, self.size(), Check::Header);
+        match batches.next().transpose()? {
+            Some(b) if b.header.last_offset() == entry_offset => {
+                if b.header.last_offset() >= target {
+                    return Ok((Some(b), 0));
                 }
-                let (found, skipped) = self.find_batch(target, start as u64 + h.size() as u64)?;
-                Ok((found, skipped + h.size() as u64))
+                Self::find_in(batches, target, start)
             }
             _ => {
                 log::warn!(

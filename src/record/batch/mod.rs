@@ -1,6 +1,7 @@
 //! BatchHeader / BatchView: zero-copy decode of one batch (encoding is in `encode.rs`).
 //! Byte layout: docs/format.md, RecordBatch v2.
 
+use super::be::{i16_at, i32_at, i64_at};
 use super::compression::decompress;
 use super::varint::{get_varint, get_varlong};
 use super::{BatchError, Compression, LINE_CHUNK, copy_chunked};
@@ -45,16 +46,6 @@ impl TimestampType {
     }
 }
 
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
-}
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes(b[at..at + 2].try_into().unwrap())
-}
-
 /// The 61-byte header of a v2 batch, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchHeader {
@@ -79,7 +70,7 @@ impl BatchHeader {
         if buf.len() < PREFIX_SIZE {
             return None;
         }
-        Some((be_i64(buf, 0), be_i32(buf, 8), buf[16] as i8))
+        Some((i64_at(buf, 0), i32_at(buf, 8), buf[16] as i8))
     }
 
     /// Decodes a full header; `buf` must hold at least 61 bytes and magic 2.
@@ -95,20 +86,43 @@ impl BatchHeader {
             return Err(BatchError::UnsupportedMagic(magic));
         }
         Ok(BatchHeader {
-            base_offset: be_i64(buf, 0),
-            length: be_i32(buf, 8),
-            partition_leader_epoch: be_i32(buf, 12),
+            base_offset: i64_at(buf, 0),
+            length: i32_at(buf, 8),
+            partition_leader_epoch: i32_at(buf, 12),
             magic,
-            crc: be_i32(buf, 17) as u32,
-            attributes: be_i16(buf, 21),
-            last_offset_delta: be_i32(buf, 23),
-            base_timestamp: be_i64(buf, 27),
-            max_timestamp: be_i64(buf, 35),
-            producer_id: be_i64(buf, 43),
-            producer_epoch: be_i16(buf, 51),
-            base_sequence: be_i32(buf, 53),
-            records_count: be_i32(buf, 57),
+            crc: i32_at(buf, 17) as u32,
+            attributes: i16_at(buf, 21),
+            last_offset_delta: i32_at(buf, 23),
+            base_timestamp: i64_at(buf, 27),
+            max_timestamp: i64_at(buf, 35),
+            producer_id: i64_at(buf, 43),
+            producer_epoch: i16_at(buf, 51),
+            base_sequence: i32_at(buf, 53),
+            records_count: i32_at(buf, 57),
         })
+    }
+
+    /// Writes the header at the start of `batch`, the whole batch (its records after the
+    /// 61 bytes): the length field from `batch`'s length, magic 2, then the CRC-32C of what
+    /// follows the CRC field. The one writer of batch headers (a built batch, the cleaner's
+    /// rebuilt and bare ones); `length`, `magic` and `crc` are not read.
+    pub fn write_into(&self, batch: &mut [u8]) {
+        let b = batch;
+        let length = (b.len() - LOG_OVERHEAD) as i32;
+        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        b[12..16].copy_from_slice(&self.partition_leader_epoch.to_be_bytes());
+        b[16] = 2;
+        b[21..23].copy_from_slice(&self.attributes.to_be_bytes());
+        b[23..27].copy_from_slice(&self.last_offset_delta.to_be_bytes());
+        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
+        b[35..43].copy_from_slice(&self.max_timestamp.to_be_bytes());
+        b[43..51].copy_from_slice(&self.producer_id.to_be_bytes());
+        b[51..53].copy_from_slice(&self.producer_epoch.to_be_bytes());
+        b[53..57].copy_from_slice(&self.base_sequence.to_be_bytes());
+        b[57..61].copy_from_slice(&self.records_count.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+        b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
     }
 
     /// Total bytes of the batch on disk.

@@ -146,11 +146,45 @@ unsafe fn text(p: *const std::ffi::c_char) -> String {
     }
 }
 
-/// Sets (`Some`) or deletes (`None`, back to the cluster's default) the topic's keys in one
-/// IncrementalAlterConfigs request: the cluster applies all or none.
+/// The cluster's answer to an IncrementalAlterConfigs call for `topic`: the request's error,
+/// then its resource's.
 ///
-/// One step (over 80 lines): one librdkafka Admin call, whose resources `Call` frees, kept in
-/// one `unsafe` block so its SAFETY argument covers every pointer it uses.
+/// # Safety
+/// `event` is the live, non-null result event of that call.
+unsafe fn alter_answer(event: *mut ffi::rd_kafka_event_t, topic: &str) -> Result<()> {
+    // SAFETY: `event` is live (the caller's promise); its result, the resources and their
+    // strings belong to it and are only read while it lives.
+    unsafe {
+        let code = ffi::rd_kafka_event_error(event);
+        if code != ffi::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            let msg = text(ffi::rd_kafka_event_error_string(event));
+            return Err(code_error(
+                &format!("changing the configs of {topic}"),
+                code.into(),
+                &msg,
+            ));
+        }
+        let result = ffi::rd_kafka_event_IncrementalAlterConfigs_result(event);
+        let mut n = 0usize;
+        let rs = ffi::rd_kafka_IncrementalAlterConfigs_result_resources(result, &mut n);
+        for i in 0..n {
+            let r = *rs.add(i);
+            let code = ffi::rd_kafka_ConfigResource_error(r);
+            if code != ffi::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                let msg = text(ffi::rd_kafka_ConfigResource_error_string(r));
+                let code: RDKafkaErrorCode = code.into();
+                return Err(match code {
+                    RDKafkaErrorCode::UnknownTopicOrPartition => {
+                        Error::UnknownTopic(topic.to_string())
+                    }
+                    _ => code_error(&format!("changing the configs of {topic}"), code, &msg),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether a config change is applied or only validated by the cluster.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Alter {
@@ -158,6 +192,9 @@ pub(super) enum Alter {
     ValidateOnly,
 }
 
+/// Sets (`Some`) or deletes (`None`, back to the cluster's default) the topic's keys in one
+/// IncrementalAlterConfigs request: the cluster applies all or none. One librdkafka Admin
+/// call, whose resources `Call` frees; the answer is read by [`alter_answer`].
 pub(super) fn alter_configs(
     inner: &Inner,
     topic: &str,
@@ -172,8 +209,9 @@ pub(super) fn alter_configs(
     let rk = inner.admin.inner().native_ptr();
     let ms = inner.timeout.as_millis().min(i32::MAX as u128) as i32;
     // SAFETY: librdkafka's documented use of the Admin API; every pointer passed is live
-    // for the call (CStrings above, `call`'s allocations until it drops), and the resources
-    // are copied by rd_kafka_IncrementalAlterConfigs.
+    // for the call (CStrings above, `call`'s allocations until it drops), the resources
+    // are copied by rd_kafka_IncrementalAlterConfigs, and the answer is read from the event
+    // once it is not null, while `call` holds it.
     unsafe {
         let mut call = Call {
             res: ffi::rd_kafka_ConfigResource_new(
@@ -226,32 +264,7 @@ pub(super) fn alter_configs(
                 "changing the configs of {topic}: no answer within {ms} ms"
             )));
         }
-        let code = ffi::rd_kafka_event_error(call.event);
-        if code != ffi::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-            let msg = text(ffi::rd_kafka_event_error_string(call.event));
-            return Err(code_error(
-                &format!("changing the configs of {topic}"),
-                code.into(),
-                &msg,
-            ));
-        }
-        let result = ffi::rd_kafka_event_IncrementalAlterConfigs_result(call.event);
-        let mut n = 0usize;
-        let rs = ffi::rd_kafka_IncrementalAlterConfigs_result_resources(result, &mut n);
-        for i in 0..n {
-            let r = *rs.add(i);
-            let code = ffi::rd_kafka_ConfigResource_error(r);
-            if code != ffi::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                let msg = text(ffi::rd_kafka_ConfigResource_error_string(r));
-                let code: RDKafkaErrorCode = code.into();
-                return Err(match code {
-                    RDKafkaErrorCode::UnknownTopicOrPartition => {
-                        Error::UnknownTopic(topic.to_string())
-                    }
-                    _ => code_error(&format!("changing the configs of {topic}"), code, &msg),
-                });
-            }
-        }
+        alter_answer(call.event, topic)?;
     }
     if alter == Alter::Apply {
         log::info!("changed the configs of {topic} in the cluster: {changes:?}");

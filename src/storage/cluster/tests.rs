@@ -1,0 +1,160 @@
+//! Remote mode against librdkafka's mock cluster: topics, appends and reads through the
+//! storage interface.
+
+use super::*;
+
+/// A storage on a mock cluster holding topic `t` of two partitions.
+fn mock_storage() -> (
+    rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    ClusterStorage,
+) {
+    mock_storage_with_timeout(10_000)
+}
+
+/// The same, with a client timeout (`message.timeout.ms`) of `ms`.
+fn mock_storage_with_timeout(
+    ms: u64,
+) -> (
+    rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    ClusterStorage,
+) {
+    let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+    mock.create_topic("t", 2, 1).unwrap();
+    let cfg = ClusterConfig {
+        bootstrap_servers: mock.bootstrap_servers(),
+        client: [("message.timeout.ms".to_string(), ms.to_string())].into(),
+        num_partitions: None,
+        replication_factor: None,
+        read_committed: false,
+        write_behind: false,
+    };
+    let storage = ClusterStorage::connect(cfg).unwrap();
+    (mock, storage)
+}
+
+/// The per-topic counters of `@metrics` count in remote mode: records and bytes (key,
+/// value, headers) acknowledged, bytes fetched for readers.
+#[test]
+fn metrics_count_what_was_produced_and_fetched() {
+    let (_mock, storage) = mock_storage();
+    let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+    let header: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"vv"))];
+    let records = [
+        RecordInput {
+            key: Some(b"k1"),
+            value: Some(b"value"),
+            headers: &[],
+            timestamp: -1,
+        },
+        RecordInput {
+            key: None,
+            value: Some(b"abc"),
+            headers: header,
+            timestamp: -1,
+        },
+    ];
+    p0.append(&records).unwrap();
+    let bytes = 2 + 5 + 3 + 1 + 2;
+    let sample = |p: u32| {
+        storage
+            .sample()
+            .partitions
+            .into_iter()
+            .find(|s| s.topic == "t" && s.partition == p)
+            .unwrap()
+    };
+    let s = sample(0);
+    assert_eq!((s.records_appended, s.bytes_appended), (2, bytes));
+    assert_eq!(s.bytes_read, 0);
+    assert_eq!(sample(1).records_appended, 0);
+    let mut stream = p0.read_from_offset(0).unwrap();
+    let (mut from, mut out) = (0, Vec::new());
+    while stream.next_batch_lines(&mut from, 2, &mut out).unwrap() {}
+    assert_eq!(out, b"value\nabc\n");
+    assert_eq!(sample(0).bytes_read, bytes);
+    let text = crate::metrics::render(&storage.sample());
+    assert!(
+        text.lines()
+            .any(|l| l == "topicfs_records_appended_total{topic=\"t\"} 2"),
+        "{text}"
+    );
+}
+
+/// A cluster that stops answering costs one client timeout, once: the calls after the
+/// one that waited answer at once (with the error, or the last known offsets), until the
+/// cluster is asked again after a timeout's time.
+#[test]
+fn an_outage_costs_one_client_timeout_not_one_per_call() {
+    let timeout = Duration::from_millis(1500);
+    let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+    let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+    assert_eq!(p0.offsets_now().unwrap(), (0, 0));
+    mock.broker_down(1).unwrap();
+    // Past the watermarks' reuse.
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    assert!(p0.offsets_now().is_err());
+    let first = t0.elapsed();
+    assert!(first < timeout + Duration::from_millis(1000), "{first:?}");
+    // The calls right after: no second wait.
+    let t1 = Instant::now();
+    assert!(p0.offsets_now().is_err());
+    assert!(p0.check_offset(0).is_err());
+    assert_eq!(p0.log_end_offset(), 0);
+    let after = t1.elapsed();
+    assert!(after < Duration::from_millis(300), "{after:?}");
+    // Back up: asked again once a timeout's time has passed.
+    mock.broker_up(1).unwrap();
+    let t2 = Instant::now();
+    loop {
+        match p0.offsets_now() {
+            Ok(m) => {
+                assert_eq!(m, (0, 0));
+                break;
+            }
+            Err(e) => {
+                assert!(t2.elapsed() < Duration::from_secs(20), "{e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// `@metrics` and the group files during an outage: the sample costs one client timeout
+/// in all (not one per partition), the group listing and a group's commits one each
+/// (not one per topic or per call).
+#[test]
+fn an_outage_costs_the_metrics_and_the_groups_one_timeout_each() {
+    let timeout = Duration::from_millis(1000);
+    let (mock, storage) = mock_storage_with_timeout(timeout.as_millis() as u64);
+    mock.create_topic("u", 2, 1).unwrap();
+    let storage = Arc::new(storage);
+    let groups = storage.clone().open_groups().unwrap();
+    let known = |s: &crate::metrics::Sample| s.partitions.len();
+    let wait_for_u = Instant::now();
+    while known(&storage.sample()) < 4 {
+        assert!(
+            wait_for_u.elapsed() < Duration::from_secs(10),
+            "topic u unknown"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    mock.broker_down(1).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let slack = Duration::from_millis(800);
+    let t0 = Instant::now();
+    let s = storage.sample();
+    assert_eq!(known(&s), 4);
+    let took = t0.elapsed();
+    assert!(took < timeout + slack, "sample: {took:?}");
+    let t1 = Instant::now();
+    assert!(groups.groups_of("t").is_empty());
+    assert!(groups.groups_of("u").is_empty());
+    let took = t1.elapsed();
+    assert!(took < timeout + slack, "groups_of: {took:?}");
+    let t2 = Instant::now();
+    assert!(groups.committed("g", "t").is_empty());
+    assert!(groups.committed("g", "t").is_empty());
+    let took = t2.elapsed();
+    assert!(took < timeout + slack, "committed: {took:?}");
+}
