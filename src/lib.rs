@@ -27,6 +27,7 @@ pub mod fs;
 
 pub mod storage;
 
+pub mod maildir;
 pub(crate) mod metrics;
 pub mod produce;
 pub mod table;

@@ -10,6 +10,7 @@ pub(crate) mod fuse;
 pub(crate) mod group_handle;
 pub mod handle;
 pub mod inode;
+mod maildir;
 mod members;
 mod metrics;
 mod open;
@@ -150,6 +151,8 @@ pub struct FsState {
     key_separator: Vec<u8>,
     /// The key index of each topic's `table/` (by name and incarnation), built at first use.
     tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
+    /// The maildirs: held files of each topic, each group's maildir.
+    mail: maildir::Mail,
 }
 
 /// How the tree reads and writes records (mount options).
@@ -157,12 +160,15 @@ pub struct FsState {
 pub struct FsOptions {
     /// What separates a key from its value in `append.kv` lines: a TAB by default.
     pub key_separator: Vec<u8>,
+    /// How many records a group's `maildir/new/` shows at most (`-o maildir.window=N`).
+    pub maildir_window: usize,
 }
 
 impl Default for FsOptions {
     fn default() -> Self {
         FsOptions {
             key_separator: b"\t".to_vec(),
+            maildir_window: crate::maildir::DEFAULT_WINDOW,
         }
     }
 }
@@ -222,6 +228,13 @@ impl FsState {
             }
         }
         let groups = storage.clone().open_groups()?;
+        // Large held files of the maildirs go to the first log dir's root (files without a
+        // name), or to the system's temporary directory where the storage has no log dir.
+        let spill_dir = storage
+            .log_dirs()
+            .first()
+            .cloned()
+            .unwrap_or_else(std::env::temp_dir);
         let state = Arc::new_cyclic(|me| FsState {
             me: me.clone(),
             storage,
@@ -240,6 +253,7 @@ impl FsState {
             streams: Mutex::new(HashMap::new()),
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
+            mail: maildir::Mail::new(options.maildir_window, spill_dir),
         });
         follow::start(&state);
         Ok(state)
@@ -419,7 +433,9 @@ impl FsState {
             if !node.writable() {
                 return tree(libc::EACCES, "read-only file");
             }
-            if !node.truncatable() || size != 0 {
+            if let Some(r) = self.maildir_truncate(&node, size) {
+                r?;
+            } else if !node.truncatable() || size != 0 {
                 return tree(libc::EPERM, format!("cannot truncate to {size} bytes"));
             }
             // Truncating to 0 is what `>` sends: appending never loses data, so it is a no-op.
@@ -441,6 +457,9 @@ impl FsState {
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         if let Node::Table(t) = &node {
             return self.table_readdir(ino, t, offset);
+        }
+        if let Some(r) = self.maildir_readdir(ino, &node, offset) {
+            return r;
         }
         let entries = self.entries(&node)?;
         let parent_ino = self.inodes.peek(&node.parent());
@@ -498,6 +517,7 @@ impl FsState {
         self.storage.delete_topic(name)?;
         // Its key index (`table/`) goes with it.
         self.tables.guard().retain(|(n, _), _| n != name);
+        self.mail.topic_deleted(name);
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");
@@ -522,6 +542,7 @@ impl FsState {
                 }
                 o.write(&*self.groups, data, owner)?
             }
+            Handle::Held(h) => h.write(0, data, owner)?,
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
                 return tree(libc::EBADF, "read-only file");
             }
@@ -534,7 +555,7 @@ impl FsState {
     fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
         let topic = of.topic.as_ref().expect("a topic's file");
         let t = TopicName::new(topic.name(), topic.incarnation());
-        if self.group_busy(&t, o.group()) {
+        if self.group_busy(&t, o.group()) || self.maildir_taken(&t, o.group()) {
             return tree(
                 libc::EBUSY,
                 format!("group {} of {t} has a reader: offsets not moved", o.group()),
@@ -559,7 +580,12 @@ impl FsState {
             o.discard();
             return Err(e);
         }
-        Ok(o.apply(&*self.groups, closer)?)
+        o.apply(&*self.groups, closer)?;
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.mail.group_reset(&t, o.group());
+        }
+        Ok(())
     }
 
     /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
@@ -745,7 +771,11 @@ impl FsState {
 
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         let _g = self.gate()?;
-        if let Node::Table(t) = self.node(parent)? {
+        let parent = self.node(parent)?;
+        if let Some(r) = self.maildir_unlink(&parent, name) {
+            return r;
+        }
+        if let Node::Table(t) = parent {
             return self.table_unlink(&t, name);
         }
         tree(

@@ -23,6 +23,12 @@ impl FsState {
         if let Node::GroupFile(t, g, f) = &node
             && let Some(format) = f.format()
         {
+            if self.maildir_taken(t, g) {
+                return tree(
+                    libc::EBUSY,
+                    format!("group {g} of {t} has records taken in its maildir"),
+                );
+            }
             // A reader of a group: registered while the group's readers are locked.
             let topic = self.topic(t)?;
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -57,6 +63,7 @@ impl FsState {
                     (Handle::Segment(file), false)
                 }
                 Node::TableKey(t, key) => (self.table_open(t, key, access)?, true),
+                node if let Some(h) = self.maildir_open(node, access) => (h?, true),
                 // Every file was handled above: the rest are directories.
                 _ => return tree(libc::EISDIR, format!("{node} is a directory")),
             }
@@ -180,6 +187,7 @@ impl FsState {
                 | Handle::Group(_)
                 | Handle::GroupOffsets(_)
                 | Handle::Table(_)
+                | Handle::Held(_)
                 | Handle::Text(TextHandle {
                     target: TextTarget::Config(..),
                     ..

@@ -144,6 +144,10 @@ impl FsState {
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Table(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Held(h) => match h.read(offset, size as usize) {
+                Ok(data) => reply.data(&data),
+                Err(e) => fail(reply, e.into()),
+            },
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => {
                     // Never reached by an open file the kernel reads itself (passthrough).

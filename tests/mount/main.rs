@@ -18,6 +18,7 @@ mod groups;
 mod integrity;
 mod jsonl;
 mod lifecycle;
+mod maildir;
 mod metrics;
 mod passthrough;
 mod read;

@@ -316,26 +316,29 @@ impl Filesystem for TopicFs {
         _req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _newparent: INodeNo,
-        _newname: &OsStr,
-        _flags: RenameFlags,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let e = self.state.rename(parent.0, name);
-        reply.error(errno(report("rename", &name_in(parent, name), e)));
+        let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        let r = self
+            .state
+            .rename_entry(parent.0, name, newparent.0, newname, no_replace);
+        empty(r, "rename", &name_in(parent, name), reply);
     }
 
     fn link(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _newparent: INodeNo,
+        newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let e = self.state.link(ino.0, newname);
+        let r = self.state.link_entry(ino.0, newparent.0, newname);
         let what = format!("{newname:?} to inode {}", ino.0);
-        reply.error(errno(report("link", &what, e)));
+        entry(r, "link", &what, reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -386,15 +389,18 @@ impl Filesystem for TopicFs {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _offset: u64,
+        offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
         _flags: OpenFlags,
         lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        // The offset is ignored: every write appends.
-        match self.state.write(fh.0, data, lock_owner.map(|o| o.0)) {
+        // The offset matters to held files only: every other write appends.
+        match self
+            .state
+            .write_at(fh.0, offset, data, lock_owner.map(|o| o.0))
+        {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno(report("write", &fh.0, e))),
         }
@@ -544,7 +550,7 @@ impl Filesystem for TopicFs {
     ) {
         let r = self
             .state
-            .create_open(parent.0, name, Access::from_flags(flags), req.pid());
+            .create_file(parent.0, name, Access::from_flags(flags), req.pid());
         match r {
             Ok((ttl, attr, o)) => {
                 let fopen = FopenFlags::FOPEN_DIRECT_IO;

@@ -1,0 +1,256 @@
+//! A topic as a Maildir through a real mount (docs/contract.md, "Files in, files out"):
+//! delivery into `<topic>/maildir/` by Python's `mailbox`, mblaze's `mdeliver`, `mv`, `cp`
+//! (each file one record, checked by kafka-python reading the segment files, partitioned by
+//! kafka-python's murmur2), and consumption from `<topic>/groups/<G>/maildir/` by Python's
+//! `mailbox` and mblaze, acknowledgements kept across umount/mount and kill -9.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use crate::common::mount::{TestMount, tail};
+
+/// Runs a Python script in the mountpoint with `args`; its stdout.
+fn python(m: &TestMount, script: &str, args: &[&str]) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(&m.mnt)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        tail(&m.daemon_log(), 20)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every record of `topic` as kafka-python decodes the segment files: partition ->
+/// [(offset, key, value)], and the partition kafka-python's partitioner picks for each key.
+type Records = BTreeMap<u32, Vec<(i64, Vec<u8>, Vec<u8>)>>;
+
+const DECODE: &str = r#"
+import glob, json, os, sys
+from kafka.record.memory_records import MemoryRecords
+from kafka.partitioner.default import murmur2
+out = []
+for p in range(int(sys.argv[2])):
+    for path in sorted(glob.glob(os.path.join(sys.argv[1] + "-" + str(p), "*.log"))):
+        mr = MemoryRecords(open(path, "rb").read())
+        while mr.has_next():
+            batch = mr.next_batch()
+            assert batch.validate_crc()
+            for r in batch:
+                k = bytes(r.key) if r.key is not None else None
+                out.append({"p": p, "o": r.offset, "k": k.hex() if k is not None else None,
+                            "v": bytes(r.value).hex(),
+                            "murmur": (murmur2(k) & 0x7fffffff) % int(sys.argv[2]) if k is not None else None})
+print(json.dumps(out))
+"#;
+
+fn records(m: &TestMount, topic: &str, partitions: u32) -> Records {
+    let base = m.partition_dir(topic, 0);
+    let base = base
+        .to_str()
+        .unwrap()
+        .strip_suffix("-0")
+        .unwrap()
+        .to_string();
+    let out = python(m, DECODE, &[&base, &partitions.to_string()]);
+    let v: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let mut recs = Records::new();
+    for r in v {
+        let p = r["p"].as_u64().unwrap() as u32;
+        let key = hex(r["k"].as_str().expect("a keyed record"));
+        assert_eq!(
+            r["murmur"].as_u64(),
+            Some(p as u64),
+            "key {:?} is in partition {p}, not where Kafka's partitioner puts it",
+            String::from_utf8_lossy(&key)
+        );
+        recs.entry(p).or_default().push((
+            r["o"].as_i64().unwrap(),
+            key,
+            hex(r["v"].as_str().unwrap()),
+        ));
+    }
+    recs
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// key -> value of every record.
+fn by_key(r: &Records) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    r.values()
+        .flatten()
+        .map(|(_, k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn count(r: &Records) -> usize {
+    r.values().map(Vec::len).sum()
+}
+
+fn ls(m: &TestMount, dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = m
+        .ok(&format!("ls -A {dir}"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn python_mailbox_add_delivers_each_message_as_one_keyed_record() {
+    let m = TestMount::start(&["--num-partitions", "3"]);
+    m.ok("mkdir t");
+    assert_eq!(ls(&m, "t/maildir"), ["cur", "new", "tmp"]);
+    // `add` writes tmp/NAME, fsyncs, closes, links it into new/ and removes tmp/NAME.
+    let keys = python(
+        &m,
+        r#"
+import mailbox
+mb = mailbox.Maildir("t/maildir", factory=None, create=False)
+msgs = [b"Subject: one\n\nhello\n", b"\x00\x01binary\xff\n\nend", b"x" * 100000]
+for msg in msgs:
+    print(mb.add(msg))
+"#,
+        &[],
+    );
+    let keys: Vec<&str> = keys.lines().collect();
+    assert_eq!(keys.len(), 3);
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    assert!(ls(&m, "t/maildir/new").is_empty());
+    let recs = records(&m, "t", 3);
+    assert_eq!(count(&recs), 3);
+    let got = by_key(&recs);
+    let want: [&[u8]; 3] = [
+        b"Subject: one\n\nhello\n",
+        b"\x00\x01binary\xff\n\nend",
+        &[b'x'; 100000],
+    ];
+    for (k, v) in keys.iter().zip(want) {
+        assert_eq!(got.get(k.as_bytes()).map(Vec::as_slice), Some(v), "{k}");
+    }
+}
+
+#[test]
+fn mv_cp_and_mdeliver_deliver_whole_files() {
+    let m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    // Write in tmp/, listed there, then rename into new/ (mblaze's and qmail's way).
+    m.ok("printf 'a\\000b\\nc' > t/maildir/tmp/one && ls t/maildir/tmp | grep -qx one");
+    assert_eq!(m.ok("wc -c < t/maildir/tmp/one").trim(), "5");
+    m.ok("mv t/maildir/tmp/one t/maildir/new/one");
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    // Into cur/ with flags: the key is the name without its info.
+    m.ok("printf two > t/maildir/tmp/two && mv t/maildir/tmp/two t/maildir/cur/two:2,S");
+    // A hot folder: cp straight into new/, delivered at close; mv from another file
+    // system copies the same way.
+    let src = tempfile::tempdir().unwrap();
+    let pdf: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(src.path().join("report.pdf"), &pdf).unwrap();
+    std::fs::write(src.path().join("moved"), b"moved\n").unwrap();
+    let s = src.path().display();
+    m.ok(&format!("cp {s}/report.pdf t/maildir/new/"));
+    m.ok(&format!("mv {s}/moved t/maildir/new/"));
+    assert!(!src.path().join("moved").exists());
+    // mblaze's mdeliver: tmp/, then a rename to new/NAME:2, (its own unique name).
+    m.ok("printf 'Subject: m\\n\\nbody\\n' | mdeliver t/maildir");
+    assert!(ls(&m, "t/maildir/new").is_empty());
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    let recs = records(&m, "t", 2);
+    assert_eq!(count(&recs), 5, "{recs:?}");
+    let got = by_key(&recs);
+    assert_eq!(got[&b"one"[..]], b"a\0b\nc");
+    assert_eq!(got[&b"two"[..]], b"two");
+    assert_eq!(got[&b"report.pdf"[..]], pdf);
+    assert_eq!(got[&b"moved"[..]], b"moved\n");
+    let (k, v) = got
+        .iter()
+        .find(|(k, _)| !matches!(&k[..], b"one" | b"two" | b"report.pdf" | b"moved"))
+        .unwrap();
+    assert!(!k.contains(&b':'), "{}", String::from_utf8_lossy(k));
+    assert_eq!(v, b"Subject: m\n\nbody\n");
+}
+
+#[test]
+fn tmp_files_are_held_listed_and_discarded_by_unlink() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.ok("echo a > t/maildir/tmp/a && echo b > t/maildir/tmp/b && echo more >> t/maildir/tmp/b");
+    assert_eq!(ls(&m, "t/maildir/tmp"), ["a", "b"]);
+    assert_eq!(m.read("t/maildir/tmp/b"), "b\nmore\n");
+    // Rewritten in place (a seek and a write), truncated.
+    python(
+        &m,
+        "f = open('t/maildir/tmp/a', 'r+b'); f.seek(1); f.write(b'XY'); f.close()",
+        &[],
+    );
+    assert_eq!(m.read("t/maildir/tmp/a"), "aXY");
+    m.ok("truncate -s 1 t/maildir/tmp/a");
+    assert_eq!(m.read("t/maildir/tmp/a"), "a");
+    // Renamed within tmp/, onto an existing name: that one is replaced.
+    m.ok("mv t/maildir/tmp/a t/maildir/tmp/b");
+    assert_eq!(ls(&m, "t/maildir/tmp"), ["b"]);
+    assert_eq!(m.read("t/maildir/tmp/b"), "a");
+    m.ok("rm t/maildir/tmp/b");
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    assert_eq!(m.end_offset("t", 0), 0, "nothing was delivered");
+}
+
+#[test]
+fn a_file_too_large_stays_in_tmp_with_emsgsize() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo max.message.bytes=2000 >> t/config");
+    m.ok("head -c 5000 /dev/zero > t/maildir/tmp/big");
+    m.fails_with("mv t/maildir/tmp/big t/maildir/new/big", "Message too long");
+    m.fails_with("ln t/maildir/tmp/big t/maildir/new/big", "Message too long");
+    assert_eq!(ls(&m, "t/maildir/tmp"), ["big"]);
+    assert_eq!(m.ok("wc -c < t/maildir/tmp/big").trim(), "5000");
+    // Straight into new/: the write that passes the limit fails.
+    m.fails_with(
+        "head -c 5000 /dev/zero > t/maildir/new/big2",
+        "Message too long",
+    );
+    assert!(ls(&m, "t/maildir/new").is_empty());
+    assert_eq!(m.end_offset("t", 0), 0);
+    // Cut to size, it goes.
+    m.ok("truncate -s 1000 t/maildir/tmp/big && mv t/maildir/tmp/big t/maildir/new/big");
+    assert_eq!(m.end_offset("t", 0), 1);
+}
+
+#[test]
+fn a_large_held_file_spills_outside_the_partition_folders() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    let data: Vec<u8> = (0..900_000u32).map(|i| (i % 253) as u8).collect();
+    let path = m.path("t/maildir/tmp/big");
+    std::fs::write(&path, &data).unwrap();
+    let files = |m: &TestMount| {
+        let mut v: Vec<String> = std::fs::read_dir(m.partition_dir("t", 0))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(&m);
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+    m.ok("mv t/maildir/tmp/big t/maildir/new/big");
+    assert_eq!(
+        files(&m),
+        before,
+        "no file of the held one in the partition's folder"
+    );
+    let recs = records(&m, "t", 1);
+    assert_eq!(by_key(&recs)[&b"big"[..]], data);
+}
