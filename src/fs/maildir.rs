@@ -219,16 +219,11 @@ impl FsState {
             groups
                 .entry(key)
                 .or_insert_with(|| {
-                    Arc::new(Mutex::new(MailGroup::load(
-                        &*topic,
-                        &*self.groups,
-                        g,
-                        self.mail.window,
-                    )))
+                    Arc::new(Mutex::new(MailGroup::new(&*topic, g, self.mail.window)))
                 })
                 .clone()
         };
-        mg.guard().refill(&*topic)?;
+        mg.guard().refill(&*topic, &*self.groups)?;
         Ok(mg)
     }
 

@@ -555,7 +555,16 @@ impl FsState {
     fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
         let topic = of.topic.as_ref().expect("a topic's file");
         let t = TopicName::new(topic.name(), topic.incarnation());
-        if self.group_busy(&t, o.group()) || self.maildir_taken(&t, o.group()) {
+        if self.maildir_taken(&t, o.group()) {
+            return tree(
+                libc::EBUSY,
+                format!(
+                    "group {} of {t} has records taken in its maildir: offsets not moved",
+                    o.group()
+                ),
+            );
+        }
+        if self.group_busy(&t, o.group()) {
             return tree(
                 libc::EBUSY,
                 format!("group {} of {t} has a reader: offsets not moved", o.group()),

@@ -26,6 +26,26 @@ struct Part {
     taken: BTreeMap<i64, (Shown, String)>,
     /// The next offset to look at for `new/`.
     scanned_to: i64,
+    /// The group's commit in the store as this maildir last saw or made it: another one
+    /// (a reader of the group's `records`, a reset through `offsets`) starts the partition
+    /// again from it.
+    seen: Option<i64>,
+}
+
+impl Part {
+    fn from_commit(commit: Option<&(i64, String)>, log_start: i64) -> Part {
+        let acks = match commit {
+            Some((o, m)) => Acks::from_commit(*o, m),
+            None => Acks::from_commit(log_start, ""),
+        };
+        Part {
+            scanned_to: acks.committed(),
+            acks,
+            listed: BTreeMap::new(),
+            taken: BTreeMap::new(),
+            seen: commit.map(|c| c.0),
+        }
+    }
 }
 
 /// Why a change of a group's maildir was refused.
@@ -47,35 +67,15 @@ pub struct MailGroup {
 }
 
 impl MailGroup {
-    /// The maildir of `group` on `topic` as its commits left it: nothing taken.
-    pub fn load(
-        topic: &dyn TopicStore,
-        groups: &dyn GroupStore,
-        group: &str,
-        window: usize,
-    ) -> MailGroup {
-        let commits = groups.committed_with_metadata(group, topic.name());
-        let parts = commits
-            .into_iter()
-            .map(|(p, (o, m))| {
-                let acks = Acks::from_commit(o, &m);
-                let scanned_to = acks.committed();
-                (
-                    p,
-                    Part {
-                        acks,
-                        scanned_to,
-                        ..Part::default()
-                    },
-                )
-            })
-            .collect();
+    /// The maildir of `group` on `topic`, empty: [`MailGroup::refill`] starts each partition
+    /// from the group's commit, nothing taken.
+    pub fn new(topic: &dyn TopicStore, group: &str, window: usize) -> MailGroup {
         let now = SystemTime::now();
         MailGroup {
             group: group.to_string(),
             topic: topic.name().to_string(),
             window: window.max(1),
-            parts,
+            parts: BTreeMap::new(),
             new_changed: now,
             cur_changed: now,
         }
@@ -120,17 +120,23 @@ impl MailGroup {
 
     /// Shows new records in `new/` up to the window, fairly over the partitions, each in
     /// offset order from the group's commit; drops those retention deleted.
-    pub fn refill(&mut self, topic: &dyn TopicStore) -> Result<()> {
+    pub fn refill(&mut self, topic: &dyn TopicStore, groups: &dyn GroupStore) -> Result<()> {
         let mut changed = false;
         let mut ends = BTreeMap::new();
+        let commits = groups.committed_with_metadata(&self.group, &self.topic);
         for p in 0..topic.partition_count() {
             let log = topic.partition(p)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            let part = self.parts.entry(p).or_insert_with(|| Part {
-                acks: Acks::from_commit(start, ""),
-                scanned_to: start,
-                ..Part::default()
-            });
+            let commit = commits.get(&p);
+            let part = self
+                .parts
+                .entry(p)
+                .or_insert_with(|| Part::from_commit(commit, start));
+            if part.seen != commit.map(|c| c.0) {
+                // Moved by someone else: what this maildir showed and took is void.
+                changed |= !part.listed.is_empty() || !part.taken.is_empty();
+                *part = Part::from_commit(commit, start);
+            }
             part.acks.start_at(start);
             if part.scanned_to < start {
                 part.scanned_to = start;
@@ -285,6 +291,7 @@ impl MailGroup {
             &self.group,
             &[(self.topic.as_str(), p, acks.committed(), metadata.as_str())],
         )?;
+        part.seen = Some(acks.committed());
         part.acks = acks;
         part.listed.remove(&o);
         part.taken.remove(&o);

@@ -254,3 +254,264 @@ fn a_large_held_file_spills_outside_the_partition_folders() {
     let recs = records(&m, "t", 1);
     assert_eq!(by_key(&recs)[&b"big"[..]], data);
 }
+
+/// Delivers `n` files into `t/maildir/new/` (`m-<i>`, content `body <i>`).
+fn deliver(m: &TestMount, n: usize) {
+    m.ok(&format!(
+        "i=0; while [ $i -lt {n} ]; do printf 'body %s' $i > t/maildir/tmp/m-$i && mv t/maildir/tmp/m-$i t/maildir/new/m-$i; i=$((i+1)); done"
+    ));
+}
+
+/// The contents of the messages Python's `mailbox` finds in group `g`'s maildir, sorted.
+fn mailbox_contents(m: &TestMount, g: &str) -> Vec<String> {
+    let out = python(
+        m,
+        r#"
+import mailbox, sys
+mb = mailbox.Maildir("t/groups/" + sys.argv[1] + "/maildir", factory=None, create=False)
+for key in mb.keys():
+    print(mb.get_bytes(key).decode())
+"#,
+        &[g],
+    );
+    let mut v: Vec<String> = out.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+fn bodies(range: std::ops::Range<usize>) -> Vec<String> {
+    let mut v: Vec<String> = range.map(|i| format!("body {i}")).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn python_mailbox_reads_a_group_and_what_it_removes_never_comes_back() {
+    let mut m = TestMount::start(&["--num-partitions", "3"]);
+    m.ok("mkdir t");
+    deliver(&m, 20);
+    assert_eq!(mailbox_contents(&m, "g"), bodies(0..20));
+    // Each file: content = value, size = its length, mtime = the record's time; its name
+    // is its partition and offset.
+    let names = ls(&m, "t/groups/g/maildir/new");
+    assert_eq!(names.len(), 20);
+    for n in &names {
+        let (p, o) = n.split_once('-').unwrap();
+        assert!(
+            p.parse::<u32>().unwrap() < 3 && o.parse::<u64>().is_ok(),
+            "{n}"
+        );
+    }
+    let md = std::fs::metadata(m.path(&format!("t/groups/g/maildir/new/{}", names[0]))).unwrap();
+    assert_eq!(
+        md.len() as usize,
+        m.read(&format!("t/groups/g/maildir/new/{}", names[0]))
+            .len()
+    );
+    // Python removes the messages whose body ends in an even number: acknowledged.
+    python(
+        &m,
+        r#"
+import mailbox
+mb = mailbox.Maildir("t/groups/g/maildir", factory=None, create=False)
+for key in list(mb.keys()):
+    if int(mb.get_bytes(key).split()[-1]) % 2 == 0:
+        mb.remove(key)
+"#,
+        &[],
+    );
+    let odd: Vec<String> = {
+        let mut v: Vec<String> = (0..20)
+            .filter(|i| i % 2 == 1)
+            .map(|i| format!("body {i}"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(mailbox_contents(&m, "g"), odd);
+    // Another group sees everything.
+    assert_eq!(mailbox_contents(&m, "h"), bodies(0..20));
+    m.unmount();
+    m.remount();
+    assert_eq!(mailbox_contents(&m, "g"), odd);
+    m.kill9();
+    m.remount();
+    assert_eq!(mailbox_contents(&m, "g"), odd);
+    // The commit is the lowest offset not acknowledged in each partition.
+    let offsets = m.read("t/groups/g/offsets");
+    for line in offsets.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let p = f[0];
+        let first_left = ls(&m, "t/groups/g/maildir/new")
+            .iter()
+            .filter_map(|n| {
+                n.strip_prefix(&format!("{p}-"))
+                    .map(|o| o.parse::<i64>().unwrap())
+            })
+            .min();
+        if let Some(o) = first_left {
+            assert_eq!(f[1], o.to_string(), "{offsets}");
+        }
+    }
+}
+
+#[test]
+fn taken_records_come_back_after_a_crash_acknowledged_ones_never() {
+    let mut m = TestMount::start(&["--num-partitions", "2"]);
+    m.ok("mkdir t");
+    deliver(&m, 10);
+    let md = "t/groups/g/maildir";
+    let names = ls(&m, &format!("{md}/new"));
+    assert_eq!(names.len(), 10);
+    // Take four (one with flags), change the flags of one, acknowledge two of them and one
+    // record straight from new/.
+    for n in &names[..4] {
+        m.ok(&format!("mv {md}/new/{n} {md}/cur/{n}:2,S"));
+    }
+    assert_eq!(ls(&m, &format!("{md}/new")).len(), 6);
+    m.ok(&format!("mv {md}/cur/{0}:2,S {md}/cur/{0}:2,FS", names[0]));
+    m.fails_with(&format!("ls {md}/cur/{}:2,S", names[0]), "No such file");
+    let cur = ls(&m, &format!("{md}/cur"));
+    assert_eq!(cur.len(), 4);
+    assert!(cur.contains(&format!("{}:2,FS", names[0])));
+    m.ok(&format!(
+        "rm {md}/cur/{}:2,FS {md}/cur/{}:2,S {md}/new/{}",
+        names[0], names[1], names[9]
+    ));
+    let acked = [&names[0], &names[1], &names[9]];
+    let content = |m: &TestMount, n: &str| m.read(&format!("{md}/new/{n}"));
+    let expect: Vec<String> = names
+        .iter()
+        .filter(|n| !acked.contains(n))
+        .cloned()
+        .collect();
+    m.kill9();
+    m.remount();
+    // The taken and unacknowledged records are back in new/, nothing acknowledged is.
+    assert_eq!(ls(&m, &format!("{md}/new")), expect);
+    assert!(ls(&m, &format!("{md}/cur")).is_empty());
+    for n in &expect {
+        assert!(content(&m, n).starts_with("body "));
+    }
+}
+
+#[test]
+fn mblaze_lists_takes_flags_and_removes() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    m.ok("for i in 1 2 3; do printf 'Subject: s%s\\n\\nb%s\\n' $i $i | mdeliver t/maildir; done");
+    let md = "t/groups/g/maildir";
+    assert_eq!(m.ok(&format!("mlist {md} | wc -l")).trim(), "3");
+    // minc moves new/ into cur/ (NAME:2,) and prints the new paths.
+    let taken = m.ok(&format!("minc {md}"));
+    assert_eq!(taken.lines().count(), 3, "{taken}");
+    assert!(ls(&m, &format!("{md}/new")).is_empty());
+    assert_eq!(ls(&m, &format!("{md}/cur")), ["0-0:2,", "0-1:2,", "0-2:2,"]);
+    m.ok(&format!("mflag -S {md}/cur/0-1:2,"));
+    assert_eq!(
+        ls(&m, &format!("{md}/cur")),
+        ["0-0:2,", "0-1:2,S", "0-2:2,"]
+    );
+    assert_eq!(
+        m.ok(&format!("mlist -S {md}")).trim(),
+        format!("{md}/cur/0-1:2,S")
+    );
+    m.ok(&format!("mlist -S {md} | xargs rm"));
+    assert_eq!(
+        m.read("t/groups/g/offsets").split_whitespace().nth(1),
+        Some("0")
+    );
+    m.ok(&format!("rm {md}/cur/0-0:2,"));
+    assert_eq!(
+        m.read("t/groups/g/offsets").split_whitespace().nth(1),
+        Some("2")
+    );
+}
+
+#[test]
+fn the_window_bounds_new_and_listings_change_the_directory_mtime() {
+    let m = TestMount::start(&["-o", "maildir.window=5"]);
+    m.ok("mkdir t");
+    deliver(&m, 12);
+    let md = "t/groups/g/maildir";
+    assert_eq!(
+        ls(&m, &format!("{md}/new")),
+        ["0-0", "0-1", "0-2", "0-3", "0-4"]
+    );
+    let mtime = |d: &str| {
+        std::fs::metadata(m.path(&format!("{md}/{d}")))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let (new0, cur0) = (mtime("new"), mtime("cur"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.ok(&format!(
+        "mv {md}/new/0-0 {md}/cur/0-0:2, && mv {md}/new/0-1 {md}/cur/0-1:2,"
+    ));
+    assert!(mtime("new") > new0 && mtime("cur") > cur0);
+    assert_eq!(
+        ls(&m, &format!("{md}/new")),
+        ["0-2", "0-3", "0-4", "0-5", "0-6"]
+    );
+    let new1 = mtime("new");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.ok(&format!("rm {md}/new/0-2"));
+    assert!(mtime("new") > new1);
+    // A delivery shows in a window with room.
+    m.ok(&format!("rm {md}/new/*"));
+    let new2 = mtime("new");
+    assert_eq!(ls(&m, &format!("{md}/new")), ["0-10", "0-11", "0-8", "0-9"]);
+    m.ok(&format!("rm {md}/new/*"));
+    assert!(ls(&m, &format!("{md}/new")).is_empty());
+    let new3 = mtime("new");
+    assert!(new3 > new2);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.ok("echo late > t/maildir/new/late");
+    assert!(mtime("new") > new3);
+    assert_eq!(ls(&m, &format!("{md}/new")), ["0-12"]);
+}
+
+#[test]
+fn a_group_is_read_through_its_maildir_or_its_records_not_both() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    deliver(&m, 3);
+    let md = "t/groups/g/maildir";
+    m.ok(&format!("mv {md}/new/0-0 {md}/cur/0-0:2,"));
+    m.fails_with("cat t/groups/g/records", "Device or resource busy");
+    m.fails_with("cat t/groups/g/follow", "Device or resource busy");
+    m.fails_with(
+        "bash -c 'echo earliest > t/groups/g/offsets'",
+        "Device or resource busy",
+    );
+    m.ok(&format!("rm {md}/cur/0-0:2,"));
+    // Nothing taken: records reads the rest and commits it.
+    assert_eq!(m.ok("cat t/groups/g/records"), "body 1\nbody 2\n");
+    assert!(ls(&m, &format!("{md}/new")).is_empty());
+    deliver(&m, 1);
+    // While a reader has the group open, its maildir is not taken from nor acknowledged.
+    let mut reader = Command::new("python3")
+        .arg("-c")
+        .arg("import time; f = open('t/groups/g/follow', 'rb'); print('open', flush=True); time.sleep(30)")
+        .current_dir(&m.mnt)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(reader.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "open\n");
+    m.fails_with(&format!("mv {md}/new/0-3 {md}/cur/0-3:2,"), "busy");
+    m.fails_with(&format!("rm {md}/new/0-3"), "busy");
+    reader.kill().unwrap();
+    reader.wait().unwrap();
+    crate::common::mount::wait_until("the reader left", || {
+        m.sh(&format!("mv {md}/new/0-3 {md}/cur/0-3:2,"))
+            .status
+            .success()
+    });
+}
