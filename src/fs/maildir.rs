@@ -460,6 +460,7 @@ impl FsState {
             _ => return self.create_open(parent, name, access, pid),
         };
         let _g = self.gate()?;
+        name_fits(name)?;
         let topic = self.topic(t)?;
         let _live = topic.live()?;
         self.deliverable(t)?;
@@ -623,6 +624,7 @@ impl FsState {
         if t != t2 {
             return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
         }
+        name_fits(newname)?;
         if g != g2 {
             let errno = if g.is_none() {
                 libc::EPERM
@@ -775,6 +777,7 @@ impl FsState {
                 format!("{to}: files are delivered by a link into {t}/maildir/new/ or cur/"),
             );
         }
+        name_fits(newname)?;
         let topic = self.topic(t)?;
         let _live = topic.live()?;
         self.deliverable(t)?;
@@ -789,6 +792,21 @@ impl FsState {
         let attr = self.attr(ino, &from)?;
         Ok((Duration::ZERO, attr))
     }
+}
+
+/// ENAMETOOLONG for a name longer than a directory entry's (the kernel leaves that to us).
+fn name_fits(name: &OsStr) -> FsResult<()> {
+    if name.len() > crate::table::names::NAME_MAX {
+        return tree(
+            libc::ENAMETOOLONG,
+            format!(
+                "a name of {} bytes (at most {})",
+                name.len(),
+                crate::table::names::NAME_MAX
+            ),
+        );
+    }
+    Ok(())
 }
 
 fn is_mail(node: &Node) -> bool {

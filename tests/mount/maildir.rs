@@ -515,3 +515,166 @@ fn a_group_is_read_through_its_maildir_or_its_records_not_both() {
             .success()
     });
 }
+
+#[test]
+fn hostile_names_and_moves_are_refused_or_kept_exact() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t u");
+    // A name that is the escaped form of a key stands for that key (table/'s rule); a
+    // colon that starts no Maildir info is part of the key; a name of 255 bytes is whole.
+    let long = "k".repeat(255);
+    m.ok(&format!(
+        "for n in 'a%2Fb' 'x:y' 'z:2,S' {long}; do printf v > \"t/maildir/tmp/$n\" && mv \"t/maildir/tmp/$n\" t/maildir/new/; done"
+    ));
+    let keys: Vec<Vec<u8>> = by_key(&records(&m, "t", 1)).into_keys().collect();
+    let mut want = vec![
+        b"a/b".to_vec(),
+        b"x:y".to_vec(),
+        b"z".to_vec(),
+        long.clone().into_bytes(),
+    ];
+    want.sort();
+    assert_eq!(keys, want);
+    assert_eq!(ls(&m, "t/table"), ["a%2Fb", long.as_str(), "x:y", "z"]);
+    m.fails_with(
+        &format!("printf v > t/maildir/tmp/{long}k"),
+        "File name too long",
+    );
+    // Files are made only in the topic's tmp/ and new/.
+    m.fails_with("echo x > t/maildir/cur/c", "Operation not permitted");
+    m.fails_with(
+        "echo x > t/groups/g/maildir/tmp/c",
+        "Operation not permitted",
+    );
+    m.fails_with(
+        "echo x > t/groups/g/maildir/new/c",
+        "Operation not permitted",
+    );
+    m.fails_with("mkdir t/maildir/tmp/d", "Operation not permitted");
+    // Another topic's maildir is another file system for rename (mv copies instead, which
+    // delivers there); a link into a group's maildir is refused.
+    m.ok("printf moved > t/maildir/tmp/m && printf linked > t/maildir/tmp/l");
+    let py = python(
+        &m,
+        r#"
+import errno, os
+for f in (lambda: os.rename("t/maildir/tmp/m", "u/maildir/new/m"),
+          lambda: os.link("t/maildir/tmp/l", "u/maildir/new/l"),
+          lambda: os.link("t/maildir/tmp/l", "t/groups/g/maildir/new/l"),
+          lambda: os.rename("t/maildir/tmp/l", "t/groups/g/maildir/new/l"),
+          lambda: os.rename("t/maildir/tmp/l", "t/table/l"),
+          lambda: os.rename("t/0/append", "t/maildir/new/x")):
+    try:
+        f()
+        print("ok")
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+"#,
+        &[],
+    );
+    assert_eq!(
+        py.lines().collect::<Vec<_>>(),
+        ["EXDEV", "EXDEV", "EPERM", "EPERM", "EXDEV", "EXDEV"]
+    );
+    m.ok("mv t/maildir/tmp/m u/maildir/new/m");
+    assert_eq!(by_key(&records(&m, "u", 1))[&b"m"[..]], b"moved");
+    assert_eq!(ls(&m, "t/maildir/tmp"), ["l"]);
+    // A group's records keep their names: a rename onto another record's name, or into
+    // another group, is refused.
+    let md = "t/groups/g/maildir";
+    let names = ls(&m, &format!("{md}/new"));
+    assert!(names.len() >= 2);
+    let py = python(
+        &m,
+        r#"
+import errno, os, sys
+md, a, b = sys.argv[1:4]
+for f in (lambda: os.rename(f"{md}/new/{a}", f"{md}/cur/{b}:2,S"),
+          lambda: os.rename(f"{md}/new/{a}", f"{md}/new/{a}:2,S"),
+          lambda: os.rename(f"{md}/new/{a}", f"{md}/cur/x"),
+          lambda: os.rename(f"{md}/new/{a}", f"t/groups/h/maildir/cur/{a}:2,"),
+          lambda: os.link(f"{md}/new/{a}", f"t/groups/h/maildir/new/zz"),
+          lambda: os.rename(f"{md}/new/nothere", f"{md}/cur/nothere:2,")):
+    try:
+        f()
+        print("ok")
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+"#,
+        &[md, &names[0], &names[1]],
+    );
+    assert_eq!(
+        py.lines().collect::<Vec<_>>(),
+        ["EPERM", "EPERM", "EPERM", "EXDEV", "EPERM", "ENOENT"]
+    );
+    assert_eq!(ls(&m, &format!("{md}/new")), names);
+}
+
+#[test]
+fn ten_thousand_files_in_tmp() {
+    let m = TestMount::start(&["--num-partitions", "4"]);
+    m.ok("mkdir t");
+    python(
+        &m,
+        r#"
+for i in range(10000):
+    with open(f"t/maildir/tmp/f{i}", "wb") as f:
+        f.write(b"v%d" % i)
+"#,
+        &[],
+    );
+    assert_eq!(m.ok("ls t/maildir/tmp | wc -l").trim(), "10000");
+    assert_eq!(m.read("t/maildir/tmp/f9999"), "v9999");
+    python(
+        &m,
+        r#"
+import os
+for i in range(10000):
+    os.rename(f"t/maildir/tmp/f{i}", f"t/maildir/new/f{i}")
+"#,
+        &[],
+    );
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    let recs = by_key(&records(&m, "t", 4));
+    assert_eq!(recs.len(), 10000);
+    assert_eq!(recs[&b"f1234"[..]], b"v1234");
+}
+
+#[test]
+fn a_delivery_racing_rmdir_of_its_topic() {
+    let m = TestMount::start(&[]);
+    for round in 0..5 {
+        m.ok("mkdir t");
+        let mut writer = Command::new("python3")
+            .arg("-c")
+            .arg(
+                r#"
+import os
+i = 0
+while True:
+    try:
+        with open(f"t/maildir/tmp/f{i}", "wb") as f:
+            f.write(b"x" * 1000)
+        os.rename(f"t/maildir/tmp/f{i}", f"t/maildir/new/f{i}")
+    except OSError:
+        pass
+    if not os.path.isdir("t"):
+        break
+    i += 1
+"#,
+            )
+            .current_dir(&m.mnt)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50 + 20 * round));
+        m.ok("rmdir t");
+        assert!(writer.wait().unwrap().success());
+        // A topic made again under the name holds nothing of the old one.
+        m.ok("mkdir t");
+        assert!(ls(&m, "t/maildir/tmp").is_empty(), "round {round}");
+        assert_eq!(m.end_offset("t", 0), 0);
+        m.ok("rmdir t");
+    }
+    m.ok("mkdir t && echo ok > t/maildir/new/ok");
+    assert_eq!(m.end_offset("t", 0), 1);
+}
