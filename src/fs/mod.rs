@@ -825,6 +825,8 @@ fn offset_text(offset: i64) -> String {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_maildir;
+#[cfg(test)]
 mod tests_members;
 #[cfg(test)]
 mod tests_memory;
