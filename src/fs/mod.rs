@@ -296,6 +296,9 @@ impl FsState {
             let mut h = of.handle.guard();
             let res = match &mut *h {
                 Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
+                // A file still being written into a maildir's new/ may be partial: it is
+                // not delivered (held files do not outlive the daemon).
+                Handle::Held(_) => Ok(()),
                 h => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {

@@ -123,20 +123,24 @@ impl MailGroup {
     pub fn refill(&mut self, topic: &dyn TopicStore, groups: &dyn GroupStore) -> Result<()> {
         let mut changed = false;
         let mut ends = BTreeMap::new();
-        let commits = groups.committed_with_metadata(&self.group, &self.topic);
+        // The offsets only (no metadata to copy), the whole commits when one is needed.
+        let offsets = groups.committed(&self.group, &self.topic);
+        let mut commits = None;
         for p in 0..topic.partition_count() {
             let log = topic.partition(p)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            let commit = commits.get(&p);
-            let part = self
-                .parts
-                .entry(p)
-                .or_insert_with(|| Part::from_commit(commit, start));
-            if part.seen != commit.map(|c| c.0) {
+            let known = self.parts.get(&p).map(|part| part.seen);
+            if known != Some(offsets.get(&p).copied()) {
+                let commits = commits.get_or_insert_with(|| {
+                    groups.committed_with_metadata(&self.group, &self.topic)
+                });
+                let fresh = Part::from_commit(commits.get(&p), start);
                 // Moved by someone else: what this maildir showed and took is void.
-                changed |= !part.listed.is_empty() || !part.taken.is_empty();
-                *part = Part::from_commit(commit, start);
+                if let Some(old) = self.parts.insert(p, fresh) {
+                    changed |= !old.listed.is_empty() || !old.taken.is_empty();
+                }
             }
+            let part = self.parts.get_mut(&p).expect("made above");
             part.acks.start_at(start);
             if part.scanned_to < start {
                 part.scanned_to = start;
