@@ -198,3 +198,45 @@ proptest! {
         run(ops);
     }
 }
+
+/// Acknowledgements far above a record taken and never acknowledged: `new/` shows no record
+/// further than the metadata can hold above the commit, until that record is acknowledged.
+#[test]
+fn new_shows_nothing_past_what_the_commit_metadata_holds() {
+    use crate::maildir::acks::SPAN;
+    let d = tempfile::tempdir().unwrap();
+    let mut c = BrokerConfig::default();
+    c.log_dirs = vec![d.path().to_path_buf()];
+    let options = super::FsOptions {
+        maildir_window: 100_000,
+        ..super::FsOptions::default()
+    };
+    let fs = FsState::with_options(LogManager::open(c).unwrap(), options).unwrap();
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let total = SPAN as usize + 100;
+    let lines: String = (0..total).map(|i| format!("{i}\n")).collect();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
+    fs.write(w.fh, lines.as_bytes(), None).unwrap();
+    fs.release(w.fh).unwrap();
+    let new = walk(&fs, &format!("{MD}/new"));
+    let cur = walk(&fs, &format!("{MD}/cur"));
+    let listed = |fs: &FsState| names(fs, &format!("{MD}/new"));
+    // Offsets 0 ..= SPAN above the commit (0).
+    assert_eq!(listed(&fs).len(), SPAN as usize + 1);
+    fs.rename_entry(new, OsStr::new("0-0"), cur, OsStr::new("0-0:2,"), false)
+        .unwrap();
+    for o in 1..=SPAN {
+        fs.unlink(new, OsStr::new(&format!("0-{o}"))).unwrap();
+    }
+    assert!(
+        listed(&fs).is_empty(),
+        "nothing past the span while 0-0 is taken"
+    );
+    let commits = fs.groups.committed_with_metadata("g", "t");
+    let (offset, metadata) = &commits[&0];
+    assert_eq!(*offset, 0);
+    assert!(metadata.len() <= crate::maildir::acks::METADATA_MAX);
+    fs.unlink(cur, OsStr::new("0-0:2,")).unwrap();
+    assert_eq!(fs.groups.committed("g", "t")[&0], SPAN + 1);
+    assert_eq!(listed(&fs).len(), total - SPAN as usize - 1);
+}

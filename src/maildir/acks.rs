@@ -11,7 +11,7 @@
 //! The bitmap of any set within [`SPAN`] offsets above the committed one fits, so a group
 //! shows records only that far above it: no acknowledgement can need more room.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Kafka's default `offset.metadata.max.bytes`.
 pub const METADATA_MAX: usize = 4096;
@@ -23,11 +23,13 @@ const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 /// How far above the committed offset a record may be acknowledged: what the bitmap holds.
 pub const SPAN: i64 = ((METADATA_MAX - BITS.len()) * 6) as i64;
 
-/// One partition's acknowledgements.
+/// One partition's acknowledgements: the committed offset, and the acknowledged runs above
+/// it (start -> end, exclusive; apart, each above the committed offset + 1), so that each
+/// acknowledgement costs as much as the runs, however many offsets they hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Acks {
     committed: i64,
-    above: BTreeSet<i64>,
+    above: BTreeMap<i64, i64>,
 }
 
 impl Acks {
@@ -35,8 +37,11 @@ impl Acks {
     pub fn from_commit(committed: i64, metadata: &str) -> Acks {
         let mut a = Acks {
             committed,
-            above: decode(committed, metadata).unwrap_or_default(),
+            above: BTreeMap::new(),
         };
+        for (start, end) in decode(committed, metadata).unwrap_or_default() {
+            a.add_run(start, end);
+        }
         a.normalise();
         a
     }
@@ -47,7 +52,12 @@ impl Acks {
     }
 
     pub fn is_acked(&self, offset: i64) -> bool {
-        offset < self.committed || self.above.contains(&offset)
+        offset < self.committed
+            || self
+                .above
+                .range(..=offset)
+                .next_back()
+                .is_some_and(|(_, &end)| offset < end)
     }
 
     /// Whether `offset` may be shown (its acknowledgement would fit in the metadata).
@@ -60,9 +70,27 @@ impl Acks {
         if self.is_acked(offset) {
             return false;
         }
-        self.above.insert(offset);
+        self.add_run(offset, offset + 1);
         self.normalise();
         true
+    }
+
+    /// Adds the run [start, end), which overlaps none, merging it with its neighbours.
+    fn add_run(&mut self, mut start: i64, mut end: i64) {
+        if let Some((&s, &e)) = self.above.range(..start).next_back()
+            && e >= start
+        {
+            self.above.remove(&s);
+            start = s;
+            end = end.max(e);
+        }
+        while let Some((&s, &e)) = self.above.range(start..).next()
+            && s <= end
+        {
+            self.above.remove(&s);
+            end = end.max(e);
+        }
+        self.above.insert(start, end);
     }
 
     /// Records before `start` are gone (retention): nothing below it waits.
@@ -74,48 +102,34 @@ impl Acks {
     }
 
     fn normalise(&mut self) {
-        self.above = self.above.split_off(&self.committed);
-        while self.above.remove(&self.committed) {
-            self.committed += 1;
+        while let Some((&s, &e)) = self.above.first_key_value()
+            && s <= self.committed
+        {
+            self.above.remove(&s);
+            self.committed = self.committed.max(e);
         }
     }
 
     /// The commit's metadata: empty when nothing above the committed offset is acknowledged.
     pub fn metadata(&self) -> String {
-        if self.above.is_empty() {
+        let Some((_, &last)) = self.above.last_key_value() else {
             return String::new();
-        }
+        };
         let ranges = self.ranges();
-        if self
-            .above
-            .last()
-            .is_some_and(|&l| l - self.committed > SPAN)
-        {
+        let bits_len = BITS.len() + ((last - 1 - self.committed) as usize).div_ceil(6);
+        if last - 1 - self.committed > SPAN || bits_len >= ranges.len() {
             return ranges;
         }
-        let bits = self.bits();
-        if bits.len() < ranges.len() {
-            bits
-        } else {
-            ranges
-        }
+        self.bits()
     }
 
     fn ranges(&self) -> String {
         let mut out = String::from(RANGES);
         let mut next = self.committed + 1;
-        let mut iter = self.above.iter().copied().peekable();
-        let mut first = true;
-        while let Some(start) = iter.next() {
-            let mut end = start + 1;
-            while iter.peek() == Some(&end) {
-                iter.next();
-                end += 1;
-            }
-            if !first {
+        for (i, (&start, &end)) in self.above.iter().enumerate() {
+            if i > 0 {
                 out.push(',');
             }
-            first = false;
             out.push_str(&(start - next).to_string());
             if end - start > 1 {
                 out.push('.');
@@ -127,12 +141,17 @@ impl Acks {
     }
 
     fn bits(&self) -> String {
-        let last = self.above.last().copied().unwrap_or(self.committed);
+        let last = self
+            .above
+            .last_key_value()
+            .map_or(self.committed, |(_, &e)| e - 1);
         let n = (last - self.committed) as usize;
         let mut digits = vec![0u8; n.div_ceil(6)];
-        for &o in &self.above {
-            let i = (o - self.committed - 1) as usize;
-            digits[i / 6] |= 1 << (i % 6);
+        for (&start, &end) in &self.above {
+            for o in start..end {
+                let i = (o - self.committed - 1) as usize;
+                digits[i / 6] |= 1 << (i % 6);
+            }
         }
         let mut out = String::from(BITS);
         out.extend(digits.iter().map(|&d| DIGITS[d as usize] as char));
@@ -140,10 +159,10 @@ impl Acks {
     }
 }
 
-/// The offsets above `committed` that `metadata` says are acknowledged; None when it is not
-/// ours or not well formed.
-fn decode(committed: i64, metadata: &str) -> Option<BTreeSet<i64>> {
-    let mut out = BTreeSet::new();
+/// The runs [start, end) above `committed` that `metadata` says are acknowledged; None when
+/// it is not ours or not well formed.
+fn decode(committed: i64, metadata: &str) -> Option<Vec<(i64, i64)>> {
+    let mut out = Vec::new();
     if let Some(ranges) = metadata.strip_prefix(RANGES) {
         let mut next = committed + 1;
         for run in ranges.split(',') {
@@ -156,24 +175,30 @@ fn decode(committed: i64, metadata: &str) -> Option<BTreeSet<i64>> {
             }
             let start = next.checked_add(gap)?;
             let end = start.checked_add(len)?;
-            // Never written by us: a set this wide is not ours.
-            if end - committed > 2 * SPAN {
-                return None;
-            }
-            out.extend(start..end);
+            out.push((start, end));
             next = end;
         }
         return Some(out);
     }
     let bits = metadata.strip_prefix(BITS)?;
+    let mut run: Option<(i64, i64)> = None;
     for (k, c) in bits.bytes().enumerate() {
         let d = DIGITS.iter().position(|&x| x == c)?;
         for b in 0..6 {
+            let o = committed + 1 + (k * 6 + b) as i64;
             if d & (1 << b) != 0 {
-                out.insert(committed + 1 + (k * 6 + b) as i64);
+                run = match run {
+                    Some((s, e)) if e == o => Some((s, o + 1)),
+                    Some(r) => {
+                        out.push(r);
+                        Some((o, o + 1))
+                    }
+                    None => Some((o, o + 1)),
+                };
             }
         }
     }
+    out.extend(run);
     Some(out)
 }
 
@@ -229,6 +254,23 @@ mod tests {
         assert!(m.len() <= METADATA_MAX, "{}", m.len());
         assert!(m.starts_with(BITS));
         assert_eq!(Acks::from_commit(0, &m), a);
+    }
+
+    #[test]
+    fn acks_merge_into_runs_whatever_their_order() {
+        let mut a = Acks::from_commit(0, "");
+        for o in [5, 9, 7, 6, 8, 2] {
+            a.ack(o);
+        }
+        assert_eq!(a.above.len(), 2, "{a:?}");
+        assert_eq!(acked(&a, 12), [2, 5, 6, 7, 8, 9]);
+        assert_eq!(a.ranges(), "maildir:r:1,2.5");
+        for o in [1, 3, 4] {
+            a.ack(o);
+        }
+        assert_eq!(a.committed(), 0);
+        a.ack(0);
+        assert_eq!((a.committed(), a.metadata().as_str()), (10, ""));
     }
 
     #[test]
