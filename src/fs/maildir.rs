@@ -204,8 +204,9 @@ impl FsState {
             .clone()
     }
 
-    /// Group `g`'s maildir on `t`, its `new/` filled up to the window.
-    fn mail_group(&self, t: &TopicName, g: &str) -> FsResult<Arc<Mutex<MailGroup>>> {
+    /// Group `g`'s maildir on `t`; with `refill`, its `new/` filled up to the window (for
+    /// its listings; a file of it is looked up in what they showed).
+    fn mail_group(&self, t: &TopicName, g: &str, refill: bool) -> FsResult<Arc<Mutex<MailGroup>>> {
         if !self.groups.keeps_metadata() {
             return tree(
                 libc::EOPNOTSUPP,
@@ -223,7 +224,9 @@ impl FsState {
                 })
                 .clone()
         };
-        mg.guard().refill(&*topic, &*self.groups)?;
+        if refill {
+            mg.guard().refill(&*topic, &*self.groups)?;
+        }
         Ok(mg)
     }
 
@@ -265,14 +268,17 @@ impl FsState {
                 let Some((p, o, flags)) = parse_record_name(bytes) else {
                     return missing();
                 };
-                let mg = self.mail_group(t, g)?;
-                let mg = mg.guard();
-                let found = match (sub, flags) {
-                    (MailSub::New, None) => mg.find_new(p, o).is_some(),
-                    (MailSub::Cur, Some(f)) => mg.find_cur(p, o).is_some_and(|(_, c)| c == f),
-                    _ => false,
+                let found = |refill| -> FsResult<bool> {
+                    let mg = self.mail_group(t, g, refill)?;
+                    let mg = mg.guard();
+                    Ok(match (sub, flags.as_deref()) {
+                        (MailSub::New, None) => mg.find_new(p, o).is_some(),
+                        (MailSub::Cur, Some(f)) => mg.find_cur(p, o).is_some_and(|(_, c)| c == f),
+                        _ => false,
+                    })
                 };
-                if found {
+                // A name not shown yet is looked for in a refilled window.
+                if found(false)? || found(true)? {
                     Ok(Node::MailRecord(t.clone(), g.clone(), p, o))
                 } else {
                     missing()
@@ -301,7 +307,7 @@ impl FsState {
                 };
                 (0, time)
             }),
-            Node::MailSub(t, Some(g), sub) => self.mail_group(t, g).map(|mg| {
+            Node::MailSub(t, Some(g), sub) => self.mail_group(t, g, true).map(|mg| {
                 let (new, cur) = mg.guard().changed();
                 let time = match sub {
                     MailSub::New => new,
@@ -321,7 +327,7 @@ impl FsState {
                     None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
                 }
             }),
-            Node::MailRecord(t, g, p, o) => self.mail_group(t, g).and_then(|mg| {
+            Node::MailRecord(t, g, p, o) => self.mail_group(t, g, false).and_then(|mg| {
                 let mg = mg.guard();
                 let shown = mg
                     .find_new(*p, *o)
@@ -365,7 +371,7 @@ impl FsState {
                         .collect()
                 }
                 Node::MailSub(t, Some(g), sub) => {
-                    let mg = self.mail_group(t, g)?;
+                    let mg = self.mail_group(t, g, true)?;
                     let mg = mg.guard();
                     match sub {
                         MailSub::Tmp => Vec::new(),
@@ -569,7 +575,7 @@ impl FsState {
                         return gone();
                     };
                     self.maildir_not_read(t, g)?;
-                    let mg = self.mail_group(t, g)?;
+                    let mg = self.mail_group(t, g, false)?;
                     let mut mg = mg.guard();
                     let in_new = *sub == MailSub::New;
                     if in_new != flags.is_none()
@@ -715,7 +721,7 @@ impl FsState {
             );
         }
         self.maildir_not_read(t, g)?;
-        let mg = self.mail_group(t, g)?;
+        let mg = self.mail_group(t, g, false)?;
         let mut mg = mg.guard();
         let res = match (sub, flags, sub2, flags2) {
             (MailSub::New, None, MailSub::Cur, f) => {

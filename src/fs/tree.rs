@@ -215,12 +215,15 @@ impl FsState {
     }
 
     pub(super) fn ttl(node: &Node) -> Duration {
-        // A maildir's listings and files change with every delivery, take and removal.
-        if matches!(
-            node,
-            Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..)
-        ) {
+        // A maildir's listings and held files change with every delivery, take and removal.
+        if matches!(node, Node::MailSub(..) | Node::MailHeld(..)) {
             return Duration::ZERO;
+        }
+        // A group's record file never changes (its value, size and time are the record's),
+        // and it goes only by a rename or unlink the kernel sees: cached like a directory,
+        // it saves a Maildir reader's repeated `stat`s their requests.
+        if matches!(node, Node::MailRecord(..)) {
+            return DIR_TTL;
         }
         match node.kind() {
             Kind::Directory => DIR_TTL,

@@ -280,6 +280,14 @@ impl MailGroup {
         let Some(part) = self.parts.get_mut(&p) else {
             return Ok(Err(Refused::Gone));
         };
+        // The commit moved elsewhere since: what this maildir showed is void (the next
+        // listing starts again from the new commit), and must not move it back.
+        if part.seen != groups.committed(&self.group, &self.topic).get(&p).copied() {
+            part.listed.clear();
+            part.taken.clear();
+            part.seen = Some(i64::MIN);
+            return Ok(Err(Refused::Gone));
+        }
         let there = if in_new {
             part.listed.contains_key(&o)
         } else {

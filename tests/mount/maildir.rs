@@ -487,7 +487,14 @@ fn a_group_is_read_through_its_maildir_or_its_records_not_both() {
     );
     m.ok(&format!("rm {md}/cur/0-0:2,"));
     // Nothing taken: records reads the rest and commits it.
+    assert_eq!(ls(&m, &format!("{md}/new")), ["0-1", "0-2"]);
     assert_eq!(m.ok("cat t/groups/g/records"), "body 1\nbody 2\n");
+    // What the maildir showed before is gone, and removing it does not move the commit back.
+    m.fails_with(&format!("rm {md}/new/0-1"), "No such file");
+    assert_eq!(
+        m.read("t/groups/g/offsets").split_whitespace().nth(1),
+        Some("3")
+    );
     assert!(ls(&m, &format!("{md}/new")).is_empty());
     deliver(&m, 1);
     // While a reader has the group open, its maildir is not taken from nor acknowledged.
