@@ -31,7 +31,7 @@
 #   BENCH_TABLE_KEYS=1000000  figure 12: keys of the big table (the small one has 100)
 #   BENCH_TABLE_LOOKUPS=2000/300 figure 12: random `table/<key>` reads per run
 #   BENCH_MAILDIR_N=10000/2000   figure 13: 1 KiB messages through Python's mailbox per run
-#   BENCH_MAILDIR_HELD=2000      figure 13: 1 KiB files held in tmp/ for the memory figure
+#   BENCH_MAILDIR_HELD=20000     figure 13: 1 KiB files held in tmp/ for the memory figure
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
 #   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
@@ -65,7 +65,7 @@ REMOTE_MB=${BENCH_REMOTE_MB:-$BULK_MB}
 TABLE_KEYS=${BENCH_TABLE_KEYS:-1000000}
 TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
 MAILDIR_N=${BENCH_MAILDIR_N:-$(pick 10000 2000)}
-MAILDIR_HELD=${BENCH_MAILDIR_HELD:-2000}
+MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
 FIGURES=${BENCH_FIGURES:-}
 # fig N: whether figure N runs (all of them without BENCH_FIGURES).
 fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
@@ -789,10 +789,9 @@ if fig 13; then
         record maildir.consume.plain "$1" "$(div "$MAILDIR_N" "$s")"
         rm -rf "$WORK/plain-md-$1"
     }
-    alternate maildir_deliver_topicfs maildir_deliver_plain
-    alternate maildir_consume_topicfs maildir_consume_plain
     # The memory a held file of tmp/ costs: the daemon's anonymous RSS across writing
-    # MAILDIR_HELD files of 1 KiB into tmp/ (kept in memory: under the spill size).
+    # MAILDIR_HELD files of 1 KiB into tmp/ (kept in memory: under the spill size), measured
+    # before the runs below, whose freed memory the allocator would reuse.
     mkdir "$MNT2/mdheld"
     sleep 0.5
     anon0=$(rss "$EXTRA_PID" RssAnon)
@@ -804,6 +803,8 @@ if fig 13; then
     record maildir.held_anon 0 "$(awk -v a="$anon0" -v b="$anon1" -v n="$MAILDIR_HELD" \
         'BEGIN { printf "%.1f", (b - a) * 1048576 / n }')"
     rmdir "$MNT2/mdheld"
+    alternate maildir_deliver_topicfs maildir_deliver_plain
+    alternate maildir_consume_topicfs maildir_consume_plain
 fi
 unmount "$MNT2" "$EXTRA_PID"
 
