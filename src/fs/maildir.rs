@@ -592,7 +592,8 @@ impl FsState {
         })())
     }
 
-    /// EBUSY while group `g` has a reader of its `records` or `follow`.
+    /// EBUSY while group `g` has a reader of its `records` or `follow`. (In remote mode, a
+    /// group with active members elsewhere refuses the acknowledgements' commits: EBUSY.)
     fn maildir_not_read(&self, t: &TopicName, g: &str) -> FsResult<()> {
         if self.group_busy(t, g) {
             return tree(

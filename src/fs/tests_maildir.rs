@@ -232,11 +232,79 @@ fn new_shows_nothing_past_what_the_commit_metadata_holds() {
         listed(&fs).is_empty(),
         "nothing past the span while 0-0 is taken"
     );
-    let commits = fs.groups.committed_with_metadata("g", "t");
+    let commits = fs.groups.committed_with_metadata("g", "t").unwrap();
     let (offset, metadata) = &commits[&0];
     assert_eq!(*offset, 0);
     assert!(metadata.len() <= crate::maildir::acks::METADATA_MAX);
     fs.unlink(cur, OsStr::new("0-0:2,")).unwrap();
     assert_eq!(fs.groups.committed("g", "t")[&0], SPAN + 1);
     assert_eq!(listed(&fs).len(), total - SPAN as usize - 1);
+}
+
+/// Remote mode, over librdkafka's mock cluster: a file delivered through the topic's maildir
+/// is a keyed record of the cluster's topic; a group's acknowledgements ride in its commits
+/// there, so another mount of the cluster shows what was taken and not what was removed.
+#[cfg(feature = "remote")]
+#[test]
+fn a_group_maildir_over_a_cluster() {
+    use crate::storage::{ClusterConfig, ClusterStorage, Storage};
+    let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+    mock.create_topic("t", 1, 1).unwrap();
+    let mount = || {
+        let cfg = ClusterConfig {
+            bootstrap_servers: mock.bootstrap_servers(),
+            // The mock cluster does not answer DescribeConfigs (max.message.bytes): a short
+            // timeout lets each delivery pass that question quickly.
+            client: vec![("message.timeout.ms".into(), "1000".into())],
+            num_partitions: None,
+            replication_factor: None,
+            read_committed: false,
+            write_behind: false,
+        };
+        let storage: Arc<dyn Storage> = Arc::new(ClusterStorage::connect(cfg).unwrap());
+        FsState::new(storage).unwrap()
+    };
+    let fs = mount();
+    for i in 0..4 {
+        let tmp = walk(&fs, "t/maildir/tmp");
+        let (_, _, o) = fs
+            .create_file(tmp, OsStr::new(&format!("m{i}")), WO, me())
+            .unwrap();
+        fs.write_at(o.fh, 0, format!("body {i}").as_bytes(), Some(7))
+            .unwrap();
+        fs.flush(o.fh, 7).unwrap();
+        fs.release(o.fh).unwrap();
+        let new = walk(&fs, "t/maildir/new");
+        fs.rename_entry(
+            tmp,
+            OsStr::new(&format!("m{i}")),
+            new,
+            OsStr::new(&format!("m{i}")),
+            false,
+        )
+        .unwrap();
+    }
+    let mut seen = Vec::new();
+    for _ in 0..200 {
+        seen = names(&fs, &format!("{MD}/new"));
+        if seen.len() == 4 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(seen, ["0-0", "0-1", "0-2", "0-3"]);
+    assert_eq!(content(&fs, &format!("{MD}/new/0-2")), "body 2");
+    let new = walk(&fs, &format!("{MD}/new"));
+    let cur = walk(&fs, &format!("{MD}/cur"));
+    fs.rename_entry(new, OsStr::new("0-1"), cur, OsStr::new("0-1:2,S"), false)
+        .unwrap();
+    fs.unlink(new, OsStr::new("0-0")).unwrap();
+    fs.unlink(new, OsStr::new("0-2")).unwrap();
+    assert_eq!(fs.groups.try_committed("g", "t").unwrap()[&0], 1);
+    fs.shutdown().unwrap();
+    drop(fs);
+    // Another mount: 0-1 (taken, not removed) and 0-3 are back; 0-0 and 0-2 never.
+    let other = mount();
+    assert_eq!(names(&other, &format!("{MD}/new")), ["0-1", "0-3"]);
+    other.shutdown().unwrap();
 }

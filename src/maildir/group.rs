@@ -124,16 +124,17 @@ impl MailGroup {
         let mut changed = false;
         let mut ends = BTreeMap::new();
         // The offsets only (no metadata to copy), the whole commits when one is needed.
-        let offsets = groups.committed(&self.group, &self.topic);
+        let offsets = groups.try_committed(&self.group, &self.topic)?;
         let mut commits = None;
         for p in 0..topic.partition_count() {
             let log = topic.partition(p)?;
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
             let known = self.parts.get(&p).map(|part| part.seen);
             if known != Some(offsets.get(&p).copied()) {
-                let commits = commits.get_or_insert_with(|| {
-                    groups.committed_with_metadata(&self.group, &self.topic)
-                });
+                if commits.is_none() {
+                    commits = Some(groups.committed_with_metadata(&self.group, &self.topic)?);
+                }
+                let commits = commits.as_ref().expect("fetched above");
                 let fresh = Part::from_commit(commits.get(&p), start);
                 // Moved by someone else: what this maildir showed and took is void.
                 if let Some(old) = self.parts.insert(p, fresh) {
@@ -282,7 +283,8 @@ impl MailGroup {
         };
         // The commit moved elsewhere since: what this maildir showed is void (the next
         // listing starts again from the new commit), and must not move it back.
-        if part.seen != groups.committed(&self.group, &self.topic).get(&p).copied() {
+        let now = groups.try_committed(&self.group, &self.topic)?;
+        if part.seen != now.get(&p).copied() {
             part.listed.clear();
             part.taken.clear();
             part.seen = Some(i64::MIN);

@@ -94,11 +94,15 @@ impl GroupStore for GroupOffsets {
     fn keeps_metadata(&self) -> bool {
         true
     }
-    fn committed_with_metadata(&self, group: &str, topic: &str) -> BTreeMap<u32, (i64, String)> {
-        GroupOffsets::committed_values(self, group, topic)
+    fn committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
+        Ok(GroupOffsets::committed_values(self, group, topic)
             .into_iter()
             .map(|(p, v)| (p, (v.offset, v.metadata)))
-            .collect()
+            .collect())
     }
     fn commit_with_metadata(&self, group: &str, offsets: &[(&str, u32, i64, &str)]) -> Result<()> {
         GroupOffsets::commit_with_metadata(self, group, offsets)

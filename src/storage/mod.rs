@@ -188,12 +188,23 @@ pub trait GroupStore: Send + Sync {
     fn keeps_metadata(&self) -> bool {
         false
     }
-    /// `group`'s commits on `topic` with their metadata: partition -> (offset, metadata).
-    fn committed_with_metadata(&self, group: &str, topic: &str) -> BTreeMap<u32, (i64, String)> {
-        self.committed(group, topic)
+    /// [`GroupStore::committed`], failing when the store cannot answer (rather than
+    /// answering with no commits).
+    fn try_committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, i64>> {
+        Ok(self.committed(group, topic))
+    }
+    /// `group`'s commits on `topic` with their metadata: partition -> (offset, metadata);
+    /// fails when the store cannot answer.
+    fn committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
+        Ok(self
+            .committed(group, topic)
             .into_iter()
             .map(|(p, o)| (p, (o, String::new())))
-            .collect()
+            .collect())
     }
     /// Commits (topic, partition, next offset, metadata) for `group`; stored once it returns
     /// Ok. A store that does not keep metadata ([`GroupStore::keeps_metadata`]) drops it.
