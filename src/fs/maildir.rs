@@ -467,6 +467,7 @@ impl FsState {
         };
         let _g = self.gate()?;
         name_fits(name)?;
+        listable(name)?;
         let topic = self.topic(t)?;
         let _live = topic.live()?;
         self.deliverable(t)?;
@@ -678,7 +679,10 @@ impl FsState {
             );
         };
         match sub2 {
-            MailSub::Tmp => Ok(d.rename(id, newname.as_bytes(), no_replace)?),
+            MailSub::Tmp => {
+                listable(newname)?;
+                Ok(d.rename(id, newname.as_bytes(), no_replace)?)
+            }
             MailSub::New | MailSub::Cur => {
                 self.deliverable(t)?;
                 d.deliver(&**topic, id, newname.as_bytes())?;
@@ -799,6 +803,19 @@ impl FsState {
         let attr = self.attr(ino, &from)?;
         Ok((Duration::ZERO, attr))
     }
+}
+
+/// EINVAL for a name that is not UTF-8 where it would be listed (`tmp/`, or a file written
+/// into `new/`): listings show names as text. (Delivered under such a name, a file's key is
+/// its bytes.)
+fn listable(name: &OsStr) -> FsResult<()> {
+    if name.to_str().is_none() {
+        return tree(
+            libc::EINVAL,
+            format!("{name:?}: a held file's name is UTF-8 (it is listed)"),
+        );
+    }
+    Ok(())
 }
 
 /// ENAMETOOLONG for a name longer than a directory entry's (the kernel leaves that to us).

@@ -547,6 +547,14 @@ fn hostile_names_and_moves_are_refused_or_kept_exact() {
         &format!("printf v > t/maildir/tmp/{long}k"),
         "File name too long",
     );
+    // A held file is listed: its name is text. Delivered under bytes that are not, the key
+    // is those bytes.
+    m.fails_with(
+        "printf v > t/maildir/tmp/$(printf 'b\\377')",
+        "Invalid argument",
+    );
+    m.ok("printf w > t/maildir/tmp/w && mv t/maildir/tmp/w t/maildir/new/$(printf 'b\\377')");
+    assert_eq!(by_key(&records(&m, "t", 1))[&b"b\xff"[..]], b"w");
     // Files are made only in the topic's tmp/ and new/.
     m.fails_with("echo x > t/maildir/cur/c", "Operation not permitted");
     m.fails_with(
