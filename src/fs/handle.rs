@@ -25,7 +25,7 @@ pub enum Handle {
     /// `table/<key>`.
     Table(super::table::TableHandle),
     /// A file held in a maildir's `tmp/` (or written into `new/`).
-    Held(super::maildir::HeldHandle),
+    Mail(super::maildir::HeldHandle),
 }
 
 impl Handle {
@@ -37,7 +37,7 @@ impl Handle {
             Handle::Text(t) => t.pending(),
             Handle::GroupOffsets(o) => o.pending(),
             Handle::Table(t) => t.pending(),
-            Handle::Held(h) => h.pending(),
+            Handle::Mail(h) => h.pending(),
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => false,
         }
     }
@@ -57,7 +57,7 @@ impl Handle {
                 h.wait_acknowledged().and(res)
             }
             Handle::Table(t) => t.produce(),
-            Handle::Held(h) => h.release(),
+            Handle::Mail(h) => h.release(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
             Handle::Stream(_) | Handle::Segment(_) | Handle::GroupOffsets(_) => Ok(()),
@@ -75,7 +75,7 @@ impl Handle {
             }
             Handle::Text(t) => t.apply(mgr, Some(owner)),
             Handle::Table(t) if !t.wrote() || t.writer().is_some_and(|o| o != owner) => Ok(()),
-            Handle::Held(h) => h.close(owner),
+            Handle::Mail(h) => h.close(owner),
             _ => self.finish(mgr),
         }
     }

@@ -424,7 +424,7 @@ impl FsState {
             Node::MailHeld(t, id) => (|| {
                 let topic = self.topic(t)?;
                 match HeldHandle::new(topic, self.delivery(t), *id) {
-                    Some(h) => Ok(Handle::Held(h)),
+                    Some(h) => Ok(Handle::Mail(h)),
                     None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
                 }
             })(),
@@ -494,7 +494,7 @@ impl FsState {
         let fh = self
             .next_fh
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut opened = self.opened(ino, fh, Some(topic.clone()), Handle::Held(h), pid)?;
+        let mut opened = self.opened(ino, fh, Some(topic.clone()), Handle::Mail(h), pid)?;
         opened.direct_io = true;
         Ok((Duration::ZERO, attr, opened))
     }
@@ -508,22 +508,6 @@ impl FsState {
             );
         }
         Ok(())
-    }
-
-    /// write(2) at `offset`: a held file takes the bytes where they are written; every other
-    /// file appends them ([`FsState::write`]).
-    pub fn write_at(&self, fh: u64, offset: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
-        {
-            let _g = self.gate()?;
-            let of = self.handle(fh)?;
-            let _live = of.live()?;
-            let mut h = of.handle.guard();
-            if let Handle::Held(held) = &mut *h {
-                held.write(offset, data, owner)?;
-                return Ok(data.len() as u32);
-            }
-        }
-        self.write(fh, data, owner)
     }
 
     /// truncate(2) of a held file (None: `node` is not one).
@@ -605,51 +589,54 @@ impl FsState {
         Ok(())
     }
 
-    /// rename(2): within a maildir (delivery, taking, flags); a rename that involves no
-    /// maildir is as [`FsState::rename`] answers.
-    pub fn rename_entry(
+    /// rename(2) that involves a maildir (None: neither side is one): delivery, taking,
+    /// flags; EXDEV between a maildir and anything else.
+    pub(super) fn maildir_rename(
         &self,
-        parent: u64,
+        from: &Node,
         name: &OsStr,
-        newparent: u64,
+        to: &Node,
         newname: &OsStr,
-        no_replace: bool,
-    ) -> FsResult<()> {
-        let _g = self.gate()?;
-        let from = self.node(parent)?;
-        let to = self.node(newparent)?;
-        let (Node::MailSub(t, g, sub), Node::MailSub(t2, g2, sub2)) = (&from, &to) else {
-            if is_mail(&from) || is_mail(&to) {
+        flags: u32,
+    ) -> Option<FsResult<()>> {
+        if !is_mail(from) && !is_mail(to) {
+            return None;
+        }
+        Some((|| {
+            let (Node::MailSub(t, g, sub), Node::MailSub(t2, g2, sub2)) = (from, to) else {
                 return tree(
                     libc::EXDEV,
                     format!(
                         "{from} -> {to}: only files of one maildir move between its directories"
                     ),
                 );
-            }
-            return Err(self.rename(parent, name));
-        };
-        if t != t2 {
-            return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
-        }
-        name_fits(newname)?;
-        if g != g2 {
-            let errno = if g.is_none() {
-                libc::EPERM
-            } else {
-                libc::EXDEV
             };
-            return tree(
-                errno,
-                format!("{from} -> {to}: another maildir (deliver to {t}/maildir/)"),
-            );
-        }
-        let topic = self.topic(t)?;
-        let _live = topic.live()?;
-        match g {
-            None => self.deliver_rename(&topic, t, (*sub, name), (*sub2, newname), no_replace),
-            Some(g) => self.group_rename(t, g, (*sub, name), (*sub2, newname)),
-        }
+            if flags & libc::RENAME_EXCHANGE != 0 {
+                return tree(libc::EINVAL, "a maildir's files are not exchanged");
+            }
+            let no_replace = flags & libc::RENAME_NOREPLACE != 0;
+            if t != t2 {
+                return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
+            }
+            name_fits(newname)?;
+            if g != g2 {
+                let errno = if g.is_none() {
+                    libc::EPERM
+                } else {
+                    libc::EXDEV
+                };
+                return tree(
+                    errno,
+                    format!("{from} -> {to}: another maildir (deliver to {t}/maildir/)"),
+                );
+            }
+            let topic = self.topic(t)?;
+            let _live = topic.live()?;
+            match g {
+                None => self.deliver_rename(&topic, t, (*sub, name), (*sub2, newname), no_replace),
+                Some(g) => self.group_rename(t, g, (*sub, name), (*sub2, newname)),
+            }
+        })())
     }
 
     /// A rename in `<topic>/maildir/`: tmp/ -> new/ or cur/ delivers, tmp/ -> tmp/ renames.

@@ -298,7 +298,7 @@ impl FsState {
                 Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
                 // A file still being written into a maildir's new/ may be partial: it is
                 // not delivered (held files do not outlive the daemon).
-                Handle::Held(_) => Ok(()),
+                Handle::Mail(_) => Ok(()),
                 h => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {
@@ -528,12 +528,21 @@ impl FsState {
         Ok(())
     }
 
+    /// write(2) of `data`: offsets mean nothing to the files that take records (each write
+    /// appends), so this writes at offset 0; see [`FsState::write_at`].
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
+        self.write_at(fh, 0, data, owner)
+    }
+
+    /// write(2) of `data` at file offset `offset`, which only a file held in a maildir uses;
+    /// every other file takes the bytes in the order written.
+    pub fn write_at(&self, fh: u64, offset: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
         let _live = of.live()?;
         let mut h = of.handle.guard();
         match &mut *h {
+            Handle::Mail(m) => m.write(offset, data, owner)?,
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,
             Handle::Table(t) => t.write(data, owner),
@@ -545,7 +554,6 @@ impl FsState {
                 }
                 o.write(&*self.groups, data, owner)?
             }
-            Handle::Held(h) => h.write(0, data, owner)?,
             Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => {
                 return tree(libc::EBADF, "read-only file");
             }
@@ -800,8 +808,22 @@ impl FsState {
         FsError::Tree(libc::EPERM, "symlinks cannot be created".into())
     }
 
-    pub fn rename(&self, _parent: u64, _name: &OsStr) -> FsError {
-        FsError::Tree(libc::EPERM, "nothing can be renamed".into())
+    /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE): within a
+    /// maildir (see [`FsState::maildir_rename`]); nothing else can be renamed.
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        newparent: u64,
+        newname: &OsStr,
+        flags: u32,
+    ) -> FsResult<()> {
+        let _g = self.gate()?;
+        let (from, to) = (self.node(parent)?, self.node(newparent)?);
+        if let Some(r) = self.maildir_rename(&from, name, &to, newname, flags) {
+            return r;
+        }
+        tree(libc::EPERM, "nothing can be renamed but within a maildir")
     }
 
     pub fn link(&self, _ino: u64, _newname: &OsStr) -> FsError {

@@ -187,7 +187,7 @@ impl FsState {
                 | Handle::Group(_)
                 | Handle::GroupOffsets(_)
                 | Handle::Table(_)
-                | Handle::Held(_)
+                | Handle::Mail(_)
                 | Handle::Text(TextHandle {
                     target: TextTarget::Config(..),
                     ..

@@ -144,7 +144,7 @@ impl FsState {
             Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Table(t) => reply.data(t.read(offset, size as usize)),
-            Handle::Held(h) => match h.read(offset, size as usize) {
+            Handle::Mail(h) => match h.read(offset, size as usize) {
                 Ok(data) => reply.data(&data),
                 Err(e) => fail(reply, e.into()),
             },

@@ -125,12 +125,12 @@ fn run(ops: Vec<Op>) {
                     continue;
                 };
                 let n = &name_of[&v];
-                fs.rename_entry(
+                fs.rename(
                     walk(&fs, &format!("{MD}/new")),
                     OsStr::new(n),
                     walk(&fs, &format!("{MD}/cur")),
                     OsStr::new(&format!("{n}:2,{flags}")),
-                    false,
+                    0,
                 )
                 .unwrap();
                 model.insert(v, Status::Taken(flags.to_string()));
@@ -142,12 +142,12 @@ fn run(ops: Vec<Op>) {
                 let n = &name_of[&v];
                 let base = n.split_once(':').unwrap().0;
                 let cur = walk(&fs, &format!("{MD}/cur"));
-                fs.rename_entry(
+                fs.rename(
                     cur,
                     OsStr::new(n),
                     cur,
                     OsStr::new(&format!("{base}:2,{flags}")),
-                    false,
+                    0,
                 )
                 .unwrap();
                 model.insert(v, Status::Taken(flags.to_string()));
@@ -223,7 +223,7 @@ fn new_shows_nothing_past_what_the_commit_metadata_holds() {
     let listed = |fs: &FsState| names(fs, &format!("{MD}/new"));
     // Offsets 0 ..= SPAN above the commit (0).
     assert_eq!(listed(&fs).len(), SPAN as usize + 1);
-    fs.rename_entry(new, OsStr::new("0-0"), cur, OsStr::new("0-0:2,"), false)
+    fs.rename(new, OsStr::new("0-0"), cur, OsStr::new("0-0:2,"), 0)
         .unwrap();
     for o in 1..=SPAN {
         fs.unlink(new, OsStr::new(&format!("0-{o}"))).unwrap();
@@ -275,12 +275,12 @@ fn a_group_maildir_over_a_cluster() {
         fs.flush(o.fh, 7).unwrap();
         fs.release(o.fh).unwrap();
         let new = walk(&fs, "t/maildir/new");
-        fs.rename_entry(
+        fs.rename(
             tmp,
             OsStr::new(&format!("m{i}")),
             new,
             OsStr::new(&format!("m{i}")),
-            false,
+            0,
         )
         .unwrap();
     }
@@ -296,7 +296,7 @@ fn a_group_maildir_over_a_cluster() {
     assert_eq!(content(&fs, &format!("{MD}/new/0-2")), "body 2");
     let new = walk(&fs, &format!("{MD}/new"));
     let cur = walk(&fs, &format!("{MD}/cur"));
-    fs.rename_entry(new, OsStr::new("0-1"), cur, OsStr::new("0-1:2,S"), false)
+    fs.rename(new, OsStr::new("0-1"), cur, OsStr::new("0-1:2,S"), 0)
         .unwrap();
     fs.unlink(new, OsStr::new("0-0")).unwrap();
     fs.unlink(new, OsStr::new("0-2")).unwrap();

@@ -321,11 +321,13 @@ impl Filesystem for TopicFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
-        let r = self
-            .state
-            .rename_entry(parent.0, name, newparent.0, newname, no_replace);
-        empty(r, "rename", &name_in(parent, name), reply);
+        empty(
+            self.state
+                .rename(parent.0, name, newparent.0, newname, flags.bits()),
+            "rename",
+            &name_in(parent, name),
+            reply,
+        );
     }
 
     fn link(
