@@ -297,6 +297,20 @@ def rows(r, failures):
                        f"{m('table.key_bytes'):.0f} bytes (index built at first use in "
                        f"{m('table.build'):.2f} s)", per_key, None, "", "B", None, "< 100 B",
                        per_key < 100))
+
+    # 13. A topic as a Maildir through Python's mailbox against a plain Maildir.
+    add_ratio("13", "maildir: messages of 1 KiB delivered by Python's `mailbox.Maildir.add` "
+              "(tmp/, fsync, link into new/) vs a plain Maildir on the same disk",
+              "maildir deliver vs plain", "maildir.deliver.topicfs", "maildir.deliver.plain",
+              "plain Maildir", "msgs/s", goal=0.33)
+    add_ratio("13", "maildir: the same messages read and removed by a group (`keys`, "
+              "`get_bytes`, `remove`: each removal committed) vs a plain Maildir",
+              "maildir consume vs plain", "maildir.consume.topicfs", "maildir.consume.plain",
+              "plain Maildir", "msgs/s", goal=0.33)
+    if "maildir.held_anon" in med:
+        held = m("maildir.held_anon")
+        out.append(Row("13", "… daemon anonymous RSS a held 1 KiB file of tmp/ costs", held,
+                       None, "", "B", None, "report", None))
     return out
 
 

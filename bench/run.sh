@@ -30,6 +30,8 @@
 #   BENCH_REMOTE_MB=BULK_MB   figure 11: MiB appended and read through the remote mount
 #   BENCH_TABLE_KEYS=1000000  figure 12: keys of the big table (the small one has 100)
 #   BENCH_TABLE_LOOKUPS=2000/300 figure 12: random `table/<key>` reads per run
+#   BENCH_MAILDIR_N=10000/2000   figure 13: 1 KiB messages through Python's mailbox per run
+#   BENCH_MAILDIR_HELD=20000     figure 13: 1 KiB files held in tmp/ for the memory figure
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
 #   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
@@ -62,6 +64,8 @@ REMOTE=${BENCH_REMOTE:-1}
 REMOTE_MB=${BENCH_REMOTE_MB:-$BULK_MB}
 TABLE_KEYS=${BENCH_TABLE_KEYS:-1000000}
 TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
+MAILDIR_N=${BENCH_MAILDIR_N:-$(pick 10000 2000)}
+MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
 FIGURES=${BENCH_FIGURES:-}
 # fig N: whether figure N runs (all of them without BENCH_FIGURES).
 fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
@@ -778,6 +782,56 @@ if fig 12; then
     table_run table.warmup 0 tbig "$TABLE_KEYS"
     alternate table_big table_small
     rmdir "$MNT2/tbig" "$MNT2/tsmall"
+fi
+
+# ---- 13. maildir ---------------------------------------------------------------------------
+if fig 13; then
+    say "13. maildir: $MAILDIR_N messages of 1 KiB through Python's mailbox, topicfs vs a plain Maildir"
+    # Delivered with mailbox.Maildir.add (tmp/, fsync, link into new/, unlink), then read and
+    # removed by a group (keys, get_bytes, remove) through the topic's groups/<G>/maildir;
+    # the plain Maildir is on the log dir's disk, delivered and read the same way.
+    maildir_deliver_topicfs() {
+        mkdir "$MNT2/md-$1"
+        local s
+        s=$(python3 "$HERE/maildir.py" deliver "$MNT2/md-$1/maildir" "$MAILDIR_N" 1024)
+        record maildir.deliver.topicfs "$1" "$(div "$MAILDIR_N" "$s")"
+        local leo
+        leo=$(cat "$MNT2/md-$1/0/log-end-offset")
+        [ "$leo" = "$MAILDIR_N" ] || die "md-$1: log end offset $leo, expected $MAILDIR_N"
+    }
+    maildir_deliver_plain() {
+        local s
+        s=$(python3 "$HERE/maildir.py" deliver "$WORK/plain-md-$1" "$MAILDIR_N" 1024)
+        record maildir.deliver.plain "$1" "$(div "$MAILDIR_N" "$s")"
+    }
+    maildir_consume_topicfs() {
+        local s
+        s=$(python3 "$HERE/maildir.py" consume "$MNT2/md-$1/groups/bench/maildir" "$MAILDIR_N" 1024)
+        record maildir.consume.topicfs "$1" "$(div "$MAILDIR_N" "$s")"
+        rmdir "$MNT2/md-$1"
+    }
+    maildir_consume_plain() {
+        local s
+        s=$(python3 "$HERE/maildir.py" consume "$WORK/plain-md-$1" "$MAILDIR_N" 1024)
+        record maildir.consume.plain "$1" "$(div "$MAILDIR_N" "$s")"
+        rm -rf "$WORK/plain-md-$1"
+    }
+    # The memory a held file of tmp/ costs: the daemon's anonymous RSS across writing
+    # MAILDIR_HELD files of 1 KiB into tmp/ (kept in memory: under the spill size), measured
+    # before the runs below, whose freed memory the allocator would reuse.
+    mkdir "$MNT2/mdheld"
+    sleep 0.5
+    anon0=$(rss "$EXTRA_PID" RssAnon)
+    python3 "$HERE/maildir.py" hold "$MNT2/mdheld/maildir" "$MAILDIR_HELD" 1024
+    sleep 0.5
+    anon1=$(rss "$EXTRA_PID" RssAnon)
+    listed=$(ls "$MNT2/mdheld/maildir/tmp" | wc -l)
+    [ "$listed" = "$MAILDIR_HELD" ] || die "mdheld: tmp/ lists $listed files, expected $MAILDIR_HELD"
+    record maildir.held_anon 0 "$(awk -v a="$anon0" -v b="$anon1" -v n="$MAILDIR_HELD" \
+        'BEGIN { printf "%.1f", (b - a) * 1048576 / n }')"
+    rmdir "$MNT2/mdheld"
+    alternate maildir_deliver_topicfs maildir_deliver_plain
+    alternate maildir_consume_topicfs maildir_consume_plain
 fi
 unmount "$MNT2" "$EXTRA_PID"
 

@@ -39,6 +39,9 @@
 #      and in local mode on the broker's dir; group resets = kafka-consumer-groups --dry-run;
 #      append.kv = kafka-console-producer parse.key=true; read_committed = Kafka's consumer;
 #      a compacted topic written through table/ read back by the broker.
+#  14. A group's maildir (part14-maildir.sh): messages delivered by Python's mailbox, taken and
+#      removed through groups/<G>/maildir; kafka-consumer-groups --describe shows the group at
+#      its lowest unacknowledged offsets, and the removed records never come back.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -844,6 +847,11 @@ want_part 12 && part12
 section "13. Addressing, group resets, keyed lines, read_committed and the table against Kafka's tools"
 . "$INTEROP_DIR/part13-addressing.sh"
 want_part 13 && part13
+
+# =============================================================================================
+section "14. A group's maildir: acknowledgements in the commits a broker reads"
+. "$INTEROP_DIR/part14-maildir.sh"
+want_part 14 && part14
 
 # =============================================================================================
 section

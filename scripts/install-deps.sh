@@ -12,6 +12,8 @@ command -v python3 >/dev/null || need+=(python3 python3-pip)
 command -v java >/dev/null || need+=(default-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v kcat >/dev/null || need+=(kcat)
+# mblaze (mdeliver, minc, mlist, mflag): the maildir tests use it as a mail tool would.
+command -v mdeliver >/dev/null || need+=(mblaze)
 command -v cc >/dev/null || need+=(build-essential)
 # librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)

@@ -8,7 +8,8 @@
 //!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
 //!   records, resolved against given bounds;
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
-//! - `table` (a topic's latest value per key), `metrics` (counters and `@metrics`), `produce`
+//! - `table` (a topic's latest value per key), `maildir` (a topic as a Maildir), `metrics`
+//!   (counters and `@metrics`), `produce`
 //!   (a write's records into batches, keyed routing);
 //! - `manager` (log dirs, topics, load, the background tasks) and `consumer_offsets` (the
 //!   local store of consumer-group offsets, `__consumer_offsets`);
@@ -28,6 +29,7 @@ pub mod fs;
 
 pub mod storage;
 
+pub mod maildir;
 pub(crate) mod metrics;
 pub mod produce;
 pub mod table;

@@ -263,14 +263,26 @@ impl GroupOffsets {
     /// creates `__consumer_offsets`. Once this returns Ok the offsets are visible to
     /// [`GroupOffsets::committed`]; on an error nothing changed in memory.
     pub fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let with: Vec<(&str, u32, i64, &str)> =
+            offsets.iter().map(|&(t, p, o)| (t, p, o, "")).collect();
+        self.commit_with_metadata(group, &with)
+    }
+
+    /// [`GroupOffsets::commit`] of (topic, partition, next offset, metadata): each commit
+    /// carries its metadata string, as a Kafka consumer's `commitSync` with
+    /// `OffsetAndMetadata` does.
+    pub fn commit_with_metadata(
+        &self,
+        group: &str,
+        offsets: &[(&str, u32, i64, &str)],
+    ) -> Result<()> {
         let now = now_ms();
         let entries: Vec<(OffsetCommitKey, Option<OffsetCommitValue>)> = offsets
             .iter()
-            .map(|&(topic, partition, offset)| {
-                Ok((
-                    offset_key(group, topic, partition)?,
-                    Some(OffsetCommitValue::new(offset, now)),
-                ))
+            .map(|&(topic, partition, offset, metadata)| {
+                let mut v = OffsetCommitValue::new(offset, now);
+                v.metadata = metadata.to_string();
+                Ok((offset_key(group, topic, partition)?, Some(v)))
             })
             .collect::<Result<_>>()?;
         self.write(group, entries, now)

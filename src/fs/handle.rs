@@ -28,6 +28,8 @@ pub enum Handle {
     Log(LogHandle),
     /// A file of `table/` the mount holds (a name starting with `.`).
     Held(super::held::Shared),
+    /// A file held in a maildir's `tmp/` (or written into `new/`).
+    Mail(super::maildir::HeldHandle),
 }
 
 /// An open `@log`: file offset 0 is the first line kept at open. A reader that falls behind
@@ -75,6 +77,7 @@ impl Handle {
             Handle::Text(t) => t.pending(),
             Handle::GroupOffsets(o) => o.pending(),
             Handle::Table(t) => t.pending(),
+            Handle::Mail(h) => h.pending(),
             Handle::Stream(_)
             | Handle::Segment(_)
             | Handle::Group(_)
@@ -98,6 +101,7 @@ impl Handle {
                 h.wait_acknowledged().and(res)
             }
             Handle::Table(t) => t.produce(),
+            Handle::Mail(h) => h.release(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
             Handle::Stream(_)
@@ -119,6 +123,7 @@ impl Handle {
             }
             Handle::Text(t) => t.apply(mgr, Some(owner)),
             Handle::Table(t) if !t.wrote() || t.writer().is_some_and(|o| o != owner) => Ok(()),
+            Handle::Mail(h) => h.close(owner),
             _ => self.finish(mgr),
         }
     }

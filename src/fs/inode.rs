@@ -80,7 +80,39 @@ pub enum Node {
     TableKey(TopicName, Arc<[u8]>),
     /// `<topic>/table/.<name>`: a file the mount holds, never a key (see `held.rs`).
     TableHeld(TopicName, Arc<str>),
+    /// `<topic>/maildir/` (no group) or `<topic>/groups/<G>/maildir/`.
+    Maildir(TopicName, Option<Arc<str>>),
+    /// `tmp/`, `new/` or `cur/` of one of those.
+    MailSub(TopicName, Option<Arc<str>>, MailSub),
+    /// A file held in `<topic>/maildir/tmp/` (or being written into `new/`): its id.
+    MailHeld(TopicName, u64),
+    /// A record of `<topic>/groups/<G>/maildir/` (in `new/` or `cur/`, the same file):
+    /// partition and offset.
+    MailRecord(TopicName, Arc<str>, u32, i64),
 }
+
+/// The directories of a maildir.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MailSub {
+    Tmp,
+    New,
+    Cur,
+}
+
+impl MailSub {
+    pub const ALL: [MailSub; 3] = [MailSub::Tmp, MailSub::New, MailSub::Cur];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MailSub::Tmp => "tmp",
+            MailSub::New => "new",
+            MailSub::Cur => "cur",
+        }
+    }
+}
+
+/// The name of a maildir under a topic and under a group.
+pub const MAILDIR_DIR: &str = "maildir";
 
 /// Files of `<topic>/groups/<G>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -353,7 +385,11 @@ impl Node {
             | Node::GroupFile(t, ..)
             | Node::Table(t)
             | Node::TableKey(t, _)
-            | Node::TableHeld(t, _) => Some(t),
+            | Node::TableHeld(t, _)
+            | Node::Maildir(t, _)
+            | Node::MailSub(t, ..)
+            | Node::MailHeld(t, _)
+            | Node::MailRecord(t, ..) => Some(t),
         }
     }
 
@@ -366,7 +402,9 @@ impl Node {
             | Node::TopicDir(..)
             | Node::Groups(_)
             | Node::Group(..)
-            | Node::Table(_) => Kind::Directory,
+            | Node::Table(_)
+            | Node::Maildir(..)
+            | Node::MailSub(..) => Kind::Directory,
             Node::TopicLookup(..)
             | Node::TableKey(..)
             | Node::TableHeld(..)
@@ -376,7 +414,9 @@ impl Node {
             | Node::PartitionFile(..)
             | Node::Lookup(..)
             | Node::Segment(..)
-            | Node::GroupFile(..) => Kind::File,
+            | Node::GroupFile(..)
+            | Node::MailHeld(..)
+            | Node::MailRecord(..) => Kind::File,
         }
     }
 
@@ -384,9 +424,13 @@ impl Node {
     pub fn perm(&self) -> u16 {
         match self {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
-            Node::TableKey(..) | Node::TableHeld(..) => 0o644,
+            Node::TableKey(..) | Node::TableHeld(..) | Node::MailHeld(..) => 0o644,
             // The daemon's log names paths and groups of every user: its owner's only.
             Node::Log => 0o600,
+            // Files are made, renamed and removed in them; the maildir itself is fixed.
+            Node::MailSub(..) => 0o755,
+            Node::Maildir(..) => 0o555,
+            Node::MailRecord(..) => 0o444,
             Node::PartitionDir(..) | Node::TopicDir(..) | Node::Groups(_) | Node::Group(..) => {
                 0o555
             }
@@ -467,6 +511,11 @@ impl Node {
             Node::GroupFile(t, g, _) => Node::Group(t.clone(), g.clone()),
             Node::Table(t) => Node::Topic(t.clone()),
             Node::TableKey(t, _) | Node::TableHeld(t, _) => Node::Table(t.clone()),
+            Node::Maildir(t, None) => Node::Topic(t.clone()),
+            Node::Maildir(t, Some(g)) => Node::Group(t.clone(), g.clone()),
+            Node::MailSub(t, g, _) => Node::Maildir(t.clone(), g.clone()),
+            Node::MailHeld(t, _) => Node::MailSub(t.clone(), None, MailSub::Tmp),
+            Node::MailRecord(t, g, ..) => Node::MailSub(t.clone(), Some(g.clone()), MailSub::New),
         }
     }
 }
@@ -497,6 +546,17 @@ impl std::fmt::Display for Node {
                 crate::table::names::key_to_name(key)
             ),
             Node::TableHeld(t, name) => write!(f, "{t}/{TABLE_DIR}/{name}"),
+            Node::Maildir(t, None) => write!(f, "{t}/{MAILDIR_DIR}"),
+            Node::Maildir(t, Some(g)) => write!(f, "{t}/{GROUPS_DIR}/{g}/{MAILDIR_DIR}"),
+            Node::MailSub(t, g, sub) => {
+                write!(f, "{}/{}", Node::Maildir(t.clone(), g.clone()), sub.name())
+            }
+            Node::MailHeld(t, id) => write!(f, "{t}/{MAILDIR_DIR}/(held file {id})"),
+            Node::MailRecord(t, g, p, o) => write!(
+                f,
+                "{t}/{GROUPS_DIR}/{g}/{MAILDIR_DIR}/{}",
+                crate::maildir::names::record_name(*p, *o)
+            ),
         }
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod group_handle;
 pub mod handle;
 mod held;
 pub mod inode;
+mod maildir;
 mod members;
 mod metrics;
 mod open;
@@ -238,6 +239,8 @@ pub struct FsState {
     tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
     /// The files of `table/` whose names start with `.`: held, never keys.
     held: held::Held,
+    /// The maildirs: held files of each topic, each group's maildir.
+    mail: maildir::Mail,
 }
 
 /// How the tree reads and writes records (mount options).
@@ -245,12 +248,15 @@ pub struct FsState {
 pub struct FsOptions {
     /// What separates a key from its value in `append.kv` lines: a TAB by default.
     pub key_separator: Vec<u8>,
+    /// How many records a group's `maildir/new/` shows at most (`-o maildir.window=N`).
+    pub maildir_window: usize,
 }
 
 impl Default for FsOptions {
     fn default() -> Self {
         FsOptions {
             key_separator: b"\t".to_vec(),
+            maildir_window: crate::maildir::DEFAULT_WINDOW,
         }
     }
 }
@@ -309,6 +315,13 @@ impl FsState {
             }
         }
         let groups = storage.clone().open_groups()?;
+        // Large held files of the maildirs go to the first log dir's root (files without a
+        // name), or to the system's temporary directory where the storage has no log dir.
+        let spill_dir = storage
+            .log_dirs()
+            .first()
+            .cloned()
+            .unwrap_or_else(std::env::temp_dir);
         let state = Arc::new_cyclic(|me| FsState {
             me: me.clone(),
             storage,
@@ -329,6 +342,7 @@ impl FsState {
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
             held: held::Held::default(),
+            mail: maildir::Mail::new(options.maildir_window, spill_dir),
         });
         follow::start(&state);
         Ok(state)
@@ -371,6 +385,9 @@ impl FsState {
             let mut h = of.handle.guard();
             let res = match &mut *h {
                 Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
+                // A file still being written into a maildir's new/ may be partial: it is
+                // not delivered (held files do not outlive the daemon).
+                Handle::Mail(_) => Ok(()),
                 h => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {
@@ -555,6 +572,8 @@ impl FsState {
                     return tree(libc::ENOENT, format!("{node} was removed"));
                 };
                 f.guard().set_len(size);
+            } else if let Some(r) = self.maildir_truncate(&node, size) {
+                r?;
             } else {
                 Self::may_truncate(&node, size)?;
             }
@@ -609,6 +628,9 @@ impl FsState {
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         if let Node::Table(t) = &node {
             return self.table_readdir(ino, t, offset);
+        }
+        if let Some(r) = self.maildir_readdir(ino, &node, offset) {
+            return r;
         }
         let kept = match offset {
             0 => None,
@@ -683,6 +705,7 @@ impl FsState {
         // Its key index (`table/`) and held files go with it.
         self.tables.guard().retain(|(n, _), _| n != name);
         self.held.forget_topic(name);
+        self.mail.topic_deleted(name);
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");
@@ -696,8 +719,8 @@ impl FsState {
         self.write_at(fh, 0, data, owner)
     }
 
-    /// write(2) of `data` at file offset `offset`, which only a held file (`table/.<name>`)
-    /// uses; every other file takes the bytes in the order written.
+    /// write(2) of `data` at file offset `offset`, which only held files use (`table/.<name>`,
+    /// a maildir's); every other file takes the bytes in the order written.
     pub fn write_at(&self, fh: u64, offset: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
@@ -705,6 +728,7 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Held(f) => f.guard().write_at(offset, data),
+            Handle::Mail(m) => m.write(offset, data, owner)?,
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,
             Handle::Table(t) => t.write(data, owner)?,
@@ -728,6 +752,15 @@ impl FsState {
     fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
         let topic = of.topic.as_ref().expect("a topic's file");
         let t = TopicName::new(topic.name(), topic.incarnation());
+        if self.maildir_taken(&t, o.group()) {
+            return tree(
+                libc::EBUSY,
+                format!(
+                    "group {} of {t} has records taken in its maildir: offsets not moved",
+                    o.group()
+                ),
+            );
+        }
         if self.group_busy(&t, o.group()) {
             return tree(
                 libc::EBUSY,
@@ -753,7 +786,12 @@ impl FsState {
             o.discard();
             return Err(e);
         }
-        Ok(o.apply(&*self.groups, closer)?)
+        o.apply(&*self.groups, closer)?;
+        if let Some(topic) = &of.topic {
+            let t = TopicName::new(topic.name(), topic.incarnation());
+            self.mail.group_reset(&t, o.group());
+        }
+        Ok(())
     }
 
     /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
@@ -932,7 +970,11 @@ impl FsState {
 
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         let _g = self.gate()?;
-        if let Node::Table(t) = self.node(parent)? {
+        let parent = self.node(parent)?;
+        if let Some(r) = self.maildir_unlink(&parent, name) {
+            return r;
+        }
+        if let Node::Table(t) = parent {
             return self.table_unlink(&t, name);
         }
         tree(
@@ -946,7 +988,8 @@ impl FsState {
     }
 
     /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE): within a
-    /// topic's `table/`, a key's value moves to another key; nothing else can be renamed.
+    /// topic's `table/`, a key's value moves to another key; within a maildir, see
+    /// [`FsState::maildir_rename`]; nothing else can be renamed.
     pub fn rename(
         &self,
         parent: u64,
@@ -956,7 +999,11 @@ impl FsState {
         flags: u32,
     ) -> FsResult<()> {
         let _g = self.gate()?;
-        match (self.node(parent)?, self.node(newparent)?) {
+        let (from, to) = (self.node(parent)?, self.node(newparent)?);
+        if let Some(r) = self.maildir_rename(&from, name, &to, newname, flags) {
+            return r;
+        }
+        match (from, to) {
             (Node::Table(t), Node::Table(u)) if t == u => {
                 self.table_rename(&t, name, newname, flags)
             }
@@ -966,7 +1013,7 @@ impl FsState {
             ),
             _ => tree(
                 libc::EPERM,
-                "only keys of table/ can be renamed (within their table/)",
+                "nothing can be renamed but keys within their table/ and files within a maildir",
             ),
         }
     }
@@ -994,6 +1041,8 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_maildir;
 #[cfg(test)]
 mod tests_members;
 #[cfg(test)]

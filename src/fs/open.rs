@@ -21,11 +21,26 @@ impl FsState {
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         self.may_open(&node, access)?;
         if access.truncate {
-            Self::may_truncate(&node, 0)?;
+            // O_TRUNC (atomic with the open): a held file is emptied (a `table/` one with its
+            // handle, below), a key's value is replaced at close, append and text files keep
+            // what they have.
+            match &node {
+                Node::TableHeld(..) => {}
+                _ => match self.maildir_truncate(&node, 0) {
+                    Some(r) => r?,
+                    None => Self::may_truncate(&node, 0)?,
+                },
+            }
         }
         if let Node::GroupFile(t, g, f) = &node
             && let Some(format) = f.format()
         {
+            if self.maildir_taken(t, g) {
+                return tree(
+                    libc::EBUSY,
+                    format!("group {g} of {t} has records taken in its maildir"),
+                );
+            }
             // A reader of a group: registered while the group's readers are locked.
             let topic = self.topic(t)?;
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -76,6 +91,7 @@ impl FsState {
                     }
                     (h, true)
                 }
+                node if let Some(h) = self.maildir_open(node, access) => (h?, true),
                 // Every file was handled above: the rest are directories.
                 _ => return tree(libc::EISDIR, format!("{node} is a directory")),
             }
@@ -199,6 +215,7 @@ impl FsState {
                 | Handle::Group(_)
                 | Handle::GroupOffsets(_)
                 | Handle::Table(_)
+                | Handle::Mail(_)
                 | Handle::Text(TextHandle {
                     target: TextTarget::Config(..),
                     ..

@@ -177,6 +177,10 @@ impl FsState {
             Handle::Held(f) => reply.data(f.guard().read_at(offset, size as usize)),
             Handle::Text(t) => reply.data(t.read(offset, size as usize)),
             Handle::Table(t) => reply.data(t.read(offset, size as usize)),
+            Handle::Mail(h) => match h.read(offset, size as usize) {
+                Ok(data) => reply.data(&data),
+                Err(e) => fail(reply, e.into()),
+            },
             Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
                 Ok(data) => {
                     // Never reached by an open file the kernel reads itself (passthrough).

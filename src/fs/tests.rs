@@ -116,16 +116,17 @@ fn mkdir_makes_a_topic_whose_tree_is_listed() {
             "by-time",
             "follow",
             "table",
+            "maildir",
             "0",
             "1"
         ]
     );
     // readdir continues from the offset it was given.
     let dir = fs.opendir(topic).unwrap();
-    assert_eq!(fs.readdir(topic, dir, 0).unwrap().len(), 14);
-    let rest = fs.readdir(topic, dir, 12).unwrap();
+    assert_eq!(fs.readdir(topic, dir, 0).unwrap().len(), 15);
+    let rest = fs.readdir(topic, dir, 13).unwrap();
     assert_eq!(rest.len(), 2);
-    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 13));
+    assert_eq!((rest[0].name.as_str(), rest[0].next), ("0", 14));
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("orders"))), libc::EEXIST);
     assert_eq!(errno_of(fs.mkdir(ROOT, OsStr::new("a b"))), libc::EINVAL);
     assert_eq!(errno_of(fs.mkdir(topic, OsStr::new("x"))), libc::EPERM);

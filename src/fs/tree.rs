@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::group_handle::OffsetsHandle;
 use super::inode::{
-    self, GROUPS_DIR, GroupFile, LookupBy, Node, PartitionDir, PartitionFile, TABLE_DIR, TopicFile,
-    TopicName,
+    self, GROUPS_DIR, GroupFile, LookupBy, MAILDIR_DIR, Node, PartitionDir, PartitionFile,
+    TABLE_DIR, TopicFile, TopicName,
 };
 use super::types::{Attr, Kind};
 use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
@@ -55,6 +55,9 @@ impl FsState {
     pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
         if let Node::Table(t) = parent {
             return self.table_child(t, name);
+        }
+        if let Some(r) = self.maildir_child(parent, name) {
+            return r;
         }
         let Some(name) = name.to_str() else {
             return tree(libc::ENOENT, "name is not UTF-8");
@@ -107,6 +110,10 @@ impl FsState {
                 };
                 Ok(Node::Group(t.clone(), Arc::from(id.as_str())))
             }
+            Node::Group(t, g) if name == MAILDIR_DIR && self.groups.keeps_metadata() => {
+                self.topic(t)?;
+                Ok(Node::Maildir(t.clone(), Some(g.clone())))
+            }
             Node::Group(t, g) => {
                 self.topic(t)?;
                 match GroupFile::ALL.into_iter().find(|f| f.name() == name) {
@@ -114,7 +121,9 @@ impl FsState {
                     None => missing(),
                 }
             }
-            Node::Table(_) => unreachable!("answered above"),
+            Node::Table(_) | Node::Maildir(..) | Node::MailSub(..) => {
+                unreachable!("answered above")
+            }
             Node::Metrics
             | Node::Log
             | Node::TopicFile(..)
@@ -124,7 +133,9 @@ impl FsState {
             | Node::Segment(..)
             | Node::GroupFile(..)
             | Node::TableKey(..)
-            | Node::TableHeld(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+            | Node::TableHeld(..)
+            | Node::MailHeld(..)
+            | Node::MailRecord(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         }
     }
 
@@ -142,6 +153,10 @@ impl FsState {
         if name == TABLE_DIR {
             self.topic(t)?;
             return Ok(Node::Table(t.clone()));
+        }
+        if name == MAILDIR_DIR {
+            self.topic(t)?;
+            return Ok(Node::Maildir(t.clone(), None));
         }
         if let Some(d) = TOPIC_DIRS.into_iter().find(|d| d.name() == name) {
             self.topic(t)?;
@@ -204,6 +219,16 @@ impl FsState {
     }
 
     pub(super) fn ttl(node: &Node) -> Duration {
+        // A maildir's listings and held files change with every delivery, take and removal.
+        if matches!(node, Node::MailSub(..) | Node::MailHeld(..)) {
+            return Duration::ZERO;
+        }
+        // A group's record file never changes (its value, size and time are the record's),
+        // and it goes only by a rename or unlink the kernel sees: cached like a directory,
+        // it saves a Maildir reader's repeated `stat`s their requests.
+        if matches!(node, Node::MailRecord(..)) {
+            return DIR_TTL;
+        }
         match node.kind() {
             Kind::Directory => DIR_TTL,
             // An append file's attributes never change (size 0, its mode, the mount's time)
@@ -234,6 +259,11 @@ impl FsState {
         let mut file_mode = 0o777u16;
         let mut blocks = None;
         let size: u64 = match node {
+            Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..) => {
+                let (size, at) = self.maildir_attr(node).expect("a maildir node")?;
+                time = at;
+                size
+            }
             // Made at each open: its size is known only then (a reader reads to the end).
             Node::Root | Node::Metrics => 0,
             // The lines kept now; a reader's `fstat` shows its own length (`LogHandle`).
@@ -380,6 +410,7 @@ impl FsState {
                     out.push((Node::TopicDir(t.clone(), d), d.name().to_string()));
                 }
                 out.push((Node::Table(t.clone()), TABLE_DIR.to_string()));
+                out.push((Node::Maildir(t.clone(), None), MAILDIR_DIR.to_string()));
                 for p in 0..topic.partition_count() {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
                 }
@@ -400,6 +431,12 @@ impl FsState {
                     out.push((
                         Node::GroupFile(t.clone(), g.clone(), f),
                         f.name().to_string(),
+                    ));
+                }
+                if self.groups.keeps_metadata() {
+                    out.push((
+                        Node::Maildir(t.clone(), Some(g.clone())),
+                        MAILDIR_DIR.to_string(),
                     ));
                 }
             }

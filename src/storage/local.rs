@@ -91,6 +91,22 @@ impl GroupStore for GroupOffsets {
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
         GroupOffsets::commit(self, group, offsets)
     }
+    fn keeps_metadata(&self) -> bool {
+        true
+    }
+    fn committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
+        Ok(GroupOffsets::committed_values(self, group, topic)
+            .into_iter()
+            .map(|(p, v)| (p, (v.offset, v.metadata)))
+            .collect())
+    }
+    fn commit_with_metadata(&self, group: &str, offsets: &[(&str, u32, i64, &str)]) -> Result<()> {
+        GroupOffsets::commit_with_metadata(self, group, offsets)
+    }
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
         GroupOffsets::reset(self, group, topic, offsets)
     }

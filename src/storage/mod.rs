@@ -184,6 +184,35 @@ pub trait GroupStore: Send + Sync {
     }
     /// Commits (topic, partition, next offset) for `group`; stored once it returns Ok.
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()>;
+    /// Whether commits keep their metadata string (OffsetCommit's `metadata`), which a
+    /// group's maildir keeps its acknowledgements in. False by default.
+    fn keeps_metadata(&self) -> bool {
+        false
+    }
+    /// [`GroupStore::committed`], failing when the store cannot answer (rather than
+    /// answering with no commits).
+    fn try_committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, i64>> {
+        Ok(self.committed(group, topic))
+    }
+    /// `group`'s commits on `topic` with their metadata: partition -> (offset, metadata);
+    /// fails when the store cannot answer.
+    fn committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
+        Ok(self
+            .committed(group, topic)
+            .into_iter()
+            .map(|(p, o)| (p, (o, String::new())))
+            .collect())
+    }
+    /// Commits (topic, partition, next offset, metadata) for `group`; stored once it returns
+    /// Ok. A store that does not keep metadata ([`GroupStore::keeps_metadata`]) drops it.
+    fn commit_with_metadata(&self, group: &str, offsets: &[(&str, u32, i64, &str)]) -> Result<()> {
+        let plain: Vec<(&str, u32, i64)> = offsets.iter().map(|&(t, p, o, _)| (t, p, o)).collect();
+        self.commit(group, &plain)
+    }
     /// Sets `group`'s committed offsets on `topic` to exactly `offsets`.
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()>;
     /// Makes this mount one member of `group` for `topic`, for its `follow` readers.

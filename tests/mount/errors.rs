@@ -60,7 +60,7 @@ fn creating_renaming_or_deleting_other_files_is_eperm() {
     assert_eq!(m.ok("ls"), "t\nu\n");
     assert_eq!(
         m.ok("ls t"),
-        "0\nappend\nappend.jsonl\nappend.kv\nby-offset\nby-time\nconfig\nfollow\ngroups\npartitions\ntable\n"
+        "0\nappend\nappend.jsonl\nappend.kv\nby-offset\nby-time\nconfig\nfollow\ngroups\nmaildir\npartitions\ntable\n"
     );
 }
 

@@ -27,6 +27,7 @@ fn the_tree_lists_topics_partitions_and_files_with_their_modes() {
             "config",
             "follow",
             "groups",
+            "maildir",
             "partitions",
             "table"
         ]

@@ -346,13 +346,13 @@ impl Filesystem for TopicFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _newparent: INodeNo,
+        newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let e = self.state.link(ino.0, newname);
+        let r = self.state.link_entry(ino.0, newparent.0, newname);
         let what = format!("{newname:?} to inode {}", ino.0);
-        reply.error(errno(report("link", &what, e)));
+        entry(r, "link", &what, reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -631,7 +631,7 @@ impl Filesystem for TopicFs {
     ) {
         let r = self
             .state
-            .create_open(parent.0, name, Access::from_flags(flags), req.pid());
+            .create_file(parent.0, name, Access::from_flags(flags), req.pid());
         match r {
             Ok((ttl, attr, o)) => {
                 let fopen = FopenFlags::FOPEN_DIRECT_IO;

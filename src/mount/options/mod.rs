@@ -34,7 +34,8 @@ pub struct MountArgs {
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
     /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, ro,
-    /// key.separator=S (append.kv); generic mount flags are ignored
+    /// key.separator=S (append.kv), maildir.window=N (records a group's maildir/new/ shows);
+    /// generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -350,6 +351,8 @@ pub(super) struct MountFlags {
     pub(super) o_client_config: Option<PathBuf>,
     /// `-o key.separator=S`.
     key_separator: Option<String>,
+    /// `-o maildir.window=N`.
+    maildir_window: Option<usize>,
     /// `-o isolation.level=read_committed` / `--isolation-level`.
     pub(super) read_committed: bool,
     /// `-o write_behind` (remote mode).
@@ -361,6 +364,9 @@ impl MountFlags {
         let mut o = crate::fs::FsOptions::default();
         if let Some(sep) = &self.key_separator {
             o.key_separator = sep.as_bytes().to_vec();
+        }
+        if let Some(w) = self.maildir_window {
+            o.maildir_window = w;
         }
         o
     }
@@ -379,6 +385,7 @@ impl MountFlags {
             o_bootstrap: None,
             o_client_config: None,
             key_separator: None,
+            maildir_window: None,
             read_committed: false,
             o_write_behind: false,
         }
@@ -425,6 +432,10 @@ impl MountFlags {
                     }
                     self.key_separator = Some(v.replace("\\t", "\t"));
                 }
+                ("maildir.window", Some(v)) => match v.parse::<usize>() {
+                    Ok(n) if n > 0 => self.maildir_window = Some(n),
+                    _ => return Err(format!("maildir.window: {v:?} is not a positive number")),
+                },
                 // A consumer's property (kafka-console-consumer's `--isolation-level`).
                 ("isolation.level" | "isolation_level", Some(v)) => {
                     self.read_committed = parse_isolation(v)?

@@ -153,6 +153,16 @@ fn key_separator_option_reaches_the_tree() {
 }
 
 #[test]
+fn maildir_window_option_reaches_the_tree() {
+    let d = dirs();
+    assert_eq!(plan(&d, &[]).unwrap().fs.maildir_window, 1000);
+    let w = |o: &str| plan(&d, &["-o", o]).map(|p| p.fs.maildir_window);
+    assert_eq!(w("maildir.window=5").unwrap(), 5);
+    assert!(w("maildir.window=0").is_err());
+    assert!(w("maildir.window=x").is_err());
+}
+
+#[test]
 fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
     let d = dirs();
     let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);

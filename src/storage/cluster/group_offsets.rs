@@ -55,6 +55,19 @@ impl ClusterGroups {
     }
 
     fn try_committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, i64>> {
+        Ok(self
+            .try_committed_with_metadata(group, topic)?
+            .into_iter()
+            .map(|(p, (o, _))| (p, o))
+            .collect())
+    }
+
+    /// OffsetFetch of `group` on every partition of `topic`: offset and metadata.
+    fn try_committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
         let count = self.inner.topic(topic, false)?.count();
         let mut tpl = TopicPartitionList::new();
         for p in 0..count {
@@ -78,17 +91,21 @@ impl ClusterGroups {
             if let Offset::Offset(n) = el.offset()
                 && n >= 0
             {
-                out.insert(el.partition() as u32, n);
+                out.insert(el.partition() as u32, (n, el.metadata().to_string()));
             }
         }
         Ok(out)
     }
 
-    fn commit_list(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+    fn commit_list(&self, group: &str, offsets: &[(&str, u32, i64, &str)]) -> Result<()> {
         let mut tpl = TopicPartitionList::new();
-        for (t, p, n) in offsets {
-            tpl.add_partition_offset(t, *p as i32, Offset::Offset(*n))
+        for (t, p, n, metadata) in offsets {
+            let mut el = tpl.add_partition(t, *p as i32);
+            el.set_offset(Offset::Offset(*n))
                 .map_err(|e| kafka("commit", e))?;
+            if !metadata.is_empty() {
+                el.set_metadata(metadata);
+            }
         }
         self.consumer(group)?
             .commit(&tpl, CommitMode::Sync)
@@ -143,13 +160,32 @@ impl GroupStore for ClusterGroups {
         }
     }
     fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
+        let with: Vec<(&str, u32, i64, &str)> =
+            offsets.iter().map(|&(t, p, n)| (t, p, n, "")).collect();
+        self.commit_with_metadata(group, &with)
+    }
+    fn keeps_metadata(&self) -> bool {
+        true
+    }
+    fn try_committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, i64>> {
+        ClusterGroups::try_committed(self, group, topic)
+    }
+    fn committed_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<BTreeMap<u32, (i64, String)>> {
+        self.try_committed_with_metadata(group, topic)
+    }
+    fn commit_with_metadata(&self, group: &str, offsets: &[(&str, u32, i64, &str)]) -> Result<()> {
         if offsets.is_empty() {
             return Ok(());
         }
         self.commit_list(group, offsets)
     }
     fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
-        let list: Vec<(&str, u32, i64)> = offsets.iter().map(|(p, n)| (topic, *p, *n)).collect();
+        let list: Vec<(&str, u32, i64, &str)> =
+            offsets.iter().map(|(p, n)| (topic, *p, *n, "")).collect();
         if list.is_empty() {
             return Err(Error::InvalidConfig(format!(
                 "group {group}: nothing to set on {topic}"
@@ -183,5 +219,46 @@ impl GroupStore for ClusterGroups {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::storage::Storage;
+    use crate::storage::cluster::ClusterStorage;
+    use crate::storage::cluster_config::ClusterConfig;
+
+    /// A group's maildir keeps its acknowledgements in the commits' metadata: the cluster's
+    /// coordinator (here librdkafka's mock cluster) gives back what was committed with it.
+    #[test]
+    fn commits_keep_their_metadata() {
+        let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+        mock.create_topic("t", 2, 1).unwrap();
+        let cfg = ClusterConfig {
+            bootstrap_servers: mock.bootstrap_servers(),
+            client: vec![("message.timeout.ms".into(), "10000".into())],
+            num_partitions: None,
+            replication_factor: None,
+            read_committed: false,
+            write_behind: false,
+        };
+        let storage: Arc<dyn Storage> = Arc::new(ClusterStorage::connect(cfg).unwrap());
+        let groups = storage.open_groups().unwrap();
+        assert!(groups.keeps_metadata());
+        groups
+            .commit_with_metadata("g", &[("t", 0, 5, "maildir:r:1.2"), ("t", 1, 7, "")])
+            .unwrap();
+        let got = groups.committed_with_metadata("g", "t").unwrap();
+        assert_eq!(got[&0], (5, "maildir:r:1.2".to_string()));
+        assert_eq!(got[&1], (7, String::new()));
+        assert_eq!(groups.try_committed("g", "t").unwrap()[&0], 5);
+        // A plain commit (a reader of records) leaves no metadata.
+        groups.commit("g", &[("t", 0, 9)]).unwrap();
+        assert_eq!(
+            groups.committed_with_metadata("g", "t").unwrap()[&0],
+            (9, String::new())
+        );
     }
 }

@@ -1,0 +1,858 @@
+//! The maildirs of the tree (docs/contract.md, "Files in, files out"): `<topic>/maildir/`,
+//! where a file written in `tmp/` and renamed or linked into `new/` becomes one record, and
+//! `<topic>/groups/<G>/maildir/`, where `new/` shows G's records, a rename into `cur/` takes
+//! one and an unlink acknowledges it. The rules are `crate::maildir`'s; this is the tree
+//! over them: names, attributes, listings, and the calls that change them.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use super::handle::{Handle, TextHandle, TextTarget};
+use super::inode::{MailSub, Node, TopicName};
+use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::{FsResult, FsState, tree};
+use crate::error::{Error, Result};
+use crate::maildir::delivery::{Delivery, Place};
+use crate::maildir::group::{MailGroup, Refused};
+use crate::maildir::held::Held;
+use crate::maildir::names::{canonical_flags, parse_record_name, record_name};
+use crate::storage::TopicStore;
+use crate::util::sync::MutexExt;
+
+/// Inode numbers the entries of a listing carry (`d_ino`), above any the inode table gives.
+const LISTED_INO: u64 = 3 << 61;
+
+/// Each topic's held files, by topic name and incarnation.
+type Deliveries = HashMap<(String, u64), Arc<Mutex<Delivery>>>;
+
+/// Each group's maildir, by topic name, incarnation and group.
+type MailGroups = HashMap<(String, u64, String), Arc<Mutex<MailGroup>>>;
+
+/// The maildirs' state: each topic's held files, each group's maildir.
+pub(super) struct Mail {
+    deliveries: Mutex<Deliveries>,
+    groups: Mutex<MailGroups>,
+    window: usize,
+    spill_dir: PathBuf,
+}
+
+impl Mail {
+    /// `window`: how many records a group's `new/` shows at most; large held files spill
+    /// into `spill_dir`.
+    pub(super) fn new(window: usize, spill_dir: PathBuf) -> Mail {
+        Mail {
+            deliveries: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
+            window,
+            spill_dir,
+        }
+    }
+
+    /// Topic `name` was deleted: its held files and group maildirs go with it.
+    pub(super) fn topic_deleted(&self, name: &str) {
+        self.deliveries.guard().retain(|(n, _), _| n != name);
+        self.groups.guard().retain(|(n, _, _), _| n != name);
+    }
+
+    /// Group `g`'s commits on `t` were set from outside its maildir (`offsets`): its maildir
+    /// starts again from them.
+    pub(super) fn group_reset(&self, t: &TopicName, g: &str) {
+        self.groups
+            .guard()
+            .remove(&(t.to_string(), t.incarnation(), g.to_string()));
+    }
+}
+
+/// An open file of a maildir's `tmp/` (or `new/`, written straight into it).
+pub struct HeldHandle {
+    topic: Arc<dyn TopicStore>,
+    delivery: Arc<Mutex<Delivery>>,
+    id: u64,
+    file: Arc<Mutex<Held>>,
+    max_record: usize,
+    released: bool,
+    /// The descriptor table (FUSE lock owner) of the process that wrote last, once one
+    /// wrote: its close delivers a file of `new/`. A close before any write (the shell's,
+    /// after it moved the descriptor with `dup2`) leaves that to a later close.
+    writer: Option<Option<u64>>,
+    /// The size a refused write would have made a file of `new/`: it is never delivered.
+    oversized: Option<usize>,
+}
+
+impl HeldHandle {
+    fn new(topic: Arc<dyn TopicStore>, delivery: Arc<Mutex<Delivery>>, id: u64) -> Option<Self> {
+        let file = {
+            let mut d = delivery.guard();
+            let e = d.get_mut(id)?;
+            e.opens += 1;
+            e.file.clone()
+        };
+        let max_record = topic.max_message_bytes();
+        Some(HeldHandle {
+            topic,
+            delivery,
+            id,
+            file,
+            max_record,
+            released: false,
+            writer: None,
+            oversized: None,
+        })
+    }
+
+    pub fn read(&self, offset: u64, size: usize) -> Result<Vec<u8>> {
+        self.file.guard().read_at(offset, size)
+    }
+
+    /// Writes at `offset`. A file being written into `new/` becomes a record at its close: a
+    /// write that takes it past the largest record fails at once (EMSGSIZE).
+    pub fn write(&mut self, offset: u64, data: &[u8], owner: Option<u64>) -> Result<()> {
+        self.writer = Some(owner.or(self.writer.flatten()));
+        let in_new = self
+            .delivery
+            .guard()
+            .get(self.id)
+            .is_some_and(|e| e.place == Place::New);
+        let end = offset.saturating_add(data.len() as u64);
+        if in_new && end > self.max_record as u64 {
+            self.oversized = Some(end as usize);
+            return Err(Error::RecordTooLarge {
+                size: end as usize,
+                max: self.max_record,
+            });
+        }
+        self.file.guard().write_at(offset, data)
+    }
+
+    /// Whether its close delivers it (a file of `new/`).
+    pub fn pending(&self) -> bool {
+        self.delivery
+            .guard()
+            .get(self.id)
+            .is_some_and(|e| e.place == Place::New)
+    }
+
+    /// close(2): a file of `new/` is delivered at the close of its last open file (it is
+    /// removed whether or not the record could be appended: the close says which).
+    pub fn close(&mut self, owner: u64) -> Result<()> {
+        match self.writer {
+            Some(Some(w)) if w != owner => return Ok(()),
+            None => return Ok(()),
+            _ => {}
+        }
+        self.deliver_if_last()
+    }
+
+    fn deliver_if_last(&mut self) -> Result<()> {
+        let mut d = self.delivery.guard();
+        let Some(e) = d.get(self.id) else {
+            return Ok(());
+        };
+        if e.place != Place::New || e.opens > 1 {
+            return Ok(());
+        }
+        let name = e.name.clone();
+        let _live = self.topic.live()?;
+        let res = match self.oversized {
+            // A write of it failed: what it holds is not what was written.
+            Some(size) => Err(Error::RecordTooLarge {
+                size,
+                max: self.max_record,
+            }),
+            None => d.deliver(&*self.topic, self.id, &name),
+        };
+        d.remove(self.id);
+        res
+    }
+
+    /// The open file goes (release, shutdown): the last one of a file of `new/` delivers it.
+    pub fn release(&mut self) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        let last = {
+            let mut d = self.delivery.guard();
+            match d.get_mut(self.id) {
+                Some(e) => {
+                    e.opens = e.opens.saturating_sub(1);
+                    e.opens == 0 && e.place == Place::New
+                }
+                None => false,
+            }
+        };
+        if last {
+            // The count is 0: close() sees it as the last.
+            if let Some(e) = self.delivery.guard().get_mut(self.id) {
+                e.opens = 1;
+            }
+            return self.deliver_if_last();
+        }
+        Ok(())
+    }
+}
+
+impl FsState {
+    fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
+        let mut d = self.mail.deliveries.guard();
+        d.entry((t.to_string(), t.incarnation()))
+            .or_insert_with(|| Arc::new(Mutex::new(Delivery::new(self.mail.spill_dir.clone()))))
+            .clone()
+    }
+
+    /// Group `g`'s maildir on `t`; with `refill`, its `new/` filled up to the window (for
+    /// its listings; a file of it is looked up in what they showed).
+    fn mail_group(&self, t: &TopicName, g: &str, refill: bool) -> FsResult<Arc<Mutex<MailGroup>>> {
+        if !self.groups.keeps_metadata() {
+            return tree(
+                libc::EOPNOTSUPP,
+                "this storage keeps no commit metadata: groups have no maildir",
+            );
+        }
+        let topic = self.topic(t)?;
+        let key = (t.to_string(), t.incarnation(), g.to_string());
+        let mg = {
+            let mut groups = self.mail.groups.guard();
+            groups
+                .entry(key)
+                .or_insert_with(|| {
+                    Arc::new(Mutex::new(MailGroup::new(&*topic, g, self.mail.window)))
+                })
+                .clone()
+        };
+        if refill {
+            mg.guard().refill(&*topic, &*self.groups)?;
+        }
+        Ok(mg)
+    }
+
+    /// Whether `g`'s maildir on `t` has taken records (its `records` and `follow` are EBUSY).
+    pub(super) fn maildir_taken(&self, t: &TopicName, g: &str) -> bool {
+        let key = (t.to_string(), t.incarnation(), g.to_string());
+        let mg = self.mail.groups.guard().get(&key).cloned();
+        mg.is_some_and(|mg| mg.guard().has_taken())
+    }
+
+    /// The child `name` of a maildir node (None: `parent` is not one).
+    pub(super) fn maildir_child(&self, parent: &Node, name: &OsStr) -> Option<FsResult<Node>> {
+        let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
+        let bytes = name.as_bytes();
+        Some(match parent {
+            Node::Maildir(t, g) => (|| {
+                self.topic(t)?;
+                match MailSub::ALL
+                    .into_iter()
+                    .find(|s| s.name().as_bytes() == bytes)
+                {
+                    Some(s) => Ok(Node::MailSub(t.clone(), g.clone(), s)),
+                    None => missing(),
+                }
+            })(),
+            Node::MailSub(t, None, sub) => (|| {
+                self.topic(t)?;
+                let place = match sub {
+                    MailSub::Tmp => Place::Tmp,
+                    MailSub::New => Place::New,
+                    MailSub::Cur => return missing(),
+                };
+                match self.delivery(t).guard().find(place, bytes) {
+                    Some(id) => Ok(Node::MailHeld(t.clone(), id)),
+                    None => missing(),
+                }
+            })(),
+            Node::MailSub(t, Some(g), sub) => (|| {
+                let Some((p, o, flags)) = parse_record_name(bytes) else {
+                    return missing();
+                };
+                let found = |refill| -> FsResult<bool> {
+                    let mg = self.mail_group(t, g, refill)?;
+                    let mg = mg.guard();
+                    Ok(match (sub, flags.as_deref()) {
+                        (MailSub::New, None) => mg.find_new(p, o).is_some(),
+                        (MailSub::Cur, Some(f)) => mg.find_cur(p, o).is_some_and(|(_, c)| c == f),
+                        _ => false,
+                    })
+                };
+                // A name not shown yet is looked for in a refilled window.
+                if found(false)? || found(true)? {
+                    Ok(Node::MailRecord(t.clone(), g.clone(), p, o))
+                } else {
+                    missing()
+                }
+            })(),
+            _ => return None,
+        })
+    }
+
+    /// Size and time of a maildir node (None: not one). Directories show when their
+    /// listing last changed.
+    pub(super) fn maildir_attr(&self, node: &Node) -> Option<FsResult<(u64, SystemTime)>> {
+        if !is_mail(node) {
+            return None;
+        }
+        Some(match node {
+            Node::Maildir(t, _) => self
+                .topic(t)
+                .map(|topic| (0, topic.modified().unwrap_or(self.mounted_at))),
+            Node::MailSub(t, None, sub) => self.topic(t).map(|_| {
+                let (tmp, new) = self.delivery(t).guard().changed();
+                let time = match sub {
+                    MailSub::Tmp => tmp,
+                    MailSub::New => new,
+                    MailSub::Cur => self.mounted_at,
+                };
+                (0, time)
+            }),
+            Node::MailSub(t, Some(g), sub) => self.mail_group(t, g, true).map(|mg| {
+                let (new, cur) = mg.guard().changed();
+                let time = match sub {
+                    MailSub::New => new,
+                    MailSub::Cur => cur,
+                    MailSub::Tmp => self.mounted_at,
+                };
+                (0, time)
+            }),
+            Node::MailHeld(t, id) => self.topic(t).and_then(|_| {
+                let d = self.delivery(t);
+                let d = d.guard();
+                match d.get(*id) {
+                    Some(e) => {
+                        let f = e.file.guard();
+                        Ok((f.len(), f.mtime()))
+                    }
+                    None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
+                }
+            }),
+            Node::MailRecord(t, g, p, o) => self.mail_group(t, g, false).and_then(|mg| {
+                let mg = mg.guard();
+                let shown = mg
+                    .find_new(*p, *o)
+                    .or_else(|| mg.find_cur(*p, *o).map(|(s, _)| s));
+                match shown {
+                    Some(s) => Ok((s.len, record_time(s.timestamp))),
+                    None => tree(libc::ENOENT, format!("{node} was acknowledged")),
+                }
+            }),
+            _ => unreachable!("a maildir node"),
+        })
+    }
+
+    /// The listing of a maildir directory from `offset` on (None: not one).
+    pub(super) fn maildir_readdir(
+        &self,
+        ino: u64,
+        node: &Node,
+        offset: u64,
+    ) -> Option<FsResult<Vec<DirEntry>>> {
+        let names = || -> FsResult<Vec<(Kind, String)>> {
+            Ok(match node {
+                Node::Maildir(t, _) => {
+                    self.topic(t)?;
+                    MailSub::ALL
+                        .iter()
+                        .map(|s| (Kind::Directory, s.name().to_string()))
+                        .collect()
+                }
+                Node::MailSub(t, None, sub) => {
+                    self.topic(t)?;
+                    let place = match sub {
+                        MailSub::Tmp => Place::Tmp,
+                        MailSub::New => Place::New,
+                        MailSub::Cur => return Ok(Vec::new()),
+                    };
+                    let d = self.delivery(t);
+                    let list = d.guard().list(place);
+                    list.into_iter()
+                        .map(|(n, _)| (Kind::File, String::from_utf8_lossy(&n).into_owned()))
+                        .collect()
+                }
+                Node::MailSub(t, Some(g), sub) => {
+                    let mg = self.mail_group(t, g, true)?;
+                    let mg = mg.guard();
+                    match sub {
+                        MailSub::Tmp => Vec::new(),
+                        MailSub::New => mg
+                            .listed()
+                            .into_iter()
+                            .map(|(p, o, _)| (Kind::File, record_name(p, o)))
+                            .collect(),
+                        MailSub::Cur => mg
+                            .taken()
+                            .into_iter()
+                            .map(|(p, o, _, f)| {
+                                (Kind::File, format!("{}:2,{f}", record_name(p, o)))
+                            })
+                            .collect(),
+                    }
+                }
+                _ => unreachable!("a maildir directory"),
+            })
+        };
+        if !matches!(node, Node::Maildir(..) | Node::MailSub(..)) {
+            return None;
+        }
+        Some((|| {
+            let parent = self.inodes.peek(&node.parent());
+            let mut all = vec![
+                (ino, Kind::Directory, ".".to_string()),
+                (parent, Kind::Directory, "..".to_string()),
+            ];
+            for (i, (kind, name)) in names()?.into_iter().enumerate() {
+                all.push((LISTED_INO | i as u64, kind, name));
+            }
+            Ok(all
+                .into_iter()
+                .enumerate()
+                .skip(offset as usize)
+                .map(|(i, (ino, kind, name))| DirEntry {
+                    ino,
+                    next: i as u64 + 1,
+                    kind,
+                    name,
+                })
+                .collect())
+        })())
+    }
+
+    /// The handle of an open maildir file (None: not one).
+    pub(super) fn maildir_open(&self, node: &Node, access: Access) -> Option<FsResult<Handle>> {
+        Some(match node {
+            Node::MailHeld(t, id) => (|| {
+                let topic = self.topic(t)?;
+                match HeldHandle::new(topic, self.delivery(t), *id) {
+                    Some(h) => Ok(Handle::Mail(h)),
+                    None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
+                }
+            })(),
+            Node::MailRecord(t, _, p, o) => (|| {
+                if access.write {
+                    return tree(libc::EACCES, format!("{node}: a record cannot be changed"));
+                }
+                let topic = self.topic(t)?;
+                let value = read_value(&*topic, *p, *o)?;
+                Ok(Handle::Text(TextHandle::new(value, TextTarget::ReadOnly)))
+            })(),
+            _ => return None,
+        })
+    }
+
+    /// create(2): a file of `<topic>/maildir/tmp/` (held) or `new/` (delivered at its last
+    /// close); anything else is as [`FsState::create_open`] answers.
+    pub fn create_file(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        access: Access,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
+        let parent_node = {
+            let _g = self.gate()?;
+            self.node(parent)?
+        };
+        let (t, sub) = match &parent_node {
+            Node::MailSub(t, None, sub) => (t, *sub),
+            Node::MailSub(_, Some(_), _) => {
+                return tree(
+                    libc::EPERM,
+                    format!(
+                        "{parent_node}: a group's maildir takes no files (deliver to the topic's maildir)"
+                    ),
+                );
+            }
+            _ => return self.create_open(parent, name, access, pid),
+        };
+        let _g = self.gate()?;
+        name_fits(name)?;
+        listable(name)?;
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        self.deliverable(t)?;
+        let place = match sub {
+            MailSub::Tmp => Place::Tmp,
+            MailSub::New => Place::New,
+            MailSub::Cur => {
+                return tree(
+                    libc::EPERM,
+                    format!("{parent_node}: files are delivered through tmp/ or new/"),
+                );
+            }
+        };
+        let delivery = self.delivery(t);
+        let Some(id) = delivery.guard().create(place, name.as_bytes()) else {
+            return tree(libc::EEXIST, format!("{parent_node} has {name:?}"));
+        };
+        let Some(h) = HeldHandle::new(topic.clone(), delivery.clone(), id) else {
+            return tree(libc::ENOENT, "the file was removed");
+        };
+        let node = Node::MailHeld(t.clone(), id);
+        let ino = self.inodes.lookup(&node);
+        let attr = self.attr(ino, &node)?;
+        let fh = self
+            .next_fh
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut opened = self.opened(ino, fh, Some(topic.clone()), Handle::Mail(h), pid)?;
+        opened.direct_io = true;
+        Ok((Duration::ZERO, attr, opened))
+    }
+
+    /// Whether records may be delivered to `t` (not an internal topic).
+    fn deliverable(&self, t: &TopicName) -> FsResult<()> {
+        if self.storage.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by topicfs only"),
+            );
+        }
+        Ok(())
+    }
+
+    /// truncate(2) of a held file (None: `node` is not one).
+    pub(super) fn maildir_truncate(&self, node: &Node, size: u64) -> Option<FsResult<()>> {
+        let Node::MailHeld(t, id) = node else {
+            return None;
+        };
+        Some((|| {
+            let d = self.delivery(t);
+            let file = match d.guard().get(*id) {
+                Some(e) => e.file.clone(),
+                None => return tree(libc::ENOENT, format!("{node} was delivered or removed")),
+            };
+            file.guard().truncate(size)?;
+            Ok(())
+        })())
+    }
+
+    /// unlink(2) in a maildir (None: `parent` is not one): in `tmp/` (or `new/`, a file not
+    /// yet closed) the held file is discarded; in a group's `new/` or `cur/` the record is
+    /// acknowledged, committed before this returns.
+    pub(super) fn maildir_unlink(&self, parent: &Node, name: &OsStr) -> Option<FsResult<()>> {
+        let Node::MailSub(t, g, sub) = parent else {
+            return None;
+        };
+        Some((|| {
+            let topic = self.topic(t)?;
+            let _live = topic.live()?;
+            let gone = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
+            match (g, sub) {
+                (None, MailSub::Cur) | (Some(_), MailSub::Tmp) => gone(),
+                (None, sub) => {
+                    let place = if *sub == MailSub::Tmp {
+                        Place::Tmp
+                    } else {
+                        Place::New
+                    };
+                    let d = self.delivery(t);
+                    let mut d = d.guard();
+                    match d.find(place, name.as_bytes()) {
+                        Some(id) => {
+                            d.remove(id);
+                            Ok(())
+                        }
+                        None => gone(),
+                    }
+                }
+                (Some(g), sub) => {
+                    let Some((p, o, flags)) = parse_record_name(name.as_bytes()) else {
+                        return gone();
+                    };
+                    self.maildir_not_read(t, g)?;
+                    let mg = self.mail_group(t, g, false)?;
+                    let mut mg = mg.guard();
+                    let in_new = *sub == MailSub::New;
+                    if in_new != flags.is_none()
+                        || (!in_new && mg.find_cur(p, o).map(|(_, f)| f) != flags.as_deref())
+                    {
+                        return gone();
+                    }
+                    match mg.ack(&*self.groups, p, o, in_new)? {
+                        Ok(()) => Ok(()),
+                        Err(Refused::Gone) => gone(),
+                    }
+                }
+            }
+        })())
+    }
+
+    /// EBUSY while group `g` has a reader of its `records` or `follow`. (In remote mode, a
+    /// group with active members elsewhere refuses the acknowledgements' commits: EBUSY.)
+    fn maildir_not_read(&self, t: &TopicName, g: &str) -> FsResult<()> {
+        if self.group_busy(t, g) {
+            return tree(
+                libc::EBUSY,
+                format!("group {g} of {t} has a reader of its records: its maildir waits"),
+            );
+        }
+        Ok(())
+    }
+
+    /// rename(2) that involves a maildir (None: neither side is one): delivery, taking,
+    /// flags; EXDEV between a maildir and anything else.
+    pub(super) fn maildir_rename(
+        &self,
+        from: &Node,
+        name: &OsStr,
+        to: &Node,
+        newname: &OsStr,
+        flags: u32,
+    ) -> Option<FsResult<()>> {
+        if !is_mail(from) && !is_mail(to) {
+            return None;
+        }
+        Some((|| {
+            let (Node::MailSub(t, g, sub), Node::MailSub(t2, g2, sub2)) = (from, to) else {
+                return tree(
+                    libc::EXDEV,
+                    format!(
+                        "{from} -> {to}: only files of one maildir move between its directories"
+                    ),
+                );
+            };
+            if flags & libc::RENAME_EXCHANGE != 0 {
+                return tree(libc::EINVAL, "a maildir's files are not exchanged");
+            }
+            let no_replace = flags & libc::RENAME_NOREPLACE != 0;
+            if t != t2 {
+                return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
+            }
+            name_fits(newname)?;
+            if g != g2 {
+                let errno = if g.is_none() {
+                    libc::EPERM
+                } else {
+                    libc::EXDEV
+                };
+                return tree(
+                    errno,
+                    format!("{from} -> {to}: another maildir (deliver to {t}/maildir/)"),
+                );
+            }
+            let topic = self.topic(t)?;
+            let _live = topic.live()?;
+            match g {
+                None => self.deliver_rename(&topic, t, (*sub, name), (*sub2, newname), no_replace),
+                Some(g) => self.group_rename(t, g, (*sub, name), (*sub2, newname)),
+            }
+        })())
+    }
+
+    /// A rename in `<topic>/maildir/`: tmp/ -> new/ or cur/ delivers, tmp/ -> tmp/ renames.
+    fn deliver_rename(
+        &self,
+        topic: &Arc<dyn TopicStore>,
+        t: &TopicName,
+        (sub, name): (MailSub, &OsStr),
+        (sub2, newname): (MailSub, &OsStr),
+        no_replace: bool,
+    ) -> FsResult<()> {
+        if sub != MailSub::Tmp {
+            return tree(
+                libc::EPERM,
+                format!(
+                    "{t}/maildir/{}/{name:?}: only files of tmp/ are renamed",
+                    sub.name()
+                ),
+            );
+        }
+        let d = self.delivery(t);
+        let mut d = d.guard();
+        let Some(id) = d.find(Place::Tmp, name.as_bytes()) else {
+            return tree(
+                libc::ENOENT,
+                format!("no entry {name:?} in {t}/maildir/tmp"),
+            );
+        };
+        match sub2 {
+            MailSub::Tmp => {
+                listable(newname)?;
+                Ok(d.rename(id, newname.as_bytes(), no_replace)?)
+            }
+            MailSub::New | MailSub::Cur => {
+                self.deliverable(t)?;
+                d.deliver(&**topic, id, newname.as_bytes())?;
+                d.remove(id);
+                Ok(())
+            }
+        }
+    }
+
+    /// A rename in a group's maildir: new/ -> cur/ takes, cur/ -> cur/ changes the flags,
+    /// cur/ -> new/ gives the record back.
+    fn group_rename(
+        &self,
+        t: &TopicName,
+        g: &str,
+        (sub, name): (MailSub, &OsStr),
+        (sub2, newname): (MailSub, &OsStr),
+    ) -> FsResult<()> {
+        let gone = || {
+            tree(
+                libc::ENOENT,
+                format!(
+                    "no record {name:?} in {t}/groups/{g}/maildir/{}",
+                    sub.name()
+                ),
+            )
+        };
+        let Some((p, o, flags)) = parse_record_name(name.as_bytes()) else {
+            return gone();
+        };
+        let Some((p2, o2, flags2)) = parse_record_name(newname.as_bytes()) else {
+            return tree(
+                libc::EPERM,
+                format!("{newname:?}: a record keeps its name (P-O, with :2,FLAGS in cur/)"),
+            );
+        };
+        if (p, o) != (p2, o2) {
+            return tree(
+                libc::EPERM,
+                format!("{name:?} -> {newname:?}: a record keeps its name, only its flags change"),
+            );
+        }
+        self.maildir_not_read(t, g)?;
+        let mg = self.mail_group(t, g, false)?;
+        let mut mg = mg.guard();
+        let res = match (sub, flags, sub2, flags2) {
+            (MailSub::New, None, MailSub::Cur, f) => {
+                mg.take(p, o, canonical_flags(&f.unwrap_or_default()))
+            }
+            (MailSub::Cur, Some(f), MailSub::Cur, Some(f2)) => {
+                if mg.find_cur(p, o).map(|(_, c)| c) != Some(f.as_str()) {
+                    return gone();
+                }
+                mg.set_flags(p, o, canonical_flags(&f2))
+            }
+            (MailSub::Cur, Some(f), MailSub::New, None) => {
+                if mg.find_cur(p, o).map(|(_, c)| c) != Some(f.as_str()) {
+                    return gone();
+                }
+                mg.untake(p, o)
+            }
+            _ => {
+                return tree(
+                    libc::EPERM,
+                    format!(
+                        "{name:?} -> {newname:?}: records move new/ -> cur/NAME:2,FLAGS, within cur/, or back to new/NAME"
+                    ),
+                );
+            }
+        };
+        match res {
+            Ok(()) => Ok(()),
+            Err(Refused::Gone) => gone(),
+        }
+    }
+
+    /// link(2): a file of `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered
+    /// (and stays in `tmp/` until unlinked); any other link is as [`FsState::link`] answers.
+    pub fn link_entry(
+        &self,
+        ino: u64,
+        newparent: u64,
+        newname: &OsStr,
+    ) -> FsResult<(Duration, Attr)> {
+        let _g = self.gate()?;
+        let from = self.node(ino)?;
+        let to = self.node(newparent)?;
+        if !is_mail(&from) && !is_mail(&to) {
+            return Err(self.link(ino, newname));
+        }
+        let (Node::MailHeld(t, id), Node::MailSub(t2, g, sub)) = (&from, &to) else {
+            return tree(
+                libc::EPERM,
+                format!("{from} -> {to}: only a file of tmp/ is linked, into new/ or cur/"),
+            );
+        };
+        if t != t2 {
+            return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
+        }
+        if g.is_some() || *sub == MailSub::Tmp {
+            return tree(
+                libc::EPERM,
+                format!("{to}: files are delivered by a link into {t}/maildir/new/ or cur/"),
+            );
+        }
+        name_fits(newname)?;
+        let topic = self.topic(t)?;
+        let _live = topic.live()?;
+        self.deliverable(t)?;
+        let d = self.delivery(t);
+        let d = d.guard();
+        match d.get(*id) {
+            Some(e) if e.place == Place::Tmp => {}
+            _ => return tree(libc::ENOENT, format!("{from} was delivered or removed")),
+        }
+        d.deliver(&*topic, *id, newname.as_bytes())?;
+        drop(d);
+        let attr = self.attr(ino, &from)?;
+        Ok((Duration::ZERO, attr))
+    }
+}
+
+/// EINVAL for a name that is not UTF-8 where it would be listed (`tmp/`, or a file written
+/// into `new/`): listings show names as text. (Delivered under such a name, a file's key is
+/// its bytes.)
+fn listable(name: &OsStr) -> FsResult<()> {
+    if name.to_str().is_none() {
+        return tree(
+            libc::EINVAL,
+            format!("{name:?}: a held file's name is UTF-8 (it is listed)"),
+        );
+    }
+    Ok(())
+}
+
+/// ENAMETOOLONG for a name longer than a directory entry's (the kernel leaves that to us).
+fn name_fits(name: &OsStr) -> FsResult<()> {
+    if name.len() > crate::table::names::NAME_MAX {
+        return tree(
+            libc::ENAMETOOLONG,
+            format!(
+                "a name of {} bytes (at most {})",
+                name.len(),
+                crate::table::names::NAME_MAX
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn is_mail(node: &Node) -> bool {
+    matches!(
+        node,
+        Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..)
+    )
+}
+
+/// The value of record `o` of partition `p` (ENOENT once retention deleted it).
+fn read_value(topic: &dyn TopicStore, p: u32, o: i64) -> FsResult<Vec<u8>> {
+    let mut stream = topic.partition(p)?.read_from_offset(o)?;
+    let mut value = None;
+    loop {
+        let mut past = false;
+        let more = stream.next_batch_meta(&mut |_, r| {
+            if r.offset == o {
+                value = Some(r.value.unwrap_or_default().to_vec());
+            }
+            past |= r.offset >= o;
+        })?;
+        if past || !more {
+            break;
+        }
+    }
+    match value {
+        Some(v) => Ok(v),
+        None => tree(libc::ENOENT, format!("record {o} of partition {p} is gone")),
+    }
+}
+
+fn record_time(ts: i64) -> SystemTime {
+    if ts >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ts as u64)
+    } else {
+        SystemTime::UNIX_EPOCH
+    }
+}
