@@ -1,5 +1,10 @@
 //! The one place where an error becomes an errno.
 
+use std::ffi::OsStr;
+use std::fmt;
+
+use super::inode::{self, Node};
+use super::{FsError, FsState};
 use crate::error::Error;
 
 /// The errno (libc's numbering) the tree answers for a core error. Exhaustive: a new variant must be mapped.
@@ -29,6 +34,105 @@ pub fn errno(e: &Error) -> i32 {
         Error::NotWritable(_) => libc::EBADF,
         // ENOSPC, EDQUOT, EROFS of the disk... pass through as the disk reported them.
         Error::Io(io) => crate::os::safe_fs::os_error(io).unwrap_or(libc::EIO),
+    }
+}
+
+/// Logs the failure once and gives the errno to reply with.
+pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
+    let errno = e.errno();
+    let code = errno;
+    // No such name, a topic deleted under its inode (the kernel looks the path up again),
+    // the mount going away, no data or hole past an lseek offset: answers, not failures.
+    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN || code == libc::ENXIO
+    {
+        log::debug!("{op} {what}: {e} ({})", errno_name(code));
+    } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
+        log::error!("{op} {what}: {e} ({})", errno_name(code));
+    } else {
+        log::info!("{op} {what}: {e} ({})", errno_name(code));
+    }
+    errno
+}
+
+/// A path of the tree below the mountpoint (`/t/table/k`), for log lines: resolved only when
+/// written.
+pub struct PathOf<'a> {
+    state: &'a FsState,
+    ino: u64,
+    name: Option<&'a OsStr>,
+}
+
+impl fmt::Display for PathOf<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.state.inodes.get(self.ino) {
+            Some(Node::Root) => {}
+            Some(node) => write!(f, "/{node}")?,
+            None => write!(f, "(inode {})", self.ino)?,
+        }
+        match self.name {
+            Some(name) => write!(f, "/{}", name.to_string_lossy()),
+            None if self.ino == inode::ROOT_INO => f.write_str("/"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `EMSGSIZE, Message too long`: the errno's name and its text, as a log line gives it.
+fn errno_name(code: i32) -> String {
+    const NAMES: &[(i32, &str)] = &[
+        (libc::EPERM, "EPERM"),
+        (libc::ENOENT, "ENOENT"),
+        (libc::EINTR, "EINTR"),
+        (libc::EIO, "EIO"),
+        (libc::EBADF, "EBADF"),
+        (libc::EAGAIN, "EAGAIN"),
+        (libc::EACCES, "EACCES"),
+        (libc::EBUSY, "EBUSY"),
+        (libc::EEXIST, "EEXIST"),
+        (libc::EXDEV, "EXDEV"),
+        (libc::ENOTDIR, "ENOTDIR"),
+        (libc::EISDIR, "EISDIR"),
+        (libc::EINVAL, "EINVAL"),
+        (libc::ENOTTY, "ENOTTY"),
+        (libc::EFBIG, "EFBIG"),
+        (libc::ENOSPC, "ENOSPC"),
+        (libc::ESPIPE, "ESPIPE"),
+        (libc::EROFS, "EROFS"),
+        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+        (libc::ENOSYS, "ENOSYS"),
+        (libc::ENOTEMPTY, "ENOTEMPTY"),
+        (libc::EMSGSIZE, "EMSGSIZE"),
+        (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+        (libc::ENOTCONN, "ENOTCONN"),
+        (libc::ETIMEDOUT, "ETIMEDOUT"),
+        (libc::ESTALE, "ESTALE"),
+        (libc::EDQUOT, "EDQUOT"),
+    ];
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    match NAMES.iter().find(|(c, _)| *c == code) {
+        Some((_, name)) => format!("{name}, {text}"),
+        None => format!("errno {code}, {text}"),
+    }
+}
+
+impl FsState {
+    /// The path of `ino`, for log lines.
+    pub fn path(&self, ino: u64) -> PathOf<'_> {
+        PathOf {
+            state: self,
+            ino,
+            name: None,
+        }
+    }
+
+    /// The path of `name` in directory `parent`, for log lines.
+    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> PathOf<'a> {
+        PathOf {
+            state: self,
+            ino: parent,
+            name: Some(name),
+        }
     }
 }
 

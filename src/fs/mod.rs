@@ -5,15 +5,19 @@
 
 mod ahead;
 pub(crate) mod errno;
+pub use errno::{PathOf, report};
 mod follow;
 pub(crate) mod fuse;
+mod gate;
 pub(crate) mod group_handle;
 pub mod handle;
 mod held;
 pub mod inode;
+mod mail_handle;
 mod maildir;
 mod members;
 mod metrics;
+mod names;
 mod open;
 mod read;
 pub mod stream;
@@ -25,7 +29,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
@@ -98,108 +102,6 @@ fn tree<T>(errno: i32, msg: impl Into<String>) -> FsResult<T> {
 }
 
 pub type FsResult<T> = Result<T, FsError>;
-
-/// Logs the failure once and gives the errno to reply with.
-pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
-    let errno = e.errno();
-    let code = errno;
-    // No such name, a topic deleted under its inode (the kernel looks the path up again),
-    // the mount going away, no data or hole past an lseek offset: answers, not failures.
-    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN || code == libc::ENXIO
-    {
-        log::debug!("{op} {what}: {e} ({})", errno_name(code));
-    } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
-        log::error!("{op} {what}: {e} ({})", errno_name(code));
-    } else {
-        log::info!("{op} {what}: {e} ({})", errno_name(code));
-    }
-    errno
-}
-
-thread_local! {
-    /// The cores (by address) this thread is inside of, once per entry.
-    static INSIDE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A thread's entry to the core ([`FsState::gate`]): the read side of the shutdown lock for
-/// the first entry, nothing for the ones inside it.
-struct Gate<'a> {
-    state: usize,
-    _guard: Option<RwLockReadGuard<'a, bool>>,
-}
-
-impl Drop for Gate<'_> {
-    fn drop(&mut self) {
-        INSIDE.with(|i| {
-            let mut i = i.borrow_mut();
-            if let Some(at) = i.iter().rposition(|s| *s == self.state) {
-                i.remove(at);
-            }
-        });
-    }
-}
-
-/// A path of the tree below the mountpoint (`/t/table/k`), for log lines: resolved only when
-/// written.
-pub struct PathOf<'a> {
-    state: &'a FsState,
-    ino: u64,
-    name: Option<&'a OsStr>,
-}
-
-impl fmt::Display for PathOf<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.state.inodes.get(self.ino) {
-            Some(Node::Root) => {}
-            Some(node) => write!(f, "/{node}")?,
-            None => write!(f, "(inode {})", self.ino)?,
-        }
-        match self.name {
-            Some(name) => write!(f, "/{}", name.to_string_lossy()),
-            None if self.ino == inode::ROOT_INO => f.write_str("/"),
-            None => Ok(()),
-        }
-    }
-}
-
-/// `EMSGSIZE, Message too long`: the errno's name and its text, as a log line gives it.
-fn errno_name(code: i32) -> String {
-    const NAMES: &[(i32, &str)] = &[
-        (libc::EPERM, "EPERM"),
-        (libc::ENOENT, "ENOENT"),
-        (libc::EINTR, "EINTR"),
-        (libc::EIO, "EIO"),
-        (libc::EBADF, "EBADF"),
-        (libc::EAGAIN, "EAGAIN"),
-        (libc::EACCES, "EACCES"),
-        (libc::EBUSY, "EBUSY"),
-        (libc::EEXIST, "EEXIST"),
-        (libc::EXDEV, "EXDEV"),
-        (libc::ENOTDIR, "ENOTDIR"),
-        (libc::EISDIR, "EISDIR"),
-        (libc::EINVAL, "EINVAL"),
-        (libc::ENOTTY, "ENOTTY"),
-        (libc::EFBIG, "EFBIG"),
-        (libc::ENOSPC, "ENOSPC"),
-        (libc::ESPIPE, "ESPIPE"),
-        (libc::EROFS, "EROFS"),
-        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
-        (libc::ENOSYS, "ENOSYS"),
-        (libc::ENOTEMPTY, "ENOTEMPTY"),
-        (libc::EMSGSIZE, "EMSGSIZE"),
-        (libc::EOPNOTSUPP, "EOPNOTSUPP"),
-        (libc::ENOTCONN, "ENOTCONN"),
-        (libc::ETIMEDOUT, "ETIMEDOUT"),
-        (libc::ESTALE, "ESTALE"),
-        (libc::EDQUOT, "EDQUOT"),
-    ];
-    let text = std::io::Error::from_raw_os_error(code).to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-    match NAMES.iter().find(|(c, _)| *c == code) {
-        Some((_, name)) => format!("{name}, {text}"),
-        None => format!("errno {code}, {text}"),
-    }
-}
 
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
@@ -396,48 +298,6 @@ impl FsState {
         }
         self.leave_all_groups();
         self.storage.shutdown()
-    }
-
-    /// Entry to the core for one callback: ENOTCONN once the shutdown began; until the
-    /// guard drops, the shutdown waits. A thread already inside (a callback that calls
-    /// another: a parked read answered again) enters again without taking the lock: a second
-    /// read lock behind a waiting writer would wait for ever.
-    fn gate(&self) -> FsResult<Gate<'_>> {
-        let me = self as *const FsState as usize;
-        if INSIDE.with(|i| i.borrow().contains(&me)) {
-            INSIDE.with(|i| i.borrow_mut().push(me));
-            return Ok(Gate {
-                state: me,
-                _guard: None,
-            });
-        }
-        let g = self.closed.read_guard();
-        if *g {
-            return tree(libc::ENOTCONN, "the filesystem is shutting down");
-        }
-        INSIDE.with(|i| i.borrow_mut().push(me));
-        Ok(Gate {
-            state: me,
-            _guard: Some(g),
-        })
-    }
-
-    /// The path of `ino`, for log lines.
-    pub fn path(&self, ino: u64) -> PathOf<'_> {
-        PathOf {
-            state: self,
-            ino,
-            name: None,
-        }
-    }
-
-    /// The path of `name` in directory `parent`, for log lines.
-    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> PathOf<'a> {
-        PathOf {
-            state: self,
-            ino: parent,
-            name: Some(name),
-        }
     }
 
     fn node(&self, ino: u64) -> FsResult<Node> {
@@ -668,49 +528,6 @@ impl FsState {
                 name,
             })
             .collect())
-    }
-
-    pub fn mkdir(&self, parent: u64, name: &OsStr) -> FsResult<(Duration, Attr)> {
-        let _g = self.gate()?;
-        let parent = self.node(parent)?;
-        if parent != Node::Root {
-            return tree(
-                libc::EPERM,
-                format!("directories are created only at the root, not in {parent}"),
-            );
-        }
-        let Some(name) = name.to_str() else {
-            return Err(Error::InvalidTopicName(name.to_string_lossy().into_owned()).into());
-        };
-        let topic = self.storage.create_topic(name)?;
-        self.entry(Node::Topic(TopicName::new(
-            topic.name(),
-            topic.incarnation(),
-        )))
-    }
-
-    pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
-        let _g = self.gate()?;
-        let parent = self.node(parent)?;
-        if parent != Node::Root {
-            return tree(
-                libc::EPERM,
-                format!("only topics can be removed, not entries of {parent}"),
-            );
-        }
-        let Some(name) = name.to_str() else {
-            return tree(libc::ENOENT, "name is not UTF-8");
-        };
-        self.storage.delete_topic(name)?;
-        // Its key index (`table/`) and held files go with it.
-        self.tables.guard().retain(|(n, _), _| n != name);
-        self.held.forget_topic(name);
-        self.mail.topic_deleted(name);
-        // The topic is gone whatever happens to its commits: a failure is logged.
-        if let Err(e) = self.groups.topic_deleted(name) {
-            log::error!("topic {name} deleted, but its groups' commits were not: {e}");
-        }
-        Ok(())
     }
 
     /// write(2) of `data`: offsets mean nothing to the files that take records (each write
@@ -954,84 +771,6 @@ impl FsState {
             ffree: total[4],
             bsize: unit.max(512) as u32,
         })
-    }
-}
-
-impl FsState {
-    /// The kernel dropped `nlookup` references to `ino`.
-    pub fn forget(&self, ino: u64, nlookup: u64) {
-        self.inodes.forget(ino, nlookup);
-    }
-
-    /// mknod and create: files are never created, only mkdir creates a topic.
-    pub fn create(&self, _parent: u64, _name: &OsStr) -> FsError {
-        no_new_files()
-    }
-
-    pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
-        let _g = self.gate()?;
-        let parent = self.node(parent)?;
-        if let Some(r) = self.maildir_unlink(&parent, name) {
-            return r;
-        }
-        if let Node::Table(t) = parent {
-            return self.table_unlink(&t, name);
-        }
-        tree(
-            libc::EPERM,
-            "files cannot be deleted but keys of table/; rmdir deletes a topic",
-        )
-    }
-
-    pub fn symlink(&self, _parent: u64, _name: &OsStr) -> FsError {
-        FsError::Tree(libc::EPERM, "symlinks cannot be created".into())
-    }
-
-    /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE): within a
-    /// topic's `table/`, a key's value moves to another key; within a maildir, see
-    /// [`FsState::maildir_rename`]; nothing else can be renamed.
-    pub fn rename(
-        &self,
-        parent: u64,
-        name: &OsStr,
-        newparent: u64,
-        newname: &OsStr,
-        flags: u32,
-    ) -> FsResult<()> {
-        let _g = self.gate()?;
-        let (from, to) = (self.node(parent)?, self.node(newparent)?);
-        if let Some(r) = self.maildir_rename(&from, name, &to, newname, flags) {
-            return r;
-        }
-        match (from, to) {
-            (Node::Table(t), Node::Table(u)) if t == u => {
-                self.table_rename(&t, name, newname, flags)
-            }
-            (Node::Table(_), Node::Table(_)) => tree(
-                libc::EXDEV,
-                "a key moves within its own topic's table/ only",
-            ),
-            _ => tree(
-                libc::EPERM,
-                "nothing can be renamed but keys within their table/ and files within a maildir",
-            ),
-        }
-    }
-
-    pub fn link(&self, _ino: u64, _newname: &OsStr) -> FsError {
-        FsError::Tree(libc::EPERM, "hard links cannot be created".into())
-    }
-
-    /// Preallocation means nothing here, and EOPNOTSUPP (or ENOSYS, which the kernel turns
-    /// into it) would make glibc's `posix_fallocate` fall back to writing a zero byte per
-    /// block, which an append file would take as a record: EPERM stops that fallback.
-    pub fn fallocate(&self, _ino: u64, offset: u64, length: u64) -> FsError {
-        FsError::Tree(
-            libc::EPERM,
-            format!(
-                "space cannot be preallocated ({length} bytes at {offset}): files take records, not blocks"
-            ),
-        )
     }
 }
 

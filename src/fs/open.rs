@@ -21,16 +21,7 @@ impl FsState {
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         self.may_open(&node, access)?;
         if access.truncate {
-            // O_TRUNC (atomic with the open): a held file is emptied (a `table/` one with its
-            // handle, below), a key's value is replaced at close, append and text files keep
-            // what they have.
-            match &node {
-                Node::TableHeld(..) => {}
-                _ => match self.maildir_truncate(&node, 0) {
-                    Some(r) => r?,
-                    None => Self::may_truncate(&node, 0)?,
-                },
-            }
+            self.truncate_at_open(&node)?;
         }
         if let Node::GroupFile(t, g, f) = &node
             && let Some(format) = f.format()
@@ -101,6 +92,19 @@ impl FsState {
         opened.direct_io = direct_io;
         opened.backing = backing;
         Ok(opened)
+    }
+
+    /// O_TRUNC (atomic with the open): a maildir's held file is emptied (a `table/` one with
+    /// its handle), a key's value is replaced at close, append and text files keep what they
+    /// have; what cannot be truncated refuses the open.
+    fn truncate_at_open(&self, node: &Node) -> FsResult<()> {
+        match node {
+            Node::TableHeld(..) => Ok(()),
+            _ => match self.maildir_truncate(node, 0) {
+                Some(r) => r,
+                None => Self::may_truncate(node, 0),
+            },
+        }
     }
 
     /// Who may open what: the mode bits (EACCES), and the append files of an internal topic

@@ -59,9 +59,8 @@ impl FsState {
 
     /// [`FsState::read`] of a file opened (or set) with O_NONBLOCK when `nonblock`: a follow
     /// read at the log end fails with EAGAIN instead of waiting, as poll's contract implies.
-    ///
-    /// One step (over 80 lines): one match over the handle kinds under one lock of the
-    /// handle, so that a read either answers or parks its reply, decided where it read.
+    /// One match over the handle kinds under one lock of the handle, so that a read either
+    /// answers or parks its reply, decided where it read.
     pub fn read_file(
         &self,
         fh: u64,
@@ -71,13 +70,7 @@ impl FsState {
         nonblock: bool,
         reply: Box<dyn ReadReply>,
     ) {
-        let fail = |reply: Box<dyn ReadReply>, e: FsError| {
-            let path = self.handles.guard().get(&fh).map(|of| of.ino);
-            match path {
-                Some(ino) => reply.error(report("read", &self.path(ino), e)),
-                None => reply.error(report("read", &format!("(open file {fh})"), e)),
-            }
-        };
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| self.read_failed(fh, reply, e);
         let _g = match self.gate() {
             Ok(g) => g,
             Err(e) => return fail(reply, e),
@@ -120,44 +113,22 @@ impl FsState {
                 }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Group(g) if offset != g.position() => fail(
-                reply,
-                FsError::Tree(
-                    libc::ESPIPE,
-                    format!(
-                        "a read at {offset}, where the stream is at {}: a group's records are read in order",
-                        g.position()
-                    ),
-                ),
-            ),
-            Handle::Group(g) => match g.read(size as usize) {
-                Ok(data) if !(data.is_empty() && follow) => {
-                    reply.data(data);
-                    if g.take_handed_over() {
-                        let group = g.group().to_string();
-                        drop(h);
-                        drop(_live);
-                        self.regroup_of(&of, &group);
-                    }
+            Handle::Group(g) => match read_group(g, offset, size as usize, follow, nonblock, reply)
+            {
+                GroupStep::Answered => {}
+                GroupStep::Regroup(group) => {
+                    drop(h);
+                    drop(_live);
+                    self.regroup_of(&of, &group);
                 }
-                Ok(_) => {
-                    // What was delivered is committed before the reader waits.
-                    if let Err(e) = g.commit() {
-                        log::error!("read of open file {fh}: commit before waiting: {e}");
-                    }
-                    let Some(waits) = g.waits_at() else {
-                        return reply.data(&[]);
-                    };
-                    if nonblock {
-                        return reply.error(libc::EAGAIN);
-                    }
+                GroupStep::Park(waits, reply) => {
                     drop(h);
                     let waker = self.parking.park(fh, offset, size, pid, reply);
                     for (log, at) in waits {
                         log.wait_for(at, waker.clone());
                     }
                 }
-                Err(e) => fail(reply, e.into()),
+                GroupStep::Failed(reply, e) => fail(reply, e),
             },
             // A read at the end waits for the next line, as a follow file's for a record.
             Handle::Log(l) => {
@@ -173,27 +144,21 @@ impl FsState {
                 let waker = self.parking.park(fh, offset, size, pid, reply);
                 crate::logtail::global().wait_for(at, waker);
             }
-            Handle::GroupOffsets(o) => reply.data(o.read(offset, size as usize)),
-            Handle::Held(f) => reply.data(f.guard().read_at(offset, size as usize)),
-            Handle::Text(t) => reply.data(t.read(offset, size as usize)),
-            Handle::Table(t) => reply.data(t.read(offset, size as usize)),
-            Handle::Mail(h) => match h.read(offset, size as usize) {
-                Ok(data) => reply.data(&data),
-                Err(e) => fail(reply, e.into()),
-            },
-            Handle::Segment(f) => match handle::read_file_at(f, offset, size as usize) {
-                Ok(data) => {
-                    // Never reached by an open file the kernel reads itself (passthrough).
-                    log::debug!(
-                        "read of open file {fh} (a segment file) served: {} bytes at {offset}",
-                        data.len()
-                    );
-                    reply.data(&data)
+            other => {
+                if let Err(e) = answer_now(other, fh, offset, size as usize, reply) {
+                    let (reply, e) = *e;
+                    fail(reply, e);
                 }
-                Err(e) => fail(reply, e.into()),
-            },
-            // An append file reads as empty (a tree walk copies it as an empty file).
-            Handle::Append(_) => reply.data(&[]),
+            }
+        }
+    }
+
+    /// A failed read, logged with the path of its file.
+    fn read_failed(&self, fh: u64, reply: Box<dyn ReadReply>, e: FsError) {
+        let path = self.handles.guard().get(&fh).map(|of| of.ino);
+        match path {
+            Some(ino) => reply.error(report("read", &self.path(ino), e)),
+            None => reply.error(report("read", &format!("(open file {fh})"), e)),
         }
     }
 
@@ -367,5 +332,102 @@ impl FsState {
     /// How many reads wait for records.
     pub fn waiting_reads(&self) -> usize {
         self.parking.len()
+    }
+}
+
+/// A read not answered: its reply, given back with the error to answer.
+type Unanswered = Box<(Box<dyn ReadReply>, FsError)>;
+
+/// The read of a file that answers at once from what it holds (not a stream, a group's
+/// records or `@log`); a failure gives the reply back with its error.
+fn answer_now(
+    h: &mut Handle,
+    fh: u64,
+    offset: u64,
+    size: usize,
+    reply: Box<dyn ReadReply>,
+) -> Result<(), Unanswered> {
+    let failed = |reply, e: FsError| Err(Box::new((reply, e)));
+    match h {
+        Handle::GroupOffsets(o) => reply.data(o.read(offset, size)),
+        Handle::Held(f) => reply.data(f.guard().read_at(offset, size)),
+        Handle::Text(t) => reply.data(t.read(offset, size)),
+        Handle::Table(t) => reply.data(t.read(offset, size)),
+        Handle::Mail(h) => match h.read(offset, size) {
+            Ok(data) => reply.data(&data),
+            Err(e) => return failed(reply, e.into()),
+        },
+        Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
+            Ok(data) => {
+                // Never reached by an open file the kernel reads itself (passthrough).
+                log::debug!(
+                    "read of open file {fh} (a segment file) served: {} bytes at {offset}",
+                    data.len()
+                );
+                reply.data(&data)
+            }
+            Err(e) => return failed(reply, e.into()),
+        },
+        // An append file reads as empty (a tree walk copies it as an empty file).
+        Handle::Append(_) => reply.data(&[]),
+        Handle::Stream(_) | Handle::Group(_) | Handle::Log(_) => {
+            unreachable!("streams, group records and @log are answered by read_file")
+        }
+    }
+    Ok(())
+}
+
+/// What a read of a group's records leaves to do once the handle's lock is dropped.
+enum GroupStep {
+    Answered,
+    /// Answered; a held partition was handed over: the group is rebalanced.
+    Regroup(String),
+    /// A follow read at the end: it waits for these partitions' next records.
+    Park(
+        Vec<(Arc<dyn crate::storage::PartitionStore>, i64)>,
+        Box<dyn ReadReply>,
+    ),
+    Failed(Box<dyn ReadReply>, FsError),
+}
+
+/// A read of a group's records at file offset `offset`: ESPIPE elsewhere than where the last
+/// read ended; at the end of a follow file, what was delivered is committed before it waits
+/// (EAGAIN with O_NONBLOCK).
+fn read_group(
+    g: &mut GroupHandle,
+    offset: u64,
+    size: usize,
+    follow: bool,
+    nonblock: bool,
+    reply: Box<dyn ReadReply>,
+) -> GroupStep {
+    if offset != g.position() {
+        let why = format!(
+            "a read at {offset}, where the stream is at {}: a group's records are read in order",
+            g.position()
+        );
+        return GroupStep::Failed(reply, FsError::Tree(libc::ESPIPE, why));
+    }
+    match g.read(size) {
+        Ok(data) if !(data.is_empty() && follow) => {
+            reply.data(data);
+            match g.take_handed_over() {
+                true => GroupStep::Regroup(g.group().to_string()),
+                false => GroupStep::Answered,
+            }
+        }
+        Ok(_) => {
+            // What was delivered is committed before the reader waits.
+            if let Err(e) = g.commit() {
+                log::error!("group {}: commit before waiting: {e}", g.group());
+            }
+            match g.waits_at() {
+                None => reply.data(&[]),
+                Some(_) if nonblock => reply.error(libc::EAGAIN),
+                Some(waits) => return GroupStep::Park(waits, reply),
+            }
+            GroupStep::Answered
+        }
+        Err(e) => GroupStep::Failed(reply, e.into()),
     }
 }

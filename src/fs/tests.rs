@@ -418,7 +418,7 @@ fn listings_take_no_inodes() {
         fs.readdir(walk_listed(&listed, &p.to_string()), 0, 0).ok();
     }
     assert_eq!(fs.inodes.len(), before);
-    assert_eq!(listed.len(), 2 + 10 + 40);
+    assert_eq!(listed.len(), 2 + 11 + 40);
     let inos: std::collections::HashSet<u64> = listed.iter().skip(2).map(|e| e.ino).collect();
     assert_eq!(inos.len(), listed.len() - 2, "distinct");
     assert!(!inos.contains(&0));

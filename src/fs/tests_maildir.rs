@@ -110,29 +110,20 @@ fn run(ops: Vec<Op>) {
         };
         match op {
             Op::Deliver => {
-                let value = format!("value {step}");
-                let new = walk(&fs, "t/maildir/new");
-                let (_, _, o) = fs
-                    .create_file(new, OsStr::new(&format!("k{step}")), WO, me())
-                    .unwrap();
-                fs.write_at(o.fh, 0, value.as_bytes(), Some(7)).unwrap();
-                fs.flush(o.fh, 7).unwrap();
-                fs.release(o.fh).unwrap();
-                model.insert(value, Status::New);
+                model.insert(deliver(&fs, step), Status::New);
             }
             Op::Take(i, flags) => {
                 let Some(v) = pick(|s| *s == Status::New, i) else {
                     continue;
                 };
                 let n = &name_of[&v];
-                fs.rename(
+                let (new, cur) = (
                     walk(&fs, &format!("{MD}/new")),
-                    OsStr::new(n),
                     walk(&fs, &format!("{MD}/cur")),
-                    OsStr::new(&format!("{n}:2,{flags}")),
-                    0,
-                )
-                .unwrap();
+                );
+                let to = format!("{n}:2,{flags}");
+                fs.rename(new, OsStr::new(n), cur, OsStr::new(&to), 0)
+                    .unwrap();
                 model.insert(v, Status::Taken(flags.to_string()));
             }
             Op::Flag(i, flags) => {
@@ -142,14 +133,9 @@ fn run(ops: Vec<Op>) {
                 let n = &name_of[&v];
                 let base = n.split_once(':').unwrap().0;
                 let cur = walk(&fs, &format!("{MD}/cur"));
-                fs.rename(
-                    cur,
-                    OsStr::new(n),
-                    cur,
-                    OsStr::new(&format!("{base}:2,{flags}")),
-                    0,
-                )
-                .unwrap();
+                let to = format!("{base}:2,{flags}");
+                fs.rename(cur, OsStr::new(n), cur, OsStr::new(&to), 0)
+                    .unwrap();
                 model.insert(v, Status::Taken(flags.to_string()));
             }
             Op::AckNew(i) | Op::AckCur(i) => {
@@ -188,6 +174,19 @@ fn run(ops: Vec<Op>) {
             .collect();
         assert_eq!(now, want, "after step {step}");
     }
+}
+
+/// Delivers one file straight into the topic's `new/` (a hot folder); its value.
+fn deliver(fs: &FsState, step: usize) -> String {
+    let value = format!("value {step}");
+    let new = walk(fs, "t/maildir/new");
+    let (_, _, o) = fs
+        .create_file(new, OsStr::new(&format!("k{step}")), WO, me())
+        .unwrap();
+    fs.write_at(o.fh, 0, value.as_bytes(), Some(7)).unwrap();
+    fs.flush(o.fh, 7).unwrap();
+    fs.release(o.fh).unwrap();
+    value
 }
 
 proptest! {

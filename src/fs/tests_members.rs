@@ -177,11 +177,10 @@ fn want(parts: &[u32], from: usize, to: usize) -> Vec<String> {
     v
 }
 
-#[test]
-fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
-    let d = tempfile::tempdir().unwrap();
+/// A core whose storage joins groups through `Probe` (4 partitions), with topic `t`.
+fn joined_mount(dir: &std::path::Path) -> (Arc<FsState>, Probe) {
     let mut c = BrokerConfig::default();
-    c.log_dirs = vec![d.path().to_path_buf()];
+    c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = 4;
     let probe = Probe::default();
     let storage = Arc::new(Joined {
@@ -190,6 +189,28 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
     });
     let fs = FsState::new(storage).unwrap();
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    (fs, probe)
+}
+
+/// The lines a waiting read was answered with; `at` moves past them.
+fn answered_lines(slot: &Arc<Mutex<Option<Answer>>>, at: &mut u64) -> Vec<String> {
+    match wait_answer(slot) {
+        Answer::Data(d) => {
+            *at += d.len() as u64;
+            String::from_utf8(d)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect()
+        }
+        a => panic!("{a:?}"),
+    }
+}
+
+#[test]
+fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
+    let d = tempfile::tempdir().unwrap();
+    let (fs, probe) = joined_mount(d.path());
     let append = |p: u32, from: usize, to: usize| {
         let w = fs
             .open(walk(&fs, &format!("t/{p}/append")), WO, me())
@@ -210,15 +231,8 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
     std::thread::sleep(std::time::Duration::from_millis(50));
     assert!(first.guard().is_none(), "read before any partition");
     coordinator_gives(&probe, &[1, 3]);
-    let mut at1: u64;
-    let got = match wait_answer(&first) {
-        Answer::Data(d) => {
-            at1 = d.len() as u64;
-            String::from_utf8(d).unwrap()
-        }
-        a => panic!("{a:?}"),
-    };
-    let mut got: Vec<String> = got.lines().map(String::from).collect();
+    let mut at1 = 0;
+    let mut got = answered_lines(&first, &mut at1);
     if got.len() < 6 {
         got.extend(lines(&fs, f1, &mut at1, 6 - got.len()));
     }
@@ -248,17 +262,7 @@ fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
 
     // Then all four: f1 gets 0 and 1, f2 2 and 3 (range), each from the group's commits.
     coordinator_gives(&probe, &[0, 1, 2, 3]);
-    let mut got = match wait_answer(&r) {
-        Answer::Data(d) => {
-            at1 += d.len() as u64;
-            String::from_utf8(d)
-                .unwrap()
-                .lines()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        }
-        a => panic!("{a:?}"),
-    };
+    let mut got = answered_lines(&r, &mut at1);
     if got.len() < 5 {
         got.extend(lines(&fs, f1, &mut at1, 5 - got.len()));
     }

@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::group_handle::OffsetsHandle;
 use super::inode::{
@@ -80,28 +80,8 @@ impl FsState {
                 p,
                 dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
             ) => self.lookup_child(t, *p, *dir, name),
-            Node::PartitionDir(t, p, PartitionDir::Segments) => {
-                let log = self.partition(t, *p)?;
-                if self.segments_of(&*log)?.iter().any(|s| s.name == name) {
-                    let file = log.open_segment_file(name)?.metadata()?.ino();
-                    Ok(Node::Segment(t.clone(), *p, Arc::from(name), file))
-                } else {
-                    missing()
-                }
-            }
-            Node::TopicDir(t, dir) => {
-                self.topic(t)?;
-                let by = lookup_by(*dir);
-                match inode::parse_topic_lookup(by, name) {
-                    Some(l) => Ok(Node::TopicLookup(t.clone(), l)),
-                    None => tree(
-                        libc::ENOENT,
-                        format!(
-                            "{name:?} is not a whole-topic form (earliest, latest, -K, a time, T1..T2, @T)"
-                        ),
-                    ),
-                }
-            }
+            Node::PartitionDir(t, p, PartitionDir::Segments) => self.segment_child(t, *p, name),
+            Node::TopicDir(t, dir) => self.topic_lookup_child(t, *dir, name),
             Node::Groups(t) => {
                 self.topic(t)?;
                 // Any group id can be entered, by its name (escaped where it must be).
@@ -136,6 +116,30 @@ impl FsState {
             | Node::TableHeld(..)
             | Node::MailHeld(..)
             | Node::MailRecord(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
+        }
+    }
+
+    /// `<topic>/<p>/segments/<name>`: a file of the partition's directory.
+    fn segment_child(&self, t: &TopicName, p: u32, name: &str) -> FsResult<Node> {
+        let log = self.partition(t, p)?;
+        if !self.segments_of(&*log)?.iter().any(|s| s.name == name) {
+            return tree(libc::ENOENT, format!("no segment file {name:?} in {t}/{p}"));
+        }
+        let file = log.open_segment_file(name)?.metadata()?.ino();
+        Ok(Node::Segment(t.clone(), p, Arc::from(name), file))
+    }
+
+    /// `<topic>/by-offset/<X>`, `by-time/<T>`, `follow/<X>`: a whole-topic lookup name.
+    fn topic_lookup_child(&self, t: &TopicName, dir: PartitionDir, name: &str) -> FsResult<Node> {
+        self.topic(t)?;
+        match inode::parse_topic_lookup(lookup_by(dir), name) {
+            Some(l) => Ok(Node::TopicLookup(t.clone(), l)),
+            None => tree(
+                libc::ENOENT,
+                format!(
+                    "{name:?} is not a whole-topic form (earliest, latest, -K, a time, T1..T2, @T)"
+                ),
+            ),
         }
     }
 
@@ -259,69 +263,6 @@ impl FsState {
         let mut file_mode = 0o777u16;
         let mut blocks = None;
         let size: u64 = match node {
-            Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..) => {
-                let (size, at) = self.maildir_attr(node).expect("a maildir node")?;
-                time = at;
-                size
-            }
-            // Made at each open: its size is known only then (a reader reads to the end).
-            Node::Root | Node::Metrics => 0,
-            // The lines kept now; a reader's `fstat` shows its own length (`LogHandle`).
-            Node::Log => {
-                let (start, end) = crate::logtail::global().bounds();
-                end - start
-            }
-            Node::Topic(t) => {
-                time = self.topic(t)?.modified().unwrap_or(time);
-                0
-            }
-            Node::TopicFile(t, f) => {
-                let topic = self.topic(t)?;
-                time = topic.modified().unwrap_or(time);
-                topic_file_size(&*topic, *f)?
-            }
-            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
-                time = self.partition(t, *p)?.modified().unwrap_or(time);
-                0
-            }
-            Node::PartitionFile(t, p, f) => {
-                let log = self.partition(t, *p)?;
-                time = log.modified().unwrap_or(time);
-                partition_file_size(&*log, *f)?
-            }
-            Node::Lookup(t, p, _) => {
-                time = self.partition(t, *p)?.modified().unwrap_or(time);
-                0
-            }
-            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says),
-            // where the mount holds them; asked of a cluster (remote mode), made at open.
-            Node::GroupFile(t, g, GroupFile::Offsets) if self.groups.committed_is_held() => {
-                let topic = self.topic(t)?;
-                time = topic.modified().unwrap_or(time);
-                OffsetsHandle::text(&*topic, g, &*self.groups)?.len() as u64
-            }
-            Node::Groups(t)
-            | Node::Group(t, _)
-            | Node::GroupFile(t, ..)
-            | Node::TopicDir(t, _)
-            | Node::TopicLookup(t, _)
-            | Node::Table(t) => {
-                time = self.topic(t)?.modified().unwrap_or(time);
-                0
-            }
-            Node::TableKey(t, key) => {
-                let (size, at) = self.table_attr(t, key)?;
-                time = at;
-                size
-            }
-            Node::TableHeld(t, name) => {
-                let Some(f) = self.held.get(t, name) else {
-                    return tree(libc::ENOENT, format!("{node} was removed"));
-                };
-                let f = f.guard();
-                time = f.modified;
-                f.data.len() as u64
-            }
             Node::Segment(t, p, name, file_ino) => {
                 let md = self.segment_metadata(ino, node, (t, *p, name, *file_ino))?;
                 time = md.modified().unwrap_or(self.mounted_at);
@@ -330,6 +271,11 @@ impl FsState {
                 // A segment file grants group and others no more than its own mode does.
                 file_mode = std::os::unix::fs::PermissionsExt::mode(&md.permissions()) as u16;
                 md.len()
+            }
+            _ => {
+                let (size, at) = self.size_and_time(node)?;
+                time = at.unwrap_or(time);
+                size
             }
         };
         let kind = node.kind();
@@ -353,6 +299,61 @@ impl FsState {
             gid: self.gid,
             time,
             io_size,
+        })
+    }
+
+    /// The size and time (None: the mount's) of every node but a segment file.
+    fn size_and_time(&self, node: &Node) -> FsResult<(u64, Option<SystemTime>)> {
+        Ok(match node {
+            Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..) => {
+                let (size, at) = self.maildir_attr(node).expect("a maildir node")?;
+                (size, Some(at))
+            }
+            // Made at each open: its size is known only then (a reader reads to the end).
+            Node::Root | Node::Metrics => (0, None),
+            // The lines kept now; a reader's `fstat` shows its own length (`LogHandle`).
+            Node::Log => {
+                let (start, end) = crate::logtail::global().bounds();
+                (end - start, None)
+            }
+            Node::Topic(t) => (0, self.topic(t)?.modified()),
+            Node::TopicFile(t, f) => {
+                let topic = self.topic(t)?;
+                (topic_file_size(&*topic, *f)?, topic.modified())
+            }
+            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
+                (0, self.partition(t, *p)?.modified())
+            }
+            Node::PartitionFile(t, p, f) => {
+                let log = self.partition(t, *p)?;
+                (partition_file_size(&*log, *f)?, log.modified())
+            }
+            Node::Lookup(t, p, _) => (0, self.partition(t, *p)?.modified()),
+            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says),
+            // where the mount holds them; asked of a cluster (remote mode), made at open.
+            Node::GroupFile(t, g, GroupFile::Offsets) if self.groups.committed_is_held() => {
+                let topic = self.topic(t)?;
+                let size = OffsetsHandle::text(&*topic, g, &*self.groups)?.len() as u64;
+                (size, topic.modified())
+            }
+            Node::Groups(t)
+            | Node::Group(t, _)
+            | Node::GroupFile(t, ..)
+            | Node::TopicDir(t, _)
+            | Node::TopicLookup(t, _)
+            | Node::Table(t) => (0, self.topic(t)?.modified()),
+            Node::TableKey(t, key) => {
+                let (size, at) = self.table_attr(t, key)?;
+                (size, Some(at))
+            }
+            Node::TableHeld(t, name) => {
+                let Some(f) = self.held.get(t, name) else {
+                    return tree(libc::ENOENT, format!("{node} was removed"));
+                };
+                let f = f.guard();
+                (f.data.len() as u64, Some(f.modified))
+            }
+            Node::Segment(..) => unreachable!("a segment file's attributes are its file's"),
         })
     }
 
@@ -440,22 +441,7 @@ impl FsState {
                     ));
                 }
             }
-            Node::Partition(t, p) => {
-                let log = self.partition(t, *p)?;
-                for f in PartitionFile::ALL
-                    .into_iter()
-                    .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
-                {
-                    out.push((Node::PartitionFile(t.clone(), *p, f), f.name().to_string()));
-                }
-                let has_segments = log.has_segment_files();
-                for d in PartitionDir::ALL
-                    .into_iter()
-                    .filter(|d| *d != PartitionDir::Segments || has_segments)
-                {
-                    out.push((Node::PartitionDir(t.clone(), *p, d), d.name().to_string()));
-                }
-            }
+            Node::Partition(t, p) => out = self.partition_entries(t, *p)?,
             // Any valid name opens; none is listed.
             Node::TopicDir(t, _) => {
                 self.topic(t)?;
@@ -480,6 +466,27 @@ impl FsState {
                 }
             }
             _ => return tree(libc::ENOTDIR, format!("{node} is not a directory")),
+        }
+        Ok(out)
+    }
+
+    /// A partition directory's entries: its files (`replicas` where the storage has them)
+    /// and directories (`segments/` where it has segment files).
+    fn partition_entries(&self, t: &TopicName, p: u32) -> FsResult<Vec<(Node, String)>> {
+        let log = self.partition(t, p)?;
+        let mut out = Vec::new();
+        for f in PartitionFile::ALL
+            .into_iter()
+            .filter(|f| *f != PartitionFile::Replicas || log.has_replicas())
+        {
+            out.push((Node::PartitionFile(t.clone(), p, f), f.name().to_string()));
+        }
+        let has_segments = log.has_segment_files();
+        for d in PartitionDir::ALL
+            .into_iter()
+            .filter(|d| *d != PartitionDir::Segments || has_segments)
+        {
+            out.push((Node::PartitionDir(t.clone(), p, d), d.name().to_string()));
         }
         Ok(out)
     }

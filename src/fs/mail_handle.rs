@@ -1,0 +1,143 @@
+//! An open file held in a maildir's `tmp/` (or written straight into `new/`, delivered at its
+//! writer's last close).
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::maildir::delivery::{Delivery, Place};
+use crate::maildir::held::Held;
+use crate::storage::TopicStore;
+use crate::util::sync::MutexExt;
+
+/// An open file of a maildir's `tmp/` (or `new/`, written straight into it).
+pub struct HeldHandle {
+    topic: Arc<dyn TopicStore>,
+    delivery: Arc<Mutex<Delivery>>,
+    id: u64,
+    file: Arc<Mutex<Held>>,
+    max_record: usize,
+    released: bool,
+    /// The descriptor table (FUSE lock owner) of the process that wrote last, once one
+    /// wrote: its close delivers a file of `new/`. A close before any write (the shell's,
+    /// after it moved the descriptor with `dup2`) leaves that to a later close.
+    writer: Option<Option<u64>>,
+    /// The size a refused write would have made a file of `new/`: it is never delivered.
+    oversized: Option<usize>,
+}
+
+impl HeldHandle {
+    pub(super) fn new(
+        topic: Arc<dyn TopicStore>,
+        delivery: Arc<Mutex<Delivery>>,
+        id: u64,
+    ) -> Option<Self> {
+        let file = {
+            let mut d = delivery.guard();
+            let e = d.get_mut(id)?;
+            e.opens += 1;
+            e.file.clone()
+        };
+        let max_record = topic.max_message_bytes();
+        Some(HeldHandle {
+            topic,
+            delivery,
+            id,
+            file,
+            max_record,
+            released: false,
+            writer: None,
+            oversized: None,
+        })
+    }
+
+    pub fn read(&self, offset: u64, size: usize) -> Result<Vec<u8>> {
+        self.file.guard().read_at(offset, size)
+    }
+
+    /// Writes at `offset`. A file being written into `new/` becomes a record at its close: a
+    /// write that takes it past the largest record fails at once (EMSGSIZE).
+    pub fn write(&mut self, offset: u64, data: &[u8], owner: Option<u64>) -> Result<()> {
+        self.writer = Some(owner.or(self.writer.flatten()));
+        let in_new = self
+            .delivery
+            .guard()
+            .get(self.id)
+            .is_some_and(|e| e.place == Place::New);
+        let end = offset.saturating_add(data.len() as u64);
+        if in_new && end > self.max_record as u64 {
+            self.oversized = Some(end as usize);
+            return Err(Error::RecordTooLarge {
+                size: end as usize,
+                max: self.max_record,
+            });
+        }
+        self.file.guard().write_at(offset, data)
+    }
+
+    /// Whether its close delivers it (a file of `new/`).
+    pub fn pending(&self) -> bool {
+        self.delivery
+            .guard()
+            .get(self.id)
+            .is_some_and(|e| e.place == Place::New)
+    }
+
+    /// close(2): a file of `new/` is delivered at the close of its last open file (it is
+    /// removed whether or not the record could be appended: the close says which).
+    pub fn close(&mut self, owner: u64) -> Result<()> {
+        match self.writer {
+            Some(Some(w)) if w != owner => return Ok(()),
+            None => return Ok(()),
+            _ => {}
+        }
+        self.deliver_if_last()
+    }
+
+    fn deliver_if_last(&mut self) -> Result<()> {
+        let mut d = self.delivery.guard();
+        let Some(e) = d.get(self.id) else {
+            return Ok(());
+        };
+        if e.place != Place::New || e.opens > 1 {
+            return Ok(());
+        }
+        let name = e.name.clone();
+        let _live = self.topic.live()?;
+        let res = match self.oversized {
+            // A write of it failed: what it holds is not what was written.
+            Some(size) => Err(Error::RecordTooLarge {
+                size,
+                max: self.max_record,
+            }),
+            None => d.deliver(&*self.topic, self.id, &name),
+        };
+        d.remove(self.id);
+        res
+    }
+
+    /// The open file goes (release, shutdown): the last one of a file of `new/` delivers it.
+    pub fn release(&mut self) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        let last = {
+            let mut d = self.delivery.guard();
+            match d.get_mut(self.id) {
+                Some(e) => {
+                    e.opens = e.opens.saturating_sub(1);
+                    e.opens == 0 && e.place == Place::New
+                }
+                None => false,
+            }
+        };
+        if last {
+            // The count is 0: close() sees it as the last.
+            if let Some(e) = self.delivery.guard().get_mut(self.id) {
+                e.opens = 1;
+            }
+            return self.deliver_if_last();
+        }
+        Ok(())
+    }
+}
