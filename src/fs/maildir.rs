@@ -369,8 +369,9 @@ impl FsState {
         Ok((Duration::ZERO, attr, opened))
     }
 
-    /// Whether records may be delivered to `t` (not an internal topic).
-    fn deliverable(&self, t: &TopicName) -> FsResult<()> {
+    /// Whether records may be written to `t` through the tree (not an internal topic): a
+    /// maildir delivery, a `table/` key.
+    pub(super) fn deliverable(&self, t: &TopicName) -> FsResult<()> {
         if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,

@@ -248,11 +248,8 @@ impl FsState {
         access: Access,
     ) -> FsResult<Handle> {
         let topic = self.topic(t)?;
-        if access.write && self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
-            );
+        if access.write {
+            self.deliverable(t)?;
         }
         let value = match self.key_index(&*topic)?.value(&*topic, key)? {
             Some((v, _)) => v,
@@ -300,12 +297,7 @@ impl FsState {
         };
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
-            );
-        }
+        self.deliverable(t)?;
         if !access.write {
             return tree(libc::EACCES, "a new file is opened for writing");
         }
@@ -495,12 +487,7 @@ impl FsState {
         }
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
-            );
-        }
+        self.deliverable(t)?;
         append_record(&*topic, key, Some(&[]), topic.max_message_bytes())?;
         Ok(())
     }
@@ -521,12 +508,7 @@ impl FsState {
         }
         let topic = self.topic(t)?;
         let _live = topic.live()?;
-        if self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
-            );
-        }
+        self.deliverable(t)?;
         let held = |n: &OsStr| n.to_str().is_some_and(Held::is_held_name);
         if held(from) || held(to) {
             return self.held_rename(t, &*topic, from, to, flags);
@@ -563,12 +545,7 @@ impl FsState {
         if let Some(held) = name.to_str().filter(|n| Held::is_held_name(n)) {
             return self.held_take(t, held).map(|_| ());
         }
-        if self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
-            );
-        }
+        self.deliverable(t)?;
         let Node::TableKey(_, key) = self.table_child(t, name)? else {
             unreachable!("table_child gives a key");
         };
