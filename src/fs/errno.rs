@@ -45,11 +45,11 @@ pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     // the mount going away, no data or hole past an lseek offset: answers, not failures.
     if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN || code == libc::ENXIO
     {
-        log::debug!("{op} {what}: {e} ({})", errno_name(code));
+        log::debug!(target: "topicfs::fs", "{op} {what}: {e} ({})", errno_name(code));
     } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
-        log::error!("{op} {what}: {e} ({})", errno_name(code));
+        log::error!(target: "topicfs::fs", "{op} {what}: {e} ({})", errno_name(code));
     } else {
-        log::info!("{op} {what}: {e} ({})", errno_name(code));
+        log::info!(target: "topicfs::fs", "{op} {what}: {e} ({})", errno_name(code));
     }
     errno
 }

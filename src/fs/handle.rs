@@ -37,12 +37,16 @@ pub enum Handle {
 pub struct LogHandle {
     /// The stream position ([`crate::logtail`]) of file offset 0.
     base: u64,
+    /// The stream position where its last read ended.
+    read_to: u64,
 }
 
 impl LogHandle {
     pub fn open() -> LogHandle {
+        let base = crate::logtail::global().bounds().0;
         LogHandle {
-            base: crate::logtail::global().bounds().0,
+            base,
+            read_to: base,
         }
     }
 
@@ -54,6 +58,7 @@ impl LogHandle {
             // Dropped lines: the reader goes on from the first one kept.
             self.base = from - offset;
         }
+        self.read_to = from + bytes.len() as u64;
         bytes
     }
 
@@ -62,9 +67,16 @@ impl LogHandle {
         self.base + offset
     }
 
-    /// The file's length as its reader sees it: it only grows.
+    /// The file's length as its reader sees it (`fstat`, which `tail -f` polls): it only
+    /// grows, also while the oldest lines are dropped.
     pub fn length(&self) -> u64 {
         crate::logtail::global().bounds().1 - self.base
+    }
+
+    /// The stream position its last read ended at: poll finds it readable once the log
+    /// passes it.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
     }
 }
 
@@ -83,6 +95,17 @@ impl Handle {
             | Handle::Group(_)
             | Handle::Log(_)
             | Handle::Held(_) => false,
+        }
+    }
+
+    /// Whether it is a file that waits at its end for more (a follow file, `@log`): it ends
+    /// with EOF when the mount goes away.
+    pub fn is_follow(&self) -> bool {
+        match self {
+            Handle::Stream(s) => s.is_follow(),
+            Handle::Group(g) => g.is_follow(),
+            Handle::Log(_) => true,
+            _ => false,
         }
     }
 

@@ -1,51 +1,18 @@
-//! Files the mount holds in memory and never appends: in `table/`, the names that start with
-//! `.` (an editor's swap and temporary files: `.k.swp`, `.k.tmp`). Such a file is read and
-//! written at offsets as a plain file is, until it is removed, or renamed to a key (then its
-//! bytes become the key's record). It does not survive the daemon.
+//! Files the mount holds and never appends: in `table/`, the names that start with `.` (an
+//! editor's swap and temporary files: `.k.swp`, `.k.tmp`). Such a file is read and written at
+//! offsets as a plain file is, until it is removed, or renamed to a key (then its bytes become
+//! the key's record). It does not survive the daemon. Each is a maildir's held file
+//! (`crate::maildir::held`): in memory, spilled to an unnamed file of the mount's when large.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use super::inode::TopicName;
 use crate::util::sync::MutexExt;
 
-/// One held file's bytes and time.
-pub struct HeldFile {
-    pub data: Vec<u8>,
-    pub modified: SystemTime,
-}
-
-impl HeldFile {
-    fn new() -> HeldFile {
-        HeldFile {
-            data: Vec::new(),
-            modified: SystemTime::now(),
-        }
-    }
-
-    /// Writes `data` at `offset` (a hole before it reads as zeros).
-    pub fn write_at(&mut self, offset: u64, data: &[u8]) {
-        let start = offset as usize;
-        if self.data.len() < start + data.len() {
-            self.data.resize(start + data.len(), 0);
-        }
-        self.data[start..start + data.len()].copy_from_slice(data);
-        self.modified = SystemTime::now();
-    }
-
-    /// Up to `size` bytes at `offset`.
-    pub fn read_at(&self, offset: u64, size: usize) -> &[u8] {
-        super::handle::slice_at(&self.data, offset, size)
-    }
-
-    pub fn set_len(&mut self, len: u64) {
-        self.data.resize(len as usize, 0);
-        self.modified = SystemTime::now();
-    }
-}
-
-pub type Shared = Arc<Mutex<HeldFile>>;
+/// One held file (the maildir's kind: in memory, or spilled to an unnamed file when large).
+pub type Shared = Arc<Mutex<crate::maildir::held::Held>>;
 
 /// The held files of every topic's `table/`, by topic and name.
 #[derive(Default)]
@@ -66,12 +33,13 @@ impl Held {
             .cloned()
     }
 
-    /// The file `name`, made empty when it does not exist.
-    pub fn get_or_create(&self, t: &TopicName, name: &str) -> Shared {
+    /// The file `name`, made empty when it does not exist (spilling into `spill_dir` when
+    /// it grows large).
+    pub fn get_or_create(&self, t: &TopicName, name: &str, spill_dir: &Path) -> Shared {
         self.files
             .guard()
             .entry((t.clone(), Arc::from(name)))
-            .or_insert_with(|| Arc::new(Mutex::new(HeldFile::new())))
+            .or_insert_with(|| Arc::new(Mutex::new(crate::maildir::held::Held::new(spill_dir))))
             .clone()
     }
 
@@ -95,17 +63,6 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn writes_at_offsets_read_back_with_holes_as_zeros() {
-        let mut f = HeldFile::new();
-        f.write_at(4, b"abc");
-        assert_eq!(f.read_at(0, 100), b"\0\0\0\0abc");
-        f.write_at(0, b"xy");
-        assert_eq!(f.read_at(1, 3), b"y\0\0");
-        f.set_len(2);
-        assert_eq!(f.read_at(0, 100), b"xy");
-    }
 
     #[test]
     fn only_dot_names_are_held() {

@@ -52,6 +52,11 @@ impl Mail {
     }
 
     /// Topic `name` was deleted: its held files and group maildirs go with it.
+    /// Where held files spill when they grow large (the first log dir's root).
+    pub(super) fn spill_dir(&self) -> &std::path::Path {
+        &self.spill_dir
+    }
+
     pub(super) fn topic_deleted(&self, name: &str) {
         self.deliveries.guard().retain(|(n, _), _| n != name);
         self.groups.guard().retain(|(n, _, _), _| n != name);

@@ -256,14 +256,21 @@ impl FsState {
         // Follow readers see the end of their files, and get to close them cleanly while
         // the session still runs (bounded: a reader may keep its file open).
         if !self.ending.swap(true, Ordering::AcqRel) {
-            let ended: Vec<u64> = self
-                .parking
-                .take_all()
+            for p in self.parking.take_all() {
+                p.reply.data(&[]);
+            }
+            // Every follow file, waiting or not: one between two reads gets its EOF at its next
+            // read (ENOTCONN once the gate closes).
+            let open: Vec<(u64, Arc<OpenFile>)> = self
+                .handles
+                .guard()
+                .iter()
+                .map(|(fh, of)| (*fh, of.clone()))
+                .collect();
+            let ended: Vec<u64> = open
                 .into_iter()
-                .map(|p| {
-                    p.reply.data(&[]);
-                    p.fh
-                })
+                .filter(|(_, of)| of.handle.guard().is_follow())
+                .map(|(fh, _)| fh)
                 .collect();
             let until = std::time::Instant::now() + Duration::from_secs(1);
             while std::time::Instant::now() < until
@@ -431,7 +438,7 @@ impl FsState {
                 let Some(f) = self.held.get(t, name) else {
                     return tree(libc::ENOENT, format!("{node} was removed"));
                 };
-                f.guard().set_len(size);
+                f.guard().truncate(size)?;
             } else if let Some(r) = self.maildir_truncate(&node, size) {
                 r?;
             } else {
@@ -544,7 +551,7 @@ impl FsState {
         let _live = of.live()?;
         let mut h = of.handle.guard();
         match &mut *h {
-            Handle::Held(f) => f.guard().write_at(offset, data),
+            Handle::Held(f) => f.guard().write_at(offset, data)?,
             Handle::Mail(m) => m.write(offset, data, owner)?,
             Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
             Handle::Text(t) => t.write(&*self.storage, data, owner)?,

@@ -71,7 +71,7 @@ impl FsState {
                         return tree(libc::ENOENT, format!("{node} was removed"));
                     };
                     if access.truncate {
-                        f.guard().set_len(0);
+                        f.guard().truncate(0)?;
                     }
                     (Handle::Held(f), true)
                 }
@@ -225,7 +225,7 @@ impl FsState {
                     ..
                 })
         );
-        if matches!(handle, Handle::Stream(_))
+        if matches!(handle, Handle::Stream(_) | Handle::Log(_))
             && let Some(tgid) = crate::os::process::tgid_of(pid)
         {
             self.streams

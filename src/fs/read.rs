@@ -81,12 +81,7 @@ impl FsState {
         };
         let live = of.live();
         let mut h = of.handle.guard();
-        let follow = match &*h {
-            Handle::Stream(s) => s.is_follow(),
-            Handle::Group(g) => g.is_follow(),
-            Handle::Log(_) => true,
-            _ => false,
-        };
+        let follow = h.is_follow();
         let _live = match live {
             Ok(l) => l,
             // A follow file ends when its topic is deleted.
@@ -230,6 +225,13 @@ impl FsState {
                 (false, g.waits_at())
             }
             Handle::Group(g) if g.is_follow() => (true, Some(g.log_ends())),
+            // Readable once the log passed where its reader stopped (that it reads again).
+            Handle::Log(l) => {
+                let at = l.read_to();
+                let readable = crate::logtail::global().bounds().1 > at;
+                drop(h);
+                return self.poll_log(&of, readable, at, notify);
+            }
             _ => (true, None),
         };
         let Some(waits) = waits else {
@@ -246,6 +248,27 @@ impl FsState {
         for (log, at) in waits {
             log.wait_for(at, waker.clone());
         }
+        Ok(readable)
+    }
+
+    /// `poll` of `@log`: `notify` once the log passes stream position `at` (at once when
+    /// `readable`, for the next line, as a follow file's poller is told of the next record).
+    fn poll_log(
+        &self,
+        of: &super::OpenFile,
+        readable: bool,
+        at: u64,
+        notify: Box<dyn FnOnce() + Send>,
+    ) -> FsResult<bool> {
+        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let waker = Arc::new(follow::PollWaker {
+            notify: Mutex::new(Some(notify)),
+            generation,
+            current: of.poll_generation.clone(),
+        });
+        *of.poll_waker.guard() = Some(waker.clone());
+        let (_, end) = crate::logtail::global().bounds();
+        crate::logtail::global().wait_for(if readable { end } else { at }, waker);
         Ok(readable)
     }
 
@@ -350,7 +373,10 @@ fn answer_now(
     let failed = |reply, e: FsError| Err(Box::new((reply, e)));
     match h {
         Handle::GroupOffsets(o) => reply.data(o.read(offset, size)),
-        Handle::Held(f) => reply.data(f.guard().read_at(offset, size)),
+        Handle::Held(f) => match f.guard().read_at(offset, size) {
+            Ok(data) => reply.data(&data),
+            Err(e) => return failed(reply, e.into()),
+        },
         Handle::Text(t) => reply.data(t.read(offset, size)),
         Handle::Table(t) => reply.data(t.read(offset, size)),
         Handle::Mail(h) => match h.read(offset, size) {
@@ -401,7 +427,7 @@ fn read_group(
     nonblock: bool,
     reply: Box<dyn ReadReply>,
 ) -> GroupStep {
-    if offset != g.position() {
+    if !g.seek_to(offset) {
         let why = format!(
             "a read at {offset}, where the stream is at {}: a group's records are read in order",
             g.position()

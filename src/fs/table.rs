@@ -60,10 +60,13 @@ impl TableHandle {
         self.wrote = true;
         self.writer = owner.or(self.writer);
         let buf = self.written.get_or_insert_with(Vec::new);
+        // The batch its record would make (header and record framing with the key), as
+        // `max.message.bytes` bounds it.
+        let batch = crate::produce::lone_record_batch_size(Some(&self.key), buf.len() + data.len());
         if let Some(n) = &mut self.oversized {
             *n += data.len();
-        } else if buf.len() + data.len() > self.max_record {
-            self.oversized = Some(buf.len() + data.len());
+        } else if batch > self.max_record {
+            self.oversized = Some(batch);
             *buf = Vec::new();
         } else {
             buf.extend_from_slice(data);
@@ -328,9 +331,9 @@ impl FsState {
         access: Access,
         pid: u32,
     ) -> FsResult<(Duration, Attr, Opened)> {
-        let f = self.held.get_or_create(t, name);
+        let f = self.held.get_or_create(t, name, self.mail.spill_dir());
         if access.truncate {
-            f.guard().set_len(0);
+            f.guard().truncate(0)?;
         }
         let node = Node::TableHeld(t.clone(), Arc::from(name));
         self.created(node, topic, Handle::Held(f), pid)
@@ -404,8 +407,8 @@ impl FsState {
                 let Some(f) = self.held.get(t, a) else {
                     return tree(libc::ENOENT, format!("{t}/table has no file {a:?}"));
                 };
-                let value = f.guard().data.clone();
                 // Over max.message.bytes: EMSGSIZE, and the file stays where it was.
+                let value = f.guard().bytes(max)?;
                 append_record(topic, &key, Some(&value), max)?;
                 self.held.remove(t, a);
             }
@@ -417,11 +420,11 @@ impl FsState {
                 let Some((value, _)) = idx.value(topic, &key)? else {
                     return tree(libc::ENOENT, format!("{t}/table has no key {from:?}"));
                 };
-                let f = self.held.get_or_create(t, b);
+                let f = self.held.get_or_create(t, b, self.mail.spill_dir());
                 {
                     let mut f = f.guard();
-                    f.set_len(0);
-                    f.write_at(0, &value);
+                    f.truncate(0)?;
+                    f.write_at(0, &value)?;
                 }
                 append_record(topic, &key, None, max)?;
             }
@@ -503,8 +506,8 @@ impl FsState {
         to: &OsStr,
         flags: u32,
     ) -> FsResult<()> {
-        if flags & libc::RENAME_EXCHANGE != 0 {
-            return tree(libc::EINVAL, "keys cannot be exchanged");
+        if flags & (libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT) != 0 {
+            return tree(libc::EINVAL, "keys cannot be exchanged or leave a whiteout");
         }
         let topic = self.topic(t)?;
         let _live = topic.live()?;

@@ -351,7 +351,7 @@ impl FsState {
                     return tree(libc::ENOENT, format!("{node} was removed"));
                 };
                 let f = f.guard();
-                (f.data.len() as u64, Some(f.modified))
+                (f.len(), Some(f.mtime()))
             }
             Node::Segment(..) => unreachable!("a segment file's attributes are its file's"),
         })

@@ -42,6 +42,9 @@ pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 /// rebalance gives it to another (see [`GroupHandle::give_up_held`]).
 pub const HOLD_LIMIT: Duration = Duration::from_secs(5);
 
+/// Where a record's line ends in the file, its partition, the offset after it.
+type Mark = (u64, u32, i64);
+
 /// One assigned partition's read position.
 struct Cursor {
     log: Arc<dyn PartitionStore>,
@@ -79,6 +82,9 @@ pub struct GroupHandle {
     closing: bool,
     /// File offset where the last record delivered whole ends.
     boundary: u64,
+    /// The last record delivered whole, while a seek back may still give it back: where it
+    /// started, its mark, and what `delivered` held for its partition before it.
+    last: Option<(u64, Mark, Option<i64>)>,
     /// A partition a rebalance took away while the reader was inside one of its records:
     /// kept until that record's line is delivered (the rest of it is buffered), then
     /// committed and given away.
@@ -124,6 +130,7 @@ impl GroupHandle {
             pending: None,
             closing: false,
             boundary: 0,
+            last: None,
             held: None,
             held_since: Instant::now(),
             handed_over: false,
@@ -239,6 +246,7 @@ impl GroupHandle {
     /// held (see [`GroupHandle::held`]) until that line is delivered.
     pub fn revoke_all_but(&mut self, keep: &[u32]) -> Result<()> {
         let committed = self.commit();
+        self.last = None;
         let partial = self
             .marks
             .front()
@@ -316,6 +324,7 @@ impl GroupHandle {
 
     /// The held partition's record was delivered: it is committed and given away.
     fn hand_over(&mut self, p: u32) {
+        self.last = None;
         if let Err(e) = self.commit() {
             log::error!(
                 "group {}: commit of {}-{p} before giving it away: {e}",
@@ -351,6 +360,8 @@ impl GroupHandle {
         for (_, p, d) in &changed {
             self.committed.insert(*p, *d);
         }
+        // What is committed is not given back by a seek.
+        self.last = None;
         self.last_commit = Instant::now();
         Ok(())
     }
@@ -425,6 +436,36 @@ impl GroupHandle {
         self.out.len() - self.out_pos
     }
 
+    /// Moves the stream to file offset `offset` for the next read: where the last read ended,
+    /// or back within the record being read or the last one delivered whole (bash's `read`
+    /// and `head` seek back to the end of what they used, `less` to the start). A record
+    /// seeked back into is delivered again, and committed only once its end is. False
+    /// (nothing moves) elsewhere, across a commit or a rebalance's hand-over.
+    pub fn seek_to(&mut self, offset: u64) -> bool {
+        if offset >= self.pos {
+            return offset == self.pos;
+        }
+        let floor = self.last.map_or(self.boundary, |l| l.0);
+        let back = (self.pos - offset) as usize;
+        if offset < floor || back > self.out_pos || self.held.is_some() {
+            return false;
+        }
+        if offset < self.boundary {
+            let Some((start, mark, prev)) = self.last.take() else {
+                return false;
+            };
+            self.marks.push_front(mark);
+            match prev {
+                Some(d) => self.delivered.insert(mark.1, d),
+                None => self.delivered.remove(&mark.1),
+            };
+            self.boundary = start;
+        }
+        self.out_pos -= back;
+        self.pos = offset;
+        true
+    }
+
     /// Whether a read hands out at most one record (a reader that commits).
     pub fn reads_by_line(&self) -> bool {
         self.commits
@@ -464,9 +505,11 @@ impl GroupHandle {
             }
             // The end of a line whose partition went elsewhere (see `give_up_held`) is not
             // this reader's to commit.
+            let prev = self.delivered.get(&p).copied();
             if self.cursors.contains_key(&p) || self.held == Some(p) {
                 self.delivered.insert(p, next);
             }
+            self.last = Some((self.boundary, (end, p, next), prev));
             self.boundary = end;
             self.marks.pop_front();
             if self.held == Some(p) {
@@ -480,7 +523,12 @@ impl GroupHandle {
     /// Formats batches, partition after partition, until `want` bytes are buffered or no
     /// partition has more.
     fn fill(&mut self, want: usize) -> Result<()> {
-        compact(&mut self.out, &mut self.out_pos);
+        // The bytes a seek back may read again stay (from the last whole record's start).
+        let floor = self.last.map_or(self.boundary, |l| l.0);
+        let keep = ((self.pos - floor) as usize).min(self.out_pos);
+        let mut from = self.out_pos - keep;
+        compact(&mut self.out, &mut from);
+        self.out_pos = from + keep;
         if self.buffered() == 0
             && let Some(e) = self.pending.take()
         {

@@ -96,6 +96,23 @@ pub fn append_lines(log: &PartitionLog, parts: &[&[u8]], timestamp: i64) -> Appe
 }
 
 /// The encoded size of each record; RecordTooLarge when one cannot fit in a batch of its own.
+/// The bytes of a batch that holds only a record with `key`, no headers and a value of
+/// `value_len` bytes, counted as [`check_each_fits`] counts it: what `max.message.bytes`
+/// bounds. A writer that builds a value piece by piece (`table/<key>`) checks each piece
+/// against it without encoding the value.
+pub fn lone_record_batch_size(key: Option<&[u8]>, value_len: usize) -> usize {
+    use crate::record::varint::{varint_size, varlong_size};
+    let key_part = key.map_or(varint_size(-1), |k| varint_size(k.len() as i32) + k.len());
+    let body = 1
+        + varlong_size(0)
+        + varint_size(i32::MAX)
+        + key_part
+        + varint_size(value_len as i32)
+        + value_len
+        + varint_size(0);
+    HEADER_SIZE + varint_size(body as i32) + body
+}
+
 fn check_each_fits(records: &[RecordInput<'_>], max: usize) -> Result<Vec<usize>> {
     let mut sizes = Vec::with_capacity(records.len());
     let mut scratch = Vec::new();
@@ -127,6 +144,33 @@ fn append_halving(log: &PartitionLog, records: &[RecordInput<'_>]) -> AppendResu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_records_batch_size_is_what_encoding_it_gives() {
+        for (key, len) in [(None, 0), (Some(&b"k"[..]), 0), (Some(&b"key"[..]), 63)]
+            .into_iter()
+            .chain([
+                (Some(&b"k"[..]), 64),
+                (Some(&[7u8; 300][..]), 20_000),
+                (None, 1 << 20),
+            ])
+        {
+            let value = vec![b'v'; len];
+            let r = RecordInput {
+                key,
+                value: Some(&value),
+                headers: &[],
+                timestamp: 0,
+            };
+            let mut scratch = Vec::new();
+            encode_record(&mut scratch, i32::MAX, 0, &r);
+            assert_eq!(
+                lone_record_batch_size(key, len),
+                HEADER_SIZE + scratch.len(),
+                "{len}"
+            );
+        }
+    }
     use crate::util::clock::now_ms;
     use std::cell::Cell;
 

@@ -110,6 +110,9 @@ fn refusals_come_at_the_write_that_brings_them() {
     assert!(err.contains("Message too long"), "{err}");
     let err = m.fails(&bash("printf %05000d 0 > t/table/k"));
     assert!(err.contains("Message too long"), "{err}");
+    // A value under the limit whose record (header, framing, key) is over it: at the write.
+    let err = m.fails(&bash("printf %0990d 0 > t/table/k"));
+    assert!(err.contains("Message too long"), "{err}");
     assert_eq!(m.read("t/table/k"), "small\n");
 }
 

@@ -204,3 +204,34 @@ fn a_group_file_reads_as_a_terminal_and_other_files_do_not() {
     assert!(committed(&m, "t", "g") <= 0);
     assert!(clean(&m, "head -n 1 t/groups/g/records").starts_with("r0000-"));
 }
+
+#[test]
+fn a_seek_back_into_the_last_record_reads_it_again() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    // A record whose value holds a newline: bash's `read` takes the first line, seeks back
+    // to its end, and the second `read` gets the rest.
+    m.ok("printf '%s\\n' '{\"value\":\"a\\nb\"}' '{\"value\":\"c\"}' >> t/0/append.jsonl");
+    let out = clean(
+        &m,
+        "bash -c '{ read x; read y; read z; echo \"$x $y $z\"; } < t/groups/g/records'",
+    );
+    assert_eq!(out, "a b c\n");
+    assert_eq!(committed(&m, "t", "g"), 2);
+    // less-like: read, seek to the start, read again: the same bytes; a seek before the
+    // last record is ESPIPE.
+    m.ok("mkdir u");
+    fill(&m, "u", &records(3));
+    let out = m.ok("python3 -c \"import os
+fd = os.open('u/groups/h/records', os.O_RDONLY)
+a = os.read(fd, 256)
+os.lseek(fd, 0, os.SEEK_SET)
+b = os.read(fd, 256)
+c = os.read(fd, 256)
+os.lseek(fd, 1, os.SEEK_SET)
+try:
+    os.read(fd, 256); print('read')
+except OSError as e:
+    print(a == b, len(c), e.errno)\"");
+    assert_eq!(out, format!("True 61 {}\n", libc::ESPIPE));
+}

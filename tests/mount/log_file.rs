@@ -47,7 +47,7 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
     };
     let emsgsize = line("write /t/table/k");
     assert!(emsgsize.contains("EMSGSIZE"), "{emsgsize}");
-    assert!(emsgsize.contains("500 bytes"), "{emsgsize}");
+    assert!(emsgsize.contains("maximum of 100 bytes"), "{emsgsize}");
     let einval = line("write /t/config");
     assert!(
         einval.contains("EINVAL") && einval.contains("nosuch"),
@@ -92,4 +92,53 @@ fn another_user_cannot_read_at_log_under_allow_other() {
     assert!(log_now(&m).contains("INFO"));
     let listed = as_nobody(&m.mnt, "ls -a");
     assert!(!String::from_utf8_lossy(&listed.stdout).contains("@log"));
+}
+
+#[test]
+fn at_log_never_shrinks_for_its_reader_and_polls_as_a_follow_file() {
+    let m = TestMount::start(&[]);
+    // More refusals than the lines kept: the oldest are dropped from now on.
+    m.ok("for i in $(seq 1100); do mkdir \"e$i!\" 2>/dev/null; done; true");
+    let out = m.ok("python3 -c \"import os, select, subprocess
+fd = os.open('@log', os.O_RDONLY | os.O_NONBLOCK)
+before = os.fstat(fd).st_size
+while True:
+    try:
+        if not os.read(fd, 65536): break
+    except BlockingIOError:
+        break
+p = select.poll(); p.register(fd, select.POLLIN)
+idle = p.poll(200)
+subprocess.run(['mkdir', 'late!'], stderr=subprocess.DEVNULL)
+ready = p.poll(2000)
+after = os.fstat(fd).st_size
+line = os.read(fd, 65536).decode()
+print(after > before, idle == [], len(ready) == 1, 'late!' in line)\"");
+    assert_eq!(out, "True True True True\n");
+    // tail -f prints the new lines only (no `file truncated`, no reprint).
+    let mut tail = Command::new("tail")
+        .args(["-n", "0", "-f"])
+        .arg(m.path("@log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(tail.stdout.take().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..3 {
+        m.sh(&format!("mkdir 'g{i}!'"));
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    tail.kill().unwrap();
+    let mut got = String::new();
+    std::io::Read::read_to_string(&mut out, &mut got).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut tail.stderr.take().unwrap(), &mut err).unwrap();
+    tail.wait().unwrap();
+    // Each refusal once (the test daemon also logs at debug level), nothing from before.
+    let refusals: Vec<&str> = got.lines().filter(|l| l.contains(" INFO ")).collect();
+    assert_eq!(refusals.len(), 3, "{got}");
+    assert!(refusals[2].contains("mkdir /g2!"), "{got}");
+    assert!(!got.contains("e1!"), "{got}");
+    assert!(!err.contains("truncated"), "{err}");
 }

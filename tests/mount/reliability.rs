@@ -160,7 +160,7 @@ fn rmdir_mkdir_with_open_handles() {
     assert_eq!(get("new_ino_differs"), "True True");
     assert_eq!(
         get("new_list"),
-        "['0', 'append', 'append.jsonl', 'append.kv', 'by-offset', 'by-time', 'config', 'follow', 'groups', 'partitions', 'table']"
+        "['0', 'append', 'append.jsonl', 'append.kv', 'by-offset', 'by-time', 'config', 'follow', 'groups', 'maildir', 'partitions', 'table']"
     );
     assert_eq!(get("new_partitions"), "1");
 
