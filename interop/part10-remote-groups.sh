@@ -196,16 +196,21 @@ g10_handover_mid_stream() { # A reads a backlog of 4 x N records alone; B joins 
     seq -f "r$p-%.0f" 0 $((n - 1)) | timeout 120 kcat -b "$BOOT" -P -t g10 -p "$p" || return 1
   done
   for p in 0 1 2 3; do seq -f "r$p-%.0f" 0 $((n - 1)); done > "$S10/produced"
-  # A slow reader (512 bytes every 20 ms, the files are direct I/O): still reading when B joins
+  # A slow reader (64 records every 20 ms; a read of 512 bytes gets one record): still reading
+  # when B joins
   python3 -c '
 import os, sys, time
 f = os.open(sys.argv[1], os.O_RDONLY)
 with open(sys.argv[2], "wb") as out:
+    reads = 0
     while True:
         d = os.read(f, 512)
         if not d:
             break
-        out.write(d); out.flush(); time.sleep(0.02)
+        out.write(d); out.flush()
+        reads += 1
+        if reads % 64 == 0:
+            time.sleep(0.02)
 ' "$MA/g10/groups/$G10/follow" "$S10/a3.out" 2> "$S10/a3.err" &
   READER_A=$!
   wait_for 30 sh -c "[ -s '$S10/a3.out' ]" || { cat "$S10/a3.err"; return 1; }
