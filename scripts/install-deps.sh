@@ -14,6 +14,8 @@ command -v mvn >/dev/null || need+=(maven)
 command -v kcat >/dev/null || need+=(kcat)
 # mblaze (mdeliver, minc, mlist, mflag): the maildir tests use it as a mail tool would.
 command -v mdeliver >/dev/null || need+=(mblaze)
+# maildrop (maildrop, deliverquota): Courier's delivery agents, into a topic's maildir.
+command -v deliverquota >/dev/null || need+=(maildrop)
 command -v cc >/dev/null || need+=(build-essential)
 # librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)

@@ -5,6 +5,7 @@
 //! `mailbox` and mblaze, acknowledgements kept across umount/mount and kill -9.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use crate::common::mount::{TestMount, tail};
@@ -696,4 +697,40 @@ while True:
     }
     m.ok("mkdir t && echo ok > t/maildir/new/ok");
     assert_eq!(m.end_offset("t", 0), 1);
+}
+
+#[test]
+fn courier_deliverquota_and_maildrop_deliver_one_record_each() {
+    // maildrop is setgid mail: FUSE lets a process of other credentials in only with
+    // --allow-other (then the modes decide).
+    let m = TestMount::start(&["--allow-other"]);
+    m.ok("mkdir t");
+    m.ok("printf 'Subject: one\\n\\nbody one\\n' | deliverquota t/maildir");
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("mailfilter");
+    std::fs::write(
+        &filter,
+        format!("to \"{}/\"\n", m.path("t/maildir").display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o600)).unwrap();
+    m.ok(&format!(
+        "printf 'From: a@b\\nSubject: two\\n\\nbody two\\n' | maildrop {}",
+        filter.display()
+    ));
+    assert!(ls(&m, "t/maildir/tmp").is_empty());
+    let values: Vec<Vec<u8>> = by_key(&records(&m, "t", 1)).into_values().collect();
+    assert_eq!(values.len(), 2);
+    let mut subjects: Vec<String> = values
+        .iter()
+        .map(|v| {
+            String::from_utf8_lossy(v)
+                .lines()
+                .find(|l| l.starts_with("Subject:"))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    subjects.sort();
+    assert_eq!(subjects, ["Subject: one", "Subject: two"]);
 }
