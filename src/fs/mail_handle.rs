@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::maildir::delivery::{Delivery, Place};
 use crate::maildir::held::Held;
+use crate::maildir::names::key_of;
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
@@ -55,21 +56,27 @@ impl HeldHandle {
     }
 
     /// Writes at `offset`. A file being written into `new/` becomes a record at its close: a
-    /// write that takes it past the largest record fails at once (EMSGSIZE).
+    /// write that takes its record (the value, the key its name gives, the batch framing)
+    /// past `max.message.bytes` fails at once (EMSGSIZE).
     pub fn write(&mut self, offset: u64, data: &[u8], owner: Option<u64>) -> Result<()> {
         self.writer = Some(owner.or(self.writer.flatten()));
-        let in_new = self
+        let key = self
             .delivery
             .guard()
             .get(self.id)
-            .is_some_and(|e| e.place == Place::New);
+            .filter(|e| e.place == Place::New)
+            .map(|e| key_of(&e.name));
         let end = offset.saturating_add(data.len() as u64);
-        if in_new && end > self.max_record as u64 {
-            self.oversized = Some(end as usize);
-            return Err(Error::RecordTooLarge {
-                size: end as usize,
-                max: self.max_record,
-            });
+        if let Some(key) = key {
+            let len = self.file.guard().len().max(end) as usize;
+            let size = crate::produce::lone_record_batch_size(Some(&key), len);
+            if size > self.max_record {
+                self.oversized = Some(size);
+                return Err(Error::RecordTooLarge {
+                    size,
+                    max: self.max_record,
+                });
+            }
         }
         self.file.guard().write_at(offset, data)
     }

@@ -223,6 +223,13 @@ fn a_file_too_large_stays_in_tmp_with_emsgsize() {
         "Message too long",
     );
     assert!(ls(&m, "t/maildir/new").is_empty());
+    // A value under the limit whose record (header, framing, the key its name gives) is over
+    // it: at the write too, not only at the close shells ignore.
+    m.fails_with(
+        "exec bash -c 'printf %01990d 0 > t/maildir/new/big3'",
+        "Message too long",
+    );
+    assert!(ls(&m, "t/maildir/new").is_empty());
     assert_eq!(m.end_offset("t", 0), 0);
     // Cut to size, it goes.
     m.ok("truncate -s 1000 t/maildir/tmp/big && mv t/maildir/tmp/big t/maildir/new/big");
