@@ -276,6 +276,25 @@ impl TestMount {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// Runs a Python script (`python3 -c`) in the mountpoint with `args`, asserts it
+    /// succeeds, returns its stdout.
+    pub fn python(&self, script: &str, args: &[&str]) -> String {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .current_dir(&self.mnt)
+            .output()
+            .expect("run python3");
+        assert!(
+            out.status.success(),
+            "python failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            tail(&self.daemon_log(), 20)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
     /// Runs `script` and asserts it fails with this strerror text on stderr.
     pub fn fails_with(&self, script: &str, strerror: &str) {
         let err = self.fails(script);

@@ -8,24 +8,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use crate::common::mount::{TestMount, tail};
+use crate::common::mount::TestMount;
 
 /// Runs a Python script in the mountpoint with `args`; its stdout.
 fn python(m: &TestMount, script: &str, args: &[&str]) -> String {
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .current_dir(&m.mnt)
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "python failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        tail(&m.daemon_log(), 20)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    m.python(script, args)
 }
 
 /// Every record of `topic` as kafka-python decodes the segment files: partition ->

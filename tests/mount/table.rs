@@ -5,26 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::process::Command;
 
 use crate::common::decode::decode_dir_records;
 use crate::common::mount::{TestMount, wait_until};
 use topicfs::produce::partitioner::partition_for_key;
 
 fn python(m: &TestMount, script: &str) -> String {
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .current_dir(&m.mnt)
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "python failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        crate::common::mount::tail(&m.daemon_log(), 20)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    m.python(script, &[])
 }
 
 /// `ls -A table/`, sorted.
