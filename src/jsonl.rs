@@ -194,23 +194,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn formats_text_binary_null_and_headers() {
+    /// The JSON line `format_record` prints for `r`, stored at offset `offset` of `t`-0.
+    fn line_of(offset: i64, r: &RecordInput<'_>) -> Vec<u8> {
         let mut b = BatchBuilder::new();
-        b.begin(7, BatchOptions::default());
-        let hdrs: [(&[u8], Option<&[u8]>); 2] = [(b"h", Some(b"v")), (b"z", None)];
-        b.add(&RecordInput {
-            key: None,
-            value: Some(&[0xff, b'\n']),
-            headers: &hdrs,
-            timestamp: 9,
-        });
+        b.begin(offset, BatchOptions::default());
+        b.add(r);
         let bytes = b.finish().unwrap().to_vec();
         let v = BatchView::new(&bytes).unwrap();
         let mut s = Vec::new();
         let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
         let mut out = Vec::new();
         format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
+        out
+    }
+
+    #[test]
+    fn formats_text_binary_null_and_headers() {
+        let hdrs: [(&[u8], Option<&[u8]>); 2] = [(b"h", Some(b"v")), (b"z", None)];
+        let out = line_of(
+            7,
+            &RecordInput {
+                key: None,
+                value: Some(&[0xff, b'\n']),
+                headers: &hdrs,
+                timestamp: 9,
+            },
+        );
         assert_eq!(
             String::from_utf8(out.clone()).unwrap(),
             "{\"topic\":\"t\",\"partition\":0,\"offset\":7,\"timestamp\":9,\"timestampType\":\"CreateTime\",\"key\":null,\"value\":{\"base64\":\"/wo=\"},\"headers\":[[\"h\",\"v\"],[\"z\",null]]}\n"
@@ -228,20 +237,15 @@ mod tests {
 
     /// The names of the fields `format_record` prints, in its order.
     fn printed_fields() -> Vec<String> {
-        let mut b = BatchBuilder::new();
-        b.begin(0, BatchOptions::default());
-        b.add(&RecordInput {
-            key: Some(b"k"),
-            value: Some(b"v"),
-            headers: &[],
-            timestamp: 1,
-        });
-        let bytes = b.finish().unwrap().to_vec();
-        let v = BatchView::new(&bytes).unwrap();
-        let mut s = Vec::new();
-        let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
-        let mut out = Vec::new();
-        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
+        let out = line_of(
+            0,
+            &RecordInput {
+                key: Some(b"k"),
+                value: Some(b"v"),
+                headers: &[],
+                timestamp: 1,
+            },
+        );
         let Value::Object(m) = serde_json::from_slice(&out).unwrap() else {
             panic!("a record is an object")
         };
