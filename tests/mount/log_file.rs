@@ -16,7 +16,6 @@ fn log_now(m: &TestMount) -> String {
 
 #[test]
 fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
-    // No --log-file and no syslog reached by the test's daemon: @log has the lines anyway.
     let m = TestMount::start(&[]);
     assert_eq!(m.ok("stat -c %a:%u:%g @log"), "600:0:0\n");
     assert!(!m.ok("ls -a").contains("@log"), "not listed");
@@ -141,4 +140,43 @@ print(after > before, idle == [], len(ready) == 1, 'late!' in line)\"");
     assert!(refusals[2].contains("mkdir /g2!"), "{got}");
     assert!(!got.contains("e1!"), "{got}");
     assert!(!err.contains("truncated"), "{err}");
+}
+
+#[test]
+fn at_log_holds_the_log_of_a_daemon_without_a_log_file() {
+    // The run command of the README: detached, no --log-file (syslog where /dev/log is,
+    // else nowhere): @log has the lines all the same.
+    let dir = tempfile::tempdir().unwrap();
+    let (mnt, logs) = (dir.path().join("mnt"), dir.path().join("logs"));
+    std::fs::create_dir(&mnt).unwrap();
+    let out = Command::new(crate::common::mount::BIN)
+        .arg("mount")
+        .arg(&mnt)
+        .arg("--log-dir")
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let sh = |script: &str| {
+        Command::new("bash")
+            .args(["-c", script])
+            .current_dir(&mnt)
+            .output()
+            .unwrap()
+    };
+    let refused = sh("echo nosuch=1 >> __nothere/config; mkdir t && echo nosuch=1 >> t/config");
+    let log = sh("tail -n 1000 @log");
+    let umount = Command::new(crate::common::mount::BIN)
+        .arg("umount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("serving log dir"), "{log}");
+    assert!(
+        log.contains("write /t/config") && log.contains("EINVAL"),
+        "{log}"
+    );
+    assert!(umount.status.success(), "{umount:?}");
 }
