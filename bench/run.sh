@@ -888,8 +888,8 @@ if [ "$REMOTE" = 1 ] && fig 11; then
     }
     # The broker's produce path is compiled by its JVM during the first appends: one untimed
     # kcat append of the file first, so the first timed round does not measure that (on a
-    # fresh broker, a mount's first 64 MiB took 2.75 s against 1.1-1.6 s later, and kcat's
-    # 1.0 s; librdkafka's busy wait for each produce response takes a core from the compiler).
+    # fresh broker, a mount's first 64 MiB took 2.75 s against 1.1-1.6 s later; kcat's first
+    # took 1.0 s, and the mount's right after it 1.0 s too).
     kcat_append remote.append.warmup 0 rk-warmup "$RFILE" "$REMOTE_BYTES" "$REMOTE_LINES"
     alternate3 remote_append_topicfs remote_append_wb remote_append_kcat
     # Both read the same topic of the broker: the one the mount wrote last.
