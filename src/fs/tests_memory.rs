@@ -269,3 +269,23 @@ fn the_tree_works_over_another_storage() {
     // No log dirs: df shows nothing rather than failing.
     assert_eq!(fs.statfs().unwrap().blocks, 0);
 }
+
+/// A by-offset name found at its lookup and gone from the log at its open: the open fails
+/// with ENOENT, from the storage's check where its reader starts (the stream checks nothing
+/// itself).
+#[test]
+fn an_offset_gone_between_lookup_and_open_is_enoent_at_open() {
+    let storage = Memory::default();
+    let values = storage.values.clone();
+    let fs = FsState::new(Arc::new(storage)).unwrap();
+    let w = fs.open(walk(&fs, "mem/0/append"), WO, me()).unwrap();
+    fs.write(w.fh, b"x\ny\n", None).unwrap();
+    let ino = walk(&fs, "mem/0/by-offset/1");
+    // The log end moves back to 0 (log start 0): offset 1 is no longer in it.
+    values.guard().clear();
+    assert_eq!(errno_of(fs.open(ino, RO, me())), libc::ENOENT);
+    let dir = walk(&fs, "mem/0/by-offset");
+    assert_eq!(errno_of(fs.lookup(dir, OsStr::new("1"))), libc::ENOENT);
+    let r = fs.open(walk(&fs, "mem/0/by-offset/0"), RO, me()).unwrap();
+    assert_eq!(read_all(&fs, r.fh), b"");
+}
