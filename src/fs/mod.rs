@@ -776,3 +776,5 @@ mod tests_members;
 mod tests_memory;
 #[cfg(test)]
 mod tests_remote;
+#[cfg(test)]
+mod tests_storage;
