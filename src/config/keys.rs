@@ -45,6 +45,9 @@ pub struct ConfigKey {
     pub topic_default: bool,
 }
 
+/// The documented default of `flush.messages`: no number, as Kafka's docs show none.
+pub const NEVER_FORCED: &str = "never forced";
+
 /// The `--help` heading of the long options of keys that are topic defaults.
 pub const TOPIC_DEFAULTS_HEADING: &str = "Topic defaults";
 /// The `--help` heading of the long options of the other keys.
@@ -140,7 +143,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             Some("log-dir"),
             List,
             "DIR",
-            Some("/tmp/topicfs-logs"),
+            Some(super::DEFAULT_LOG_DIR),
             "the log dirs (repeat the option; ',' in server.properties, ':' in -o)",
         ),
         |c, k, v| {
@@ -440,7 +443,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
                 Some("flush-messages"),
                 Long,
                 "N",
-                Some("never forced"),
+                Some(NEVER_FORCED),
                 "fsync every N records",
             ),
             "flush-interval-messages",
