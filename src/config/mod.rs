@@ -254,11 +254,6 @@ impl LogConfig {
         Compression::from_name(&self.compression_type).unwrap_or(Compression::None)
     }
 
-    /// Applies topic overrides on top of these defaults.
-    pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
-        self.for_topic("", overrides)
-    }
-
     /// The config of topic `name`: these defaults, then its overrides. `__consumer_offsets`
     /// is compacted unless its overrides say otherwise (Kafka creates it with
     /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).

@@ -143,11 +143,6 @@ impl Parking {
         ids.into_iter().filter_map(|id| self.take(id)).collect()
     }
 
-    /// How many reads are parked.
-    pub(super) fn len(&self) -> usize {
-        self.parked.guard().len()
-    }
-
     /// The parked reads waiting longer than [`SIGNAL_CHECK`] whose thread has a signal to
     /// take (or is gone).
     fn take_interrupted(&self) -> Vec<Parked> {

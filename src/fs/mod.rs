@@ -5,7 +5,7 @@
 
 mod ahead;
 pub(crate) mod errno;
-pub use errno::{PathOf, report};
+pub use errno::report;
 mod follow;
 pub(crate) mod fuse;
 mod gate;
@@ -182,6 +182,7 @@ impl OpenFile {
 
 impl FsState {
     /// The fs core over `storage`; loads the consumer groups' committed offsets.
+    #[cfg(test)]
     pub fn new(storage: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
         FsState::with_options(storage, FsOptions::default())
     }
@@ -536,6 +537,7 @@ impl FsState {
 
     /// write(2) of `data`: offsets mean nothing to the files that take records (each write
     /// appends), so this writes at offset 0; see [`FsState::write_at`].
+    #[cfg(test)]
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         self.write_at(fh, 0, data, owner)
     }

@@ -53,6 +53,7 @@ impl FsState {
     /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
     /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
     /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
+    #[cfg(test)]
     pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
         self.read_file(fh, offset, size, pid, false, reply)
     }
@@ -427,8 +428,9 @@ impl FsState {
     }
 
     /// How many reads wait for records.
+    #[cfg(test)]
     pub fn waiting_reads(&self) -> usize {
-        self.parking.len()
+        self.parking.waiting()
     }
 }
 

@@ -11,9 +11,7 @@ pub(crate) mod offsets;
 pub mod reader;
 
 pub(crate) use members::{Join, Membership, Readers};
-pub use reader::{
-    BULK_READ, COMMIT_INTERVAL, GroupHandle, GroupRead, HOLD_LIMIT, LINE_IO_SIZE, WholeTopicPart,
-};
+pub use reader::{GroupHandle, GroupRead, LINE_IO_SIZE, WholeTopicPart};
 
 #[cfg(test)]
 mod tests;

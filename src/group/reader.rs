@@ -207,6 +207,7 @@ impl GroupHandle {
     }
 
     /// The partitions this reader has.
+    #[cfg(test)]
     pub fn partitions(&self) -> Vec<u32> {
         self.cursors.keys().copied().collect()
     }
@@ -494,6 +495,7 @@ impl GroupHandle {
     /// used what it got, so what it was delivered when it closes is exactly what it used
     /// (`head -n K`, `sed Kq`, a Python loop that breaks). A bulk read, and any read of a
     /// whole-topic file (which commits nothing), is filled with whole records.
+    #[cfg(test)]
     pub fn read(&mut self, size: usize) -> Result<&[u8]> {
         let r = self.read_range(size)?;
         Ok(&self.out[r])
