@@ -100,16 +100,20 @@ impl Limit {
 }
 
 /// Where a name's stream starts in `log` now: its reader, from the first record it shows.
-/// A decimal offset outside the log is OffsetOutOfRange (ENOENT), as the storage's reader
-/// checks it (`PartitionStore::check_offset`, the one check of an open); a time after the
-/// last record starts at the log end (an empty file that grows).
+/// A decimal offset outside the log is OffsetOutOfRange (ENOENT): the storage's by-offset
+/// rule, `PartitionStore::check_offset` (with `read_committed`, the end is the last stable
+/// offset, where a reader may still start); a time after the last record starts at the log
+/// end (an empty file that grows).
 pub(super) fn open_at(
     log: &dyn PartitionStore,
     start: Start,
     now_ms: i64,
 ) -> Result<Box<dyn RecordStream>> {
     match start {
-        Start::Offset(OffsetForm::At(n)) => log.read_from_offset(n),
+        Start::Offset(OffsetForm::At(n)) => {
+            log.check_offset(n)?;
+            log.read_from_offset(n)
+        }
         Start::Offset(form) => {
             // Every other form names a place in the log.
             let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());

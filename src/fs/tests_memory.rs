@@ -49,8 +49,7 @@ fn the_tree_works_over_another_storage() {
 }
 
 /// A by-offset name found at its lookup and gone from the log at its open: the open fails
-/// with ENOENT, from the storage's check where its reader starts (the stream checks nothing
-/// itself).
+/// with ENOENT, from the storage's by-offset rule asked again at the open.
 #[test]
 fn an_offset_gone_between_lookup_and_open_is_enoent_at_open() {
     let storage = memory();
