@@ -7,6 +7,8 @@
 //!   user of fuser: the session and the mount configuration too), and
 //!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
 //!   records, resolved against given bounds;
+//! - `group`: the consumer-group engine the fs core calls (a group's readers, their
+//!   membership and rebalances, offsets files), no inodes and no FUSE;
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
 //! - `table` (a topic's latest value per key), `maildir` (a topic as a Maildir), `metrics`
 //!   (counters and `@metrics`), `produce`
@@ -18,39 +20,68 @@
 //!
 //! Beside them: `dump` (dump-log over `record`), `os` (`safe_fs`: file operations that never
 //! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
-//! `jsonl`, `util` (`read_window`, `sync`: the one path to a lock, `clock`), `error`.
+//! `jsonl`, `render` (a record as a reader's line), `logtail` (`@log`), `util` (`read_window`,
+//! `sync`: the one path to a lock, `clock`), `error`.
+//!
+//! The modules are private; the library's face is [`main`] (the `topicfs` command) and
+//! [`Error`]/[`Result`]. The `internals` feature opens the modules to the crate's own tests,
+//! benches and examples.
 
-// The layers, top down (`cli`: the command line, over `mount`).
-pub mod cli;
-pub mod mount;
+// Without remote mode, what only the cluster storage calls (its membership reports, counter
+// book...) is unused.
+#![cfg_attr(not(feature = "remote"), allow(dead_code))]
 
-pub(crate) mod addr;
-pub mod fs;
+// The modules are the crate's own: the library's face is the short list at the end. The
+// `internals` feature (on in the crate's own tests and benches, through its dev-dependency on
+// itself) opens them to tests/ and benches/.
+macro_rules! modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        mod $name;
+    )*};
+}
 
-pub mod storage;
+// The layers, top down (`cli`: the command line, over `mount`), then beside them.
+modules!(
+    cli,
+    mount,
+    addr,
+    fs,
+    storage,
+    maildir,
+    metrics,
+    produce,
+    table,
+    consumer_offsets,
+    manager,
+    checkpoint,
+    config,
+    dump,
+    error,
+    group,
+    jsonl,
+    logtail,
+    os,
+    render,
+    util,
+);
 
-pub mod maildir;
-pub(crate) mod metrics;
-pub mod produce;
-pub mod table;
-
-pub mod consumer_offsets;
-pub mod manager;
-
+// One partition's log and the record bytes: the items of theirs that only tests/ and benches/
+// name (`LogReader::next_batch`, `Batches`, `BatchHeader::last_sequence`...) carry no mark of
+// their own, so these two are not held to dead code without `internals`.
+#[cfg(feature = "internals")]
 pub mod log;
-
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+mod log;
+#[cfg(feature = "internals")]
 pub mod record;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+mod record;
 
-// Beside them.
-pub(crate) mod checkpoint;
-pub mod config;
-pub mod dump;
-pub(crate) mod error;
-pub mod group;
-pub(crate) mod jsonl;
-pub mod logtail;
-pub mod os;
-pub mod render;
-pub mod util;
-
+/// The library's face: the `topicfs` command, and its error type.
+pub use cli::main;
 pub use error::{Error, Result};

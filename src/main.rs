@@ -1,5 +1,5 @@
-//! The `topicfs` command (`topicfs::cli` defines it).
+//! The `topicfs` command (the library's `cli` module defines it).
 
 fn main() {
-    std::process::exit(topicfs::cli::main());
+    std::process::exit(topicfs::main());
 }

@@ -274,6 +274,8 @@ fn item8_mount_read_committed_streams_hide_aborted_records() {
     assert_eq!(m.read("t/0/by-offset/latest"), "");
     // Past the end a read_committed consumer sees, as past the log end.
     m.fails_with("cat t/0/by-offset/12", "No such file");
+    // The name does not exist either: its lookup applies the same end.
+    m.fails_with("stat t/0/by-offset/12", "No such file");
     assert_eq!(m.read("t/0/by-offset/11"), "");
     assert_eq!(m.read(&format!("t/0/by-time/{}", T0 + 3)), "c3\np1\nc4\n");
     assert_eq!(m.read("t/by-offset/earliest"), COMMITTED);

@@ -28,6 +28,8 @@ pub struct ConfigKey {
     /// The long option of `topicfs mount` (without `--`), and an alias of it.
     pub option: Option<&'static str>,
     pub alias: Option<&'static str>,
+    /// Kafka's type of the value (the validator checks it; the tests read it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub kind: KeyType,
     /// The unit of the value, as the option's value name shows it.
     pub unit: &'static str,
@@ -44,6 +46,9 @@ pub struct ConfigKey {
     /// option's heading in `--help` and the man page.
     pub topic_default: bool,
 }
+
+/// The documented default of `flush.messages`: no number, as Kafka's docs show none.
+pub const NEVER_FORCED: &str = "never forced";
 
 /// The `--help` heading of the long options of keys that are topic defaults.
 pub const TOPIC_DEFAULTS_HEADING: &str = "Topic defaults";
@@ -140,7 +145,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             Some("log-dir"),
             List,
             "DIR",
-            Some("/tmp/topicfs-logs"),
+            Some(super::DEFAULT_LOG_DIR),
             "the log dirs (repeat the option; ',' in server.properties, ':' in -o)",
         ),
         |c, k, v| {
@@ -440,7 +445,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
                 Some("flush-messages"),
                 Long,
                 "N",
-                Some("never forced"),
+                Some(NEVER_FORCED),
                 "fsync every N records",
             ),
             "flush-interval-messages",
@@ -641,6 +646,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
 ];
 
 /// The header of the README's table of options ([`ConfigKey::readme_row`] gives its rows).
+#[cfg(test)]
 pub const README_TABLE_HEADER: &str =
     "| server.properties key | option | topic key | default | meaning |\n|---|---|---|---|---|\n";
 
@@ -652,12 +658,6 @@ pub fn topic_key_def(topic: &str) -> Option<&'static ConfigKey> {
 /// The definition of a broker key.
 pub fn broker_key_def(broker: &str) -> Option<&'static ConfigKey> {
     CONFIG_KEYS.iter().find(|k| k.broker == broker)
-}
-
-/// The definition of the key a long option (`segment-bytes`) sets. Panics on a name that is
-/// not in [`CONFIG_KEYS`]: the long options are generated from it.
-pub fn option_def(broker: &str) -> &'static ConfigKey {
-    broker_key_def(broker).unwrap_or_else(|| panic!("{broker} is not in CONFIG_KEYS"))
 }
 
 impl ConfigKey {
@@ -685,6 +685,7 @@ impl ConfigKey {
     }
 
     /// Its row of the README's table of options.
+    #[cfg(test)]
     pub fn readme_row(&self) -> std::string::String {
         let option = match (self.option, self.broker) {
             (Some(o), "log.dirs") => format!("`--{o} {}` (repeat)", self.unit),

@@ -90,26 +90,36 @@ impl CleanupPolicy {
     }
 }
 
+/// The defaults of [`CONFIG_KEYS`]'s topic keys (those of a fresh [`BrokerConfig`]).
 impl Default for LogConfig {
     fn default() -> Self {
+        BrokerConfig::default().log
+    }
+}
+
+impl LogConfig {
+    /// A config before the key table's defaults are applied: every field set by a row of
+    /// [`CONFIG_KEYS`] (a test checks that each one is), but `flush.messages`, whose row shows
+    /// no number (`never forced`): `u64::MAX`.
+    fn unset() -> LogConfig {
         LogConfig {
-            segment_bytes: 1_073_741_824,
-            segment_ms: 168 * HOUR_MS,
-            segment_index_bytes: 10_485_760,
-            index_interval_bytes: 4096,
-            retention_ms: 168 * HOUR_MS,
-            retention_bytes: -1,
+            segment_bytes: 0,
+            segment_ms: 0,
+            segment_index_bytes: 0,
+            index_interval_bytes: 0,
+            retention_ms: 0,
+            retention_bytes: 0,
             message_timestamp_type: TimestampType::CreateTime,
-            compression_type: "producer".to_string(),
-            max_message_bytes: 1_048_588,
+            compression_type: String::new(),
+            max_message_bytes: 0,
             flush_messages: u64::MAX,
-            message_timestamp_before_max_ms: i64::MAX,
-            message_timestamp_after_max_ms: 3_600_000,
+            message_timestamp_before_max_ms: 0,
+            message_timestamp_after_max_ms: 0,
             cleanup_policy: CleanupPolicy::delete(),
-            min_cleanable_dirty_ratio: 0.5,
+            min_cleanable_dirty_ratio: 0.0,
             min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
-            delete_retention_ms: 86_400_000,
+            max_compaction_lag_ms: 0,
+            delete_retention_ms: 0,
         }
     }
 }
@@ -244,11 +254,6 @@ impl LogConfig {
         Compression::from_name(&self.compression_type).unwrap_or(Compression::None)
     }
 
-    /// Applies topic overrides on top of these defaults.
-    pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
-        self.for_topic("", overrides)
-    }
-
     /// The config of topic `name`: these defaults, then its overrides. `__consumer_offsets`
     /// is compacted unless its overrides say otherwise (Kafka creates it with
     /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
@@ -294,24 +299,38 @@ pub struct BrokerConfig {
     retention_ms_set: bool,
 }
 
+/// The defaults of [`CONFIG_KEYS`], each row's documented default applied as
+/// `server.properties` would set it (Kafka's precedence: `log.roll.hours` before
+/// `log.roll.ms`); the mount's own switches (`read_only`, ...) off.
 impl Default for BrokerConfig {
     fn default() -> Self {
-        BrokerConfig {
-            log_dirs: vec![PathBuf::from(DEFAULT_LOG_DIR)],
-            num_partitions: 1,
-            offsets_topic_num_partitions: 50,
-            retention_check_interval_ms: 300_000,
-            checkpoint_interval_ms: 60_000,
-            log: LogConfig::default(),
+        let mut c = BrokerConfig {
+            log_dirs: Vec::new(),
+            num_partitions: 0,
+            offsets_topic_num_partitions: 0,
+            retention_check_interval_ms: 0,
+            checkpoint_interval_ms: 0,
+            log: LogConfig::unset(),
             read_only: false,
             read_committed: false,
             allow_untrusted_log_dir: false,
-            cleaner_enable: true,
-            cleaner_backoff_ms: 15_000,
-            cleaner_dedupe_buffer_size: 134_217_728,
+            cleaner_enable: false,
+            cleaner_backoff_ms: 0,
+            cleaner_dedupe_buffer_size: 0,
             roll_ms_set: false,
             retention_ms_set: false,
+        };
+        let defaults: Vec<(&str, &str)> = CONFIG_KEYS
+            .iter()
+            .filter_map(|k| Some((k.broker, k.default?)))
+            .filter(|(_, d)| *d != NEVER_FORCED)
+            .collect();
+        for (key, value) in by_kafka_precedence(defaults) {
+            if let Err(e) = c.set(key, value) {
+                unreachable!("the default of {key} is not a value of it: {e}");
+            }
         }
+        c
     }
 }
 

@@ -54,7 +54,7 @@ fn the_key_table_matches_the_topic_keys_and_defaults() {
             assert_eq!(c, broker, "{} default {d}", k.broker);
         }
         if let (Some(t), Some(d)) = (k.topic, k.default)
-            && d != "never forced"
+            && d != NEVER_FORCED
         {
             assert_eq!(log.get_topic_key(t).as_deref(), Some(d), "{t}");
         }
@@ -69,10 +69,42 @@ fn the_key_table_matches_the_topic_keys_and_defaults() {
 #[test]
 fn defaults_match_kafka() {
     let c = BrokerConfig::default();
-    assert_eq!(c.log.segment_bytes, 1_073_741_824);
-    assert_eq!(c.log.segment_ms, 604_800_000);
-    assert_eq!(c.log.max_message_bytes, 1_048_588);
+    // Kafka's documented defaults (its LogConfig and KafkaConfig), written here as the docs
+    // give them: the config builds them from the key table.
+    let l = &c.log;
+    assert_eq!(l.segment_bytes, 1_073_741_824);
+    assert_eq!(l.segment_ms, 604_800_000);
+    assert_eq!(l.segment_index_bytes, 10_485_760);
+    assert_eq!(l.index_interval_bytes, 4096);
+    assert_eq!(l.retention_ms, 604_800_000);
+    assert_eq!(l.retention_bytes, -1);
+    assert_eq!(l.message_timestamp_type, TimestampType::CreateTime);
+    assert_eq!(l.compression_type, "producer");
+    assert_eq!(l.max_message_bytes, 1_048_588);
+    assert_eq!(l.flush_messages, u64::MAX);
+    assert_eq!(l.message_timestamp_before_max_ms, i64::MAX);
+    assert_eq!(l.message_timestamp_after_max_ms, 3_600_000);
+    assert_eq!(l.cleanup_policy, CleanupPolicy::delete());
+    assert_eq!(l.min_cleanable_dirty_ratio, 0.5);
+    assert_eq!(l.min_compaction_lag_ms, 0);
+    assert_eq!(l.max_compaction_lag_ms, i64::MAX);
+    assert_eq!(l.delete_retention_ms, 86_400_000);
+    assert_eq!(*l, LogConfig::default());
     assert_eq!(c.log_dirs, vec![PathBuf::from("/tmp/topicfs-logs")]);
+    assert_eq!(c.num_partitions, 1);
+    assert_eq!(c.offsets_topic_num_partitions, 50);
+    assert_eq!(c.retention_check_interval_ms, 300_000);
+    assert_eq!(c.checkpoint_interval_ms, 60_000);
+    assert!(c.cleaner_enable);
+    assert_eq!(c.cleaner_backoff_ms, 15_000);
+    assert_eq!(c.cleaner_dedupe_buffer_size, 134_217_728);
+    assert!(!c.read_only && !c.read_committed && !c.allow_untrusted_log_dir);
+    // The precedence flags stay unset: a later `log.roll.hours` still applies.
+    let mut later = c.clone();
+    later.set("log.roll.hours", "1").unwrap();
+    assert_eq!(later.log.segment_ms, 3_600_000);
+    later.set("log.retention.hours", "2").unwrap();
+    assert_eq!(later.log.retention_ms, 7_200_000);
 }
 
 #[test]

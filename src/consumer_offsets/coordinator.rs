@@ -158,6 +158,7 @@ pub struct GroupOffsets {
     create_partitions: u32,
     /// Serialises commits, so the memory view follows the order of the log.
     state: Mutex<State>,
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     stats: LoadStats,
 }
 
@@ -234,6 +235,7 @@ impl GroupOffsets {
     }
 
     /// What the load found.
+    #[cfg(feature = "internals")]
     pub fn load_stats(&self) -> &LoadStats {
         &self.stats
     }
@@ -246,6 +248,7 @@ impl GroupOffsets {
 
     /// The `__consumer_offsets` partition count in use: the topic's own, or the one it will
     /// be created with.
+    #[cfg(feature = "internals")]
     pub fn partitions(&self) -> u32 {
         self.storage
             .offsets_partitions()
@@ -253,6 +256,7 @@ impl GroupOffsets {
     }
 
     /// The `__consumer_offsets` partition that holds `group`'s commits.
+    #[cfg(feature = "internals")]
     pub fn partition_of(&self, group: &str) -> u32 {
         codec::partition_for(group, self.partitions())
     }
@@ -379,6 +383,7 @@ impl GroupOffsets {
     }
 
     /// Every group with committed offsets, sorted.
+    #[cfg(feature = "internals")]
     pub fn groups(&self) -> Vec<String> {
         self.state.guard().groups.keys().cloned().collect()
     }

@@ -12,8 +12,11 @@ pub mod codec;
 pub(crate) mod coordinator;
 
 pub use assignor::range_assign;
+#[cfg(feature = "internals")]
 pub use codec::{OffsetCommitKey, OffsetCommitValue, partition_for};
-pub use coordinator::{GroupOffsets, LoadStats, OFFSETS_TOPIC, OffsetsStorage};
+pub use coordinator::{GroupOffsets, OFFSETS_TOPIC};
+#[cfg(feature = "internals")]
+pub use coordinator::{LoadStats, OffsetsStorage};
 
 #[cfg(test)]
 mod tests {

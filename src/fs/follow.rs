@@ -1,6 +1,7 @@
 //! Reads that wait: a `follow` read at the log end keeps its reply here ("parked"), not a
 //! worker thread. The partition wakes it when a record arrives (or the topic goes); one
-//! thread, `topicfs-follow`, then answers it by reading again. The same thread answers
+//! thread, `topicfs-follow`, then answers it by reading its open file again
+//! ([`FsState::read_parked`]). The same thread answers
 //! EINTR to a parked read whose thread has a signal to take (the kernel waits for our answer
 //! even when the reader is killed), and `poll` registers a wake-up of its own. It also makes
 //! the periodic commits of group readers that are not reading (idle in `poll`, or busy).
@@ -11,8 +12,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::FsState;
+use super::read::Read;
 use super::types::ReadReply;
+use super::{FsState, OpenFile};
 use crate::storage::Waker;
 use crate::util::sync::MutexExt;
 
@@ -26,6 +28,8 @@ const COMMIT_SCAN: Duration = Duration::from_secs(1);
 /// A read waiting for records.
 pub(super) struct Parked {
     pub fh: u64,
+    /// Its open file.
+    pub file: Arc<OpenFile>,
     pub offset: u64,
     pub size: u32,
     /// The thread that asked (FUSE's pid field): its signals end the wait.
@@ -73,18 +77,24 @@ impl Parking {
     /// Keeps a read; returns the waker the storage calls when it can be answered.
     pub(super) fn park(
         &self,
-        fh: u64,
-        offset: u64,
-        size: u32,
-        pid: u32,
+        file: &Arc<OpenFile>,
+        r: Read,
         reply: Box<dyn ReadReply>,
     ) -> Arc<dyn Waker> {
+        let Read {
+            fh,
+            offset,
+            size,
+            pid,
+            ..
+        } = r;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let answered = Arc::new(AtomicBool::new(false));
         self.parked.guard().insert(
             id,
             Parked {
                 fh,
+                file: file.clone(),
                 offset,
                 size,
                 pid,
@@ -133,11 +143,6 @@ impl Parking {
         ids.into_iter().filter_map(|id| self.take(id)).collect()
     }
 
-    /// How many reads are parked.
-    pub(super) fn len(&self) -> usize {
-        self.parked.guard().len()
-    }
-
     /// The parked reads waiting longer than [`SIGNAL_CHECK`] whose thread has a signal to
     /// take (or is gone).
     fn take_interrupted(&self) -> Vec<Parked> {
@@ -174,7 +179,7 @@ pub(super) fn start(state: &Arc<FsState>) {
                 match woken {
                     Ok(id) => {
                         if let Some(p) = state.parking.take(id) {
-                            state.read(p.fh, p.offset, p.size, p.pid, p.reply);
+                            state.read_parked(p);
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}
@@ -193,7 +198,7 @@ pub(super) fn start(state: &Arc<FsState>) {
                 if last_commits.elapsed() >= COMMIT_SCAN {
                     last_commits = Instant::now();
                     state.tend_group_readers();
-                    state.refresh_groups();
+                    state.members.refresh(&*state);
                 }
             }
         });

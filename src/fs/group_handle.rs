@@ -5,21 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::handle::OneChange;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::storage::{GroupStore, TopicStore};
-
-/// A topic's partitions as a group reset sees them.
-struct TopicView<'a>(&'a dyn TopicStore);
-
-impl crate::addr::ResetView for TopicView<'_> {
-    fn bounds(&self, partition: u32) -> Result<(i64, i64)> {
-        let log = self.0.partition(partition)?;
-        Ok((log.log_start_offset(), log.log_end_offset()))
-    }
-    fn offset_for_time(&self, partition: u32, ts: i64) -> Result<Option<i64>> {
-        self.0.partition(partition)?.offset_for_time(ts)
-    }
-}
 
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
 /// open; a write of reset lines (`P N`, `P earliest|latest`, `earliest`, `latest`,
@@ -47,16 +34,7 @@ impl OffsetsHandle {
     /// The file's text now: a line `partition committed log-end lag` per partition (`-` for
     /// no commit). Its length is the file's size in `stat`.
     pub fn text(topic: &dyn TopicStore, group: &str, groups: &dyn GroupStore) -> Result<String> {
-        let committed = groups.committed(group, topic.name());
-        let mut content = String::new();
-        for p in 0..topic.partition_count() {
-            let end = topic.partition(p)?.log_end_offset();
-            match committed.get(&p) {
-                Some(c) => content.push_str(&format!("{p} {c} {end} {}\n", (end - c).max(0))),
-                None => content.push_str(&format!("{p} - {end} -\n")),
-            }
-        }
-        Ok(content)
+        crate::group::offsets::offsets_text(topic, group, groups)
     }
 
     pub fn group(&self) -> &str {
@@ -87,34 +65,8 @@ impl OffsetsHandle {
         // Lines start from what the earlier writes of this open set (bash's printf writes a
         // line at a time).
         self.change.write(owner, |earlier| {
-            Self::check(topic, group, groups, earlier, data)
+            crate::group::offsets::reset_targets(&**topic, group, groups, earlier, data)
         })
-    }
-
-    fn check(
-        topic: &Arc<dyn TopicStore>,
-        group: &str,
-        groups: &dyn GroupStore,
-        earlier: &[(u32, i64)],
-        data: &[u8],
-    ) -> Result<Vec<(u32, i64)>> {
-        let text = std::str::from_utf8(data)
-            .map_err(|_| Error::InvalidRecord("offsets: the write is not UTF-8".into()))?;
-        let count = topic.partition_count();
-        let now = crate::util::clock::now_ms();
-        let mut target: BTreeMap<u32, i64> = BTreeMap::new();
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let reset = crate::addr::parse_reset_line(line).map_err(Error::InvalidRecord)?;
-            // Each line from what the lines before it set (`shift-by` twice shifts twice).
-            let mut committed = groups.committed(group, topic.name());
-            committed.extend(earlier.iter().copied());
-            committed.extend(target.iter().map(|(p, o)| (*p, *o)));
-            let view = TopicView(&**topic);
-            for (p, o) in crate::addr::resolve_reset(reset, count, &committed, &view, now)? {
-                target.insert(p, o);
-            }
-        }
-        Ok(target.into_iter().collect())
     }
 
     /// A write refused for the state of the group (it has a reader): the open failed, as

@@ -337,6 +337,7 @@ pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
 
 impl LookupName {
     /// `by-offset/<n>` (or `<n>.jsonl`).
+    #[cfg(feature = "internals")]
     pub fn at_offset(n: i64, format: Format) -> LookupName {
         LookupName {
             by: LookupBy::Offset,

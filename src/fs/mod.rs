@@ -5,17 +5,17 @@
 
 mod ahead;
 pub(crate) mod errno;
-pub use errno::{PathOf, report};
+pub use errno::report;
 mod follow;
 pub(crate) mod fuse;
 mod gate;
 pub(crate) mod group_handle;
+mod groups;
 pub mod handle;
 mod held;
 pub mod inode;
 mod mail_handle;
 mod maildir;
-mod members;
 mod metrics;
 mod names;
 mod open;
@@ -124,9 +124,7 @@ pub struct FsState {
     groups: Arc<dyn GroupStore>,
     /// The open record files of each group (topic, incarnation, group), and the mount's
     /// membership of it; a lock per group.
-    members: members::Groups,
-    /// This state, for the storage's reports on group membership.
-    me: std::sync::Weak<FsState>,
+    members: crate::group::Membership,
     /// Set when shutdown begins: follow files end (EOF) from then on.
     ending: std::sync::atomic::AtomicBool,
     /// The open stream files of each inode, with the process (tgid) that opened each: their
@@ -184,6 +182,7 @@ impl OpenFile {
 
 impl FsState {
     /// The fs core over `storage`; loads the consumer groups' committed offsets.
+    #[cfg(test)]
     pub fn new(storage: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {
         FsState::with_options(storage, FsOptions::default())
     }
@@ -224,8 +223,8 @@ impl FsState {
             .first()
             .cloned()
             .unwrap_or_else(std::env::temp_dir);
-        let state = Arc::new_cyclic(|me| FsState {
-            me: me.clone(),
+        let state = Arc::new_cyclic(|me: &std::sync::Weak<FsState>| FsState {
+            members: crate::group::Membership::new(groups.clone(), me.clone()),
             storage,
             inodes: InodeTable::new(),
             handles: Mutex::new(HashMap::new()),
@@ -237,7 +236,6 @@ impl FsState {
             mounted_at: SystemTime::now(),
             parking: follow::Parking::new(),
             groups,
-            members: Mutex::new(HashMap::new()),
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
@@ -303,7 +301,7 @@ impl FsState {
                 log::error!("shutdown: what open file {fh} wrote was not applied: {e}");
             }
         }
-        self.leave_all_groups();
+        self.members.leave_all();
         self.storage.shutdown()
     }
 
@@ -539,6 +537,7 @@ impl FsState {
 
     /// write(2) of `data`: offsets mean nothing to the files that take records (each write
     /// appends), so this writes at offset 0; see [`FsState::write_at`].
+    #[cfg(test)]
     pub fn write(&self, fh: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         self.write_at(fh, 0, data, owner)
     }
@@ -703,22 +702,6 @@ impl FsState {
         Ok(res?)
     }
 
-    /// Reader `fh` of `group` leaves it (once).
-    fn leave(&self, of: &OpenFile, group: &str, fh: u64) {
-        if let Some(topic) = &of.topic {
-            let t = TopicName::new(topic.name(), topic.incarnation());
-            self.leave_group(topic, &t, group, fh);
-        }
-    }
-
-    /// A reader of `group` gave away a partition it held: the group is rebalanced.
-    fn regroup_of(&self, of: &OpenFile, group: &str) {
-        if let Some(topic) = &of.topic {
-            let t = TopicName::new(topic.name(), topic.incarnation());
-            self.regroup(topic, &t, group);
-        }
-    }
-
     pub fn fsync(&self, fh: u64) -> FsResult<()> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
@@ -795,3 +778,5 @@ mod tests_members;
 mod tests_memory;
 #[cfg(test)]
 mod tests_remote;
+#[cfg(test)]
+mod tests_storage;

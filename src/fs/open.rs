@@ -36,7 +36,7 @@ impl FsState {
             let topic = self.topic(t)?;
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
             let opened = |h| self.opened(ino, fh, Some(topic.clone()), Handle::Group(h), pid);
-            return self.join_group(&topic, t, g, f.follows(), format, fh, opened)?;
+            return self.join_group(&topic, g, (f.follows(), format), fh, opened)?;
         }
         let mut backing = None;
         let (handle, direct_io) = if let Some(h) = self.append_handle(&node)? {

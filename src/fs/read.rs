@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::handle::{self, Handle};
 use super::types::ReadReply;
 use super::{FsError, FsResult, FsState, follow, report};
-use crate::group::GroupHandle;
+use crate::group::{GroupHandle, GroupRead};
 use crate::util::sync::MutexExt;
 
 impl FsState {
@@ -53,14 +53,13 @@ impl FsState {
     /// Answers `reply` with up to `size` bytes at `offset` of the open file (straight from
     /// the handle's buffer: no copy). A follow file at the log end keeps the reply and
     /// answers it when a record arrives (`follow.rs`); `pid` is the reading thread.
+    #[cfg(test)]
     pub fn read(&self, fh: u64, offset: u64, size: u32, pid: u32, reply: Box<dyn ReadReply>) {
         self.read_file(fh, offset, size, pid, false, reply)
     }
 
     /// [`FsState::read`] of a file opened (or set) with O_NONBLOCK when `nonblock`: a follow
     /// read at the log end fails with EAGAIN instead of waiting, as poll's contract implies.
-    /// One match over the handle kinds under one lock of the handle, so that a read either
-    /// answers or parks its reply, decided where it read.
     pub fn read_file(
         &self,
         fh: u64,
@@ -79,6 +78,54 @@ impl FsState {
             Ok(of) => of,
             Err(e) => return fail(reply, e),
         };
+        let read = Read {
+            fh,
+            offset,
+            size,
+            pid,
+            nonblock,
+        };
+        self.read_open(&of, read, reply);
+    }
+
+    /// A read kept at the log end (`follow.rs`), read again now: straight to its open file,
+    /// which a release would have answered already (EBADF if it is another file now).
+    pub(super) fn read_parked(&self, p: follow::Parked) {
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| self.read_failed(p.fh, reply, e);
+        let _g = match self.gate() {
+            Ok(g) => g,
+            Err(e) => return fail(p.reply, e),
+        };
+        let open = self
+            .handles
+            .guard()
+            .get(&p.fh)
+            .is_some_and(|of| Arc::ptr_eq(of, &p.file));
+        if !open {
+            let why = format!("unknown file handle {}", p.fh);
+            return fail(p.reply, FsError::Tree(libc::EBADF, why));
+        }
+        let read = Read {
+            fh: p.fh,
+            offset: p.offset,
+            size: p.size,
+            pid: p.pid,
+            nonblock: false,
+        };
+        self.read_open(&p.file, read, p.reply);
+    }
+
+    /// A read of open file `of`: one match over the handle kinds under one lock of the
+    /// handle, so that a read either answers or parks its reply, decided where it read.
+    fn read_open(&self, of: &Arc<super::OpenFile>, r: Read, reply: Box<dyn ReadReply>) {
+        let Read {
+            fh,
+            offset,
+            size,
+            nonblock,
+            ..
+        } = r;
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| self.read_failed(fh, reply, e);
         let live = of.live();
         let mut h = of.handle.guard();
         let follow = h.is_follow();
@@ -103,28 +150,12 @@ impl FsState {
                     }
                     let log = s.log().clone();
                     drop(h);
-                    let waker = self.parking.park(fh, offset, size, pid, reply);
+                    let waker = self.parking.park(of, r, reply);
                     log.wait_for(at, waker);
                 }
                 Err(e) => fail(reply, e.into()),
             },
-            Handle::Group(g) => match read_group(g, offset, size as usize, follow, nonblock, reply)
-            {
-                GroupStep::Answered => {}
-                GroupStep::Regroup(group) => {
-                    drop(h);
-                    drop(_live);
-                    self.regroup_of(&of, &group);
-                }
-                GroupStep::Park(waits, reply) => {
-                    drop(h);
-                    let waker = self.parking.park(fh, offset, size, pid, reply);
-                    for (log, at) in waits {
-                        log.wait_for(at, waker.clone());
-                    }
-                }
-                GroupStep::Failed(reply, e) => fail(reply, e),
-            },
+            Handle::Group(_) => self.read_group(of, h, _live, r, reply),
             // A read at the end waits for the next line, as a follow file's for a record.
             Handle::Log(l) => {
                 let data = l.read(offset, size as usize);
@@ -136,7 +167,7 @@ impl FsState {
                 }
                 let at = l.position(offset);
                 drop(h);
-                let waker = self.parking.park(fh, offset, size, pid, reply);
+                let waker = self.parking.park(of, r, reply);
                 crate::logtail::global().wait_for(at, waker);
             }
             other => {
@@ -145,6 +176,51 @@ impl FsState {
                     fail(reply, e);
                 }
             }
+        }
+    }
+
+    /// A read of a group's records (`h`, locked, of open file `of`): ESPIPE elsewhere than
+    /// where the last read ended; at the end of a follow file, what was delivered is committed
+    /// (by the group's reader) before it waits (EAGAIN with O_NONBLOCK).
+    fn read_group(
+        &self,
+        of: &Arc<super::OpenFile>,
+        mut h: std::sync::MutexGuard<'_, Handle>,
+        live: Option<crate::storage::Live<'_>>,
+        r: Read,
+        reply: Box<dyn ReadReply>,
+    ) {
+        let fail = |reply: Box<dyn ReadReply>, e: FsError| self.read_failed(r.fh, reply, e);
+        let Handle::Group(g) = &mut *h else {
+            unreachable!("a group's records")
+        };
+        if !g.seek_to(r.offset) {
+            let why = format!(
+                "a read at {}, where the stream is at {}: a group's records are read in order",
+                r.offset,
+                g.position()
+            );
+            return fail(reply, FsError::Tree(libc::ESPIPE, why));
+        }
+        let waits = match g.read_or_wait(r.size as usize) {
+            Ok(GroupRead::Data(data, regroup)) => {
+                reply.data(data);
+                if regroup {
+                    let group = g.group().to_string();
+                    drop(h);
+                    drop(live);
+                    self.regroup_of(of, &group);
+                }
+                return;
+            }
+            Ok(GroupRead::Wait(_)) if r.nonblock => return reply.error(libc::EAGAIN),
+            Ok(GroupRead::Wait(waits)) => waits,
+            Err(e) => return fail(reply, e.into()),
+        };
+        drop(h);
+        let waker = self.parking.park(of, r, reply);
+        for (log, at) in waits {
+            log.wait_for(at, waker.clone());
         }
     }
 
@@ -295,8 +371,7 @@ impl FsState {
                 if self.take_new_partitions(fh, &of, g) {
                     grown.push(fh);
                 }
-                g.commit_due();
-                if g.give_up_held() && g.take_handed_over() {
+                if g.tend() {
                     let group = g.group().to_string();
                     drop(h);
                     drop(live);
@@ -347,15 +422,27 @@ impl FsState {
                 crate::storage::Waker::wake(&*w);
             }
             for p in self.parking.take_of(fh) {
-                self.read(p.fh, p.offset, p.size, p.pid, p.reply);
+                self.read_parked(p);
             }
         }
     }
 
     /// How many reads wait for records.
+    #[cfg(test)]
     pub fn waiting_reads(&self) -> usize {
-        self.parking.len()
+        self.parking.waiting()
     }
+}
+
+/// One read(2): of open file `fh`, `size` bytes at `offset`, by thread `pid`; `nonblock`:
+/// EAGAIN where it would wait.
+#[derive(Clone, Copy)]
+pub(super) struct Read {
+    pub fh: u64,
+    pub offset: u64,
+    pub size: u32,
+    pub pid: u32,
+    pub nonblock: bool,
 }
 
 /// A read not answered: its reply, given back with the error to answer.
@@ -401,59 +488,4 @@ fn answer_now(
         }
     }
     Ok(())
-}
-
-/// What a read of a group's records leaves to do once the handle's lock is dropped.
-enum GroupStep {
-    Answered,
-    /// Answered; a held partition was handed over: the group is rebalanced.
-    Regroup(String),
-    /// A follow read at the end: it waits for these partitions' next records.
-    Park(
-        Vec<(Arc<dyn crate::storage::PartitionStore>, i64)>,
-        Box<dyn ReadReply>,
-    ),
-    Failed(Box<dyn ReadReply>, FsError),
-}
-
-/// A read of a group's records at file offset `offset`: ESPIPE elsewhere than where the last
-/// read ended; at the end of a follow file, what was delivered is committed before it waits
-/// (EAGAIN with O_NONBLOCK).
-fn read_group(
-    g: &mut GroupHandle,
-    offset: u64,
-    size: usize,
-    follow: bool,
-    nonblock: bool,
-    reply: Box<dyn ReadReply>,
-) -> GroupStep {
-    if !g.seek_to(offset) {
-        let why = format!(
-            "a read at {offset}, where the stream is at {}: a group's records are read in order",
-            g.position()
-        );
-        return GroupStep::Failed(reply, FsError::Tree(libc::ESPIPE, why));
-    }
-    match g.read(size) {
-        Ok(data) if !(data.is_empty() && follow) => {
-            reply.data(data);
-            match g.take_handed_over() {
-                true => GroupStep::Regroup(g.group().to_string()),
-                false => GroupStep::Answered,
-            }
-        }
-        Ok(_) => {
-            // What was delivered is committed before the reader waits.
-            if let Err(e) = g.commit() {
-                log::error!("group {}: commit before waiting: {e}", g.group());
-            }
-            match g.waits_at() {
-                None => reply.data(&[]),
-                Some(_) if nonblock => reply.error(libc::EAGAIN),
-                Some(waits) => return GroupStep::Park(waits, reply),
-            }
-            GroupStep::Answered
-        }
-        Err(e) => GroupStep::Failed(reply, e.into()),
-    }
 }

@@ -14,7 +14,7 @@ use crate::addr::{Address, End, OffsetForm, Start};
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName};
 use crate::render::{compact, format_record};
-use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records, offset_in_range};
+use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
 
@@ -100,27 +100,33 @@ impl Limit {
 }
 
 /// Where a name's stream starts in `log` now: its reader, from the first record it shows.
-/// A decimal offset outside the log is OffsetOutOfRange (ENOENT); a time after the last
-/// record starts at the log end (an empty file that grows).
+/// A decimal offset outside the log is OffsetOutOfRange (ENOENT): the storage's by-offset
+/// rule, `PartitionStore::check_offset` (with `read_committed`, the end is the last stable
+/// offset, where a reader may still start); a time after the last record starts at the log
+/// end (an empty file that grows).
 pub(super) fn open_at(
     log: &dyn PartitionStore,
     start: Start,
     now_ms: i64,
 ) -> Result<Box<dyn RecordStream>> {
-    let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
     match start {
-        Start::Offset(form) => {
-            let n = match form {
-                OffsetForm::At(n) => offset_in_range(n, log_start, log_end).map(|_| n)?,
-                // Every other form names a place in the log.
-                other => other.resolve(log_start, log_end).unwrap_or(log_end),
-            };
+        Start::Offset(OffsetForm::At(n)) => {
+            log.check_offset(n)?;
             log.read_from_offset(n)
         }
-        Start::Time(t) => match log.read_from_time(t.resolve(now_ms)) {
-            Err(Error::NoRecordAtOrAfter(_)) => log.read_from_offset(log_end),
-            r => r,
-        },
+        Start::Offset(form) => {
+            // Every other form names a place in the log.
+            let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
+            log.read_from_offset(form.resolve(log_start, log_end).unwrap_or(log_end))
+        }
+        Start::Time(t) => {
+            // The end before the search: a record appended meanwhile is in the stream.
+            let log_end = log.log_end_offset();
+            match log.read_from_time(t.resolve(now_ms)) {
+                Err(Error::NoRecordAtOrAfter(_)) => log.read_from_offset(log_end),
+                r => r,
+            }
+        }
     }
 }
 

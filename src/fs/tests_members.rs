@@ -6,142 +6,15 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::FsState;
 use super::tests::{Answer, RO, ROOT, WO, me, read_later, wait_answer, walk};
+use super::tests_storage::{Mock, Options, Probe};
 use crate::config::BrokerConfig;
-use crate::error::Result;
 use crate::manager::LogManager;
-use crate::storage::{GroupMember, GroupStore, MemberEvents, Storage, TopicStore};
 use crate::util::sync::MutexExt;
-
-type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
-
-/// What the test sees of the membership.
-#[derive(Default, Clone)]
-struct Probe {
-    events: Arc<Mutex<Option<Arc<dyn MemberEvents>>>>,
-    joins: Arc<AtomicUsize>,
-    leaves: Arc<AtomicUsize>,
-    member_commits: Commits,
-    plain_commits: Commits,
-    /// While set, `check_idle` of group `slow` waits for it (a cluster that answers late).
-    idle_gate: Arc<Mutex<Option<std::sync::mpsc::Receiver<()>>>>,
-    /// Set once `check_idle` of group `slow` waits.
-    idle_waiting: Arc<std::sync::atomic::AtomicBool>,
-}
-
-/// The local log, whose groups have members elsewhere.
-struct Joined {
-    inner: Arc<LogManager>,
-    probe: Probe,
-}
-
-struct JoinedGroups {
-    inner: Arc<dyn GroupStore>,
-    probe: Probe,
-}
-
-struct Member {
-    inner: Arc<dyn GroupStore>,
-    group: String,
-    probe: Probe,
-}
-
-impl Storage for Joined {
-    fn topics(&self) -> Vec<String> {
-        Storage::topics(&*self.inner)
-    }
-    fn topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
-        Storage::topic(&*self.inner, name)
-    }
-    fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
-        Storage::create_topic(&*self.inner, name)
-    }
-    fn delete_topic(&self, name: &str) -> Result<()> {
-        Storage::delete_topic(&*self.inner, name)
-    }
-    fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
-        Storage::set_partition_count(&*self.inner, topic, count)
-    }
-    fn check_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
-        Storage::check_topic_configs(&*self.inner, topic, changes)
-    }
-    fn set_topic_configs(&self, topic: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
-        Storage::set_topic_configs(&*self.inner, topic, changes)
-    }
-    fn sync_partition(&self, topic: &str, partition: u32) -> Result<()> {
-        Storage::sync_partition(&*self.inner, topic, partition)
-    }
-    fn log_dirs(&self) -> Vec<PathBuf> {
-        Storage::log_dirs(&*self.inner)
-    }
-    fn shutdown(&self) -> Result<()> {
-        Storage::shutdown(&*self.inner)
-    }
-    fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
-        Ok(Arc::new(JoinedGroups {
-            inner: self.inner.clone().open_groups()?,
-            probe: self.probe.clone(),
-        }))
-    }
-    fn is_internal(&self, topic: &str) -> bool {
-        Storage::is_internal(&*self.inner, topic)
-    }
-}
-
-impl GroupStore for JoinedGroups {
-    fn groups_of(&self, topic: &str) -> Vec<String> {
-        self.inner.groups_of(topic)
-    }
-    fn committed(&self, group: &str, topic: &str) -> BTreeMap<u32, i64> {
-        self.inner.committed(group, topic)
-    }
-    fn commit(&self, group: &str, offsets: &[(&str, u32, i64)]) -> Result<()> {
-        let mut c = self.probe.plain_commits.guard();
-        c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
-        self.inner.commit(group, offsets)
-    }
-    fn reset(&self, group: &str, topic: &str, offsets: &BTreeMap<u32, i64>) -> Result<()> {
-        self.inner.reset(group, topic, offsets)
-    }
-    fn check_idle(&self, group: &str) -> Result<()> {
-        let gate = self.probe.idle_gate.guard().take();
-        if let Some(gate) = gate.filter(|_| group == "slow") {
-            self.probe.idle_waiting.store(true, Ordering::SeqCst);
-            let _ = gate.recv_timeout(std::time::Duration::from_secs(20));
-        }
-        self.inner.check_idle(group)
-    }
-    fn join(
-        &self,
-        group: &str,
-        _topic: &str,
-        events: Arc<dyn MemberEvents>,
-    ) -> Result<Option<Arc<dyn GroupMember>>> {
-        self.probe.joins.fetch_add(1, Ordering::SeqCst);
-        *self.probe.events.guard() = Some(events);
-        Ok(Some(Arc::new(Member {
-            inner: self.inner.clone(),
-            group: group.to_string(),
-            probe: self.probe.clone(),
-        })))
-    }
-}
-
-impl GroupMember for Member {
-    fn commit(&self, offsets: &[(&str, u32, i64)]) -> Result<()> {
-        let mut c = self.probe.member_commits.guard();
-        c.extend(offsets.iter().map(|(t, p, o)| (t.to_string(), *p, *o)));
-        self.inner.commit(&self.group, offsets)
-    }
-    fn leave(&self) {
-        self.probe.leaves.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 /// The coordinator gives the mount `partitions` (as the storage's thread would report it).
 fn coordinator_gives(probe: &Probe, partitions: &[u32]) {
@@ -177,17 +50,15 @@ fn want(parts: &[u32], from: usize, to: usize) -> Vec<String> {
     v
 }
 
-/// A core whose storage joins groups through `Probe` (4 partitions), with topic `t`.
-fn joined_mount(dir: &std::path::Path) -> (Arc<FsState>, Probe) {
-    let mut c = BrokerConfig::default();
-    c.log_dirs = vec![dir.to_path_buf()];
-    c.num_partitions = 4;
+/// A core whose storage joins groups through `Probe` (`partitions` a topic), with topic `t`.
+fn joined_mount(partitions: u32) -> (Arc<FsState>, Probe) {
     let probe = Probe::default();
-    let storage = Arc::new(Joined {
-        inner: LogManager::open(c).unwrap(),
-        probe: probe.clone(),
-    });
-    let fs = FsState::new(storage).unwrap();
+    let options = Options {
+        partitions,
+        probe: Some(probe.clone()),
+        ..Options::default()
+    };
+    let fs = FsState::new(Arc::new(Mock::new(options, &[]))).unwrap();
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     (fs, probe)
 }
@@ -209,8 +80,7 @@ fn answered_lines(slot: &Arc<Mutex<Option<Answer>>>, at: &mut u64) -> Vec<String
 
 #[test]
 fn follow_readers_share_the_partitions_the_coordinator_gives_the_mount() {
-    let d = tempfile::tempdir().unwrap();
-    let (fs, probe) = joined_mount(d.path());
+    let (fs, probe) = joined_mount(4);
     let append = |p: u32, from: usize, to: usize| {
         let w = fs
             .open(walk(&fs, &format!("t/{p}/append")), WO, me())
@@ -348,17 +218,7 @@ fn item13_readers_opening_together_never_share_a_partition() {
 fn item3_a_group_waiting_on_the_storage_holds_no_other_group() {
     use std::sync::mpsc;
     use std::time::Duration;
-    let d = tempfile::tempdir().unwrap();
-    let mut c = BrokerConfig::default();
-    c.log_dirs = vec![d.path().to_path_buf()];
-    c.num_partitions = 2;
-    let probe = Probe::default();
-    let storage = Arc::new(Joined {
-        inner: LogManager::open(c).unwrap(),
-        probe: probe.clone(),
-    });
-    let fs = FsState::new(storage).unwrap();
-    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let (fs, probe) = joined_mount(2);
     // Group g has a follow reader: the mount is its member.
     let f = fs
         .open(walk(&fs, "t/groups/g/follow"), RO, me())

@@ -15,6 +15,15 @@ use crate::error::{Error, Result};
 use crate::render::{Format, compact, format_record};
 use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, TopicStore};
 
+/// What [`GroupHandle::read_or_wait`] did.
+pub enum GroupRead<'a> {
+    /// The bytes to answer with (empty: EOF), and whether a held partition was handed over
+    /// by this read (the group is to be rebalanced).
+    Data(&'a [u8], bool),
+    /// A follow read at the end: it waits for these partitions' next records.
+    Wait(Vec<(Arc<dyn PartitionStore>, i64)>),
+}
+
 /// One partition of a whole-topic read ([`GroupHandle::whole_topic`]).
 pub struct WholeTopicPart {
     pub partition: u32,
@@ -198,6 +207,7 @@ impl GroupHandle {
     }
 
     /// The partitions this reader has.
+    #[cfg(test)]
     pub fn partitions(&self) -> Vec<u32> {
         self.cursors.keys().copied().collect()
     }
@@ -485,7 +495,42 @@ impl GroupHandle {
     /// used what it got, so what it was delivered when it closes is exactly what it used
     /// (`head -n K`, `sed Kq`, a Python loop that breaks). A bulk read, and any read of a
     /// whole-topic file (which commits nothing), is filled with whole records.
+    #[cfg(test)]
     pub fn read(&mut self, size: usize) -> Result<&[u8]> {
+        let r = self.read_range(size)?;
+        Ok(&self.out[r])
+    }
+
+    /// A read of up to `size` bytes that, for a follow reader at the end, waits: what was
+    /// delivered is committed first, and the answer names the partitions and offsets to wait
+    /// for. [`GroupRead::Data`] tells too whether a held partition was handed over (the group
+    /// is to be rebalanced).
+    pub fn read_or_wait(&mut self, size: usize) -> Result<GroupRead<'_>> {
+        let r = self.read_range(size)?;
+        if !(r.is_empty() && self.follow) {
+            let regroup = self.take_handed_over();
+            return Ok(GroupRead::Data(&self.out[r], regroup));
+        }
+        // What was delivered is committed before the reader waits.
+        if let Err(e) = self.commit() {
+            log::error!("group {}: commit before waiting: {e}", self.group);
+        }
+        Ok(match self.waits_at() {
+            None => GroupRead::Data(&[], false),
+            Some(waits) => GroupRead::Wait(waits),
+        })
+    }
+
+    /// The follow thread's care of a reader that may not be reading: its periodic commit,
+    /// and a held partition given up after [`HOLD_LIMIT`]. Whether the group is to be
+    /// rebalanced (a held partition was given away).
+    pub fn tend(&mut self) -> bool {
+        self.commit_due();
+        self.give_up_held() && self.take_handed_over()
+    }
+
+    /// [`GroupHandle::read`]'s bytes, as a range of the output buffer.
+    fn read_range(&mut self, size: usize) -> Result<std::ops::Range<usize>> {
         self.closing = false;
         let one = self.reads_by_line() && size < BULK_READ;
         let want = if one { 1 } else { size };
@@ -517,7 +562,7 @@ impl GroupHandle {
             }
         }
         self.commit_due();
-        Ok(&self.out[start..start + n])
+        Ok(start..start + n)
     }
 
     /// Formats batches, partition after partition, until `want` bytes are buffered or no

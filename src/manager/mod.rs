@@ -23,7 +23,6 @@ mod cleaner;
 mod load;
 mod root_files;
 mod topics;
-pub use cleaner::CleanedLog;
 
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
@@ -149,9 +148,6 @@ impl Topic {
     /// Unique to this topic among all topics of the process, the deleted ones included.
     pub fn incarnation(&self) -> u64 {
         self.incarnation
-    }
-    pub fn is_deleted(&self) -> bool {
-        *self.deleted.read_guard()
     }
     /// Fails with TopicDeleted once the topic is deleted; otherwise deletion waits until the
     /// returned guard is dropped. Do not take it twice in one thread (deletion waiting for the

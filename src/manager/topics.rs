@@ -273,6 +273,7 @@ impl LogManager {
 
     /// Sets (`Some`) or removes (`None` or empty) a topic config override, applied to every
     /// partition at once and persisted.
+    #[cfg(feature = "internals")]
     pub fn set_topic_config(&self, topic: &str, key: &str, value: Option<&str>) -> Result<()> {
         self.set_topic_configs(topic, &[(key, value)])
     }

@@ -9,4 +9,4 @@ pub(crate) mod options;
 mod remote;
 
 pub use daemon::run;
-pub use options::{MountArgs, MountPlan};
+pub use options::MountArgs;

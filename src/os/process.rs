@@ -33,12 +33,6 @@ pub fn tgid_of(tid: u32) -> Option<u32> {
     status_field(&proc_status(tid)?, "Tgid:")?.parse().ok()
 }
 
-/// This thread's id.
-pub fn thread_id() -> u32 {
-    // SAFETY: gettid takes nothing and cannot fail.
-    unsafe { libc::gettid() as u32 }
-}
-
 /// The real user and group ids of this process.
 pub fn user_ids() -> (u32, u32) {
     // SAFETY: getuid/getgid take nothing and cannot fail.
@@ -48,6 +42,12 @@ pub fn user_ids() -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This thread's id.
+    fn thread_id() -> u32 {
+        // SAFETY: gettid takes nothing and cannot fail.
+        unsafe { libc::gettid() as u32 }
+    }
 
     #[test]
     fn signals_of_a_thread_are_read_from_proc() {

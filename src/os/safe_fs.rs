@@ -233,10 +233,6 @@ impl Dir {
         Dir::open(path)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The path of `name` inside this directory (for messages and for showing the file).
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)

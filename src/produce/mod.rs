@@ -5,7 +5,7 @@
 
 pub mod partitioner;
 
-pub use partitioner::{murmur2, partition_for_key};
+pub use partitioner::partition_for_key;
 
 use crate::error::{Error, Result};
 use crate::log::PartitionLog;

@@ -165,8 +165,12 @@ impl PartitionStore for PartitionLog {
     fn modified(&self) -> Option<std::time::SystemTime> {
         PartitionLog::modified(self)
     }
+    /// Against the end a consumer reads to (the last stable offset under `read_committed`),
+    /// as [`PartitionStore::log_end_offset`]: a reader may start past it (a group's commit
+    /// there reads nothing yet), a `by-offset` name may not.
     fn check_offset(&self, offset: i64) -> Result<i64> {
-        PartitionLog::check_offset(self, offset)
+        let (start, end) = (PartitionLog::log_start_offset(self), PartitionLog::read_end(self));
+        crate::storage::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
         PartitionLog::fetchable_offset_for_time(self, ts)

@@ -139,10 +139,10 @@ pub struct KeyIndex {
 pub struct Listed {
     pub slot: u64,
     pub key: Vec<u8>,
-    pub latest: Latest,
 }
 
 impl KeyIndex {
+    #[cfg(feature = "internals")]
     pub fn new() -> KeyIndex {
         KeyIndex::default()
     }
@@ -252,22 +252,24 @@ impl KeyIndex {
             out.push(Listed {
                 slot: i as u64,
                 key: inner.key(s).to_vec(),
-                latest: latest(s),
             });
         }
         out
     }
 
     /// The keys the index holds (tombstoned ones included).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.inner.guard().slots.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Bytes the index holds on the heap (its capacity, not its use).
+    #[cfg(feature = "internals")]
     pub fn heap_bytes(&self) -> usize {
         let inner = self.inner.guard();
         inner.slots.capacity() * std::mem::size_of::<Slot>()
