@@ -61,9 +61,10 @@ impl FsState {
     }
 
     /// Reader `fh` of `group` leaves it (once): the others take over its partitions.
-    pub(super) fn leave(&self, of: &OpenFile, group: &str, fh: u64) {
+    /// `next_start`: where the group's next reader starts its round robin.
+    pub(super) fn leave(&self, of: &OpenFile, group: &str, fh: u64, next_start: Option<u32>) {
         if let Some(topic) = &of.topic {
-            self.members.leave(self, topic, group, fh);
+            self.members.leave(self, topic, group, fh, next_start);
         }
     }
 

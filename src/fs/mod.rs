@@ -691,13 +691,13 @@ impl FsState {
             None => h.finish(&*self.storage),
         };
         let group = match &*h {
-            Handle::Group(g) => Some(g.group().to_string()),
+            Handle::Group(g) => Some((g.group().to_string(), g.next_start())),
             _ => None,
         };
         drop(h);
         drop(live);
-        if let Some(g) = group {
-            self.leave(&of, &g, fh);
+        if let Some((g, next_start)) = group {
+            self.leave(&of, &g, fh, next_start);
         }
         Ok(res?)
     }

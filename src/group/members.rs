@@ -77,6 +77,9 @@ pub(crate) struct Membership {
     store: Arc<dyn GroupStore>,
     /// Who holds the readers, for the storage's reports.
     readers: Weak<dyn Readers>,
+    /// Per group, the partition its next reader starts at (see [`GroupHandle::next_start`]):
+    /// readers that each take a few records go round the partitions, not always the first.
+    starts: Mutex<HashMap<GroupKey, u32>>,
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -138,6 +141,7 @@ impl Membership {
             groups: Mutex::new(HashMap::new()),
             store,
             readers,
+            starts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -272,7 +276,7 @@ impl Membership {
         all.push((j.id, j.follow));
         let (owned, member) = (gm.owned.clone(), gm.member.clone());
         let assignment = rebalance(readers, topic, group, &all, Some(j.id), owned.as_deref())?;
-        let h = GroupHandle::new(
+        let mut h = GroupHandle::new(
             topic.clone(),
             group,
             j.format,
@@ -281,6 +285,9 @@ impl Membership {
             member,
             assignment.get(&member_id(j.id)).map_or(&[][..], |v| v),
         )?;
+        if let Some(&p) = self.starts.guard().get(k) {
+            h.start_at(p);
+        }
         // Reading the groups' own topic never writes to it.
         Ok(if j.internal { h.without_commits() } else { h })
     }
@@ -319,14 +326,19 @@ impl Membership {
 
     /// Reader `id` closed (it committed already): the others take over its partitions; the
     /// last one's close makes the mount leave the group. Nothing happens when it left already.
+    /// `next_start`: where the group's next reader starts (see [`GroupHandle::next_start`]).
     pub(crate) fn leave(
         &self,
         readers: &dyn Readers,
         topic: &Arc<dyn TopicStore>,
         group: &str,
         id: u64,
+        next_start: Option<u32>,
     ) {
         let k = key(&**topic, group);
+        if let Some(p) = next_start {
+            self.starts.guard().insert(k.clone(), p);
+        }
         let Some(slot) = self.slot(&k, false) else {
             return;
         };

@@ -75,6 +75,8 @@ pub struct GroupHandle {
     cursors: BTreeMap<u32, Cursor>,
     /// Where the round robin over partitions goes on.
     turn: u32,
+    /// The partition of the last record delivered whole.
+    last_part: Option<u32>,
     out: Vec<u8>,
     out_pos: usize,
     /// File offset of `out[out_pos]`.
@@ -129,6 +131,7 @@ impl GroupHandle {
             member,
             cursors: BTreeMap::new(),
             turn: 0,
+            last_part: None,
             out: Vec::new(),
             out_pos: 0,
             pos: 0,
@@ -204,6 +207,21 @@ impl GroupHandle {
 
     pub fn group(&self) -> &str {
         &self.group
+    }
+
+    /// Where the group's next reader starts its round robin: the partition after the one
+    /// this reader delivered its last record from (`None`: it delivered none). A reader
+    /// that takes one record (`head -n 1`) leaves the next its partition's neighbour.
+    pub fn next_start(&self) -> Option<u32> {
+        let last = self.last_part?;
+        let next = self.cursors.range(last + 1..).next().map(|(p, _)| *p);
+        next.or_else(|| self.cursors.keys().next().copied())
+    }
+
+    /// Starts the round robin at partition `p` (or the first one after it it has).
+    pub fn start_at(&mut self, p: u32) {
+        let i = self.cursors.range(..p).count();
+        self.turn = if i < self.cursors.len() { i as u32 } else { 0 };
     }
 
     /// The partitions this reader has.
@@ -555,6 +573,7 @@ impl GroupHandle {
                 self.delivered.insert(p, next);
             }
             self.last = Some((self.boundary, (end, p, next), prev));
+            self.last_part = Some(p);
             self.boundary = end;
             self.marks.pop_front();
             if self.held == Some(p) {

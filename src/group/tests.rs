@@ -95,10 +95,10 @@ fn follow_readers_share_a_topic_by_range_and_the_last_one_takes_all() {
         Err(Error::GroupBusy(_))
     ));
     h.readers.guard().remove(&1);
-    h.members.leave(&*h, &topic, "g", 1);
+    h.members.leave(&*h, &topic, "g", 1, None);
     assert_eq!(partitions(&h), vec![(2, vec![0, 1, 2, 3])]);
     h.readers.guard().remove(&2);
-    h.members.leave(&*h, &topic, "g", 2);
+    h.members.leave(&*h, &topic, "g", 2, None);
     assert!(!h.members.busy("t", topic.incarnation(), "g"));
     // Without readers, `records` may read the group.
     join(&h, &topic, 4, false).unwrap();

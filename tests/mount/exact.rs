@@ -165,6 +165,29 @@ fn records_of_several_partitions_and_large_records_are_taken_whole() {
 }
 
 #[test]
+fn readers_that_take_one_record_each_go_round_the_partitions() {
+    let m = TestMount::start(&["--num-partitions", "3"]);
+    m.ok("mkdir t");
+    for p in 0..3 {
+        let body: String = (0..5).map(|i| format!("p{p}-{i}\n")).collect();
+        std::fs::write(m.path(&format!("t/{p}/append")), body).unwrap();
+    }
+    // Each `head -n 1` takes the next partition's next record, not always partition 0's.
+    let taken: Vec<String> = (0..6)
+        .map(|_| clean(&m, "head -n 1 t/groups/g/records"))
+        .collect();
+    assert_eq!(
+        taken.concat(),
+        "p0-0\np1-0\np2-0\np0-1\np1-1\np2-1\n",
+        "one record each, round the partitions"
+    );
+    // What is left is read once.
+    let rest = clean(&m, "cat t/groups/g/records");
+    assert_eq!(rest.lines().count(), 15 - 6);
+    assert!(!rest.contains("p0-0\n") && !rest.contains("p2-1\n"));
+}
+
+#[test]
 fn small_reads_get_one_record_and_bulk_reads_whole_records() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");
