@@ -4,6 +4,8 @@
 //! FUSE: `fuse/` is the thin adapter that the kernel talks to.
 
 mod ahead;
+mod cached;
+pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
 mod follow;
@@ -133,6 +135,8 @@ pub struct FsState {
     /// The listing each open directory took at its first piece (offset 0): the later pieces
     /// come from it, so entries added or removed meanwhile move no other entry's offset.
     listings: Mutex<HashMap<u64, Arc<Vec<DirEntry>>>>,
+    /// The topic-dependent attributes the kernel holds: forgotten at a change through us.
+    cached: cached::Cached,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
     /// The key index of each topic's `table/` (by name and incarnation), built at first use.
@@ -177,6 +181,23 @@ struct OpenFile {
 impl OpenFile {
     fn live(&self) -> crate::error::Result<Option<Live<'_>>> {
         self.topic.as_deref().map(|t| t.live()).transpose()
+    }
+
+    fn topic_name(&self) -> Option<TopicName> {
+        let t = self.topic.as_deref()?;
+        Some(TopicName::new(t.name(), t.incarnation()))
+    }
+}
+
+/// On drop, the kernel forgets the attributes it holds of a topic that a call may have
+/// changed (see [`cached::Cached`]), whichever way the call returns.
+struct Changes<'a>(&'a cached::Cached, Option<TopicName>);
+
+impl Drop for Changes<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = &self.1 {
+            self.0.changed(t);
+        }
     }
 }
 
@@ -239,6 +260,7 @@ impl FsState {
             ending: std::sync::atomic::AtomicBool::new(false),
             streams: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
+            cached: cached::Cached::default(),
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
             held: held::Held::default(),
@@ -373,6 +395,7 @@ impl FsState {
         // Attributes first: the lookup is counted only for an entry actually replied.
         let probe = self.attr(0, &node)?;
         let ino = self.inodes.lookup(&node);
+        self.showing(&node, ino, ttl);
         Ok((ttl, Attr { ino, ..probe }))
     }
 
@@ -403,7 +426,36 @@ impl FsState {
         if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }
-        Ok((Self::ttl(&node), attr))
+        let ttl = Self::ttl(&node);
+        self.showing(&node, ino, ttl);
+        Ok((ttl, attr))
+    }
+
+    /// The kernel is shown `node`'s attributes (inode `ino`) to keep for `ttl`: those that
+    /// show a topic's times are forgotten when it changes through the mount.
+    fn showing(&self, node: &Node, ino: u64, ttl: Duration) {
+        // A maildir record's time is its record's: it never changes.
+        if ttl.is_zero() || matches!(node, Node::MailRecord(..)) {
+            return;
+        }
+        if let Some(t) = node.topic() {
+            self.cached.shown(t, ino);
+        }
+    }
+
+    /// The FUSE session's cache of attributes, which [`FsState::showing`] keeps true.
+    pub fn set_kernel_cache(&self, kernel: Box<dyn KernelCache>) {
+        self.cached.set_kernel(kernel);
+    }
+
+    /// Until the end of the scope that holds it, a change to node `n`'s topic.
+    fn changes(&self, n: &Node) -> Changes<'_> {
+        Changes(&self.cached, n.topic().cloned())
+    }
+
+    /// Until the end of the scope that holds it, a change to open file `of`'s topic.
+    fn changes_of(&self, of: &OpenFile) -> Changes<'_> {
+        Changes(&self.cached, of.topic_name())
     }
 
     /// setattr(2): modes and owners are fixed (setting them to what they are succeeds, as
@@ -419,6 +471,7 @@ impl FsState {
     ) -> FsResult<(Duration, Attr)> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
+        let _changes = self.changes(&node);
         if owner != types::Owner::default() {
             let now = match self.attr(ino, &node) {
                 Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
@@ -547,6 +600,7 @@ impl FsState {
     pub fn write_at(&self, fh: u64, offset: u64, data: &[u8], owner: Option<u64>) -> FsResult<u32> {
         let _g = self.gate()?;
         let of = self.handle(fh)?;
+        let _changes = self.changes_of(&of);
         let _live = of.live()?;
         let mut h = of.handle.guard();
         match &mut *h {
@@ -625,6 +679,7 @@ impl FsState {
             return Ok(());
         };
         let of = self.handle(fh)?;
+        let _changes = self.changes_of(&of);
         let live = of.live();
         let mut h = of.handle.guard();
         if let Handle::Group(g) = &mut *h {
@@ -652,6 +707,7 @@ impl FsState {
         let Some(of) = self.handles.guard().get(&fh).cloned() else {
             return Ok(());
         };
+        let _changes = self.changes_of(&of);
         // A group reader's last commit is made while it is still one of the group's open
         // readers: a rebalance running meanwhile (a reader joining) must not give its
         // partitions to another from the commit before this one.

@@ -67,6 +67,7 @@ impl FsState {
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
+        let _changes = self.changes(&parent);
         if let Some(r) = self.maildir_unlink(&parent, name) {
             return r;
         }
@@ -96,6 +97,7 @@ impl FsState {
     ) -> FsResult<()> {
         let _g = self.gate()?;
         let (from, to) = (self.node(parent)?, self.node(newparent)?);
+        let _changes = self.changes(&from);
         if let Some(r) = self.maildir_rename(&from, name, &to, newname, flags) {
             return r;
         }

@@ -17,6 +17,21 @@ pub fn unanswered_reply(record: &log::Record<'_>) -> bool {
     record.target().starts_with("fuser::reply") && record.args().to_string().contains("os error 2)")
 }
 
+/// The kernel's attribute cache of the session, told to forget through /dev/fuse.
+struct KernelAttrs(fuser::Notifier);
+
+impl crate::fs::KernelCache for KernelAttrs {
+    fn forget_attrs(&self, ino: u64) {
+        // Attributes only (a negative offset): no page of the inode's is dropped. ENOENT:
+        // the kernel no longer holds the inode, so nothing to forget.
+        if let Err(e) = self.0.inval_inode(fuser::INodeNo(ino), -1, 0)
+            && e.raw_os_error() != Some(libc::ENOENT)
+        {
+            log::debug!("attributes of inode {ino} not forgotten: {e}");
+        }
+    }
+}
+
 /// A mounted session. Dropping it before [`Session::run`] unmounts.
 pub struct Session(fuser::Session<TopicFs>);
 
@@ -29,8 +44,10 @@ impl Session {
         config: &FuseConfig,
         passthrough: bool,
     ) -> std::io::Result<Session> {
-        let fs = TopicFs::new(state, passthrough);
-        fuser::Session::new(fs, mountpoint, &config.fuser_config()).map(Session)
+        let fs = TopicFs::new(state.clone(), passthrough);
+        let session = fuser::Session::new(fs, mountpoint, &config.fuser_config())?;
+        state.set_kernel_cache(Box::new(KernelAttrs(session.notifier())));
+        Ok(Session(session))
     }
 
     /// Serves the kernel's requests until the mount goes away (Ok) or the session fails.

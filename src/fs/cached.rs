@@ -1,0 +1,102 @@
+//! What the kernel holds of attributes that change behind it: a topic's directories (and the
+//! files cached like them) show the time of the topic's or a partition's last change, and the
+//! kernel keeps them for up to [`super::DIR_TTL`]. A change made through the mount (an append,
+//! a config write, a delivery) makes the kernel ask again for those it was shown, so that a
+//! tree walk right after it (`tar`, which compares a directory's ctime before and after
+//! reading it) sees one time throughout, not a cached one and then the new one.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use super::inode::TopicName;
+use crate::util::sync::MutexExt;
+
+/// The kernel's attribute cache, as the fs core may ask it to forget.
+pub trait KernelCache: Send + Sync {
+    /// The kernel is to ask for inode `ino`'s attributes again.
+    fn forget_attrs(&self, ino: u64);
+}
+
+#[derive(Default)]
+pub(super) struct Cached {
+    kernel: OnceLock<Box<dyn KernelCache>>,
+    /// Per topic, the inodes whose topic-dependent attributes the kernel was shown (and may
+    /// hold) since the topic last changed through the mount.
+    shown: Mutex<HashMap<TopicName, HashSet<u64>>>,
+    /// `shown` holds an inode: a change has something to make the kernel forget.
+    any: AtomicBool,
+}
+
+impl Cached {
+    /// Who forgets: set once the kernel's session exists (never in the core's own tests).
+    pub(super) fn set_kernel(&self, kernel: Box<dyn KernelCache>) {
+        let _ = self.kernel.set(kernel);
+    }
+
+    /// The kernel was shown inode `ino`'s attributes, which depend on topic `t`'s times, to
+    /// be kept for a while.
+    pub(super) fn shown(&self, t: &TopicName, ino: u64) {
+        if self.kernel.get().is_none() || ino == 0 {
+            return;
+        }
+        self.shown.guard().entry(t.clone()).or_default().insert(ino);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Topic `t` changed through the mount: the kernel forgets what it was shown of it.
+    pub(super) fn changed(&self, t: &TopicName) {
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        let inodes = {
+            let mut shown = self.shown.guard();
+            let inodes = shown.remove(t);
+            self.any.store(!shown.is_empty(), Ordering::Release);
+            inodes
+        };
+        if let Some(kernel) = self.kernel.get() {
+            for ino in inodes.into_iter().flatten() {
+                kernel.forget_attrs(ino);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    struct Record(Arc<Mutex<Vec<u64>>>);
+
+    impl KernelCache for Record {
+        fn forget_attrs(&self, ino: u64) {
+            self.0.guard().push(ino);
+        }
+    }
+
+    #[test]
+    fn a_change_makes_the_kernel_forget_what_it_was_shown_of_that_topic_once() {
+        let c = Cached::default();
+        let (t, u) = (TopicName::new("t", 1), TopicName::new("u", 1));
+        // No kernel yet: nothing is kept.
+        c.shown(&t, 5);
+        assert!(!c.any.load(Ordering::Acquire));
+        let forgot = Arc::new(Mutex::new(Vec::new()));
+        c.set_kernel(Box::new(Record(forgot.clone())));
+        c.shown(&t, 5);
+        c.shown(&t, 6);
+        c.shown(&u, 7);
+        c.changed(&t);
+        let mut got = forgot.guard().clone();
+        got.sort();
+        assert_eq!(got, vec![5, 6]);
+        // Once: the kernel asks again before it holds them again.
+        c.changed(&t);
+        assert_eq!(forgot.guard().len(), 2);
+        c.changed(&u);
+        assert_eq!(forgot.guard().len(), 3);
+        assert!(!c.any.load(Ordering::Acquire));
+    }
+}
