@@ -42,6 +42,8 @@
 #  14. A group's maildir (part14-maildir.sh): messages delivered by Python's mailbox, taken and
 #      removed through groups/<G>/maildir; kafka-consumer-groups --describe shows the group at
 #      its lowest unacknowledged offsets, and the removed records never come back.
+#  15. The README's remote-mode examples (part15-readme.sh): every ```console remote block run
+#      as shown against a broker (examples/readme_remote.rs), outputs compared with the README's.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -869,6 +871,11 @@ want_part 13 && part13
 section "14. A group's maildir: acknowledgements in the commits a broker reads"
 . "$INTEROP_DIR/part14-maildir.sh"
 want_part 14 && part14
+
+# =============================================================================================
+section "15. The README's remote-mode examples, run as shown against a broker"
+. "$INTEROP_DIR/part15-readme.sh"
+want_part 15 && part15
 
 # =============================================================================================
 section
