@@ -44,6 +44,11 @@
 #      its lowest unacknowledged offsets, and the removed records never come back.
 #  15. The README's remote-mode examples (part15-readme.sh): every ```console remote block run
 #      as shown against a broker (examples/readme_remote.rs), outputs compared with the README's.
+#  16. The newer protocols (part16-newer-protocols.sh; share groups on by default: Kafka 4.2+):
+#      a consumer-protocol group, a share group and transactions v2 written by the broker;
+#      `topicfs dump-log` = DumpLogSegments on all of it, the mount reads every record of
+#      __share_group_state and __consumer_offsets, the group's commit, read_committed = Kafka's,
+#      and the broker and a consumer-protocol consumer go on from topicfs's commit.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -876,6 +881,11 @@ want_part 14 && part14
 section "15. The README's remote-mode examples, run as shown against a broker"
 . "$INTEROP_DIR/part15-readme.sh"
 want_part 15 && part15
+
+# =============================================================================================
+section "16. The newer protocols' records: consumer-protocol and share groups, transactions v2"
+. "$INTEROP_DIR/part16-newer-protocols.sh"
+want_part 16 && part16
 
 # =============================================================================================
 section
