@@ -121,6 +121,9 @@ part16() {
     "$M16/__share_group_state/0/append" "$S16/eperm.txt"
   check "16 the mount's log: every __consumer_offsets record understood (none skipped as undecodable)" \
     bash -c '! grep -i "not understood" "$1" && grep "__consumer_offsets:" "$1"' _ "$M16.log"
+  check "16 a commit for the share group s16 is refused (EBUSY, its progress is in __share_group_state)" \
+    bash -c '! python3 -c "import sys; f = open(sys.argv[1], \"w\"); f.write(\"0 1\\n\"); f.close()" "$1" 2>"$2" && grep -q "Device or resource busy" "$2" && tail -n 1 "$2"' _ \
+    "$M16/n16/groups/s16/offsets" "$S16/ebusy.txt"
   check "16 topicfs commits g16 at 5 (groups/g16/offsets)" commit16
   check "16 umount: clean shutdown" tfs_umount "$M16" "$L16"
   check "16 mount topicfs with isolation.level=read_committed" \
