@@ -18,7 +18,7 @@ newer_protocols_write() {
   cat "$S16/g16-state.txt"
   # the consumer protocol's server-side assignors are "uniform" and "range"
   grep -qE '^g16 .* (uniform|range) +Empty' "$S16/g16-state.txt" || { echo "g16 is not a consumer-protocol group"; return 1; }
-  run_class16 org.apache.kafka.tools.ConfigCommand --bootstrap-server "$BOOT" --entity-type groups \
+  timeout 120 "$INTEROP_DIR/kafka-configs.sh" --bootstrap-server "$BOOT" --entity-type groups \
     --entity-name s16 --alter --add-config share.auto.offset.reset=earliest || return 1
   run_class16 org.apache.kafka.tools.consumer.ConsoleShareConsumer --bootstrap-server "$BOOT" \
     --topic n16 --group s16 --max-messages 3 --timeout-ms 30000 > "$S16/s16.txt" || return 1
