@@ -32,7 +32,7 @@ if [ -f "$stamp" ] && [ -f "$INTEROP_LIB/kafka_2.13-$KAFKA_VERSION.jar" ]; then
 else
   echo "interop: fetching Apache Kafka $KAFKA_VERSION jars into $INTEROP_LIB" >&2
   mkdir -p "$INTEROP_LIB"
-  # a different version must not be mixed in
+  # a half-done earlier fetch must not leave stray jars on the classpath
   rm -f "$INTEROP_LIB"/*.jar "$INTEROP_LIB"/.complete-*
   mvn_run 1200 dependency:copy-dependencies
   [ -f "$INTEROP_LIB/kafka_2.13-$KAFKA_VERSION.jar" ] || interop_die "kafka_2.13-$KAFKA_VERSION.jar missing after fetch"

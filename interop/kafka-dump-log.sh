@@ -9,9 +9,6 @@ set -euo pipefail
 interop_ensure
 mapfile -t opts < <(interop_java_opts)
 main=kafka.tools.DumpLogSegments
-if python3 -c 'import sys, zipfile; sys.exit("org/apache/kafka/tools/DumpLogSegments.class" not in zipfile.ZipFile(sys.argv[1]).namelist())' \
-  "$INTEROP_LIB/kafka-tools-$KAFKA_VERSION.jar" 2>/dev/null; then
-  main=org.apache.kafka.tools.DumpLogSegments
-fi
+kafka_dump_is_java_port && main=org.apache.kafka.tools.DumpLogSegments
 exec "$INTEROP_JAVA" ${KAFKA_HEAP_OPTS:--Xmx256M} "${opts[@]}" -cp "$(interop_classpath)" \
   "$main" "$@"

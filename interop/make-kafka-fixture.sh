@@ -103,7 +103,14 @@ broker_started=0
   all="$(find . -mindepth 2 -maxdepth 2 \( -name '*.log' -o -name '*.index' -o -name '*.timeindex' -o -name '*.txnindex' \) \
            -not -path './__*' | sed 's#^\./##' | sort | paste -sd, -)"
   timeout 300 "$INTEROP_DIR/kafka-dump-log.sh" --deep-iteration --files "$all" > "$EXP/dump-log.txt" 2> "$EXP/dump-log.stderr"
-  timeout 300 "$INTEROP_DIR/kafka-dump-log.sh" --print-data-log --files "$logs" > "$EXP/dump-log-data.txt"
+  timeout 300 "$INTEROP_DIR/kafka-dump-log.sh" --print-data-log --files "$logs" > "$EXP/dump-log-data.txt" 2>> "$EXP/dump-log.stderr"
+  if kafka_dump_is_java_port; then # what the Java port reports of each segment's first record (dumpnorm.py)
+    mv "$EXP/dump-log.stderr" "$EXP/dump-log.stderr.java"
+    cat "$EXP/dump-log.txt" "$EXP/dump-log-data.txt" > "$EXP/dump-log.both"
+    python3 "$INTEROP_DIR/dumpnorm.py" "$EXP/dump-log.both" "$EXP/dump-log.both.scala" \
+      "$EXP/dump-log.stderr.java" "$EXP/dump-log.stderr" >&2
+    rm -f "$EXP/dump-log.both" "$EXP/dump-log.both.scala"
+  fi
   IFS=, read -r -a logarr <<< "$logs"
   timeout 300 python3 "$INTEROP_DIR/pydecode.py" -q "${logarr[@]}" > "$EXP/pydecode.jsonl"
 )

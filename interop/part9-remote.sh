@@ -157,7 +157,7 @@ leo_agrees() { # log-end-offset = the high watermark kcat reads (-Q with -1: the
 }
 
 configs_describe() {
-  timeout 60 "$INTEROP_DIR/kafka-run-class.sh" kafka.admin.ConfigCommand \
+  timeout 60 "$INTEROP_DIR/kafka-configs.sh" \
     --bootstrap-server "$BOOT" --describe --entity-type topics --entity-name r9 2>&1
 }
 config_set() { # two keys set one after the other: both show in kafka-configs, neither reset

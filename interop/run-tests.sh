@@ -42,6 +42,13 @@
 #  14. A group's maildir (part14-maildir.sh): messages delivered by Python's mailbox, taken and
 #      removed through groups/<G>/maildir; kafka-consumer-groups --describe shows the group at
 #      its lowest unacknowledged offsets, and the removed records never come back.
+#  15. The README's remote-mode examples (part15-readme.sh): every ```console remote block run
+#      as shown against a broker (examples/readme_remote.rs), outputs compared with the README's.
+#  16. The newer protocols (part16-newer-protocols.sh; share groups on by default: Kafka 4.2+):
+#      a consumer-protocol group, a share group and transactions v2 written by the broker;
+#      `topicfs dump-log` = DumpLogSegments on all of it, the mount reads every record of
+#      __share_group_state and __consumer_offsets, the group's commit, read_committed = Kafka's,
+#      and the broker and a consumer-protocol consumer go on from topicfs's commit.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -51,6 +58,9 @@
 #      TOPICFS_INTEROP_KEEP=1 keeps the work dir (printed at the start)
 #      TOPICFS_INTEROP_VERBOSE=1 shows the output of passing checks too
 #      TOPICFS_INTEROP_PARTS="9 10" runs only those parts (default: all)
+#      TOPICFS_KAFKA_VERSION (Apache Kafka release to run against, default 4.1.1; CI runs 4.4.0
+#        and then the Kafka-facing parts against 4.1.1)
+#      TOPICFS_README_RUNNER (part 15's examples/readme_remote binary; default: cargo build)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROOT="$(cd "$INTEROP_DIR/.." && pwd)"
@@ -216,10 +226,23 @@ broker_stop() { # LOGDIR : clean stop (the broker writes .kafka_cleanshutdown)
 # ---------------------------------------------------------------------------------------------
 # Kafka's DumpLogSegments and `topicfs dump-log`
 
+# DumpLogSegments' output as the Scala tool of Kafka 3.x-4.3 prints it, the text `topicfs
+# dump-log` prints: the Java port of 4.4 reports each .log's first record as following offset
+# -1, orders those pairs the other way and moves a space in snapshot entries (dumpnorm.py; its
+# own output stays in PREFIX.out.java and PREFIX.err.java)
+KAFKA_DUMP_JAVA_PORT=
 kafka_dump() { # PREFIX DIR ARGS... -> PREFIX.out .err .rc (DumpLogSegments run in DIR)
   local pfx="$1" dir="$2" rc=0; shift 2
+  if [ -z "$KAFKA_DUMP_JAVA_PORT" ]; then
+    KAFKA_DUMP_JAVA_PORT=0
+    kafka_dump_is_java_port && KAFKA_DUMP_JAVA_PORT=1
+  fi
   (cd "$dir" && LC_ALL=$KAFKA_LC timeout 300 "$INTEROP_DIR/kafka-dump-log.sh" "$@") >"$pfx.out" 2>"$pfx.err" || rc=$?
   echo "$rc" > "$pfx.rc"
+  if [ "$KAFKA_DUMP_JAVA_PORT" = 1 ]; then
+    mv "$pfx.out" "$pfx.out.java"; mv "$pfx.err" "$pfx.err.java"
+    python3 "$INTEROP_DIR/dumpnorm.py" "$pfx.out.java" "$pfx.out" "$pfx.err.java" "$pfx.err" > "$pfx.dumpnorm"
+  fi
 }
 tfs_dump() { # PREFIX DIR ARGS... -> PREFIX.out .err .rc (`topicfs dump-log` run in DIR)
   local pfx="$1" dir="$2" rc=0; shift 2
@@ -417,7 +440,8 @@ ensure_fixture() {
   # DumpLogSegments' output on the pristine fixture, cached beside it
   mkdir -p "$FIXDIR/kafka-dump" "$W/fixture-kafka-dump"
   for m in "${DUMP_MODES[@]}"; do
-    name="${m%%:*}-$(printf '%s' "$m" | sha256sum | cut -c1-8)"
+    # (the key also names the text's form: the Scala tool's, see kafka_dump)
+    name="${m%%:*}-$(printf '%s scala-text' "$m" | sha256sum | cut -c1-8)"
     if [ ! -f "$FIXDIR/kafka-dump/$name.rc" ]; then
       mapfile -t args < <(mode_args "$m" "$FIX")
       printf '%s\n' "${args[@]}" | grep -qx '' && continue
@@ -852,6 +876,16 @@ want_part 13 && part13
 section "14. A group's maildir: acknowledgements in the commits a broker reads"
 . "$INTEROP_DIR/part14-maildir.sh"
 want_part 14 && part14
+
+# =============================================================================================
+section "15. The README's remote-mode examples, run as shown against a broker"
+. "$INTEROP_DIR/part15-readme.sh"
+want_part 15 && part15
+
+# =============================================================================================
+section "16. The newer protocols' records: consumer-protocol and share groups, transactions v2"
+. "$INTEROP_DIR/part16-newer-protocols.sh"
+want_part 16 && part16
 
 # =============================================================================================
 section

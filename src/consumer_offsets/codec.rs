@@ -10,6 +10,8 @@
 //!   [`OffsetCommitValue`]). A record with a null value (a tombstone) deletes the key.
 //! - Record type 0: the legacy offset key (same fields), whose value is only ever version 0.
 //! - Record type 2, GroupMetadata: key `group`; value: the classic group's members.
+//! - Record type 11, ShareGroupMetadata: key `groupId`: a share group (KIP-932), whose
+//!   progress is in `__share_group_state`, not in offset commits.
 //! - Types 3 and up: the KIP-848 / share / streams group records.
 //!
 //! topicfs writes type 1 keys and version 3 values (what Kafka 4.0 writes, readable by every
@@ -26,6 +28,8 @@ pub const OFFSET_COMMIT_KEY: i16 = 1;
 pub const LEGACY_OFFSET_COMMIT_KEY: i16 = 0;
 /// Key record type of a classic group's metadata (`GroupMetadataKey`).
 pub const GROUP_METADATA_KEY: i16 = 2;
+/// Key record type of a share group's metadata (`ShareGroupMetadataKey`, KIP-932).
+pub const SHARE_GROUP_METADATA_KEY: i16 = 11;
 /// The OffsetCommitValue version topicfs writes.
 pub const WRITE_VALUE_VERSION: i16 = 3;
 /// The highest OffsetCommitValue version Kafka defines (4.1).
@@ -99,6 +103,9 @@ pub enum RecordKey {
     OffsetCommit { key: OffsetCommitKey, legacy: bool },
     /// Record type 2: a classic group's membership (its value is not decoded).
     GroupMetadata { group: String },
+    /// Record type 11: a share group exists (its value is not decoded; a tombstone when the
+    /// group is deleted).
+    ShareGroupMetadata { group: String },
     /// Any other record type (KIP-848, share and streams groups): not ours to read.
     Other(i16),
 }
@@ -268,8 +275,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads a record key: offset commit keys (types 0 and 1) and the group metadata key (type
-/// 2) are decoded; any other type is [`RecordKey::Other`].
+/// Reads a record key: offset commit keys (types 0 and 1), the group metadata key (type 2)
+/// and the share group metadata key (type 11) are decoded; any other type is
+/// [`RecordKey::Other`].
 pub fn decode_key(bytes: &[u8]) -> Result<RecordKey, CodecError> {
     let mut r = Reader::new(bytes);
     let ty = r.i16("record type")?;
@@ -292,6 +300,11 @@ pub fn decode_key(bytes: &[u8]) -> Result<RecordKey, CodecError> {
             let group = r.string("GroupMetadataKey.group")?;
             r.end("GroupMetadataKey")?;
             Ok(RecordKey::GroupMetadata { group })
+        }
+        SHARE_GROUP_METADATA_KEY => {
+            let group = r.string("ShareGroupMetadataKey.groupId")?;
+            r.end("ShareGroupMetadataKey")?;
+            Ok(RecordKey::ShareGroupMetadata { group })
         }
         other => Ok(RecordKey::Other(other)),
     }

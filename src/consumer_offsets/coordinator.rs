@@ -10,7 +10,7 @@
 //! The storage is reached through the narrow [`OffsetsStorage`] trait, implemented here for
 //! [`LogManager`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use super::codec::{
@@ -102,6 +102,9 @@ type TopicCommits = BTreeMap<u32, OffsetCommitValue>;
 struct State {
     /// group -> topic -> partition -> latest commit.
     groups: BTreeMap<String, BTreeMap<String, TopicCommits>>,
+    /// The broker's share groups (a ShareGroupMetadata record not deleted since): no commit
+    /// of theirs is written.
+    share_groups: BTreeSet<String>,
 }
 
 impl State {
@@ -181,6 +184,15 @@ impl GroupOffsets {
                     };
                     let key = match decode_key(k) {
                         Ok(RecordKey::OffsetCommit { key, .. }) => key,
+                        Ok(RecordKey::ShareGroupMetadata { group }) => {
+                            stats.other += 1;
+                            if r.value.is_some() {
+                                state.share_groups.insert(group);
+                            } else {
+                                state.share_groups.remove(&group);
+                            }
+                            return;
+                        }
                         Ok(_) => {
                             stats.other += 1;
                             return;
@@ -340,6 +352,12 @@ impl GroupOffsets {
             })
             .collect();
         let mut state = self.state.guard();
+        if state.share_groups.contains(group) {
+            return Err(Error::GroupBusy(format!(
+                "group {group} is a share group of the broker: its progress is kept in \
+                 __share_group_state, not in offset commits"
+            )));
+        }
         let n = match self.storage.offsets_partitions() {
             Some(n) => n,
             None => self.storage.create_offsets_topic(self.create_partitions)?,
@@ -642,6 +660,42 @@ mod tests {
         g.delete_offsets("g", "t").unwrap();
         g.commit("g", &[]).unwrap();
         assert_eq!(s.batches(p), before);
+    }
+
+    #[test]
+    fn a_share_group_of_the_broker_is_never_committed_for() {
+        // ShareGroupMetadataKey (type 11, groupId as an int16-length string), as a broker
+        // with share groups writes it; its value is not read, a tombstone deletes the group.
+        let share_key = |g: &str| {
+            let mut k = 11i16.to_be_bytes().to_vec();
+            k.extend_from_slice(&(g.len() as i16).to_be_bytes());
+            k.extend_from_slice(g.as_bytes());
+            k
+        };
+        let s = Arc::new(MemStorage::with_partitions(1));
+        s.push(
+            0,
+            false,
+            vec![
+                (Some(share_key("s")), Some(vec![0, 0, 0, 0, 0, 1]), 1),
+                (Some(share_key("gone")), Some(vec![0, 0, 0, 0, 0, 1]), 1),
+                (Some(key("c", "t", 0)), Some(value(2, 3)), 1),
+                (Some(share_key("gone")), None, 1),
+            ],
+        );
+        let g = GroupOffsets::load(s.clone(), 1).unwrap();
+        assert_eq!(g.load_stats().undecodable, 0);
+        let before = s.batches(0);
+        let e = g.commit("s", &[("t", 0, 1)]).unwrap_err();
+        assert!(
+            matches!(&e, Error::GroupBusy(m) if m.contains("share group")),
+            "{e}"
+        );
+        assert_eq!(s.batches(0), before);
+        assert!(g.committed("s", "t").is_empty());
+        g.commit("gone", &[("t", 0, 1)]).unwrap();
+        g.commit("c", &[("t", 0, 3)]).unwrap();
+        assert_eq!(g.committed("c", "t"), BTreeMap::from([(0, 3)]));
     }
 
     #[test]

@@ -14,9 +14,10 @@
 //! Every Java message text lives in this module as a literal, so a correction found by comparing
 //! with the real tool is a one-line change.
 //!
-//! Reference version: the Scala `DumpLogSegments` of the released Kafka line (same text from
-//! 3.x to 4.0). Kafka trunk has since ported the tool to Java with a few visible differences;
-//! each spot is marked `JAVA PORT:` where it matters.
+//! Reference version: the Scala `DumpLogSegments` of Kafka 3.x-4.3 (`kafka.tools`). Kafka 4.4
+//! ships a Java port (`org.apache.kafka.tools`) with a few visible differences; each spot is
+//! marked `JAVA PORT:` where it matters (docs/format.md section 7 lists those a 4.4 dump
+//! shows).
 //!
 //! Where things are: this file has the options, [`run`] and the `Dumper` (the `.log` /
 //! `.checkpoint` dump and the record lines); `exception` the Java exceptions; `java` Java and

@@ -380,7 +380,7 @@ impl FsState {
         if self.storage.is_internal(t) {
             return tree(
                 libc::EPERM,
-                format!("{t}: an internal topic is written by topicfs only"),
+                format!("{t}: an internal topic is written by its coordinator only"),
             );
         }
         Ok(())

@@ -124,7 +124,7 @@ impl FsState {
         if write && node.is_append() && node.topic().is_some_and(|t| self.storage.is_internal(t)) {
             return tree(
                 libc::EPERM,
-                format!("{node}: an internal topic is written by topicfs only"),
+                format!("{node}: an internal topic is written by its coordinator only"),
             );
         }
         Ok(())

@@ -18,6 +18,12 @@ use crate::metrics::{PartitionSample, Sample};
 use crate::produce;
 use crate::record::{BatchHeader, Record, RecordInput};
 
+/// Kafka's internal topics (`Topic.INTERNAL_TOPICS`) that a log dir can hold: shown and read
+/// as they are, never appended to through the tree. Kafka's coordinators write them; topicfs
+/// writes `__consumer_offsets` itself, for its groups' commits, and leaves the transactions'
+/// and share groups' state alone.
+const INTERNAL_TOPICS: [&str; 3] = [OFFSETS_TOPIC, "__transaction_state", "__share_group_state"];
+
 impl Storage for LogManager {
     fn topics(&self) -> Vec<String> {
         LogManager::topics(self)
@@ -54,7 +60,7 @@ impl Storage for LogManager {
         Ok(Arc::new(GroupOffsets::open(self)?))
     }
     fn is_internal(&self, topic: &str) -> bool {
-        topic == OFFSETS_TOPIC
+        INTERNAL_TOPICS.contains(&topic)
     }
     fn sample(&self) -> Sample {
         let mut s = Sample::default();

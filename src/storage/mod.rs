@@ -136,7 +136,8 @@ pub trait Storage: Send + Sync {
     fn shutdown(&self) -> Result<()>;
     /// The consumer groups' committed offsets (loaded once, at mount).
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>>;
-    /// Whether `topic` is internal (`__consumer_offsets`): shown, but not appended to.
+    /// Whether `topic` is one of Kafka's internal topics (`__consumer_offsets`,
+    /// `__transaction_state`, `__share_group_state`): shown, but not appended to.
     fn is_internal(&self, topic: &str) -> bool;
     /// What `@metrics` shows of the storage: each partition's offsets (by default; a storage
     /// with segment files adds their sizes), and the counters it keeps.

@@ -3,6 +3,7 @@
 //! - [`decode`]: segment files decoded into records (kafka-protocol, an independent decoder);
 //! - [`drain`]: a partition's reader drained into records;
 //! - [`readers`]: background readers of a mount (lines over a channel, signals, bounded waits).
+//! - [`readme`]: the README's console examples (blocks, a bash session, the comparison).
 
 #![allow(dead_code)]
 
@@ -10,3 +11,4 @@ pub mod decode;
 pub mod drain;
 pub mod mount;
 pub mod readers;
+pub mod readme;

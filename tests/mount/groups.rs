@@ -210,6 +210,21 @@ fn commits_survive_a_remount_and_a_kill_9_and_are_kafkas_records() {
     );
 }
 
+#[test]
+fn kafkas_other_internal_topics_are_read_but_never_appended_to() {
+    // What a broker's log dir holds besides __consumer_offsets: the transaction coordinator's
+    // and the share coordinator's state. Only they write it.
+    let m = TestMount::start(&[]);
+    m.ok("mkdir __transaction_state __share_group_state plain");
+    for t in ["__transaction_state", "__share_group_state"] {
+        for f in ["0/append", "0/append.jsonl", "append.jsonl", "append.kv"] {
+            m.fails_with(&format!("echo x >> {t}/{f}"), "Operation not permitted");
+        }
+        assert_eq!(m.ok(&format!("cat {t}/0/by-offset/0")), "");
+    }
+    m.ok("echo x >> plain/0/append");
+}
+
 /// The OffsetCommit records of a `__consumer_offsets` partition: batches decoded by
 /// kafka-protocol, keys and values read by Kafka's schema (OffsetCommitKey: version int16,
 /// group and topic as int16-length strings, partition int32; OffsetCommitValue: version
