@@ -24,6 +24,7 @@ pub mod stream;
 pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
+mod windows;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
