@@ -452,6 +452,9 @@ impl Cursor {
     fn take_window(&mut self, start: usize, n: usize, mut buf: Vec<u8>) -> Window {
         debug_assert_eq!(self.out_pos, start + n);
         buf.clear();
+        // Room for the next reply and a batch past it from the start: a buffer grown by
+        // doubling copies itself at each step.
+        buf.reserve(2 * n);
         buf.extend_from_slice(&self.out[start + n..]);
         let taken = std::mem::replace(&mut self.out, buf);
         self.out_pos = 0;

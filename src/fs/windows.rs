@@ -14,7 +14,7 @@ use crate::util::sync::{CondvarExt, MutexExt};
 pub const WINDOWS_AHEAD: usize = 2;
 
 /// Buffers kept for the windows to come (those the replies gave back).
-const SPARE_BUFFERS: usize = 1;
+const SPARE_BUFFERS: usize = 2;
 
 /// One reply's bytes, `buf[start..start + len]`, at file offset `pos`.
 #[derive(Default)]
