@@ -288,8 +288,70 @@ fn request(c: &mut Criterion) {
         });
     }
     pwrite_ceiling(&mut g, dir.path());
+    one_line_parts(&mut g, dir.path());
     stream_reads(&mut g);
     g.finish();
+}
+
+/// What one 100-byte line's append request is made of, each alone: the batch encoded (with
+/// its CRC-32C), its `pwrite` at the end of a file, and the partition's append (checks, the
+/// append lock, encoding, segment write, indexes, log end, waiting readers) without the
+/// append file's handling of the request.
+fn one_line_parts(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path) {
+    use topicfs::record::{BatchBuilder, BatchOptions};
+    let mut line = VALUE[..99].to_vec();
+    line.push(b'\n');
+    g.throughput(Throughput::Bytes(line.len() as u64));
+    let mut builder = BatchBuilder::new();
+    builder.begin(0, BatchOptions::default());
+    builder.add_lines(&line, 1_700_000_000_000);
+    let batch = builder.finish().unwrap().to_vec();
+    g.bench_function("one_line_encode", |b| {
+        b.iter(|| {
+            builder.begin(black_box(42), BatchOptions::default());
+            builder.add_lines(black_box(&line), 1_700_000_000_000);
+            black_box(builder.finish().unwrap().len())
+        })
+    });
+    let plain = dir.join("plain-1-line");
+    let file = std::fs::File::create(&plain).unwrap();
+    let mut at = 0u64;
+    g.bench_function("one_line_pwrite", |b| {
+        b.iter(|| {
+            use std::os::unix::fs::FileExt;
+            if at > APPEND_RESET_BYTES {
+                file.set_len(0).unwrap();
+                at = 0;
+            }
+            file.write_all_at(black_box(&batch), at).unwrap();
+            at += batch.len() as u64;
+        })
+    });
+    let mut generation = 0u32;
+    let path = |generation: u32| dir.join(format!("one-line-log-{generation}"));
+    let mut log = new_log(&path(generation));
+    g.bench_function("one_line_log_append_lines", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                if log.size_in_bytes() > APPEND_RESET_BYTES {
+                    let old = path(generation);
+                    generation += 1;
+                    log = new_log(&path(generation));
+                    std::fs::remove_dir_all(old).unwrap();
+                }
+                let chunk = left.min(256);
+                let t = Instant::now();
+                for _ in 0..chunk {
+                    black_box(log.append_lines(&[&line], 1_700_000_000_000).unwrap());
+                }
+                spent += t.elapsed();
+                left -= chunk;
+            }
+            spent
+        })
+    });
 }
 
 /// The ceiling of an append request: `pwrite` of a batch's worth of bytes at the end of a

@@ -438,3 +438,82 @@ fn batches_larger_than_a_read_stream_whole() {
         );
     }
 }
+
+/// What a reader does to a stream whose read-ahead prepares replies ahead of its requests.
+#[derive(Clone, Debug)]
+enum Step {
+    /// The next `n` reads of `size` bytes, each where the one before ended.
+    Sequential(usize, usize),
+    /// A read somewhere else (a seek, forward or back) of `size` bytes.
+    Seek(prop::sample::Index, usize),
+    /// `fstat`.
+    Length,
+    /// Close and open again, reading on from where it was.
+    Reopen,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let size = prop::sample::select(vec![64 * 1024, 128 * 1024, 200_000, 4096]);
+    prop_oneof![
+        4 => (1..12usize, size.clone()).prop_map(|(n, s)| Step::Sequential(n, s)),
+        1 => (any::<prop::sample::Index>(), size).prop_map(|(i, s)| Step::Seek(i, s)),
+        1 => Just(Step::Length),
+        1 => Just(Step::Reopen),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Replies prepared ahead (several at a time) are served only to the sequential reads
+    /// they were made for, in order; a seek, a change of size, an `fstat` or a close while
+    /// some are prepared (or being prepared) loses nothing and serves nothing twice: every
+    /// read is the log's bytes at its offset, as long as it asked for up to the end.
+    #[test]
+    fn replies_prepared_ahead_serve_exactly_the_reads_they_were_made_for(
+        steps in prop::collection::vec(step(), 1..12),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg(1 << 30)).unwrap());
+        let want = append_numbered(&log, 120, 100);
+        let name = LookupName::at_offset(0, Format::Lines);
+        let open = || StreamHandle::open("t", log.clone(), name).unwrap();
+        let mut h = open();
+        let mut first = true;
+        let mut at = 0u64;
+        let check = |h: &mut StreamHandle, at: u64, size: usize, first: &mut bool| {
+            let got = h.read(at, size).unwrap().to_vec();
+            let size = if std::mem::take(first) { size.min(FIRST_READ_MAX) } else { size };
+            let from = (at as usize).min(want.len());
+            let to = (from + size).min(want.len());
+            prop_assert!(got == want[from..to], "read({at}, {size}): {} bytes, want {}", got.len(), to - from);
+            Ok(at + got.len() as u64)
+        };
+        for s in steps {
+            match s {
+                Step::Sequential(n, size) => {
+                    for _ in 0..n {
+                        at = check(&mut h, at, size, &mut first)?;
+                    }
+                }
+                Step::Seek(i, size) => {
+                    at = check(&mut h, i.index(want.len()) as u64, size, &mut first)?;
+                }
+                Step::Length => prop_assert_eq!(h.length().unwrap(), want.len() as u64),
+                Step::Reopen => {
+                    h = open();
+                    first = true;
+                }
+            }
+        }
+        // Then the rest, sequentially.
+        loop {
+            let next = check(&mut h, at, 128 * 1024, &mut first)?;
+            if next == at {
+                break;
+            }
+            at = next;
+        }
+        prop_assert_eq!(at, want.len() as u64);
+    }
+}

@@ -73,6 +73,12 @@ pub fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Ah
 }
 
 impl<T> Ahead<T> {
+    /// Whether a pool thread took the work (or it ran already): [`Ahead::wait`] would then
+    /// wait for it instead of doing it.
+    pub fn started(&self) -> bool {
+        self.work.guard().is_none()
+    }
+
     /// What the work made; None if it panicked. Work no pool thread has started yet (the
     /// pool busy with other streams' work) is done here instead of waiting behind it.
     pub fn wait(self) -> Option<T> {

@@ -26,6 +26,7 @@ pub mod stream;
 pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
+mod windows;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

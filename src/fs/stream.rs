@@ -17,15 +17,19 @@ use crate::render::{compact, format_record};
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
+use super::windows::{Window, Windows};
 
 /// An open stream file: its cursor, which a read-ahead thread holds while it prepares the
 /// next reply (see [`StreamHandle::read`]).
 pub struct StreamHandle {
     cursor: Option<Box<Cursor>>,
     ahead: Option<Ahead<Box<Cursor>>>,
+    /// The replies the read-ahead prepared and the reader did not take yet: they come
+    /// before the cursor's bytes.
+    windows: Arc<Windows>,
     /// The bytes of the last reply, once they were taken out of the cursor's buffer for a
-    /// read-ahead (and the buffer the next such reply takes).
-    reply: Vec<u8>,
+    /// read-ahead, or the window it was.
+    reply: Window,
     /// Where the last read ended: a read starting there is sequential.
     last_end: u64,
     /// Consecutive sequential reads of at least [`READ_AHEAD_MIN`] bytes.
@@ -198,7 +202,8 @@ impl StreamHandle {
             follow: cursor.is_follow(),
             cursor: Some(Box::new(cursor)),
             ahead: None,
-            reply: Vec::new(),
+            windows: Arc::default(),
+            reply: Window::default(),
             last_end: u64::MAX,
             sequential: 0,
             log,
@@ -232,9 +237,11 @@ impl StreamHandle {
         self
     }
 
-    /// The cursor, back from its read-ahead if it is away.
+    /// The cursor, back from its read-ahead if it is away, with the windows it prepared
+    /// and the reader did not take put back in front of its bytes.
     fn cursor(&mut self) -> Result<&mut Cursor> {
         if let Some(ahead) = self.ahead.take() {
+            self.windows.stop();
             self.cursor = ahead.wait();
             if self.cursor.is_none() {
                 log::error!(
@@ -242,6 +249,11 @@ impl StreamHandle {
                     self.log.partition()
                 );
             }
+        }
+        if let Some(c) = &mut self.cursor
+            && !self.windows.is_empty()
+        {
+            c.put_back(self.windows.drain());
         }
         self.cursor.as_deref_mut().ok_or_else(|| {
             Error::from(std::io::Error::other(
@@ -265,6 +277,13 @@ impl StreamHandle {
         let sequential = offset == self.last_end && size >= READ_AHEAD_MIN;
         self.sequential = if sequential { self.sequential + 1 } else { 0 };
         let read_ahead = self.sequential > 0 && !follow;
+        if read_ahead && let Some(w) = self.window(offset, size) {
+            self.last_end = offset + w.len as u64;
+            let sent = std::mem::replace(&mut self.reply, w);
+            self.windows.give_back(sent.buf);
+            self.keep_reading_ahead(size);
+            return Ok(self.reply.bytes());
+        }
         let cursor = self.cursor()?;
         let (start, n) = cursor.read(offset, size)?;
         let end = offset + n as u64;
@@ -276,29 +295,75 @@ impl StreamHandle {
             let cursor = self.cursor.insert(cursor);
             return Ok(&cursor.out[start..start + n]);
         }
-        // The reply keeps the buffer; the cursor goes on with the bytes after it, in the
-        // buffer of the previous reply.
-        let mut rest = std::mem::take(&mut self.reply);
-        rest.clear();
-        rest.extend_from_slice(&cursor.out[start + n..]);
-        self.reply = std::mem::replace(&mut cursor.out, rest);
-        cursor.out_pos = 0;
+        // The reply keeps the buffer; the cursor goes on with the bytes after it.
+        let sent = std::mem::take(&mut self.reply);
+        self.windows.give_back(sent.buf);
+        self.reply = cursor.take_window(start, n, self.windows.buffer());
+        self.read_ahead(cursor, size);
+        Ok(self.reply.bytes())
+    }
+
+    /// The window prepared for a read of `size` at `offset`, if there is one (waiting for
+    /// the read-ahead preparing it).
+    fn window(&mut self, offset: u64, size: usize) -> Option<Window> {
+        let ahead = self.ahead.as_ref();
+        self.windows
+            .take(offset, size, || ahead.is_none_or(|a| a.started()))
+    }
+
+    /// After a window was taken: a read-ahead that stopped with windows prepared (and could
+    /// go on) is started again.
+    fn keep_reading_ahead(&mut self, size: usize) {
+        if self.windows.is_running() {
+            return;
+        }
+        if let Some(ahead) = self.ahead.take() {
+            self.cursor = ahead.wait();
+        }
+        if let Some(cursor) = self.cursor.take_if(|c| c.more_to_read()) {
+            self.read_ahead(cursor, size);
+        }
+    }
+
+    /// Hands `cursor` to a read-ahead that prepares windows of `size` bytes.
+    fn read_ahead(&mut self, mut cursor: Box<Cursor>, size: usize) {
         let topic = self.topic.clone();
+        let windows = self.windows.clone();
+        windows.start();
         self.ahead = Some(ahead::spawn(move || {
-            // Deletion waits for a read-ahead as for any request; a deleted topic's stream
-            // prepares nothing (its next read fails, or ends a follow file).
-            if let Ok(_live) = topic.as_deref().map(|t| t.live()).transpose() {
+            let _running = windows.running();
+            while windows.wants_more() {
+                // Deletion waits for a read-ahead as for any request; a deleted topic's
+                // stream prepares nothing (its next read fails, or ends a follow file).
+                let Ok(_live) = topic.as_deref().map(|t| t.live()).transpose() else {
+                    break;
+                };
                 cursor.fill_ahead(size);
+                // The end, or an error: the reader's own read serves what is left.
+                if cursor.buffered() < size {
+                    break;
+                }
+                let (start, pos) = (cursor.out_pos, cursor.pos);
+                cursor.out_pos += size;
+                cursor.pos += size as u64;
+                windows.push(cursor.take_window(start, size, windows.buffer()));
+                debug_assert_eq!(pos + size as u64, cursor.pos);
             }
             cursor
         }));
-        Ok(&self.reply[start..start + n])
     }
 
     /// The stream's length so far, as `fstat` of the open file shows it (see
     /// [`Cursor::length`]).
     pub fn length(&mut self) -> Result<u64> {
         self.cursor()?.length()
+    }
+}
+
+impl Drop for StreamHandle {
+    /// A read-ahead still preparing windows stops after the one under way.
+    fn drop(&mut self) {
+        self.windows.stop();
     }
 }
 
@@ -386,6 +451,43 @@ impl Cursor {
 
     fn buffered(&self) -> usize {
         self.out.len() - self.out_pos
+    }
+
+    /// The reply `out[start..start + n]` (read already: `out_pos` is past it), which keeps
+    /// the buffer; the cursor goes on with the bytes after it, in `buf`.
+    fn take_window(&mut self, start: usize, n: usize, mut buf: Vec<u8>) -> Window {
+        debug_assert_eq!(self.out_pos, start + n);
+        buf.clear();
+        // Room for the next reply and a batch past it from the start: a buffer grown by
+        // doubling copies itself at each step.
+        buf.reserve(2 * n);
+        buf.extend_from_slice(&self.out[start + n..]);
+        let taken = std::mem::replace(&mut self.out, buf);
+        self.out_pos = 0;
+        Window {
+            pos: self.pos - n as u64,
+            buf: taken,
+            start,
+            len: n,
+        }
+    }
+
+    /// Windows taken out and not served go back in front of the bytes buffered.
+    fn put_back(&mut self, windows: std::collections::VecDeque<Window>) {
+        let Some(first) = windows.front() else {
+            return;
+        };
+        let pos = first.pos;
+        let mut out =
+            Vec::with_capacity(windows.iter().map(|w| w.len).sum::<usize>() + self.buffered());
+        for w in &windows {
+            debug_assert_eq!(pos + out.len() as u64, w.pos);
+            out.extend_from_slice(w.bytes());
+        }
+        out.extend_from_slice(&self.out[self.out_pos..]);
+        self.out = out;
+        self.out_pos = 0;
+        self.pos = pos;
     }
 
     /// Whether the stream goes on past the end it had: always for follow, after an EOF for

@@ -121,7 +121,7 @@ impl BatchHeader {
         b[51..53].copy_from_slice(&self.producer_epoch.to_be_bytes());
         b[53..57].copy_from_slice(&self.base_sequence.to_be_bytes());
         b[57..61].copy_from_slice(&self.records_count.to_be_bytes());
-        let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+        let crc = super::crc32c(&b[ATTRIBUTES_OFFSET..]);
         b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
     }
 
@@ -210,7 +210,7 @@ impl<'a> BatchView<'a> {
     }
 
     pub fn compute_crc(&self) -> u32 {
-        crc32c::crc32c(&self.bytes[ATTRIBUTES_OFFSET..])
+        super::crc32c(&self.bytes[ATTRIBUTES_OFFSET..])
     }
 
     pub fn is_valid(&self) -> bool {

@@ -14,6 +14,22 @@ const HELLO: [u8; 73] = [
 fn crc32c_check_values() {
     assert_eq!(crc32c::crc32c(b"123456789"), 0xE3069283);
     assert_eq!(crc32c::crc32c(b"Some String"), 608512271);
+    assert_eq!(crate::record::crc32c(b"123456789"), 0xE3069283);
+    assert_eq!(crate::record::crc32c(b"Some String"), 608512271);
+}
+
+proptest::proptest! {
+    /// The batch checksum is the crc32c crate's CRC-32C on every length (the folding
+    /// implementation takes other paths below 16, 64 and 256 bytes, and for the tail) and
+    /// alignment.
+    #[test]
+    fn the_batch_crc_is_the_crc32c_crates(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..5000),
+        skip in 0usize..64,
+    ) {
+        let b = &bytes[skip.min(bytes.len())..];
+        proptest::prop_assert_eq!(crate::record::crc32c(b), crc32c::crc32c(b));
+    }
 }
 
 #[test]
