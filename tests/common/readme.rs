@@ -6,9 +6,9 @@
 //! ```` ```console remote ```` block needs a cluster, and interop runs it against its broker
 //! (examples/readme_remote.rs). Each `# command` line is run and its output compared with the
 //! lines below it, after these normalisations: a millisecond timestamp (13 digits), a date and
-//! a time of day stand for any, and so does a `crc:` (it covers the timestamps) and a mount's
-//! client id `topicfs-<host>-<pid>`; `ls` output is compared as a set of names (its columns
-//! depend on the terminal); a time index dump is compared by its shape (which records share a
+//! a time of day stand for any, and so does a `crc:` (it covers the timestamps), a mount's
+//! client id `topicfs-<host>-<pid>` and a Maildir file's unique name; `ls` output is compared
+//! as a set of names (its columns depend on the terminal); a time index dump is compared by its shape (which records share a
 //! millisecond decides its entries); a command whose comment says `any order` (partitions
 //! read side by side) is compared as a set of lines; bash's notices of killed jobs are left
 //! out. A command whose comment says `once` (something in the background has run) is retried
@@ -169,6 +169,19 @@ fn client_id(w: &str) -> bool {
         })
 }
 
+/// Whether `w` is a Maildir file's unique name, `<seconds>.<unique>.<host>` (Python's
+/// `mailbox` prints the name it delivered under).
+fn maildir_name(w: &str) -> bool {
+    let mut parts = w.splitn(3, '.');
+    let (Some(secs), Some(unique), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    secs.len() == 10
+        && secs.chars().all(|c| c.is_ascii_digit())
+        && unique.starts_with('M')
+        && !host.is_empty()
+}
+
 /// A line with its dates and times, 13-digit millisecond timestamps, client ids and `crc:`
 /// values replaced.
 pub fn normal(line: &str) -> String {
@@ -179,6 +192,8 @@ pub fn normal(line: &str) -> String {
                 "<time>"
             } else if client_id(w) {
                 "<client-id>"
+            } else if maildir_name(w) {
+                "<maildir-name>"
             } else {
                 w
             }
