@@ -66,21 +66,9 @@ modules!(
     os,
     render,
     util,
+    log,
+    record,
 );
-
-// One partition's log and the record bytes: the items of theirs that only tests/ and benches/
-// name (`LogReader::next_batch`, `Batches`, `BatchHeader::last_sequence`...) carry no mark of
-// their own, so these two are not held to dead code without `internals`.
-#[cfg(feature = "internals")]
-pub mod log;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)]
-mod log;
-#[cfg(feature = "internals")]
-pub mod record;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)]
-mod record;
 
 /// The library's face: the `topicfs` command, and its error type.
 pub use cli::main;

@@ -154,6 +154,7 @@ impl IndexFile {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

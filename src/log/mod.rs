@@ -168,6 +168,7 @@ impl PartitionLog {
     pub fn set_config(&self, cfg: Arc<LogConfig>) {
         *self.config.write_guard() = cfg;
     }
+    #[cfg(any(test, feature = "internals"))]
     /// Bytes the last lookup scanned forward from its index entry.
     pub fn last_lookup_scan_bytes(&self) -> u64 {
         self.last_lookup_scan.load(Ordering::Relaxed)

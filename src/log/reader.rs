@@ -224,6 +224,7 @@ impl LogReader {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Decodes the next batch and calls `f` for each data record in [start, end) (control
     /// batches are skipped). Returns Ok(false) at the end.
     pub fn next_batch(&mut self, f: &mut dyn FnMut(&Record<'_>)) -> Result<bool> {

@@ -13,7 +13,9 @@ macro_rules! field_at {
     )*};
 }
 
-field_at!(i16_at: i16, u16_at: u16, i32_at: i32, u32_at: u32, i64_at: i64, u64_at: u64);
+field_at!(i16_at: i16, i32_at: i32, u32_at: u32, i64_at: i64, u64_at: u64);
+#[cfg(test)]
+field_at!(u16_at: u16);
 
 /// Fields read one after the other; each is None once the bytes run out (nothing is taken).
 pub struct Cursor<'a> {

@@ -230,6 +230,7 @@ impl BatchBuilder {
         self.base_offset = base_offset;
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn count(&self) -> i32 {
         self.count
     }
@@ -243,6 +244,7 @@ impl BatchBuilder {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn add(&mut self, r: &RecordInput) {
         self.add_all(std::slice::from_ref(r));
     }

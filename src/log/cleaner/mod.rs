@@ -157,10 +157,6 @@ impl Cleaner {
         }
     }
 
-    pub fn map_slots(&self) -> usize {
-        self.map.slots()
-    }
-
     /// One round over `log` (Kafka's `doClean`): `first_dirty` from the checkpoint,
     /// `first_uncleanable` from [`choose::cleanable`] (a segment base offset, never past the
     /// active segment). `now` is the clock tombstone horizons are measured on. Returns None
@@ -272,7 +268,7 @@ impl Cleaner {
                 "{}-{}: offset map of [{first_dirty}, {upper}) holds {} keys ({} slots); cleaning up to {end_offset}",
                 log.topic,
                 log.partition,
-                self.map.len(),
+                self.map.size(),
                 self.map.slots()
             );
         }
@@ -307,7 +303,7 @@ impl Cleaner {
                     if let Some(k) = r.key
                         && r.offset >= start
                     {
-                        if map.len() >= max {
+                        if map.size() >= max {
                             full = true;
                             return Ok(false);
                         }

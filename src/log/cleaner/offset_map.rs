@@ -81,12 +81,8 @@ impl OffsetMap {
         ((self.slots as f64 * LOAD_FACTOR) as usize).max(1)
     }
 
-    pub fn len(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.entries
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries == 0
     }
 
     pub fn latest_offset(&self) -> i64 {
@@ -98,6 +94,7 @@ impl OffsetMap {
         self.latest_offset = offset;
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Average extra probes per lookup so far (diagnostics).
     pub fn collision_rate(&self) -> f64 {
         if self.lookups == 0 {
@@ -205,7 +202,7 @@ mod tests {
         for i in 0..50i64 {
             m.put(format!("k{}", i % 10).as_bytes(), i);
         }
-        assert_eq!(m.len(), 10);
+        assert_eq!(m.size(), 10);
         assert_eq!(m.get(b"k3"), 43);
         assert_eq!(m.get(b"k0"), 40);
         assert_eq!(m.get(b"nope"), -1);
@@ -214,7 +211,7 @@ mod tests {
         assert_eq!(m.get(b""), 0);
         m.clear();
         assert_eq!(m.get(b"k3"), -1);
-        assert_eq!(m.len(), 0);
+        assert_eq!(m.size(), 0);
         assert_eq!(m.latest_offset(), -1);
     }
 
@@ -225,14 +222,14 @@ mod tests {
         for i in 0..90_000i64 {
             m.put(&i.to_be_bytes(), i);
         }
-        assert_eq!(m.len(), 90_000);
+        assert_eq!(m.size(), 90_000);
         assert_eq!(m.cap, 100_000);
         for i in (0..90_000i64).step_by(7) {
             assert_eq!(m.get(&i.to_be_bytes()), i);
         }
         assert_eq!(m.get(b"absent"), -1);
         m.clear();
-        assert_eq!((m.len(), m.cap), (0, INITIAL_SLOTS));
+        assert_eq!((m.size(), m.cap), (0, INITIAL_SLOTS));
         assert_eq!(m.get(&5i64.to_be_bytes()), -1);
     }
 

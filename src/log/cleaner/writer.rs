@@ -61,15 +61,6 @@ impl CleanedWriter {
         })
     }
 
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-
-    /// The offset after the last batch written (the base offset when none was).
-    pub fn next_offset(&self) -> i64 {
-        self.last_offset.map_or(self.base_offset, |o| o + 1)
-    }
-
     /// Appends one batch (whole, valid) ending at `last_offset` with `max_timestamp`.
     pub fn append(&mut self, batch: &[u8], last_offset: i64, max_timestamp: i64) -> io::Result<()> {
         let (position, size) = (self.size, batch.len() as u64);
@@ -109,7 +100,6 @@ impl CleanedWriter {
         Ok(CleanedSegment {
             base_offset: self.base_offset,
             size: self.size,
-            next_offset: self.last_offset.map_or(self.base_offset, |o| o + 1),
         })
     }
 }
@@ -119,7 +109,6 @@ impl CleanedWriter {
 pub struct CleanedSegment {
     pub base_offset: i64,
     pub size: u64,
-    pub next_offset: i64,
 }
 
 fn set_modified(f: &File, t: SystemTime) -> io::Result<()> {

@@ -27,7 +27,7 @@ use crate::util::sync::MutexExt;
 mod recover;
 mod scan;
 
-pub use scan::{Batch, BatchSource, Batches, Check, NotABatch};
+pub use scan::{BatchSource, Check, NotABatch};
 
 /// `00000000000000000042` for 42.
 pub fn file_prefix(base_offset: i64) -> String {

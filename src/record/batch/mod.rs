@@ -154,6 +154,7 @@ impl BatchHeader {
     pub fn delete_horizon_ms(&self) -> Option<i64> {
         (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
     }
+    #[cfg(any(test, feature = "internals"))]
     /// `baseSequence + lastOffsetDelta`, wrapping at i32::MAX as Kafka does; -1 without sequence.
     pub fn last_sequence(&self) -> i32 {
         if self.base_sequence == -1 {
