@@ -178,6 +178,10 @@ impl TestMount {
         cmd.arg("--log-file").arg(&self.log_file);
         cmd.arg("--pid-file").arg(&self.pid_file);
         cmd.args(&self.args);
+        // TOPICFS_TEST_TRANSPORT=io_uring: every mount carries its requests over io_uring.
+        if std::env::var("TOPICFS_TEST_TRANSPORT").as_deref() == Ok("io_uring") {
+            cmd.arg("--io-uring");
+        }
         cmd.env("RUST_LOG", "topicfs=debug");
         cmd
     }
