@@ -48,10 +48,15 @@ pub fn force_unmount(path: &Path) {
 pub fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(true),
+        // A zombie leader whose other threads (an io_uring transport's, which end after
+        // their rings are torn down) are gone too: its files, the log dir's lock among them,
+        // are closed.
+        Ok(stat) => {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+                .unwrap_or(true)
+                && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1)
+        }
     }
 }
 

@@ -26,9 +26,11 @@ use crate::util::sync::MutexExt;
 /// The module parameter that lets FUSE connections use io_uring.
 pub const ENABLE_PARAM: &str = "/sys/module/fuse/parameters/enable_uring";
 
-/// Ring entries per queue: requests a CPU's queue holds at once (a read that waits for
-/// records keeps its entry until it is answered).
-const DEPTH: usize = 16;
+/// Ring entries per queue: requests a CPU's queue holds at once. A read that waits for
+/// records keeps its entry until it is answered, so there are many (hundreds of `tail -f`
+/// readers leave the tree responsive); an entry's payload pages are touched only when a
+/// request that large uses it, and the kernel reuses the entry answered last first.
+const DEPTH: usize = 512;
 /// The user data of the eventfd read that wakes a queue's thread.
 const WAKE: u64 = u64::MAX;
 
