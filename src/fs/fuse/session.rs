@@ -26,6 +26,7 @@ pub struct Session {
     state: Arc<FsState>,
     /// The rings of `--io-uring`, when the kernel took the io_uring transport at INIT.
     rings: Option<Rings>,
+    passthrough: bool,
 }
 
 impl Session {
@@ -51,6 +52,7 @@ impl Session {
             fuser,
             state,
             rings,
+            passthrough,
         })
     }
 
@@ -60,7 +62,12 @@ impl Session {
             None => None,
             Some(rings) => {
                 let dev = self.fuser.as_fd().as_raw_fd();
-                match rings.start(dev, self.state.clone(), self.fuser.notifier()) {
+                match rings.start(
+                    dev,
+                    self.state.clone(),
+                    self.fuser.notifier(),
+                    self.passthrough,
+                ) {
                     Ok(t) => {
                         self.state.transport().set_io_uring(true);
                         log::info!("FUSE requests come over io_uring (one ring per CPU)");

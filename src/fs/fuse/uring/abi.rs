@@ -48,6 +48,7 @@ pub const LSEEK: u32 = 46;
 
 pub const FOPEN_DIRECT_IO: u32 = 1 << 0;
 pub const FOPEN_NOFLUSH: u32 = 1 << 5;
+pub const FOPEN_PASSTHROUGH: u32 = 1 << 7;
 pub const GETATTR_FH: u32 = 1 << 0;
 pub const WRITE_LOCKOWNER: u32 = 1 << 1;
 pub const FATTR_MODE: u32 = 1 << 0;

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use super::Queue;
 use super::abi::{self, InHeader, Plain};
+use super::backing::{Backings, Open};
 use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply};
 use crate::fs::{FsResult, FsState, report};
 
@@ -17,15 +18,15 @@ use crate::fs::{FsResult, FsState, report};
 pub struct Ctx {
     state: Arc<FsState>,
     notifier: fuser::Notifier,
-    logged_passthrough: std::sync::atomic::AtomicBool,
+    backings: Backings,
 }
 
 impl Ctx {
-    pub fn new(state: Arc<FsState>, notifier: fuser::Notifier) -> Ctx {
+    pub fn new(state: Arc<FsState>, notifier: fuser::Notifier, backings: Backings) -> Ctx {
         Ctx {
             state,
             notifier,
-            logged_passthrough: Default::default(),
+            backings,
         }
     }
 
@@ -337,29 +338,7 @@ fn files(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
     let s = &*ctx.state;
     let ino = req.h.nodeid;
     match req.h.opcode {
-        abi::OPEN => {
-            let a: abi::OpenIn = req.arg();
-            match s.open(ino, Access::from_flags(a.flags as i32), req.h.pid) {
-                Ok(o) => {
-                    let mut flags = if o.direct_io { abi::FOPEN_DIRECT_IO } else { 0 };
-                    if !o.flush {
-                        flags |= abi::FOPEN_NOFLUSH;
-                    }
-                    if o.backing.is_some() && !ctx.logged_passthrough.swap(true, Ordering::Relaxed)
-                    {
-                        log::info!(
-                            "segments/ files opened over io_uring are read through the daemon (no passthrough)"
-                        );
-                    }
-                    reply.ok(&abi::OpenOut {
-                        fh: o.fh,
-                        open_flags: flags,
-                        backing_id: 0,
-                    });
-                }
-                Err(e) => reply.error(report("open", &s.path(ino), e)),
-            }
-        }
+        abi::OPEN => open(ctx, req, reply),
         abi::CREATE => {
             let a: abi::CreateIn = req.arg();
             let name = req.name();
@@ -398,6 +377,7 @@ fn files(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
         }
         abi::RELEASE => {
             let a: abi::ReleaseIn = req.arg();
+            ctx.backings.release(a.fh);
             empty(s.release(a.fh), "release", &s.path(ino), reply);
         }
         abi::FSYNC => {
@@ -520,5 +500,44 @@ fn poll(ctx: &Ctx, req: &Req, reply: Reply) {
             padding: 0,
         }),
         Err(e) => reply.error(report("poll", &s.path(req.h.nodeid), e)),
+    }
+}
+
+/// An open: passthrough to the real file where it has one and the kernel takes it.
+fn open(ctx: &Ctx, req: &Req, reply: Reply) {
+    let s = &*ctx.state;
+    let ino = req.h.nodeid;
+    let a: abi::OpenIn = req.arg();
+    match s.open(ino, Access::from_flags(a.flags as i32), req.h.pid) {
+        Ok(o) => {
+            let mut flags = if o.direct_io { abi::FOPEN_DIRECT_IO } else { 0 };
+            if !o.flush {
+                flags |= abi::FOPEN_NOFLUSH;
+            }
+            let backing = match &o.backing {
+                None => Open::Daemon,
+                Some(file) => ctx.backings.open(ino, o.fh, file),
+            };
+            match backing {
+                Open::Daemon => reply.ok(&abi::OpenOut {
+                    fh: o.fh,
+                    open_flags: flags,
+                    backing_id: 0,
+                }),
+                Open::Passthrough(id) => reply.ok(&abi::OpenOut {
+                    fh: o.fh,
+                    open_flags: flags | abi::FOPEN_PASSTHROUGH,
+                    backing_id: id as i32,
+                }),
+                Open::Stale => {
+                    let _ = s.release(o.fh);
+                    log::info!(
+                        "open of inode {ino}: its file changed under an open passthrough file"
+                    );
+                    reply.error(libc::ESTALE);
+                }
+            }
+        }
+        Err(e) => reply.error(report("open", &s.path(ino), e)),
     }
 }

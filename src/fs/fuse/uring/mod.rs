@@ -10,6 +10,7 @@
 //! the fuser adapter (`fuse/mod.rs`) does.
 
 mod abi;
+mod backing;
 mod dispatch;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -95,6 +96,7 @@ impl Rings {
         dev: RawFd,
         state: Arc<FsState>,
         notifier: fuser::Notifier,
+        passthrough: bool,
     ) -> Result<RingThreads, String> {
         // SAFETY: `dev` is the session's open /dev/fuse fd; dup gives a new fd or -1.
         let fd = unsafe { libc::dup(dev) };
@@ -103,7 +105,8 @@ impl Rings {
         }
         // SAFETY: `fd` was just made by dup and is owned by nothing else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
-        let ctx = Arc::new(dispatch::Ctx::new(state, notifier));
+        let backings = backing::Backings::new(dev.as_raw_fd(), passthrough);
+        let ctx = Arc::new(dispatch::Ctx::new(state, notifier, backings));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let mut queues = Vec::new();
