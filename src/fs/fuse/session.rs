@@ -62,6 +62,9 @@ impl Session {
             None => None,
             Some(rings) => {
                 let dev = self.fuser.as_fd().as_raw_fd();
+                // Set first: the kernel holds every request until the rings are ready, and
+                // the first may be a read of @metrics.
+                self.state.transport().set_io_uring(true);
                 match rings.start(
                     dev,
                     self.state.clone(),
@@ -69,11 +72,11 @@ impl Session {
                     self.passthrough,
                 ) {
                     Ok(t) => {
-                        self.state.transport().set_io_uring(true);
                         log::info!("FUSE requests come over io_uring (one ring per CPU)");
                         Some(t)
                     }
                     Err(e) => {
+                        self.state.transport().set_io_uring(false);
                         log::warn!(
                             "io_uring transport not used (the kernel refused the rings: {e}): requests come over /dev/fuse"
                         );
