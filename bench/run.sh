@@ -789,7 +789,8 @@ if fig 12; then
 fi
 
 # ---- 14. FUSE over io_uring ----------------------------------------------------------------
-# The same build mounted twice, one mount with --io-uring: one-line writes, lookups and a
+# The same build mounted twice (the /dev/fuse side is the mount of figures 9 to 13), one
+# mount with --io-uring: one-line writes, lookups and a
 # stream read of by-offset/0 on each, alternating. (The do-nothing FUSE file system is
 # fuser's, which has /dev/fuse only.)
 if fig 14; then
@@ -803,7 +804,7 @@ if fig 14; then
     head -n "$SMALL_N" "$BULK" >"$WORK/small14.txt"
     python3 -c 'import sys; sys.stdout.write("".join(f"{i:019d}\n" for i in range(20000)))' >"$WORK/keys14.txt"
     head -c $((URING_MB * 1048576)) "$BULK" >"$WORK/read14.txt"
-    for m in "$MNT" "$MNTU"; do
+    for m in "$MNT2" "$MNTU"; do
         mkdir "$m/small14" "$m/look14" "$m/read14"
         cat "$WORK/keys14.txt" >"$m/look14/0/append"
         cat "$WORK/read14.txt" >"$m/read14/0/append"
@@ -826,13 +827,13 @@ if fig 14; then
         t0=$(now); cat "$3/read14/0/by-offset/0" >/dev/null; t1=$(now)
         record "$1" "$2" "$(div "$URING_MB" "$(elapsed "$t0" "$t1")")"
     }
-    small_dev() { u_small uring.small.dev_fuse "$1" "$MNT"; }
+    small_dev() { u_small uring.small.dev_fuse "$1" "$MNT2"; }
     small_ring() { u_small uring.small.io_uring "$1" "$MNTU"; }
-    look_dev() { u_lookup uring.lookup.dev_fuse "$1" "$MNT"; }
+    look_dev() { u_lookup uring.lookup.dev_fuse "$1" "$MNT2"; }
     look_ring() { u_lookup uring.lookup.io_uring "$1" "$MNTU"; }
-    read_dev() { u_read uring.read.dev_fuse "$1" "$MNT"; }
+    read_dev() { u_read uring.read.dev_fuse "$1" "$MNT2"; }
     read_ring() { u_read uring.read.io_uring "$1" "$MNTU"; }
-    u_lookup uring.lookup.warmup 0 "$MNT" >/dev/null
+    u_lookup uring.lookup.warmup 0 "$MNT2" >/dev/null
     u_lookup uring.lookup.warmup 0 "$MNTU" >/dev/null
     alternate small_dev small_ring
     alternate look_dev look_ring
