@@ -48,16 +48,18 @@ pub fn force_unmount(path: &Path) {
 pub fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        // A zombie leader whose other threads (an io_uring transport's, which end after
-        // their rings are torn down) are gone too: its files, the log dir's lock among them,
-        // are closed.
-        Ok(stat) => {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-                .unwrap_or(true)
-                && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1)
-        }
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
     }
+}
+
+/// Gone with all its threads: a zombie leader's other threads (an io_uring transport's end
+/// after their rings are torn down) may still hold its files, the log dir's lock among them.
+pub fn threads_gone(pid: i32) -> bool {
+    process_gone(pid)
+        && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1)
 }
 
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
@@ -389,7 +391,7 @@ impl TestMount {
         assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill");
         match self.child.take() {
             Some(mut c) => drop(c.wait()),
-            None => wait_until("daemon exit", || process_gone(pid)),
+            None => wait_until("daemon exit", || threads_gone(pid)),
         }
         force_unmount(&self.mnt);
         wait_until("mount gone", || !is_mounted(&self.mnt));
