@@ -49,7 +49,7 @@ pub fn decide(param: Option<&str>, root: bool) -> Result<bool, String> {
 
 /// Rings made before the mount, one per possible CPU: made first so that the kernel is
 /// told of io_uring at INIT only when the rings exist.
-pub struct Rings(Vec<IoUring<Entry128>>);
+pub struct Rings(Vec<(IoUring<Entry128>, Queue)>);
 
 impl Rings {
     /// The rings of `--io-uring`, or None (after one log line saying why) for /dev/fuse.
@@ -73,14 +73,18 @@ impl Rings {
             },
             Ok(false) => {}
         }
+        // Everything but the threads is made here: once INIT has said io_uring, the kernel
+        // holds every request until the rings are registered.
         let mut rings = Vec::new();
-        for _ in 0..possible_cpus() {
-            match IoUring::<Entry128>::builder().build(DEPTH as u32 + 1) {
+        for qid in 0..possible_cpus() {
+            let made = IoUring::<Entry128>::builder()
+                .build(DEPTH as u32 + 1)
+                .map_err(|e| format!("io_uring_setup: {e}"))
+                .and_then(|r| Ok((r, Queue::new(qid as u16)?)));
+            match made {
                 Ok(r) => rings.push(r),
                 Err(e) => {
-                    log::warn!(
-                        "io_uring transport not used (io_uring_setup: {e}): requests come over /dev/fuse"
-                    );
+                    log::warn!("io_uring transport not used ({e}): requests come over /dev/fuse");
                     return None;
                 }
             }
@@ -110,8 +114,9 @@ impl Rings {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let mut queues = Vec::new();
-        for (qid, ring) in self.0.into_iter().enumerate() {
-            let q = Arc::new(Queue::new(qid as u16)?);
+        for (ring, q) in self.0 {
+            let qid = q.qid;
+            let q = Arc::new(q);
             let (dev, ctx, stop, tx, q2) = (
                 dev.clone(),
                 ctx.clone(),
