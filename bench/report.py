@@ -311,6 +311,15 @@ def rows(r, failures):
         held = m("maildir.held_anon")
         out.append(Row("13", "… daemon anonymous RSS a held 1 KiB file of tmp/ costs", held,
                        None, "", "B", None, "report", None))
+    add_ratio("14", "one-line writes over io_uring vs /dev/fuse (same build)",
+              "small writes io_uring vs /dev/fuse", "uring.small.io_uring",
+              "uring.small.dev_fuse", "/dev/fuse", "records/s", 1.2)
+    add_ratio("14", "random lookups (open, read, close of by-offset/N) over io_uring vs "
+              "/dev/fuse", "lookups io_uring vs /dev/fuse", "uring.lookup.io_uring",
+              "uring.lookup.dev_fuse", "/dev/fuse", "lookups/s", 1.2)
+    add_ratio("14", "stream read (cat by-offset/0) over io_uring vs /dev/fuse",
+              "stream read io_uring vs /dev/fuse", "uring.read.io_uring",
+              "uring.read.dev_fuse", "/dev/fuse", "MiB/s")
     return out
 
 

@@ -32,6 +32,7 @@
 #   BENCH_TABLE_LOOKUPS=2000/300 figure 12: random `table/<key>` reads per run
 #   BENCH_MAILDIR_N=10000/2000   figure 13: 1 KiB messages through Python's mailbox per run
 #   BENCH_MAILDIR_HELD=20000     figure 13: 1 KiB files held in tmp/ for the memory figure
+#   BENCH_URING_MB=64/16     figure 14: MiB of 100-byte lines read as a stream on each transport
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
 #   BENCH_KEEP=1              keep the work dir; BENCH_NO_BUILD=1 skips `cargo build`
@@ -66,6 +67,7 @@ TABLE_KEYS=${BENCH_TABLE_KEYS:-1000000}
 TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
 MAILDIR_N=${BENCH_MAILDIR_N:-$(pick 10000 2000)}
 MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
+URING_MB=${BENCH_URING_MB:-$(pick 64 16)}
 FIGURES=${BENCH_FIGURES:-}
 # fig N: whether figure N runs (all of them without BENCH_FIGURES).
 fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
@@ -157,12 +159,14 @@ file_size() { stat -c %s "$@" | awk '{ s += $1 } END { print s + 0 }'; }
 # rss PID FIELD: a memory figure of /proc/PID/status (VmRSS, RssAnon...) in MiB.
 rss() { awk -v k="$2:" '$1 == k { printf "%.3f", $2 / 1024 }' "/proc/$1/status"; }
 
-# mount_topicfs NAME MOUNTPOINT LOGDIR: mounts (returns once the mount is live), sets TFS_PID.
+# mount_topicfs NAME MOUNTPOINT LOGDIR [ARGS...]: mounts (returns once the mount is live),
+# sets TFS_PID.
 mount_topicfs() {
     local name=$1 mnt=$2 log=$3
+    shift 3
     mkdir -p "$mnt"
     "$TOPICFS" mount "$mnt" --log-dir "$log" --fuse-threads "$THREADS" \
-        --pid-file "$WORK/$name.pid" --log-file "$WORK/$name.log" || return 1
+        --pid-file "$WORK/$name.pid" --log-file "$WORK/$name.log" "$@" || return 1
     TFS_PID=$(cat "$WORK/$name.pid")
     PIDS+=("$TFS_PID")
     MOUNTS+=("$mnt")
@@ -782,6 +786,59 @@ if fig 12; then
     table_run table.warmup 0 tbig "$TABLE_KEYS"
     alternate table_big table_small
     rmdir "$MNT2/tbig" "$MNT2/tsmall"
+fi
+
+# ---- 14. FUSE over io_uring ----------------------------------------------------------------
+# The same build mounted twice (the /dev/fuse side is the mount of figures 9 to 13), one
+# mount with --io-uring: one-line writes, lookups and a
+# stream read of by-offset/0 on each, alternating. (The do-nothing FUSE file system is
+# fuser's, which has /dev/fuse only.)
+if fig 14; then
+    say "14. io_uring vs /dev/fuse (same build): $SMALL_N one-line writes, $LOOKUPS lookups, ${URING_MB} MiB read"
+    LOGU=$WORK/logs-uring
+    MNTU=$WORK/mnt-uring
+    mkdir -p "$LOGU"
+    mount_topicfs uring "$MNTU" "$LOGU" --io-uring
+    grep -q 'topicfs_fuse_transport{kind="io_uring"} 1' "$MNTU/@metrics" ||
+        die "the --io-uring mount does not serve over io_uring (see $WORK/uring.log)"
+    head -n "$SMALL_N" "$BULK" >"$WORK/small14.txt"
+    python3 -c 'import sys; sys.stdout.write("".join(f"{i:019d}\n" for i in range(20000)))' >"$WORK/keys14.txt"
+    head -c $((URING_MB * 1048576)) "$BULK" >"$WORK/read14.txt"
+    for m in "$MNT2" "$MNTU"; do
+        mkdir "$m/small14" "$m/look14" "$m/read14"
+        cat "$WORK/keys14.txt" >"$m/look14/0/append"
+        cat "$WORK/read14.txt" >"$m/read14/0/append"
+    done
+    u_small() { # KEY RUN MOUNTPOINT
+        local t0 t1
+        sync
+        t0=$(now)
+        dd if="$WORK/small14.txt" of="$3/small14/0/append" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
+        t1=$(now)
+        record "$1" "$2" "$(div "$SMALL_N" "$(elapsed "$t0" "$t1")")"
+    }
+    u_lookup() { # KEY RUN MOUNTPOINT
+        local s
+        s=$(python3 "$HERE/lookup.py" "$3/look14/0" "$LOOKUPS" "$2")
+        record "$1" "$2" "$(div "$LOOKUPS" "$s")"
+    }
+    u_read() { # KEY RUN MOUNTPOINT
+        local t0 t1
+        t0=$(now); cat "$3/read14/0/by-offset/0" >/dev/null; t1=$(now)
+        record "$1" "$2" "$(div "$URING_MB" "$(elapsed "$t0" "$t1")")"
+    }
+    small_dev() { u_small uring.small.dev_fuse "$1" "$MNT2"; }
+    small_ring() { u_small uring.small.io_uring "$1" "$MNTU"; }
+    look_dev() { u_lookup uring.lookup.dev_fuse "$1" "$MNT2"; }
+    look_ring() { u_lookup uring.lookup.io_uring "$1" "$MNTU"; }
+    read_dev() { u_read uring.read.dev_fuse "$1" "$MNT2"; }
+    read_ring() { u_read uring.read.io_uring "$1" "$MNTU"; }
+    u_lookup uring.lookup.warmup 0 "$MNT2" >/dev/null
+    u_lookup uring.lookup.warmup 0 "$MNTU" >/dev/null
+    alternate small_dev small_ring
+    alternate look_dev look_ring
+    alternate read_dev read_ring
+    record uring.ring_requests 1 "$(awk '/^topicfs_fuse_ring_requests_total/ { print $2 }' "$MNTU/@metrics")"
 fi
 
 # ---- 13. maildir ---------------------------------------------------------------------------

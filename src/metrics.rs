@@ -59,6 +59,25 @@ impl CounterBook {
     }
 }
 
+/// How the kernel's requests reach the daemon: the FUSE layer sets it, `@metrics` shows it.
+#[derive(Default, Debug)]
+pub struct TransportCounters {
+    io_uring: std::sync::atomic::AtomicBool,
+    /// Requests served over io_uring.
+    pub ring_requests: AtomicU64,
+}
+
+impl TransportCounters {
+    /// From now on the requests come over io_uring (`true`) or /dev/fuse.
+    pub fn set_io_uring(&self, on: bool) {
+        self.io_uring.store(on, Ordering::Release);
+    }
+
+    pub fn io_uring(&self) -> bool {
+        self.io_uring.load(Ordering::Acquire)
+    }
+}
+
 /// The daemon's own work since it started.
 #[derive(Default, Debug)]
 pub struct DaemonCounters {
@@ -137,6 +156,10 @@ pub struct Sample {
     /// The counts of deleted topics of each name, added to the counters of the topic of that
     /// name while one exists.
     pub deleted_topics: BTreeMap<String, TopicCounts>,
+    /// Whether the kernel's requests come over io_uring (else /dev/fuse).
+    pub fuse_io_uring: bool,
+    /// Requests served over io_uring since the mount.
+    pub fuse_ring_requests: u64,
 }
 
 impl Sample {
@@ -151,6 +174,12 @@ impl Sample {
         self.producer_errors = get(&c.producer_errors);
         self.consumer_errors = get(&c.consumer_errors);
         self.deleted_topics = c.deleted_topics.guard().clone();
+    }
+
+    /// The FUSE transport's figures now.
+    pub fn take_transport(&mut self, t: &TransportCounters) {
+        self.fuse_io_uring = t.io_uring();
+        self.fuse_ring_requests = t.ring_requests.load(Ordering::Relaxed);
     }
 
     /// A partition's counters now.
@@ -187,6 +216,7 @@ pub fn render(s: &Sample) -> String {
     partition_metrics(&mut reg, s);
     group_metrics(&mut reg, s);
     daemon_metrics(&mut reg, s);
+    transport_metrics(&mut reg, s);
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
         .expect("formatting into a String does not fail");
@@ -255,6 +285,28 @@ fn partition_metrics(reg: &mut Registry, s: &Sample) {
             read.get_or_create(&topic).inc_by(d.bytes_read);
         }
     }
+}
+
+/// The FUSE transport (`kind` io_uring or dev_fuse) and the requests served over io_uring.
+fn transport_metrics(reg: &mut Registry, s: &Sample) {
+    let kind = if s.fuse_io_uring {
+        "io_uring"
+    } else {
+        "dev_fuse"
+    };
+    gauges(
+        reg,
+        "topicfs_fuse_transport",
+        "How the kernel's requests reach the daemon (1 for the transport in use)",
+    )
+    .get_or_create(&vec![("kind", kind.to_string())])
+    .set(1);
+    counter(
+        reg,
+        "topicfs_fuse_ring_requests",
+        "Requests served over io_uring",
+        s.fuse_ring_requests,
+    );
 }
 
 /// Each group's lag per partition.
@@ -358,6 +410,8 @@ mod tests {
             "topicfs_records_appended_total{topic=\"t\"} 5",
             "topicfs_group_lag{group=\"g\",topic=\"t\",partition=\"1\"} 4",
             "topicfs_waiting_readers 1",
+            "topicfs_fuse_transport{kind=\"dev_fuse\"} 1",
+            "topicfs_fuse_ring_requests_total 0",
             "# TYPE topicfs_log_end_offset gauge",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");

@@ -4,6 +4,11 @@
 use super::FsState;
 
 impl FsState {
+    /// The FUSE transport's figures, set by the FUSE layer.
+    pub fn transport(&self) -> &std::sync::Arc<crate::metrics::TransportCounters> {
+        &self.transport
+    }
+
     /// The text of `@metrics` now.
     pub(super) fn metrics_text(&self) -> String {
         let mut sample = self.storage.sample();
@@ -23,6 +28,7 @@ impl FsState {
         }
         sample.group_lag = lag;
         sample.waiting_readers = self.parking.waiting() as u64;
+        sample.take_transport(&self.transport);
         crate::metrics::render(&sample)
     }
 }

@@ -142,6 +142,8 @@ pub struct FsState {
     key_separator: Vec<u8>,
     /// The key index of each topic's `table/` (by name and incarnation), built at first use.
     tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
+    /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
+    transport: Arc<crate::metrics::TransportCounters>,
     /// The files of `table/` whose names start with `.`: held, never keys.
     held: held::Held,
     /// The maildirs: held files of each topic, each group's maildir.
@@ -264,6 +266,7 @@ impl FsState {
             cached: cached::Cached::default(),
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
+            transport: Arc::default(),
             held: held::Held::default(),
             mail: maildir::Mail::new(options.maildir_window, spill_dir),
         });

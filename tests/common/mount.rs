@@ -55,6 +55,13 @@ pub fn process_gone(pid: i32) -> bool {
     }
 }
 
+/// Gone with all its threads: a zombie leader's other threads (an io_uring transport's end
+/// after their rings are torn down) may still hold its files, the log dir's lock among them.
+pub fn threads_gone(pid: i32) -> bool {
+    process_gone(pid)
+        && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1)
+}
+
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
@@ -178,6 +185,10 @@ impl TestMount {
         cmd.arg("--log-file").arg(&self.log_file);
         cmd.arg("--pid-file").arg(&self.pid_file);
         cmd.args(&self.args);
+        // TOPICFS_TEST_TRANSPORT=io_uring: every mount carries its requests over io_uring.
+        if std::env::var("TOPICFS_TEST_TRANSPORT").as_deref() == Ok("io_uring") {
+            cmd.arg("--io-uring");
+        }
         cmd.env("RUST_LOG", "topicfs=debug");
         cmd
     }
@@ -380,7 +391,7 @@ impl TestMount {
         assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill");
         match self.child.take() {
             Some(mut c) => drop(c.wait()),
-            None => wait_until("daemon exit", || process_gone(pid)),
+            None => wait_until("daemon exit", || threads_gone(pid)),
         }
         force_unmount(&self.mnt);
         wait_until("mount gone", || !is_mounted(&self.mnt));

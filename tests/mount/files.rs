@@ -261,7 +261,7 @@ fn item3_a_dead_mountpoint_is_detached_and_mounted_again() {
     let pid = m.pid();
     // SAFETY: kill(2) of the daemon this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    crate::common::mount::wait_until("daemon killed", || crate::common::mount::process_gone(pid));
+    crate::common::mount::wait_until("daemon killed", || crate::common::mount::threads_gone(pid));
     // The kernel aborts the connection once the dead daemon's descriptors are closed.
     crate::common::mount::wait_until("the mountpoint is dead (ENOTCONN)", || {
         std::fs::metadata(&m.mnt)
@@ -520,7 +520,7 @@ fn item8_a_recovery_reports_progress_on_the_terminal() {
     let pid = m.pid();
     // SAFETY: kill(2) of the daemon this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    crate::common::mount::wait_until("daemon killed", || crate::common::mount::process_gone(pid));
+    crate::common::mount::wait_until("daemon killed", || crate::common::mount::threads_gone(pid));
     let out = m.mount_command().output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

@@ -170,3 +170,59 @@ fn metrics_counters_do_not_go_down_when_a_topic_is_made_again() {
     assert!(after[appended] > before[appended]);
     assert_eq!(after[read], before[read]);
 }
+
+/// `topicfs_fuse_transport{kind}` and the requests served over io_uring.
+fn transport(m: &TestMount) -> (String, f64) {
+    let s = scrape(m);
+    let kinds: Vec<&String> = s
+        .iter()
+        .filter(|(k, v)| k.starts_with("topicfs_fuse_transport{") && **v == 1.0)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(kinds.len(), 1, "one transport in use: {s:?}");
+    let ring = s["topicfs_fuse_ring_requests_total"];
+    (kinds[0].clone(), ring)
+}
+
+/// With `-o io_uring` the requests come over the rings (this kernel has the transport; as
+/// root the daemon sets fuse.enable_uring when it is N): @metrics says so, and its count of
+/// requests served over the rings grows by at least one a write and a lookup made.
+#[test]
+fn io_uring_carries_the_requests() {
+    let m = TestMount::start(&["-o", "io_uring"]);
+    assert_eq!(
+        std::fs::read_to_string("/sys/module/fuse/parameters/enable_uring")
+            .unwrap()
+            .trim(),
+        "Y"
+    );
+    m.ok("mkdir t");
+    let (kind, before) = transport(&m);
+    assert_eq!(kind, "topicfs_fuse_transport{kind=io_uring}");
+    m.ok("for i in $(seq 1 50); do echo $i >> t/0/append; stat t/0/by-offset/$i > /dev/null; done");
+    let (_, after) = transport(&m);
+    // Each loop: open, write, flush, release of append, lookup of by-offset/N (and more).
+    assert!(after - before >= 250.0, "{before} -> {after}");
+    assert_eq!(m.read("t/0/by-offset/49"), "50\n");
+    assert!(
+        m.daemon_log().contains("FUSE requests come over io_uring"),
+        "{}",
+        m.daemon_log()
+    );
+}
+
+/// Without the option the requests come over /dev/fuse (unless the test run asks every mount
+/// for io_uring: TOPICFS_TEST_TRANSPORT=io_uring), and none over a ring.
+#[test]
+fn the_transport_is_the_one_asked_for() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo a >> t/0/append");
+    let (kind, ring) = transport(&m);
+    if std::env::var("TOPICFS_TEST_TRANSPORT").as_deref() == Ok("io_uring") {
+        assert_eq!(kind, "topicfs_fuse_transport{kind=io_uring}");
+        assert!(ring > 0.0);
+    } else {
+        assert_eq!(kind, "topicfs_fuse_transport{kind=dev_fuse}");
+        assert_eq!(ring, 0.0);
+    }
+}

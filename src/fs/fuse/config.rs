@@ -12,6 +12,8 @@ pub struct FuseConfig {
     pub allow_other: bool,
     /// Threads serving the kernel's requests (at least one).
     pub threads: usize,
+    /// `io_uring`: carry the requests over io_uring where the kernel offers it.
+    pub io_uring: bool,
 }
 
 impl FuseConfig {
@@ -54,6 +56,7 @@ mod tests {
             read_only,
             allow_other,
             threads,
+            io_uring: false,
         }
     }
 

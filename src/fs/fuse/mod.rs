@@ -5,6 +5,7 @@
 
 mod config;
 mod session;
+mod uring;
 
 pub use config::FuseConfig;
 pub use session::{FUSER_LOG_TARGET, Session, unanswered_reply};
@@ -37,6 +38,9 @@ pub struct TopicFs {
     /// for at mount, cleared when the kernel lacks it or refuses a backing file.
     passthrough: AtomicBool,
     backings: Mutex<Backings>,
+    /// Whether the io_uring transport is asked for at INIT; cleared when the kernel does
+    /// not offer it.
+    io_uring: Arc<AtomicBool>,
 }
 
 /// The real files registered with the kernel for passthrough. The kernel takes one backing
@@ -64,11 +68,13 @@ fn identity(f: &File) -> std::io::Result<(u64, u64)> {
 
 impl TopicFs {
     /// `passthrough`: let the kernel read `segments/` files itself where it can.
-    pub fn new(state: Arc<FsState>, passthrough: bool) -> TopicFs {
+    /// `io_uring`: ask the kernel for the io_uring transport at INIT (cleared if it has none).
+    pub fn new(state: Arc<FsState>, passthrough: bool, io_uring: Arc<AtomicBool>) -> TopicFs {
         TopicFs {
             state,
             passthrough: AtomicBool::new(passthrough),
             backings: Mutex::new(Backings::default()),
+            io_uring,
         }
     }
 
@@ -208,6 +214,16 @@ impl Filesystem for TopicFs {
             .is_err()
         {
             log::warn!("the kernel has no atomic O_TRUNC: `: > table/<key>` keeps the value");
+        }
+        if self.io_uring.load(Ordering::Acquire)
+            && config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_err()
+        {
+            self.io_uring.store(false, Ordering::Release);
+            log::warn!(
+                "io_uring transport not used (the kernel offers none at INIT): requests come over /dev/fuse"
+            );
         }
         if self.passthrough.load(Ordering::Acquire) {
             // Depth 1: the backing files are on a plain filesystem (not a stacked one such as

@@ -1,11 +1,14 @@
 //! The FUSE session: the tree of an [`FsState`] mounted at a mountpoint, and the loop that
 //! serves the kernel's requests until it is unmounted.
 
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::TopicFs;
 use super::config::FuseConfig;
+use super::uring::Rings;
 use crate::fs::FsState;
 
 /// Log target of fuser's own records.
@@ -33,7 +36,13 @@ impl crate::fs::KernelCache for KernelAttrs {
 }
 
 /// A mounted session. Dropping it before [`Session::run`] unmounts.
-pub struct Session(fuser::Session<TopicFs>);
+pub struct Session {
+    fuser: fuser::Session<TopicFs>,
+    state: Arc<FsState>,
+    /// The rings of `--io-uring`, when the kernel took the io_uring transport at INIT.
+    rings: Option<Rings>,
+    passthrough: bool,
+}
 
 impl Session {
     /// Mounts the tree of `state` at `mountpoint`. `passthrough`: let the kernel read
@@ -44,14 +53,58 @@ impl Session {
         config: &FuseConfig,
         passthrough: bool,
     ) -> std::io::Result<Session> {
-        let fs = TopicFs::new(state.clone(), passthrough);
-        let session = fuser::Session::new(fs, mountpoint, &config.fuser_config())?;
-        state.set_kernel_cache(Box::new(KernelAttrs(session.notifier())));
-        Ok(Session(session))
+        let rings = if config.io_uring {
+            Rings::prepare()
+        } else {
+            None
+        };
+        let uring = Arc::new(AtomicBool::new(rings.is_some()));
+        let fs = TopicFs::new(state.clone(), passthrough, uring.clone());
+        let fuser = fuser::Session::new(fs, mountpoint, &config.fuser_config())?;
+        state.set_kernel_cache(Box::new(KernelAttrs(fuser.notifier())));
+        // The kernel took the io_uring transport at INIT (else TopicFs::init said why not).
+        let rings = rings.filter(|_| uring.load(Ordering::Acquire));
+        Ok(Session {
+            fuser,
+            state,
+            rings,
+            passthrough,
+        })
     }
 
     /// Serves the kernel's requests until the mount goes away (Ok) or the session fails.
     pub fn run(self) -> std::io::Result<()> {
-        self.0.run()
+        let threads = match self.rings {
+            None => None,
+            Some(rings) => {
+                let dev = self.fuser.as_fd().as_raw_fd();
+                // Set first: the kernel holds every request until the rings are ready, and
+                // the first may be a read of @metrics.
+                self.state.transport().set_io_uring(true);
+                match rings.start(
+                    dev,
+                    self.state.clone(),
+                    self.fuser.notifier(),
+                    self.passthrough,
+                ) {
+                    Ok(t) => {
+                        log::info!("FUSE requests come over io_uring (one ring per CPU)");
+                        Some(t)
+                    }
+                    Err(e) => {
+                        self.state.transport().set_io_uring(false);
+                        log::warn!(
+                            "io_uring transport not used (the kernel refused the rings: {e}): requests come over /dev/fuse"
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        let r = self.fuser.run();
+        if let Some(t) = threads {
+            t.stop();
+        }
+        r
     }
 }

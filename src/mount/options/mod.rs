@@ -33,7 +33,7 @@ pub struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, ro,
+    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, io_uring, ro,
     /// key.separator=S (append.kv), maildir.window=N (records a group's maildir/new/ shows);
     /// generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -71,6 +71,11 @@ pub struct MountArgs {
     /// real files itself (FUSE passthrough, used when the kernel allows it)
     #[arg(long)]
     no_passthrough: bool,
+
+    /// Carry FUSE requests over io_uring, one ring per CPU (Linux 6.14+; as root the daemon
+    /// sets fuse.enable_uring), falling back to /dev/fuse where the kernel says no
+    #[arg(long)]
+    io_uring: bool,
 
     #[command(flatten)]
     kafka: KafkaArgs,
@@ -344,6 +349,7 @@ pub(super) struct MountFlags {
     read_only: bool,
     threads: usize,
     no_passthrough: bool,
+    io_uring: bool,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
     pub(super) o_log_dirs: Vec<PathBuf>,
     /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
@@ -381,6 +387,7 @@ impl MountFlags {
             read_only: false,
             threads: args.fuse_threads,
             no_passthrough: args.no_passthrough,
+            io_uring: args.io_uring,
             o_log_dirs: Vec::new(),
             o_bootstrap: None,
             o_client_config: None,
@@ -406,6 +413,7 @@ impl MountFlags {
                 ("allow_other", None) => self.allow_other = true,
                 ("allow_untrusted_log_dir", None) => self.allow_untrusted_log_dir = true,
                 ("no_passthrough", None) => self.no_passthrough = true,
+                ("io_uring", None) => self.io_uring = true,
                 // mount(8) applies the last of `ro` and `rw`.
                 ("ro", None) => self.read_only = true,
                 ("rw", None) => self.read_only = false,
@@ -555,6 +563,7 @@ fn fuse_config(source: &str, flags: &MountFlags) -> FuseConfig {
         read_only: flags.read_only,
         allow_other: flags.allow_other,
         threads: flags.threads,
+        io_uring: flags.io_uring,
     }
 }
 

@@ -195,6 +195,14 @@ fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
 }
 
 #[test]
+fn io_uring_from_the_long_option_or_o() {
+    let d = dirs();
+    assert!(!plan(&d, &[]).unwrap().fuse.io_uring);
+    assert!(plan(&d, &["--io-uring"]).unwrap().fuse.io_uring);
+    assert!(plan(&d, &["-o", "rw,io_uring"]).unwrap().fuse.io_uring);
+}
+
+#[test]
 fn passthrough_unless_refused() {
     let d = dirs();
     assert!(plan(&d, &[]).unwrap().passthrough);
