@@ -9,7 +9,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::inode::TopicName;
+use std::time::Duration;
+
+use super::inode::{Node, TopicName};
+use super::{FsState, OpenFile};
 use crate::util::sync::MutexExt;
 
 /// The kernel's attribute cache, as the fs core may ask it to forget.
@@ -60,6 +63,54 @@ impl Cached {
                 kernel.forget_attrs(ino);
             }
         }
+    }
+}
+
+/// On drop, the kernel forgets the attributes it holds of a topic that a call may have
+/// changed (see [`Cached`]), whichever way the call returns.
+pub(super) struct Changes<'a>(&'a Cached, Option<TopicName>);
+
+impl Drop for Changes<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = &self.1 {
+            self.0.changed(t);
+        }
+    }
+}
+
+impl OpenFile {
+    pub(super) fn topic_name(&self) -> Option<TopicName> {
+        let t = self.topic.as_deref()?;
+        Some(TopicName::new(t.name(), t.incarnation()))
+    }
+}
+
+impl FsState {
+    /// The kernel is shown `node`'s attributes (inode `ino`) to keep for `ttl`: those that
+    /// show a topic's times are forgotten when it changes through the mount.
+    pub(super) fn showing(&self, node: &Node, ino: u64, ttl: Duration) {
+        // A maildir record's time is its record's: it never changes.
+        if ttl.is_zero() || matches!(node, Node::MailRecord(..)) {
+            return;
+        }
+        if let Some(t) = node.topic() {
+            self.cached.shown(t, ino);
+        }
+    }
+
+    /// The FUSE session's cache of attributes, which [`FsState::showing`] keeps true.
+    pub fn set_kernel_cache(&self, kernel: Box<dyn KernelCache>) {
+        self.cached.set_kernel(kernel);
+    }
+
+    /// Until the end of the scope that holds it, a change to node `n`'s topic.
+    pub(super) fn changes(&self, n: &Node) -> Changes<'_> {
+        Changes(&self.cached, n.topic().cloned())
+    }
+
+    /// Until the end of the scope that holds it, a change to open file `of`'s topic.
+    pub(super) fn changes_of(&self, of: &OpenFile) -> Changes<'_> {
+        Changes(&self.cached, of.topic_name())
     }
 }
 

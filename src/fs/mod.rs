@@ -5,6 +5,7 @@
 
 mod ahead;
 mod cached;
+mod dirs;
 pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
@@ -184,23 +185,6 @@ struct OpenFile {
 impl OpenFile {
     fn live(&self) -> crate::error::Result<Option<Live<'_>>> {
         self.topic.as_deref().map(|t| t.live()).transpose()
-    }
-
-    fn topic_name(&self) -> Option<TopicName> {
-        let t = self.topic.as_deref()?;
-        Some(TopicName::new(t.name(), t.incarnation()))
-    }
-}
-
-/// On drop, the kernel forgets the attributes it holds of a topic that a call may have
-/// changed (see [`cached::Cached`]), whichever way the call returns.
-struct Changes<'a>(&'a cached::Cached, Option<TopicName>);
-
-impl Drop for Changes<'_> {
-    fn drop(&mut self) {
-        if let Some(t) = &self.1 {
-            self.0.changed(t);
-        }
     }
 }
 
@@ -435,33 +419,6 @@ impl FsState {
         Ok((ttl, attr))
     }
 
-    /// The kernel is shown `node`'s attributes (inode `ino`) to keep for `ttl`: those that
-    /// show a topic's times are forgotten when it changes through the mount.
-    fn showing(&self, node: &Node, ino: u64, ttl: Duration) {
-        // A maildir record's time is its record's: it never changes.
-        if ttl.is_zero() || matches!(node, Node::MailRecord(..)) {
-            return;
-        }
-        if let Some(t) = node.topic() {
-            self.cached.shown(t, ino);
-        }
-    }
-
-    /// The FUSE session's cache of attributes, which [`FsState::showing`] keeps true.
-    pub fn set_kernel_cache(&self, kernel: Box<dyn KernelCache>) {
-        self.cached.set_kernel(kernel);
-    }
-
-    /// Until the end of the scope that holds it, a change to node `n`'s topic.
-    fn changes(&self, n: &Node) -> Changes<'_> {
-        Changes(&self.cached, n.topic().cloned())
-    }
-
-    /// Until the end of the scope that holds it, a change to open file `of`'s topic.
-    fn changes_of(&self, of: &OpenFile) -> Changes<'_> {
-        Changes(&self.cached, of.topic_name())
-    }
-
     /// setattr(2): modes and owners are fixed (setting them to what they are succeeds, as
     /// `sed -i` and `cp -p` do); a truncation to 0 (`>`, `O_TRUNC`; `fh` the
     /// open file it came through, if any) is a no-op on append and text files, and makes a
@@ -526,70 +483,6 @@ impl FsState {
             return tree(libc::EPERM, format!("cannot truncate to {size} bytes"));
         }
         Ok(())
-    }
-
-    /// opendir(3): a handle for the directory's listing (see [`FsState::readdir`]).
-    pub fn opendir(&self, ino: u64) -> FsResult<u64> {
-        let _g = self.gate()?;
-        self.node(ino)?;
-        Ok(self.next_fh.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// closedir(3): the listing the handle took is dropped.
-    pub fn releasedir(&self, fh: u64) {
-        self.listings.guard().remove(&fh);
-    }
-
-    /// The entries from `offset` on, `.` and `..` first. The listing is made at offset 0 and
-    /// kept for the open directory `fh` (a rewind makes it anew); a later offset continues in
-    /// it. (`table/` has offsets of its own that never move.)
-    pub fn readdir(&self, ino: u64, fh: u64, offset: u64) -> FsResult<Vec<DirEntry>> {
-        let _g = self.gate()?;
-        let node = self.node(ino)?;
-        let topic = self.topic_of(&node)?;
-        let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        if let Node::Table(t) = &node {
-            return self.table_readdir(ino, t, offset);
-        }
-        if let Some(r) = self.maildir_readdir(ino, &node, offset) {
-            return r;
-        }
-        let kept = match offset {
-            0 => None,
-            _ => self.listings.guard().get(&fh).cloned(),
-        };
-        let listing = match kept {
-            Some(l) => l,
-            None => {
-                let l = Arc::new(self.listing(ino, &node)?);
-                self.listings.guard().insert(fh, l.clone());
-                l
-            }
-        };
-        Ok(listing.iter().skip(offset as usize).cloned().collect())
-    }
-
-    /// The whole listing of directory `node` (inode `ino`), `.` and `..` first.
-    fn listing(&self, ino: u64, node: &Node) -> FsResult<Vec<DirEntry>> {
-        let entries = self.entries(node)?;
-        let parent_ino = self.inodes.listed(&node.parent());
-        let dots = [(ino, "."), (parent_ino, "..")]
-            .into_iter()
-            .map(|(i, n)| (i, Kind::Directory, n.to_string()));
-        let all = dots.chain(
-            entries
-                .into_iter()
-                .map(|(n, name)| (self.inodes.listed(&n), n.kind(), name)),
-        );
-        Ok(all
-            .enumerate()
-            .map(|(i, (ino, kind, name))| DirEntry {
-                ino,
-                next: (i + 1) as u64,
-                kind,
-                name,
-            })
-            .collect())
     }
 
     /// write(2) of `data`: offsets mean nothing to the files that take records (each write
