@@ -38,6 +38,11 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         "exec bash -c 'echo nosuch=1 >> t/config'",
         "Invalid argument",
     );
+    // A line of 90 bytes is shorter than the limit, but its record's batch is not.
+    m.fails_with(
+        "head -c 90 /dev/zero | tr '\\0' y >> t/0/append",
+        "Message too long",
+    );
     let log = log_now(&m);
     let line = |what: &str| {
         log.lines()
@@ -47,6 +52,14 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
     let emsgsize = line("write /t/table/k");
     assert!(emsgsize.contains("EMSGSIZE"), "{emsgsize}");
     assert!(emsgsize.contains("maximum of 100 bytes"), "{emsgsize}");
+    let append = line("write /t/0/append");
+    let size: usize = append
+        .split("record batch of ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {append}"));
+    assert!(size > 100, "{append}");
     let einval = line("write /t/config");
     assert!(
         einval.contains("EINVAL") && einval.contains("nosuch"),
