@@ -72,6 +72,21 @@ impl Mail {
 }
 
 impl FsState {
+    /// Where held file `id` of `t` is listed now (`tmp/NAME`, `new/NAME`), for log lines;
+    /// None once it is gone.
+    pub(super) fn held_file_name(&self, t: &TopicName, id: u64) -> Option<String> {
+        let d = (self.mail.deliveries.guard())
+            .get(&(t.to_string(), t.incarnation()))?
+            .clone();
+        let d = d.guard();
+        let e = d.get(id)?;
+        let dir = match e.place {
+            Place::Tmp => MailSub::Tmp,
+            Place::New => MailSub::New,
+        };
+        Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(&e.name)))
+    }
+
     fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
         let mut d = self.mail.deliveries.guard();
         d.entry((t.to_string(), t.incarnation()))

@@ -43,6 +43,10 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         "head -c 90 /dev/zero | tr '\\0' y >> t/0/append",
         "Message too long",
     );
+    m.fails_with(
+        "head -c 500 /dev/zero > t/maildir/new/big",
+        "Message too long",
+    );
     let log = log_now(&m);
     let line = |what: &str| {
         log.lines()
@@ -60,6 +64,9 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no size in {append}"));
     assert!(size > 100, "{append}");
+    // A file held in a maildir is named by its place and name.
+    let held = line("write /t/maildir/new/big");
+    assert!(held.contains("EMSGSIZE"), "{held}");
     let einval = line("write /t/config");
     assert!(
         einval.contains("EINVAL") && einval.contains("nosuch"),
