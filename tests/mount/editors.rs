@@ -71,6 +71,25 @@ except OSError as e:
     assert_eq!(m.read("t/table/a"), "x\n");
     m.fails_with("cat u/table/a", "No such file or directory");
     m.fails_with("mv t/0/append t/0/x", "Operation not permitted");
+    // Modes are fixed: `install` and `cp -p` of a 0600 file store the value and then fail
+    // setting the mode; plain `cp` of it exits 0.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src600");
+    std::fs::write(&src, "secret").unwrap();
+    std::fs::set_permissions(&src, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let src = src.display();
+    m.fails_with(
+        &format!("install -m 644 {src} t/table/inst"),
+        "Operation not permitted",
+    );
+    m.fails_with(
+        &format!("cp -p {src} t/table/cpp"),
+        "Operation not permitted",
+    );
+    m.ok(&format!("cp {src} t/table/cp"));
+    for k in ["inst", "cpp", "cp"] {
+        assert_eq!(m.read(&format!("t/table/{k}")), "secret", "{k}");
+    }
 }
 
 #[test]

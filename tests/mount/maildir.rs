@@ -324,6 +324,25 @@ for key in list(mb.keys()):
         v
     };
     assert_eq!(mailbox_contents(&m, "g"), odd);
+    // Python before 3.13 sets flags by `mb[key] = msg`: its first step, a new file in the
+    // group's tmp/, is EPERM, and nothing is removed (acknowledged) by it.
+    let out = python(
+        &m,
+        r#"
+import mailbox
+mb = mailbox.Maildir("t/groups/g/maildir", create=False)
+key = sorted(mb.keys())[0]
+msg = mb[key]
+msg.add_flag("S")
+try:
+    mb[key] = msg
+except PermissionError:
+    print("EPERM")
+"#,
+        &[],
+    );
+    assert_eq!(out, "EPERM\n");
+    assert_eq!(mailbox_contents(&m, "g"), odd);
     // Another group sees everything.
     assert_eq!(mailbox_contents(&m, "h"), bodies(0..20));
     m.unmount();
