@@ -47,6 +47,9 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         "head -c 500 /dev/zero > t/maildir/new/big",
         "Message too long",
     );
+    // A rename and a link are named by both their paths.
+    m.fails_with("mv t/0/append t/0/x", "Operation not permitted");
+    m.fails_with("ln t/0/append t/table/x", "Operation not permitted");
     let log = log_now(&m);
     let line = |what: &str| {
         log.lines()
@@ -67,6 +70,8 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
     // A file held in a maildir is named by its place and name.
     let held = line("write /t/maildir/new/big");
     assert!(held.contains("EMSGSIZE"), "{held}");
+    assert!(line("rename /t/0/append to /t/0/x").contains("EPERM"));
+    assert!(line("link /t/table/x to /t/0/append").contains("EPERM"));
     let einval = line("write /t/config");
     assert!(
         einval.contains("EINVAL") && einval.contains("nosuch"),

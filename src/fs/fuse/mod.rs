@@ -337,7 +337,11 @@ impl Filesystem for TopicFs {
             self.state
                 .rename(parent.0, name, newparent.0, newname, flags.bits()),
             "rename",
-            &self.state.path_in(parent.0, name),
+            &format_args!(
+                "{} to {}",
+                self.state.path_in(parent.0, name),
+                self.state.path_in(newparent.0, newname)
+            ),
             reply,
         );
     }
@@ -351,7 +355,11 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let r = self.state.link_entry(ino.0, newparent.0, newname);
-        let what = format!("{newname:?} to inode {}", ino.0);
+        let what = format_args!(
+            "{} to {}",
+            self.state.path_in(newparent.0, newname),
+            self.state.path(ino.0)
+        );
         entry(r, "link", &what, reply);
     }
 
