@@ -87,6 +87,17 @@ impl FsState {
         Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(&e.name)))
     }
 
+    /// Held file `id` of `t`'s maildir.
+    pub(super) fn mail_held(&self, t: &TopicName, id: u64) -> FsResult<super::held::Shared> {
+        self.topic(t)?;
+        let d = self.delivery(t);
+        let d = d.guard();
+        match d.get(id) {
+            Some(e) => Ok(e.file.clone()),
+            None => tree(libc::ENOENT, format!("{t}: held file {id} was delivered or removed")),
+        }
+    }
+
     fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
         let mut d = self.mail.deliveries.guard();
         d.entry((t.to_string(), t.incarnation()))
