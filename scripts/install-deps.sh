@@ -16,6 +16,8 @@ command -v kcat >/dev/null || need+=(kcat)
 command -v mdeliver >/dev/null || need+=(mblaze)
 # maildrop (maildrop, deliverquota): Courier's delivery agents, into a topic's maildir.
 command -v deliverquota >/dev/null || need+=(maildrop)
+# rsync: the table/ tests copy into a table as a backup or deploy job would.
+command -v rsync >/dev/null || need+=(rsync)
 command -v cc >/dev/null || need+=(build-essential)
 # librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)

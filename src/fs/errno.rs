@@ -66,6 +66,10 @@ impl fmt::Display for PathOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.state.inodes.get(self.ino) {
             Some(Node::Root) => {}
+            Some(Node::MailHeld(t, id)) => match self.state.held_file_name(&t, id) {
+                Some(name) => write!(f, "/{t}/{}/{name}", inode::MAILDIR_DIR)?,
+                None => write!(f, "/{}", Node::MailHeld(t, id))?,
+            },
             Some(node) => write!(f, "/{node}")?,
             None => write!(f, "(inode {})", self.ino)?,
         }

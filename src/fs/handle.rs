@@ -275,7 +275,7 @@ impl AppendHandle {
         let Some(last_nl) = data.iter().rposition(|&b| b == b'\n') else {
             self.partial.extend_from_slice(data);
             if !self.line_fits(self.partial.len()) {
-                let size = self.partial.len();
+                let size = self.line_size(self.partial.len());
                 self.partial = Vec::new();
                 return Err(Error::RecordTooLarge {
                     size,
@@ -333,6 +333,13 @@ impl AppendHandle {
     /// its pending part is too long, so that the write request holding it fails (EMSGSIZE)
     /// rather than one after it, which the writer would see as a short count.
     fn line_fits(&self, len: usize) -> bool {
+        self.line_size(len) <= self.max_record
+    }
+
+    /// What [`Self::line_fits`] holds against the topic's largest batch for a line of `len`
+    /// bytes: for lines, the smallest batch holding it as its one record; for JSON and
+    /// key-value lines, the line itself. It is the size a refusal names.
+    fn line_size(&self, len: usize) -> usize {
         match self.format {
             Format::Lines => {
                 use crate::record::varint::varint_size;
@@ -341,9 +348,9 @@ impl AppendHandle {
                 // value, header count.
                 let body = 4 + varint_size(value) + len + 1;
                 let record = varint_size(i32::try_from(body).unwrap_or(i32::MAX)) + body;
-                crate::record::HEADER_SIZE + record <= self.max_record
+                crate::record::HEADER_SIZE + record
             }
-            Format::Jsonl | Format::Kv => len <= self.max_record,
+            Format::Jsonl | Format::Kv => len,
         }
     }
 

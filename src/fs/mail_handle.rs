@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::maildir::delivery::{Delivery, Place};
+use crate::maildir::delivery::Delivery;
 use crate::maildir::held::Held;
 use crate::maildir::names::key_of;
 use crate::storage::TopicStore;
@@ -64,7 +64,7 @@ impl HeldHandle {
             .delivery
             .guard()
             .get(self.id)
-            .filter(|e| e.place == Place::New)
+            .filter(|e| e.delivers_at_close())
             .map(|e| key_of(&e.name));
         let end = offset.saturating_add(data.len() as u64);
         if let Some(key) = key {
@@ -86,7 +86,7 @@ impl HeldHandle {
         self.delivery
             .guard()
             .get(self.id)
-            .is_some_and(|e| e.place == Place::New)
+            .is_some_and(|e| e.delivers_at_close())
     }
 
     /// close(2): a file of `new/` is delivered at the close of its last open file (it is
@@ -105,7 +105,7 @@ impl HeldHandle {
         let Some(e) = d.get(self.id) else {
             return Ok(());
         };
-        if e.place != Place::New || e.opens > 1 {
+        if !e.delivers_at_close() || e.opens > 1 {
             return Ok(());
         }
         let name = e.name.clone();
@@ -133,7 +133,7 @@ impl HeldHandle {
             match d.get_mut(self.id) {
                 Some(e) => {
                     e.opens = e.opens.saturating_sub(1);
-                    e.opens == 0 && e.place == Place::New
+                    e.opens == 0 && e.delivers_at_close()
                 }
                 None => false,
             }

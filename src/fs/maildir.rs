@@ -16,7 +16,7 @@ use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
 use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
-use crate::maildir::delivery::{Delivery, Place};
+use crate::maildir::delivery::{Delivery, Place, is_hidden};
 use crate::maildir::group::{MailGroup, Refused};
 use crate::maildir::names::{canonical_flags, parse_record_name, record_name};
 use crate::storage::TopicStore;
@@ -72,6 +72,32 @@ impl Mail {
 }
 
 impl FsState {
+    /// Where held file `id` of `t` is listed now (`tmp/NAME`, `new/NAME`), for log lines;
+    /// None once it is gone.
+    pub(super) fn held_file_name(&self, t: &TopicName, id: u64) -> Option<String> {
+        let d = (self.mail.deliveries.guard())
+            .get(&(t.to_string(), t.incarnation()))?
+            .clone();
+        let d = d.guard();
+        let e = d.get(id)?;
+        let dir = match e.place {
+            Place::Tmp => MailSub::Tmp,
+            Place::New => MailSub::New,
+        };
+        Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(&e.name)))
+    }
+
+    /// Held file `id` of `t`'s maildir.
+    pub(super) fn mail_held(&self, t: &TopicName, id: u64) -> FsResult<super::held::Shared> {
+        self.topic(t)?;
+        let d = self.delivery(t);
+        let d = d.guard();
+        match d.get(id) {
+            Some(e) => Ok(e.file.clone()),
+            None => tree(libc::ENOENT, format!("{t}: held file {id} was delivered or removed")),
+        }
+    }
+
     fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
         let mut d = self.mail.deliveries.guard();
         d.entry((t.to_string(), t.incarnation()))
@@ -524,27 +550,35 @@ impl FsState {
         (sub2, newname): (MailSub, &OsStr),
         no_replace: bool,
     ) -> FsResult<()> {
-        if sub != MailSub::Tmp {
-            return tree(
-                libc::EPERM,
-                format!(
-                    "{t}/maildir/{}/{name:?}: only files of tmp/ are renamed",
-                    sub.name()
-                ),
-            );
-        }
+        let place = match sub {
+            MailSub::Tmp => Place::Tmp,
+            MailSub::New if is_hidden(name.as_bytes()) => Place::New,
+            _ => {
+                return tree(
+                    libc::EPERM,
+                    format!(
+                        "{t}/maildir/{}/{name:?}: only files of tmp/ (and of new/ named .*) are renamed",
+                        sub.name()
+                    ),
+                );
+            }
+        };
         let d = self.delivery(t);
         let mut d = d.guard();
-        let Some(id) = d.find(Place::Tmp, name.as_bytes()) else {
+        let Some(id) = d.find(place, name.as_bytes()) else {
             return tree(
                 libc::ENOENT,
-                format!("no entry {name:?} in {t}/maildir/tmp"),
+                format!("no entry {name:?} in {t}/maildir/{}", sub.name()),
             );
         };
         match sub2 {
             MailSub::Tmp => {
                 listable(newname)?;
-                Ok(d.rename(id, newname.as_bytes(), no_replace)?)
+                Ok(d.rename(id, Place::Tmp, newname.as_bytes(), no_replace)?)
+            }
+            MailSub::New if is_hidden(newname.as_bytes()) => {
+                listable(newname)?;
+                Ok(d.rename(id, Place::New, newname.as_bytes(), no_replace)?)
             }
             MailSub::New | MailSub::Cur => {
                 self.deliverable(t)?;

@@ -433,6 +433,19 @@ impl FsState {
         let _g = self.gate()?;
         let node = self.node(ino)?;
         let _changes = self.changes(&node);
+        if let (Some(mode), Some(held)) = (owner.mode, self.held_file(&node)) {
+            // A held file's mode is its own: `mkstemp` makes it 0600 (rsync).
+            if !held?.guard().set_mode(mode) {
+                return tree(libc::EPERM, "a held file's mode is at most 0644");
+            }
+        }
+        let owner = match self.held_file(&node) {
+            Some(_) => types::Owner {
+                mode: None,
+                ..owner
+            },
+            None => owner,
+        };
         if owner != types::Owner::default() {
             let now = match self.attr(ino, &node) {
                 Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
@@ -466,6 +479,19 @@ impl FsState {
                 Ok((Self::ttl(&node), self.new_key_attr(ino, &node)))
             }
             r => Ok((Self::ttl(&node), r?)),
+        }
+    }
+
+    /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
+    /// not yet delivered); None for any other node.
+    pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<held::Shared>> {
+        match node {
+            Node::TableHeld(t, name) => Some(match self.held.get(t, name) {
+                Some(f) => Ok(f),
+                None => tree(libc::ENOENT, format!("{node} was removed")),
+            }),
+            Node::MailHeld(t, id) => Some(self.mail_held(t, *id)),
+            _ => None,
         }
     }
 

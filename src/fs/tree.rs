@@ -262,6 +262,7 @@ impl FsState {
         let mut time = self.mounted_at;
         let mut file_mode = 0o777u16;
         let mut blocks = None;
+        let mut held_mode = None;
         let size: u64 = match node {
             Node::Segment(t, p, name, file_ino) => {
                 let md = self.segment_metadata(ino, node, (t, *p, name, *file_ino))?;
@@ -275,11 +276,19 @@ impl FsState {
             _ => {
                 let (size, at) = self.size_and_time(node)?;
                 time = at.unwrap_or(time);
+                if let Some(Ok(held)) = self.held_file(node) {
+                    held_mode = Some(held.guard().mode());
+                }
                 size
             }
         };
         let kind = node.kind();
-        let perm = self.perm(node) & (0o700 | file_mode);
+        // A held file has its own mode; a segment file grants group and others no more than
+        // its file's.
+        let perm = match held_mode {
+            Some(mode) => self.perm(node) & mode,
+            None => self.perm(node) & (0o700 | file_mode),
+        };
         // Files are read in requests as large as the kernel sends; append files keep the
         // 128 KiB writes `cat` and `cp` make by default (bulk appends in 1 MiB requests
         // measured slower).

@@ -19,8 +19,16 @@ use crate::util::sync::MutexExt;
 pub enum Place {
     /// `tmp/`: delivered when renamed or linked into `new/` or `cur/`.
     Tmp,
-    /// `new/`: a file created there, delivered at its last close.
+    /// `new/`: a file created there, delivered at its last close; one whose name starts
+    /// with `.` (a tool's temporary file, which Maildir readers ignore) is held as in `tmp/`
+    /// until it is renamed to a name without one.
     New,
+}
+
+/// Whether a file of `new/` named `name` waits for a rename instead of being delivered at
+/// its close: its name starts with `.` (rsync's `.NAME.XXXXXX`).
+pub fn is_hidden(name: &[u8]) -> bool {
+    name.first() == Some(&b'.')
 }
 
 /// A held file and where it is listed.
@@ -30,6 +38,13 @@ pub struct Entry {
     pub file: Arc<Mutex<Held>>,
     /// Open files of it.
     pub opens: usize,
+}
+
+impl Entry {
+    /// Whether it becomes a record at its last close: a file written straight into `new/`.
+    pub fn delivers_at_close(&self) -> bool {
+        self.place == Place::New && !is_hidden(&self.name)
+    }
 }
 
 /// The held files of one topic.
@@ -120,10 +135,10 @@ impl Delivery {
         Some(e)
     }
 
-    /// Renames file `id` to `name` in `tmp/`; a file listed under that name is replaced
-    /// (discarded), unless `no_replace` (then EEXIST).
-    pub fn rename(&mut self, id: u64, name: &[u8], no_replace: bool) -> Result<()> {
-        if let Some(other) = self.find(Place::Tmp, name) {
+    /// Renames file `id` to `name` in `place` (`tmp/`, or a hidden name of `new/`); a file
+    /// listed under that name is replaced (discarded), unless `no_replace` (then EEXIST).
+    pub fn rename(&mut self, id: u64, place: Place, name: &[u8], no_replace: bool) -> Result<()> {
+        if let Some(other) = self.find(place, name) {
             if other == id {
                 return Ok(());
             }
@@ -134,10 +149,12 @@ impl Delivery {
         }
         let e = self.files.get_mut(&id).expect("a listed file");
         self.by_name.remove(&(e.place, e.name.clone()));
+        let from = e.place;
         e.name = name.to_vec();
-        e.place = Place::Tmp;
-        self.by_name.insert((Place::Tmp, name.to_vec()), id);
-        self.touch(Place::Tmp);
+        e.place = place;
+        self.by_name.insert((place, name.to_vec()), id);
+        self.touch(from);
+        self.touch(place);
         Ok(())
     }
 

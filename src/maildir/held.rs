@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 /// The bytes a held file keeps in memory before it moves them to a file.
 pub const IN_MEMORY: u64 = 256 * 1024;
 
+/// The permission bits of a held file, as of a `table/` key.
+pub const HELD_MODE: u16 = 0o644;
+
 /// One held file.
 pub struct Held {
     mem: Vec<u8>,
@@ -20,6 +23,8 @@ pub struct Held {
     len: u64,
     mtime: SystemTime,
     spill_dir: PathBuf,
+    /// Its permission bits: 0644, or fewer when its writer took some away (`mkstemp`).
+    mode: u16,
 }
 
 impl Held {
@@ -31,7 +36,24 @@ impl Held {
             len: 0,
             mtime: SystemTime::now(),
             spill_dir: spill_dir.to_path_buf(),
+            mode: HELD_MODE,
         }
+    }
+
+    /// Its permission bits.
+    pub fn mode(&self) -> u16 {
+        self.mode
+    }
+
+    /// chmod(2): the bits of [`HELD_MODE`] may be taken away and given back (a temporary
+    /// file's writer makes it 0600, then gives it its final mode); false, changing nothing,
+    /// for any other bit. What becomes of the file (a record) has no mode of its own.
+    pub fn set_mode(&mut self, mode: u32) -> bool {
+        if mode & 0o7777 & !u32::from(HELD_MODE) != 0 {
+            return false;
+        }
+        self.mode = (mode & 0o777) as u16;
+        true
     }
 
     pub fn len(&self) -> u64 {

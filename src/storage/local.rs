@@ -10,19 +10,13 @@ use super::{
     AppendResult, GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore,
     Waker,
 };
-use crate::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC};
+use crate::consumer_offsets::GroupOffsets;
 use crate::error::Result;
 use crate::log::{LogReader, PartitionLog};
 use crate::manager::{LogManager, Topic};
 use crate::metrics::{PartitionSample, Sample};
 use crate::produce;
 use crate::record::{BatchHeader, Record, RecordInput};
-
-/// Kafka's internal topics (`Topic.INTERNAL_TOPICS`) that a log dir can hold: shown and read
-/// as they are, never appended to through the tree. Kafka's coordinators write them; topicfs
-/// writes `__consumer_offsets` itself, for its groups' commits, and leaves the transactions'
-/// and share groups' state alone.
-const INTERNAL_TOPICS: [&str; 3] = [OFFSETS_TOPIC, "__transaction_state", "__share_group_state"];
 
 impl Storage for LogManager {
     fn topics(&self) -> Vec<String> {
@@ -58,9 +52,6 @@ impl Storage for LogManager {
     }
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
         Ok(Arc::new(GroupOffsets::open(self)?))
-    }
-    fn is_internal(&self, topic: &str) -> bool {
-        INTERNAL_TOPICS.contains(&topic)
     }
     fn sample(&self) -> Sample {
         let mut s = Sample::default();

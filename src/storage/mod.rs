@@ -20,6 +20,17 @@ use std::sync::{Arc, RwLockReadGuard};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 
+/// Kafka's internal topics, as Kafka's `Topic.isInternal` knows them (`Topic.INTERNAL_TOPICS`):
+/// shown and read as they are, never appended to through the tree. Kafka's coordinators write
+/// them; topicfs writes `__consumer_offsets` itself, for its groups' commits, and leaves the
+/// transactions' and share groups' state alone. Any other name, `__`-prefixed or not, is a
+/// topic like any other, as in Kafka.
+pub const INTERNAL_TOPICS: [&str; 3] = [
+    crate::consumer_offsets::OFFSETS_TOPIC,
+    "__transaction_state",
+    "__share_group_state",
+];
+
 /// A file of the partition directory shown under `segments/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentFile {
@@ -136,9 +147,11 @@ pub trait Storage: Send + Sync {
     fn shutdown(&self) -> Result<()>;
     /// The consumer groups' committed offsets (loaded once, at mount).
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>>;
-    /// Whether `topic` is one of Kafka's internal topics (`__consumer_offsets`,
-    /// `__transaction_state`, `__share_group_state`): shown, but not appended to.
-    fn is_internal(&self, topic: &str) -> bool;
+    /// Whether `topic` is one of Kafka's internal topics ([`INTERNAL_TOPICS`]): shown, but
+    /// not appended to. Local and remote mode share the rule.
+    fn is_internal(&self, topic: &str) -> bool {
+        INTERNAL_TOPICS.contains(&topic)
+    }
     /// What `@metrics` shows of the storage: each partition's offsets (by default; a storage
     /// with segment files adds their sizes), and the counters it keeps.
     fn sample(&self) -> crate::metrics::Sample {

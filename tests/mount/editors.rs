@@ -71,6 +71,25 @@ except OSError as e:
     assert_eq!(m.read("t/table/a"), "x\n");
     m.fails_with("cat u/table/a", "No such file or directory");
     m.fails_with("mv t/0/append t/0/x", "Operation not permitted");
+    // Modes are fixed: `install` and `cp -p` of a 0600 file store the value and then fail
+    // setting the mode; plain `cp` of it exits 0.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src600");
+    std::fs::write(&src, "secret").unwrap();
+    std::fs::set_permissions(&src, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let src = src.display();
+    m.fails_with(
+        &format!("install -m 644 {src} t/table/inst"),
+        "Operation not permitted",
+    );
+    m.fails_with(
+        &format!("cp -p {src} t/table/cpp"),
+        "Operation not permitted",
+    );
+    m.ok(&format!("cp {src} t/table/cp"));
+    for k in ["inst", "cpp", "cp"] {
+        assert_eq!(m.read(&format!("t/table/{k}")), "secret", "{k}");
+    }
 }
 
 #[test]
@@ -135,6 +154,29 @@ os.rename('t/table/.k.tmp', 't/table/k')\"");
     assert_eq!(out, "hello world\n12\n");
     assert_eq!(m.read("t/table/k"), "hello world\n");
     m.fails_with("stat t/table/.k.tmp", "No such file or directory");
+    // rsync -a writes `.NAME.XXXXXX` (mkstemp, made 0600 by fchmod), gives it the source's
+    // mode and renames it onto the key: a held file's mode may lose bits of 0644 and get them
+    // back, never gain others.
+    let src = tempfile::tempdir().unwrap();
+    for (name, mode) in [("r644", 0o644), ("r600", 0o600)] {
+        let path = src.path().join(name);
+        std::fs::write(&path, name).unwrap();
+        let perms = std::os::unix::fs::PermissionsExt::from_mode(mode);
+        std::fs::set_permissions(&path, perms).unwrap();
+    }
+    let rsync = format!("rsync -a {}/ t/table/", src.path().display());
+    m.ok(&rsync);
+    assert_eq!(m.read("t/table/r644"), "r644");
+    assert_eq!(m.read("t/table/r600"), "r600");
+    // Again: nothing changed, exit 0.
+    std::fs::remove_file(src.path().join("r600")).unwrap();
+    m.ok(&rsync);
+    m.ok("rm t/table/r644 t/table/r600");
+    m.ok("touch t/table/.m && chmod 400 t/table/.m");
+    assert_eq!(m.ok("stat -c %a t/table/.m"), "400\n");
+    m.ok("chmod 644 t/table/.m");
+    m.fails_with("chmod 755 t/table/.m", "Operation not permitted");
+    assert_eq!(m.ok("stat -c %a t/table/.m && rm t/table/.m"), "644\n");
     // Not listed, not keys; removed by rm.
     m.ok("echo junk > t/table/.scratch");
     assert_eq!(m.read("t/table/.scratch"), "junk\n");

@@ -229,6 +229,29 @@ fn a_group_file_reads_as_a_terminal_and_other_files_do_not() {
 }
 
 #[test]
+fn bash_read_n_and_read_s_set_the_terminal_and_take_what_they_read() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    fill(&m, "t", &records(4));
+    // `read -n` and `read -s` set the terminal's modes (tcsetattr) and put them back: both
+    // succeed. `read -n 3` uses three bytes of r0000: nothing is committed.
+    let out = clean(
+        &m,
+        "bash -c 'read -n 3 x < t/groups/g/records; echo \"$x\"'",
+    );
+    assert_eq!(out, "r00\n");
+    assert!(committed(&m, "t", "g") <= 0);
+    // A `read -n` that reaches the newline, then `read -s`: two whole records taken.
+    let out = clean(
+        &m,
+        "bash -c 'exec 3< t/groups/g/records; read -n 100 x <&3; read -s y <&3; echo \"$x $y\"'",
+    );
+    let want = records(2);
+    assert_eq!(out, format!("{} {}\n", want[0], want[1]));
+    assert_eq!(committed(&m, "t", "g"), 2);
+}
+
+#[test]
 fn a_seek_back_into_the_last_record_reads_it_again() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");

@@ -38,6 +38,18 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         "exec bash -c 'echo nosuch=1 >> t/config'",
         "Invalid argument",
     );
+    // A line of 90 bytes is shorter than the limit, but its record's batch is not.
+    m.fails_with(
+        "head -c 90 /dev/zero | tr '\\0' y >> t/0/append",
+        "Message too long",
+    );
+    m.fails_with(
+        "head -c 500 /dev/zero > t/maildir/new/big",
+        "Message too long",
+    );
+    // A rename and a link are named by both their paths.
+    m.fails_with("mv t/0/append t/0/x", "Operation not permitted");
+    m.fails_with("ln t/0/append t/table/x", "Operation not permitted");
     let log = log_now(&m);
     let line = |what: &str| {
         log.lines()
@@ -47,6 +59,19 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
     let emsgsize = line("write /t/table/k");
     assert!(emsgsize.contains("EMSGSIZE"), "{emsgsize}");
     assert!(emsgsize.contains("maximum of 100 bytes"), "{emsgsize}");
+    let append = line("write /t/0/append");
+    let size: usize = append
+        .split("record batch of ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {append}"));
+    assert!(size > 100, "{append}");
+    // A file held in a maildir is named by its place and name.
+    let held = line("write /t/maildir/new/big");
+    assert!(held.contains("EMSGSIZE"), "{held}");
+    assert!(line("rename /t/0/append to /t/0/x").contains("EPERM"));
+    assert!(line("link /t/table/x to /t/0/append").contains("EPERM"));
     let einval = line("write /t/config");
     assert!(
         einval.contains("EINVAL") && einval.contains("nosuch"),

@@ -153,18 +153,30 @@ fn mv_cp_and_mdeliver_deliver_whole_files() {
     assert!(!src.path().join("moved").exists());
     // mblaze's mdeliver: tmp/, then a rename to new/NAME:2, (its own unique name).
     m.ok("printf 'Subject: m\\n\\nbody\\n' | mdeliver t/maildir");
+    // rsync into new/: its `.NAME.XXXXXX` is held (a name starting with `.`, which Maildir
+    // readers ignore), then renamed to NAME and delivered under that key.
+    std::fs::write(src.path().join("synced"), b"synced\n").unwrap();
+    m.ok(&format!("rsync -a {s}/synced t/maildir/new/"));
+    // Such a file is listed, kept past its close, and discarded by rm.
+    m.ok("echo x > t/maildir/new/.part && test -f t/maildir/new/.part && rm t/maildir/new/.part");
     assert!(ls(&m, "t/maildir/new").is_empty());
     assert!(ls(&m, "t/maildir/tmp").is_empty());
     let recs = records(&m, "t", 2);
-    assert_eq!(count(&recs), 5, "{recs:?}");
+    assert_eq!(count(&recs), 6, "{recs:?}");
     let got = by_key(&recs);
     assert_eq!(got[&b"one"[..]], b"a\0b\nc");
     assert_eq!(got[&b"two"[..]], b"two");
     assert_eq!(got[&b"report.pdf"[..]], pdf);
     assert_eq!(got[&b"moved"[..]], b"moved\n");
+    assert_eq!(got[&b"synced"[..]], b"synced\n");
     let (k, v) = got
         .iter()
-        .find(|(k, _)| !matches!(&k[..], b"one" | b"two" | b"report.pdf" | b"moved"))
+        .find(|(k, _)| {
+            !matches!(
+                &k[..],
+                b"one" | b"two" | b"report.pdf" | b"moved" | b"synced"
+            )
+        })
         .unwrap();
     assert!(!k.contains(&b':'), "{}", String::from_utf8_lossy(k));
     assert_eq!(v, b"Subject: m\n\nbody\n");
@@ -323,6 +335,25 @@ for key in list(mb.keys()):
         v.sort();
         v
     };
+    assert_eq!(mailbox_contents(&m, "g"), odd);
+    // Python before 3.13 sets flags by `mb[key] = msg`: its first step, a new file in the
+    // group's tmp/, is EPERM, and nothing is removed (acknowledged) by it.
+    let out = python(
+        &m,
+        r#"
+import mailbox
+mb = mailbox.Maildir("t/groups/g/maildir", create=False)
+key = sorted(mb.keys())[0]
+msg = mb[key]
+msg.add_flag("S")
+try:
+    mb[key] = msg
+except PermissionError:
+    print("EPERM")
+"#,
+        &[],
+    );
+    assert_eq!(out, "EPERM\n");
     assert_eq!(mailbox_contents(&m, "g"), odd);
     // Another group sees everything.
     assert_eq!(mailbox_contents(&m, "h"), bodies(0..20));

@@ -353,7 +353,11 @@ impl Filesystem for TopicFs {
             self.state
                 .rename(parent.0, name, newparent.0, newname, flags.bits()),
             "rename",
-            &self.state.path_in(parent.0, name),
+            &format_args!(
+                "{} to {}",
+                self.state.path_in(parent.0, name),
+                self.state.path_in(newparent.0, newname)
+            ),
             reply,
         );
     }
@@ -367,7 +371,11 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let r = self.state.link_entry(ino.0, newparent.0, newname);
-        let what = format!("{newname:?} to inode {}", ino.0);
+        let what = format_args!(
+            "{} to {}",
+            self.state.path_in(newparent.0, newname),
+            self.state.path(ino.0)
+        );
         entry(r, "link", &what, reply);
     }
 
@@ -563,7 +571,9 @@ impl Filesystem for TopicFs {
 
     /// `isatty` (TCGETS) on a group's record file succeeds: it hands out a line a read, as a
     /// terminal in canonical mode does, so programs that read a terminal line by line (mawk)
-    /// read it so and use every line they take. Nothing else is answered: ENOTTY.
+    /// read it so and use every line they take. Setting the terminal's modes (TCSETS, TCSETSW,
+    /// TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the line
+    /// discipline is the file's own. Nothing else is answered: ENOTTY.
     fn ioctl(
         &self,
         _req: &Request,
@@ -575,7 +585,8 @@ impl Filesystem for TopicFs {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        if u64::from(cmd) == libc::TCGETS && self.state.reads_by_line(fh.0) {
+        let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
+        if terminal.contains(&u64::from(cmd)) && self.state.reads_by_line(fh.0) {
             reply.ioctl(0, &[]);
         } else {
             reply.error(Errno::ENOTTY);

@@ -475,9 +475,6 @@ impl Storage for ClusterStorage {
     fn open_groups(self: Arc<Self>) -> Result<Arc<dyn GroupStore>> {
         Ok(Arc::new(group_offsets::ClusterGroups::new(self.0.clone())))
     }
-    fn is_internal(&self, topic: &str) -> bool {
-        topic.starts_with("__")
-    }
     /// The offsets and counters of every partition. A cluster that does not answer costs
     /// one client timeout in all: after the first partition whose offsets could not be had,
     /// the rest show the ones last known.

@@ -158,3 +158,16 @@ fn an_outage_costs_the_metrics_and_the_groups_one_timeout_each() {
     let took = t2.elapsed();
     assert!(took < timeout + slack, "committed: {took:?}");
 }
+
+/// Remote mode knows Kafka's internal topics as local mode does (`Topic.isInternal`): a
+/// topic whose name only starts with `__` is a topic like any other, appended to.
+#[test]
+fn internal_topics_are_kafkas_list_not_a_prefix() {
+    let (_mock, storage) = mock_storage();
+    for name in ["__consumer_offsets", "__transaction_state", "__share_group_state"] {
+        assert!(storage.is_internal(name), "{name}");
+    }
+    for name in ["__audit", "__cluster_metadata", "_consumer_offsets", "t"] {
+        assert!(!storage.is_internal(name), "{name}");
+    }
+}
