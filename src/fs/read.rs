@@ -263,13 +263,22 @@ impl FsState {
         }
     }
 
-    /// Whether `fh` hands out one line a read, as a terminal does (a group's record file
-    /// that commits what it delivers).
-    pub fn reads_by_line(&self, fh: u64) -> bool {
-        let Ok(of) = self.handle(fh) else {
-            return false;
-        };
-        matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line())
+    /// ioctl(2) `cmd` on `fh`: answered (with no data) only by a file that hands out one line
+    /// a read, as a terminal in canonical mode does (a group's record file that commits what
+    /// it delivers): `isatty` (TCGETS) succeeds, so programs that read a terminal line by line
+    /// (mawk) read it so and use every line they take; setting the terminal's modes (TCSETS,
+    /// TCSETSW, TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the
+    /// line discipline is the file's own. Anything else: ENOTTY.
+    pub fn ioctl(&self, fh: u64, cmd: u32) -> FsResult<()> {
+        let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
+        let by_line = self.handle(fh).is_ok_and(
+            |of| matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line()),
+        );
+        if by_line && terminal.contains(&u64::from(cmd)) {
+            Ok(())
+        } else {
+            Err(FsError::Tree(libc::ENOTTY, format!("ioctl {cmd:#x}: not a terminal")))
+        }
     }
 
     /// `poll`: whether a read of `fh` would answer at once. When it would wait, `notify` is

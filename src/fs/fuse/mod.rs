@@ -569,11 +569,8 @@ impl Filesystem for TopicFs {
         }
     }
 
-    /// `isatty` (TCGETS) on a group's record file succeeds: it hands out a line a read, as a
-    /// terminal in canonical mode does, so programs that read a terminal line by line (mawk)
-    /// read it so and use every line they take. Setting the terminal's modes (TCSETS, TCSETSW,
-    /// TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the line
-    /// discipline is the file's own. Nothing else is answered: ENOTTY.
+    /// See [`FsState::ioctl`]. ENOTTY is the common answer (`isatty` of every other file):
+    /// not logged.
     fn ioctl(
         &self,
         _req: &Request,
@@ -585,11 +582,9 @@ impl Filesystem for TopicFs {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
-        if terminal.contains(&u64::from(cmd)) && self.state.reads_by_line(fh.0) {
-            reply.ioctl(0, &[]);
-        } else {
-            reply.error(Errno::ENOTTY);
+        match self.state.ioctl(fh.0, cmd) {
+            Ok(()) => reply.ioctl(0, &[]),
+            Err(e) => reply.error(errno(e.errno())),
         }
     }
 
