@@ -91,12 +91,24 @@ impl Session {
                         log::info!("FUSE requests come over io_uring (one ring per CPU)");
                         Some(t)
                     }
-                    Err(e) => {
+                    // A refused registration: the kernel goes on with /dev/fuse.
+                    Err(e) if e.refused => {
                         self.state.transport().set_io_uring(false);
                         log::warn!(
-                            "io_uring transport not used (the kernel refused the rings: {e}): requests come over /dev/fuse"
+                            "io_uring transport not used (the kernel refused the rings: {}): requests come over /dev/fuse",
+                            e.why
                         );
                         None
+                    }
+                    // INIT said io_uring and no ring was refused: the kernel holds every
+                    // request until the rings are registered, so the mount would hang every
+                    // caller. It ends instead (dropping the fuser session unmounts).
+                    Err(e) => {
+                        self.state.transport().set_io_uring(false);
+                        return Err(std::io::Error::other(format!(
+                            "the io_uring rings could not be started ({}), and after an INIT that took io_uring the kernel serves no request until they are",
+                            e.why
+                        )));
                     }
                 }
             }

@@ -93,19 +93,19 @@ impl Rings {
     }
 
     /// Registers every queue's entries on the mounted connection `dev` (after INIT) and
-    /// starts their threads. Err (logged by the caller): the kernel refused, and goes on
-    /// with /dev/fuse.
+    /// starts their threads. Err: see [`StartError`].
     pub fn start(
         self,
         dev: RawFd,
         state: Arc<FsState>,
         notifier: fuser::Notifier,
         passthrough: bool,
-    ) -> Result<RingThreads, String> {
+    ) -> Result<RingThreads, StartError> {
         // SAFETY: `dev` is the session's open /dev/fuse fd; dup gives a new fd or -1.
         let fd = unsafe { libc::dup(dev) };
         if fd < 0 {
-            return Err(format!("dup: {}", std::io::Error::last_os_error()));
+            let e = std::io::Error::last_os_error();
+            return Err(StartError::ours(format!("dup: {e}")));
         }
         // SAFETY: `fd` was just made by dup and is owned by nothing else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
@@ -127,7 +127,7 @@ impl Rings {
             let thread = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| StartError::ours(format!("thread: {e}")))?;
             queues.push((q, thread));
         }
         drop(tx);
@@ -136,10 +136,29 @@ impl Rings {
             match rx.recv() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(e),
-                Err(_) => return Err("a ring thread ended".into()),
+                Err(_) => return Err(StartError::ours("a ring thread ended".into())),
             }
         }
         Ok(threads)
+    }
+}
+
+/// Why the rings could not be started after an INIT that took io_uring.
+#[derive(Debug)]
+pub struct StartError {
+    pub why: String,
+    /// The kernel refused a ring's registration: it then stops holding requests for the
+    /// rings and serves them over /dev/fuse. Otherwise (the daemon's own failure: no thread,
+    /// no submission) the kernel still holds every request until the rings are registered.
+    pub refused: bool,
+}
+
+impl StartError {
+    fn ours(why: String) -> StartError {
+        StartError {
+            why,
+            refused: false,
+        }
     }
 }
 
@@ -371,7 +390,7 @@ fn serve_queue(
     dev: RawFd,
     ctx: &dispatch::Ctx,
     stop: &AtomicBool,
-    ready: &mpsc::Sender<Result<(), String>>,
+    ready: &mpsc::Sender<Result<(), StartError>>,
 ) {
     pin_to(q.qid as usize);
     let _ = q.thread.set(std::thread::current().id());
@@ -380,7 +399,7 @@ fn serve_queue(
     }
     push(&mut ring, &wake_sqe(&q));
     if let Err(e) = ring.submit() {
-        let _ = ready.send(Err(format!("io_uring_enter: {e}")));
+        let _ = ready.send(Err(StartError::ours(format!("io_uring_enter: {e}"))));
         return;
     }
     // A refused REGISTER completes at once; a request may already be in a registered entry
@@ -391,7 +410,10 @@ fn serve_queue(
         .collect();
     if let Some(&(_, res)) = cqes.iter().find(|c| c.1 < 0) {
         let e = std::io::Error::from_raw_os_error(-res);
-        let _ = ready.send(Err(format!("FUSE_IO_URING_CMD_REGISTER: {e}")));
+        let _ = ready.send(Err(StartError {
+            why: format!("FUSE_IO_URING_CMD_REGISTER: {e}"),
+            refused: true,
+        }));
         return;
     }
     let _ = ready.send(Ok(()));
