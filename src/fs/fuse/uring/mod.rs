@@ -14,6 +14,7 @@ mod backing;
 mod dispatch;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::{JoinHandle, ThreadId};
@@ -383,6 +384,17 @@ fn push(ring: &mut IoUring<Entry128>, sqe: &Entry128) {
     }
 }
 
+/// Answers the request in entry `idx`. A panic in the core answers EIO (the Reply's drop)
+/// and the queue's thread goes on: it is the only one that serves its CPU's requests, so
+/// ending it would leave every later request of that CPU unanswered.
+fn serve_one(ctx: &dispatch::Ctx, q: &Arc<Queue>, idx: usize) {
+    ctx.count_request();
+    let served = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch::dispatch(ctx, q, idx)));
+    if served.is_err() {
+        log::error!("io_uring queue {}: a request panicked (answered EIO)", q.qid);
+    }
+}
+
 /// A queue's thread: registers the entries, then answers requests until the mount goes.
 fn serve_queue(
     q: Arc<Queue>,
@@ -457,8 +469,7 @@ fn serve_queue(
                     .try_into()
                     .unwrap_or_default(),
             );
-            ctx.count_request();
-            dispatch::dispatch(ctx, &q, idx);
+            serve_one(ctx, &q, idx);
         }
         let answered = std::mem::take(&mut *q.done.guard());
         for idx in answered {
