@@ -35,8 +35,9 @@ pub struct TopicFs {
     state: Arc<FsState>,
     /// Whether opens of files backed by a real file (`segments/`) are handed to the kernel
     /// (FUSE passthrough: it then reads the real file itself, no request reaches us). Asked
-    /// for at mount, cleared when the kernel lacks it or refuses a backing file.
-    passthrough: AtomicBool,
+    /// for at mount, cleared when the kernel lacks it or refuses a backing file (shared with
+    /// the session, whose io_uring transport asks it after INIT).
+    passthrough: Arc<AtomicBool>,
     backings: Mutex<Backings>,
     /// Whether the io_uring transport is asked for at INIT; cleared when the kernel does
     /// not offer it.
@@ -69,10 +70,14 @@ fn identity(f: &File) -> std::io::Result<(u64, u64)> {
 impl TopicFs {
     /// `passthrough`: let the kernel read `segments/` files itself where it can.
     /// `io_uring`: ask the kernel for the io_uring transport at INIT (cleared if it has none).
-    pub fn new(state: Arc<FsState>, passthrough: bool, io_uring: Arc<AtomicBool>) -> TopicFs {
+    pub fn new(
+        state: Arc<FsState>,
+        passthrough: Arc<AtomicBool>,
+        io_uring: Arc<AtomicBool>,
+    ) -> TopicFs {
         TopicFs {
             state,
-            passthrough: AtomicBool::new(passthrough),
+            passthrough,
             backings: Mutex::new(Backings::default()),
             io_uring,
         }

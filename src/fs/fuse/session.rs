@@ -41,7 +41,8 @@ pub struct Session {
     state: Arc<FsState>,
     /// The rings of `--io-uring`, when the kernel took the io_uring transport at INIT.
     rings: Option<Rings>,
-    passthrough: bool,
+    /// Passthrough as asked at mount and as INIT left it (the kernel may lack it).
+    passthrough: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -59,7 +60,8 @@ impl Session {
             None
         };
         let uring = Arc::new(AtomicBool::new(rings.is_some()));
-        let fs = TopicFs::new(state.clone(), passthrough, uring.clone());
+        let passthrough = Arc::new(AtomicBool::new(passthrough));
+        let fs = TopicFs::new(state.clone(), passthrough.clone(), uring.clone());
         let fuser = fuser::Session::new(fs, mountpoint, &config.fuser_config())?;
         state.set_kernel_cache(Box::new(KernelAttrs(fuser.notifier())));
         // The kernel took the io_uring transport at INIT (else TopicFs::init said why not).
@@ -85,7 +87,7 @@ impl Session {
                     dev,
                     self.state.clone(),
                     self.fuser.notifier(),
-                    self.passthrough,
+                    self.passthrough.load(Ordering::Acquire),
                 ) {
                     Ok(t) => {
                         log::info!("FUSE requests come over io_uring (one ring per CPU)");
