@@ -226,3 +226,85 @@ fn the_transport_is_the_one_asked_for() {
         assert_eq!(ring, 0.0);
     }
 }
+
+/// What a mount answers to the operations the io_uring dispatcher decodes itself, as plain
+/// text: attributes (size, blocks, st_blksize, mode, nlink), statfs, TCGETS, lseek
+/// (SEEK_DATA, SEEK_HOLE, SEEK_END), xattrs, access, the refused operations and their
+/// errnos (mknod, symlink, link, fallocate, renameat2 flags), a write and its read back,
+/// a poll, and a listing of 150 topics (three pages of entries) with its types.
+const PROBE: &str = r#"
+import os, errno, select, ctypes
+out = []
+def t(name, f):
+    try: out.append(f"{name} {f()}")
+    except OSError as e: out.append(f"{name} {errno.errorcode[e.errno]}")
+def st(p):
+    s = os.stat(p); return (s.st_size, s.st_blocks, s.st_blksize, oct(s.st_mode), s.st_nlink)
+for p in ["t", "t/0/append", "t/0/by-offset/0", "t/groups/g/records",
+          "t/0/segments/00000000000000000000.log"]:
+    t("stat " + p, lambda: st(p))
+    if not os.path.isdir(p) and "append" not in p:
+        fd = os.open(p, os.O_RDONLY)
+        t(" isatty", lambda: os.isatty(fd))
+        t(" data", lambda: os.lseek(fd, 0, os.SEEK_DATA))
+        t(" hole", lambda: os.lseek(fd, 0, os.SEEK_HOLE))
+        t(" end", lambda: os.lseek(fd, 0, os.SEEK_END))
+        t(" pread", lambda: len(os.pread(fd, 1 << 20, 0)))
+        os.close(fd)
+s = os.statvfs(".")
+out.append(f"statfs {s.f_bsize} {s.f_namemax}")
+t("getxattr", lambda: os.getxattr("t/0/append", "user.x"))
+t("listxattr", lambda: os.listxattr("t/0/append"))
+t("setxattr", lambda: os.setxattr("t/0/append", "user.x", b"1"))
+t("access", lambda: (os.access("t/0/by-offset/0", os.W_OK), os.access("t/0/append", os.W_OK)))
+t("readlink", lambda: os.readlink("t/0/append"))
+t("mknod", lambda: os.mknod("t/fifo", 0o600 | 0o10000))
+t("symlink", lambda: os.symlink("x", "t/sl"))
+t("link", lambda: os.link("t/0/append", "t/9"))
+t("unlink", lambda: os.unlink("t/77"))
+t("mkdir", lambda: os.mkdir("a" * 300))
+fd = os.open("t/0/append", os.O_WRONLY | os.O_APPEND)
+t("write", lambda: os.write(fd, b"x" * 200000 + b"\n"))
+t("fallocate", lambda: os.posix_fallocate(fd, 0, 10))
+t("chmod", lambda: os.chmod("t/0/append", 0o600))
+os.close(fd)
+t("read", lambda: len(open("t/0/by-offset/2", "rb").read()))
+fd = os.open("t/0/follow/latest", os.O_RDONLY | os.O_NONBLOCK)
+p = select.poll(); p.register(fd, select.POLLIN)
+t("poll", lambda: p.poll(0))
+t("nonblock", lambda: os.read(fd, 10))
+os.close(fd)
+libc = ctypes.CDLL(None, use_errno=True)
+for flag in (1, 2, 4):
+    r = libc.renameat2(-100, b"t", -100, b"u", flag)
+    out.append(f"renameat2 {flag} {r} {errno.errorcode.get(ctypes.get_errno()) if r else ''}")
+t("rename", lambda: os.rename("t/0", "t/1"))
+with os.scandir(".") as it:
+    out.append(str(sorted((e.name, e.is_dir()) for e in it)))
+print("\n".join(out))
+"#;
+
+/// The io_uring transport answers every operation as /dev/fuse does: the same probe on a
+/// mount of each gives the same text.
+#[test]
+fn both_transports_answer_alike() {
+    let setup = "mkdir t && printf 'a\\nb\\n' >> t/0/append && cat t/groups/g/records > /dev/null \
+                 && for i in $(seq 1 150); do mkdir topic-with-a-long-name-$i; done";
+    let dev = TestMount::start(&[]);
+    dev.ok(setup);
+    let ring = TestMount::start(&["-o", "io_uring"]);
+    ring.ok(setup);
+    let (_, before) = transport(&ring);
+    let answered = ring.python(PROBE, &[]);
+    assert_eq!(dev.python(PROBE, &[]), answered);
+    let (kind, after) = transport(&ring);
+    assert_eq!(kind, "topicfs_fuse_transport{kind=io_uring}");
+    assert!(after - before > 100.0, "{before} -> {after}");
+    // The probe reached what it asks about (not only errors).
+    assert!(answered.contains(" isatty True"), "{answered}");
+    assert!(answered.contains("write 200001"), "{answered}");
+    assert!(
+        answered.contains("('topic-with-a-long-name-150', True)"),
+        "{answered}"
+    );
+}
