@@ -7,6 +7,7 @@
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -79,6 +80,8 @@ pub struct Options {
     pub tmpfs_size: Option<String>,
     /// Serve with `--foreground` as our child (its exit status is then visible).
     pub foreground: bool,
+    /// The daemon's address-space limit (RLIMIT_AS) in bytes, to make large allocations fail.
+    pub address_space: Option<u64>,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
             args: Vec::new(),
             tmpfs_size: None,
             foreground: false,
+            address_space: None,
         }
     }
 }
@@ -100,6 +104,7 @@ pub struct TestMount {
     pub log_file: PathBuf,
     pub pid_file: PathBuf,
     args: Vec<String>,
+    address_space: Option<u64>,
     /// The daemon's pid while mounted.
     pid: Option<i32>,
     /// Set for `--foreground` mounts: the daemon is our child.
@@ -154,6 +159,7 @@ impl TestMount {
             mnt,
             log_dirs,
             args: opts.args,
+            address_space: opts.address_space,
             pid: None,
             child: None,
             tmpfs,
@@ -190,6 +196,23 @@ impl TestMount {
             cmd.arg("--io-uring");
         }
         cmd.env("RUST_LOG", "topicfs=debug");
+        if let Some(limit) = self.address_space {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            // SAFETY: setrlimit is async-signal-safe and only reads `rl`, copied into the
+            // closure.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_AS, &rl) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         cmd
     }
 

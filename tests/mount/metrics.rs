@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use crate::common::mount::TestMount;
+use crate::common::mount::{Options, TestMount};
 
 /// The samples of `@metrics`, parsed by prometheus_client: "name{k=v,...}" -> value.
 fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
@@ -307,4 +307,31 @@ fn both_transports_answer_alike() {
         answered.contains("('topic-with-a-long-name-150', True)"),
         "{answered}"
     );
+}
+
+/// Rings whose buffers cannot be had (an address-space limit here; strict overcommit
+/// elsewhere) leave the mount on /dev/fuse with one log line saying why, where the daemon
+/// used to abort. A CPU's ring reserves 512 MiB of address space (its entries' payloads),
+/// so with two CPUs or more 800 MiB holds the daemon but not the rings.
+#[test]
+fn rings_without_memory_fall_back_to_dev_fuse() {
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+    assert_ne!(
+        cpus.trim(),
+        "0",
+        "this test needs two possible CPUs or more"
+    );
+    let m = TestMount::with(Options {
+        args: vec!["-o".into(), "io_uring".into()],
+        address_space: Some(800 << 20),
+        ..Options::default()
+    });
+    m.ok("mkdir t && echo a >> t/0/append");
+    assert_eq!(m.read("t/0/by-offset/0"), "a\n");
+    let (kind, ring) = transport(&m);
+    assert_eq!(kind, "topicfs_fuse_transport{kind=dev_fuse}");
+    assert_eq!(ring, 0.0);
+    let log = m.daemon_log();
+    let why = "io_uring transport not used (no memory for the ring entries'";
+    assert_eq!(log.matches(why).count(), 1, "{log}");
 }

@@ -215,10 +215,31 @@ unsafe impl Send for Entry {}
 // SAFETY: as above.
 unsafe impl Sync for Entry {}
 
+/// `len` zeroed bytes, None when the allocator has none (an address-space limit, strict
+/// overcommit): the rings are then not used, where an infallible allocation would abort. The
+/// pages are zeroed lazily by the system (not written here), so untouched ones cost nothing.
+fn zeroed(len: usize) -> Option<*mut u8> {
+    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    // SAFETY: the layout's size is non-zero (both buffers are).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    (!p.is_null()).then_some(p)
+}
+
 impl Entry {
-    fn new(payload_len: usize) -> Entry {
-        let header = Box::into_raw(vec![0u8; abi::HEADERS_LEN].into_boxed_slice()).cast::<u8>();
-        let payload = Box::into_raw(vec![0u8; payload_len].into_boxed_slice()).cast::<u8>();
+    fn new(payload_len: usize) -> Result<Entry, String> {
+        let header = zeroed(abi::HEADERS_LEN);
+        let payload = zeroed(payload_len);
+        let (Some(header), Some(payload)) = (header, payload) else {
+            let free = |p: Option<*mut u8>, len| {
+                if let Some(p) = p {
+                    // SAFETY: made by `zeroed` with this length (the layout Box uses).
+                    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) });
+                }
+            };
+            free(header, abi::HEADERS_LEN);
+            free(payload, payload_len);
+            return Err(format!("no memory for the ring entries' {payload_len}-byte buffers"));
+        };
         let mut e = Entry {
             header,
             payload,
@@ -238,13 +259,14 @@ impl Entry {
                 iov_len: payload_len,
             },
         ];
-        e
+        Ok(e)
     }
 }
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        // SAFETY: both were made by Box::into_raw of boxed slices of these lengths, once.
+        // SAFETY: both were made by `zeroed` with these lengths (the layout of a boxed
+        // slice of u8), once.
         unsafe {
             drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
                 self.header,
@@ -275,13 +297,16 @@ impl Queue {
         if fd < 0 {
             return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
         }
+        // SAFETY: a new fd that nothing else owns.
+        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
         let payload_len = MAX_WRITE as usize + 4096;
         Ok(Queue {
             qid,
-            entries: (0..DEPTH).map(|_| Entry::new(payload_len)).collect(),
+            entries: (0..DEPTH)
+                .map(|_| Entry::new(payload_len))
+                .collect::<Result<_, _>>()?,
             done: Mutex::new(Vec::new()),
-            // SAFETY: a new fd that nothing else owns.
-            wake: unsafe { OwnedFd::from_raw_fd(fd) },
+            wake,
             thread: std::sync::OnceLock::new(),
         })
     }
