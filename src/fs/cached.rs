@@ -8,8 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::inode::{Node, TopicName};
 use super::{FsState, OpenFile};
@@ -21,12 +20,15 @@ pub trait KernelCache: Send + Sync {
     fn forget_attrs(&self, ino: u64);
 }
 
+/// A topic's time when the kernel was first shown attributes of it, and those inodes.
+type Shown = (Option<SystemTime>, HashSet<u64>);
+
 #[derive(Default)]
 pub(super) struct Cached {
     kernel: OnceLock<Box<dyn KernelCache>>,
-    /// Per topic, the inodes whose topic-dependent attributes the kernel was shown (and may
-    /// hold) since the topic last changed through the mount.
-    shown: Mutex<HashMap<TopicName, HashSet<u64>>>,
+    /// Per topic, its time when the kernel was first shown attributes that depend on it since
+    /// it last changed through the mount, and the inodes whose attributes those were.
+    shown: Mutex<HashMap<TopicName, Shown>>,
     /// `shown` holds an inode: a change has something to make the kernel forget.
     any: AtomicBool,
 }
@@ -38,23 +40,34 @@ impl Cached {
     }
 
     /// The kernel was shown inode `ino`'s attributes, which depend on topic `t`'s times, to
-    /// be kept for a while.
-    pub(super) fn shown(&self, t: &TopicName, ino: u64) {
+    /// be kept for a while; `at`: the topic's time then.
+    pub(super) fn shown(&self, t: &TopicName, ino: u64, at: Option<SystemTime>) {
         if self.kernel.get().is_none() || ino == 0 {
             return;
         }
-        self.shown.guard().entry(t.clone()).or_default().insert(ino);
+        let mut shown = self.shown.guard();
+        shown.entry(t.clone()).or_insert((at, HashSet::new())).1.insert(ino);
         self.any.store(true, Ordering::Release);
     }
 
-    /// Topic `t` changed through the mount: the kernel forgets what it was shown of it.
-    pub(super) fn changed(&self, t: &TopicName) {
-        if !self.any.load(Ordering::Acquire) {
+    /// Whether any attributes are held that a change could make stale.
+    pub(super) fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// A call that may have changed topic `t` ended, the topic's time now `now`: when it
+    /// moved since the kernel was shown attributes of it, the kernel forgets them. (A call
+    /// that changed nothing, such as a write into a maildir's `tmp/`, costs no request.)
+    pub(super) fn changed(&self, t: &TopicName, now: Option<SystemTime>) {
+        if !self.any() {
             return;
         }
         let inodes = {
             let mut shown = self.shown.guard();
-            let inodes = shown.remove(t);
+            if shown.get(t).is_none_or(|(at, _)| *at == now) {
+                return;
+            }
+            let inodes = shown.remove(t).map(|(_, inodes)| inodes);
             self.any.store(!shown.is_empty(), Ordering::Release);
             inodes
         };
@@ -68,12 +81,14 @@ impl Cached {
 
 /// On drop, the kernel forgets the attributes it holds of a topic that a call may have
 /// changed (see [`Cached`]), whichever way the call returns.
-pub(super) struct Changes<'a>(&'a Cached, Option<TopicName>);
+pub(super) struct Changes<'a>(&'a FsState, Option<TopicName>);
 
 impl Drop for Changes<'_> {
     fn drop(&mut self) {
-        if let Some(t) = &self.1 {
-            self.0.changed(t);
+        if let Some(t) = &self.1
+            && self.0.cached.any()
+        {
+            self.0.cached.changed(t, self.0.topic_time(t));
         }
     }
 }
@@ -94,8 +109,13 @@ impl FsState {
             return;
         }
         if let Some(t) = node.topic() {
-            self.cached.shown(t, ino);
+            self.cached.shown(t, ino, self.topic_time(t));
         }
+    }
+
+    /// Topic `t`'s time: that of its last change.
+    fn topic_time(&self, t: &TopicName) -> Option<SystemTime> {
+        self.topic(t).ok().and_then(|topic| topic.modified())
     }
 
     /// The FUSE session's cache of attributes, which [`FsState::showing`] keeps true.
@@ -105,12 +125,12 @@ impl FsState {
 
     /// Until the end of the scope that holds it, a change to node `n`'s topic.
     pub(super) fn changes(&self, n: &Node) -> Changes<'_> {
-        Changes(&self.cached, n.topic().cloned())
+        Changes(self, n.topic().cloned())
     }
 
     /// Until the end of the scope that holds it, a change to open file `of`'s topic.
     pub(super) fn changes_of(&self, of: &OpenFile) -> Changes<'_> {
-        Changes(&self.cached, of.topic_name())
+        Changes(self, of.topic_name())
     }
 }
 
@@ -132,22 +152,26 @@ mod tests {
         let c = Cached::default();
         let (t, u) = (TopicName::new("t", 1), TopicName::new("u", 1));
         // No kernel yet: nothing is kept.
-        c.shown(&t, 5);
-        assert!(!c.any.load(Ordering::Acquire));
+        let (t0, t1) = (Some(SystemTime::UNIX_EPOCH), Some(SystemTime::now()));
+        c.shown(&t, 5, t0);
+        assert!(!c.any());
         let forgot = Arc::new(Mutex::new(Vec::new()));
         c.set_kernel(Box::new(Record(forgot.clone())));
-        c.shown(&t, 5);
-        c.shown(&t, 6);
-        c.shown(&u, 7);
-        c.changed(&t);
+        c.shown(&t, 5, t0);
+        c.shown(&t, 6, t0);
+        c.shown(&u, 7, t0);
+        // A call that did not move the topic's time: nothing is forgotten.
+        c.changed(&t, t0);
+        assert!(forgot.guard().is_empty());
+        c.changed(&t, t1);
         let mut got = forgot.guard().clone();
         got.sort();
         assert_eq!(got, vec![5, 6]);
         // Once: the kernel asks again before it holds them again.
-        c.changed(&t);
+        c.changed(&t, t1);
         assert_eq!(forgot.guard().len(), 2);
-        c.changed(&u);
+        c.changed(&u, t1);
         assert_eq!(forgot.guard().len(), 3);
-        assert!(!c.any.load(Ordering::Acquire));
+        assert!(!c.any());
     }
 }
