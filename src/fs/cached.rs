@@ -40,11 +40,23 @@ impl Cached {
     }
 
     /// The kernel was shown inode `ino`'s attributes, which depend on topic `t`'s times, to
-    /// be kept for a while; `at`: the topic's time then.
-    pub(super) fn shown(&self, t: &TopicName, ino: u64, at: Option<SystemTime>) {
+    /// be kept for a while; `at` tells the topic's time, asked only for the first inode shown
+    /// since the topic last changed (a lookup of a known topic asks nothing more).
+    pub(super) fn shown(
+        &self,
+        t: &TopicName,
+        ino: u64,
+        at: impl FnOnce() -> Option<SystemTime>,
+    ) {
         if self.kernel.get().is_none() || ino == 0 {
             return;
         }
+        if let Some((_, inodes)) = self.shown.guard().get_mut(t) {
+            inodes.insert(ino);
+            return;
+        }
+        // The topic's time is asked with no lock of ours held.
+        let at = at();
         let mut shown = self.shown.guard();
         shown.entry(t.clone()).or_insert((at, HashSet::new())).1.insert(ino);
         self.any.store(true, Ordering::Release);
@@ -109,7 +121,7 @@ impl FsState {
             return;
         }
         if let Some(t) = node.topic() {
-            self.cached.shown(t, ino, self.topic_time(t));
+            self.cached.shown(t, ino, || self.topic_time(t));
         }
     }
 
@@ -153,13 +165,13 @@ mod tests {
         let (t, u) = (TopicName::new("t", 1), TopicName::new("u", 1));
         // No kernel yet: nothing is kept.
         let (t0, t1) = (Some(SystemTime::UNIX_EPOCH), Some(SystemTime::now()));
-        c.shown(&t, 5, t0);
+        c.shown(&t, 5, || t0);
         assert!(!c.any());
         let forgot = Arc::new(Mutex::new(Vec::new()));
         c.set_kernel(Box::new(Record(forgot.clone())));
-        c.shown(&t, 5, t0);
-        c.shown(&t, 6, t0);
-        c.shown(&u, 7, t0);
+        c.shown(&t, 5, || t0);
+        c.shown(&t, 6, || t0);
+        c.shown(&u, 7, || t0);
         // A call that did not move the topic's time: nothing is forgotten.
         c.changed(&t, t0);
         assert!(forgot.guard().is_empty());
