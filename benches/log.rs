@@ -68,6 +68,39 @@ fn new_log(dir: &Path) -> PartitionLog {
     PartitionLog::create(dir, "bench", 0, Arc::new(LogConfig::default())).unwrap()
 }
 
+/// `iters` calls of `op` on the log `cur` (its generation and what `open` made of it), timed
+/// in chunks of `chunk` calls; when the log passes [`APPEND_RESET_BYTES`], a fresh one is
+/// opened at `path(generation + 1)` and the old one removed, outside the timed part, so the
+/// temp dir stays small.
+fn timed_on_fresh_logs<T>(
+    iters: u64,
+    chunk: u64,
+    cur: &mut (u32, T),
+    path: impl Fn(u32) -> PathBuf,
+    open: impl Fn(&Path) -> T,
+    size: impl Fn(&T) -> u64,
+    mut op: impl FnMut(&mut T),
+) -> Duration {
+    let mut spent = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        if size(&cur.1) > APPEND_RESET_BYTES {
+            let old = path(cur.0);
+            cur.0 += 1;
+            cur.1 = open(&path(cur.0));
+            std::fs::remove_dir_all(old).unwrap();
+        }
+        let n = left.min(chunk);
+        let t = Instant::now();
+        for _ in 0..n {
+            op(&mut cur.1);
+        }
+        spent += t.elapsed();
+        left -= n;
+    }
+    spent
+}
+
 /// A temp dir holding one partition of `records` 100-byte records in 100-record batches.
 struct Fixture {
     log: PartitionLog,
@@ -159,31 +192,22 @@ fn append(c: &mut Criterion) {
     for n in [1usize, 100] {
         let batch = lines(n);
         g.throughput(Throughput::Bytes((n * VALUE.len()) as u64));
-        let mut generation = 0u32;
         let path =
             |generation: u32| -> PathBuf { dir.path().join(format!("bench-{n}-{generation}")) };
-        let mut log = new_log(&path(generation));
+        let mut cur = (0, new_log(&path(0)));
         g.bench_function(format!("{n}_lines"), |b| {
             b.iter_custom(|iters| {
-                let mut spent = Duration::ZERO;
-                let mut left = iters;
-                while left > 0 {
-                    if log.size_in_bytes() > APPEND_RESET_BYTES {
-                        // A fresh log, outside the timed part, so the temp dir stays small.
-                        let old = path(generation);
-                        generation += 1;
-                        log = new_log(&path(generation));
-                        std::fs::remove_dir_all(old).unwrap();
-                    }
-                    let chunk = left.min(1024);
-                    let t = Instant::now();
-                    for _ in 0..chunk {
-                        black_box(log.append(&batch).unwrap());
-                    }
-                    spent += t.elapsed();
-                    left -= chunk;
-                }
-                spent
+                timed_on_fresh_logs(
+                    iters,
+                    1024,
+                    &mut cur,
+                    path,
+                    new_log,
+                    |l| l.size_in_bytes(),
+                    |l| {
+                        black_box(l.append(&batch).unwrap());
+                    },
+                )
             })
         });
     }
@@ -252,7 +276,6 @@ fn request(c: &mut Criterion) {
         ("append_write_1_line", one_line),
     ] {
         g.throughput(Throughput::Bytes(data.len() as u64));
-        let mut generation = 0u32;
         let path = |generation: u32| dir.path().join(format!("{name}-{generation}"));
         let open = |p: &Path| {
             let log = Arc::new(new_log(p));
@@ -263,27 +286,13 @@ fn request(c: &mut Criterion) {
             );
             (log, h)
         };
-        let (mut log, mut handle) = open(&path(generation));
+        let mut cur = (0, open(&path(0)));
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut spent = Duration::ZERO;
-                let mut left = iters;
-                while left > 0 {
-                    if log.size_in_bytes() > APPEND_RESET_BYTES {
-                        let old = path(generation);
-                        generation += 1;
-                        (log, handle) = open(&path(generation));
-                        std::fs::remove_dir_all(old).unwrap();
-                    }
-                    let chunk = left.min(256);
-                    let t = Instant::now();
-                    for _ in 0..chunk {
-                        handle.write(&data, None).unwrap();
-                    }
-                    spent += t.elapsed();
-                    left -= chunk;
-                }
-                spent
+                let size = |(log, _): &(Arc<PartitionLog>, AppendHandle)| log.size_in_bytes();
+                timed_on_fresh_logs(iters, 256, &mut cur, path, open, size, |(_, h)| {
+                    h.write(&data, None).unwrap();
+                })
             })
         });
     }
@@ -327,29 +336,21 @@ fn one_line_parts(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path) {
             at += batch.len() as u64;
         })
     });
-    let mut generation = 0u32;
     let path = |generation: u32| dir.join(format!("one-line-log-{generation}"));
-    let mut log = new_log(&path(generation));
+    let mut cur = (0, new_log(&path(0)));
     g.bench_function("one_line_log_append_lines", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                if log.size_in_bytes() > APPEND_RESET_BYTES {
-                    let old = path(generation);
-                    generation += 1;
-                    log = new_log(&path(generation));
-                    std::fs::remove_dir_all(old).unwrap();
-                }
-                let chunk = left.min(256);
-                let t = Instant::now();
-                for _ in 0..chunk {
-                    black_box(log.append_lines(&[&line], 1_700_000_000_000).unwrap());
-                }
-                spent += t.elapsed();
-                left -= chunk;
-            }
-            spent
+            timed_on_fresh_logs(
+                iters,
+                256,
+                &mut cur,
+                path,
+                new_log,
+                |l| l.size_in_bytes(),
+                |l| {
+                    black_box(l.append_lines(&[&line], 1_700_000_000_000).unwrap());
+                },
+            )
         })
     });
 }
