@@ -340,7 +340,7 @@ impl BatchBuilder {
                     q += 1;
                     q += put_short(d.add(q), value_code);
                     let dst = d.add(q);
-                    copy_chunked(data, start, len, dst);
+                    copy_chunked::<16>(data, start, len, dst);
                     *dst.add(len) = 0;
                     p += q + len + 1;
                 }

@@ -472,7 +472,7 @@ impl<'a> RecordIter<'a> {
     /// The lines of the records from `pos` on while they have the shape of a line (length,
     /// deltas and value length in one or two varint bytes, a null key, no headers: what
     /// `decode_next` reads through `value_only`, with the same offset and value) and lie at
-    /// least 18 bytes before the end, in one loop; short values are copied 16 bytes at a time
+    /// least 18 bytes before the end, in one loop; short values are copied a cache line at a time
     /// into room `out` has. Stops, having consumed nothing of it, at the first record it does
     /// not take; the caller reads that one through `decode_next`.
     #[inline(always)]
@@ -542,7 +542,7 @@ impl<'a> RecordIter<'a> {
                 // `out`, which cannot overlap `body`; the value lies in `body` (checked).
                 unsafe {
                     let d = dst.add(w);
-                    copy_chunked(body, value_at, value_len, d);
+                    copy_chunked::<LINE_CHUNK>(body, value_at, value_len, d);
                     *d.add(value_len) = b'\n';
                 }
                 w += value_len + 1;
