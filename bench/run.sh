@@ -32,6 +32,9 @@
 #   BENCH_TABLE_LOOKUPS=2000/300 figure 12: random `table/<key>` reads per run
 #   BENCH_MAILDIR_N=10000/2000   figure 13: 1 KiB messages through Python's mailbox per run
 #   BENCH_MAILDIR_HELD=20000     figure 13: 1 KiB files held in tmp/ for the memory figure
+#   BENCH_READ_PASSES=4/2     figure 4: passes over the file each timed stream read makes (one
+#                             pass of 256 MiB takes about 50 ms: too short to time alone)
+#   BENCH_READ_RUNS=7/3       figure 4: alternating runs of the stream reads
 #   BENCH_URING_MB=64/16     figure 14: MiB of 100-byte lines read as a stream on each transport
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
@@ -68,6 +71,8 @@ TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
 MAILDIR_N=${BENCH_MAILDIR_N:-$(pick 10000 2000)}
 MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
 URING_MB=${BENCH_URING_MB:-$(pick 64 16)}
+READ_PASSES=${BENCH_READ_PASSES:-$(pick 4 2)}
+READ_RUNS=${BENCH_READ_RUNS:-$(pick 7 3)}
 FIGURES=${BENCH_FIGURES:-}
 # fig N: whether figure N runs (all of them without BENCH_FIGURES).
 fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
@@ -333,24 +338,29 @@ if fig 4; then
     cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
     LOG_FILES=("$LOGA"/bulk-0/*.log)
     LOG_BYTES=$(file_size "${LOG_FILES[@]}")
+    # passes FILE...: cats the files READ_PASSES times over.
+    passes() {
+        local i
+        for ((i = 0; i < READ_PASSES; i++)); do cat "$@" >/dev/null; done
+    }
     read_topicfs() {
         local t0 t1
-        t0=$(now); cat "$MNT/bulk/0/by-offset/0" >/dev/null; t1=$(now)
+        t0=$(now); passes "$MNT/bulk/0/by-offset/0"; t1=$(now)
         record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
     }
     read_raw() {
         local t0 t1
-        t0=$(now); cat "${LOG_FILES[@]}" >/dev/null; t1=$(now)
+        t0=$(now); passes "${LOG_FILES[@]}"; t1=$(now)
         record read.raw "$1" "$(elapsed "$t0" "$t1")"
     }
     read_null() {
         local t0 t1
-        t0=$(now); cat "$NMNT/zero" >/dev/null; t1=$(now)
+        t0=$(now); passes "$NMNT/zero"; t1=$(now)
         record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
     }
-    alternate3 read_topicfs read_null read_raw
-    record read.topicfs_bytes 0 "$BULK_BYTES"
-    record read.raw_bytes 0 "$LOG_BYTES"
+    RUNS=$READ_RUNS alternate3 read_topicfs read_null read_raw
+    record read.topicfs_bytes 0 "$((BULK_BYTES * READ_PASSES))"
+    record read.raw_bytes 0 "$((LOG_BYTES * READ_PASSES))"
     # A group's records (a new group each run, so each reads the whole topic): exactly as
     # used, a record per read under 128 KiB, whole records in cat's larger reads. Against the
     # same topic read without a group (by-offset/earliest: the same interleaving, no commits).
