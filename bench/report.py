@@ -314,6 +314,13 @@ def rows(r, failures):
     add_ratio("14", "one-line writes over io_uring vs /dev/fuse (same build)",
               "small writes io_uring vs /dev/fuse", "uring.small.io_uring",
               "uring.small.dev_fuse", "/dev/fuse", "records/s", 1.2)
+    if "uring.small_pinned.io_uring" in med:
+        add_context("14", "… the same writes from a writer kept on one CPU (`taskset -c 0`; "
+                    "context: left free, the reply's wake-up moves the writer to the idle "
+                    "CPU, whose ring then serves its next request)",
+                    m("uring.small_pinned.io_uring"), m("uring.small_pinned.dev_fuse"),
+                    "/dev/fuse, writer on one CPU", "records/s",
+                    paired(r, "uring.small_pinned.io_uring", "uring.small_pinned.dev_fuse"))
     add_ratio("14", "random lookups (open, read, close of by-offset/N) over io_uring vs "
               "/dev/fuse", "lookups io_uring vs /dev/fuse", "uring.lookup.io_uring",
               "uring.lookup.dev_fuse", "/dev/fuse", "lookups/s", 1.2)

@@ -819,11 +819,12 @@ if fig 14; then
         cat "$WORK/keys14.txt" >"$m/look14/0/append"
         cat "$WORK/read14.txt" >"$m/read14/0/append"
     done
-    u_small() { # KEY RUN MOUNTPOINT
-        local t0 t1
+    u_small() { # KEY RUN MOUNTPOINT [CPU: the writer kept on it]
+        local t0 t1 on=()
+        [ -n "${4:-}" ] && on=(taskset -c "$4")
         sync
         t0=$(now)
-        dd if="$WORK/small14.txt" of="$3/small14/0/append" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
+        "${on[@]}" dd if="$WORK/small14.txt" of="$3/small14/0/append" bs=100 count="$SMALL_N" conv=notrunc oflag=append status=none
         t1=$(now)
         record "$1" "$2" "$(div "$SMALL_N" "$(elapsed "$t0" "$t1")")"
     }
@@ -839,6 +840,10 @@ if fig 14; then
     }
     small_dev() { u_small uring.small.dev_fuse "$1" "$MNT2"; }
     small_ring() { u_small uring.small.io_uring "$1" "$MNTU"; }
+    # The same writer kept on one CPU: the kernel queues a request on its writer's CPU's
+    # ring, and the reply's wake-up moves a writer left free to the other CPU when it idles.
+    pinned_dev() { u_small uring.small_pinned.dev_fuse "$1" "$MNT2" 0; }
+    pinned_ring() { u_small uring.small_pinned.io_uring "$1" "$MNTU" 0; }
     look_dev() { u_lookup uring.lookup.dev_fuse "$1" "$MNT2"; }
     look_ring() { u_lookup uring.lookup.io_uring "$1" "$MNTU"; }
     read_dev() { u_read uring.read.dev_fuse "$1" "$MNT2"; }
@@ -846,6 +851,7 @@ if fig 14; then
     u_lookup uring.lookup.warmup 0 "$MNT2" >/dev/null
     u_lookup uring.lookup.warmup 0 "$MNTU" >/dev/null
     alternate small_dev small_ring
+    alternate pinned_dev pinned_ring
     alternate look_dev look_ring
     alternate read_dev read_ring
     record uring.ring_requests 1 "$(awk '/^topicfs_fuse_ring_requests_total/ { print $2 }' "$MNTU/@metrics")"
