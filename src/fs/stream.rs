@@ -583,7 +583,22 @@ impl Cursor {
     /// `tail -f` reads when it grows): the bytes from the start up to the stream's end; once
     /// the reader has read all of those, up to the log end, and the stream then goes on to
     /// what it was shown. Each record is counted once.
+    ///
+    /// Where that length is not known without reading the records (see
+    /// [`Cursor::counts_without_reading`]), the stream shows the bytes it has decoded so far
+    /// until its reader has read to its end (0 at open: a stdio open costs a lookup, not a
+    /// read of the stream, and a program that finds no size reads to the EOF, as from a
+    /// /proc file), then up to the log end as above, counting only the records appended.
     fn length(&mut self) -> Result<u64> {
+        if !self.counts_without_reading() {
+            let decoded = (self.next, self.pos + self.buffered() as u64);
+            if decoded.0 > self.counted.0 {
+                self.counted = decoded;
+            }
+            if !self.grows() || self.is_follow() {
+                return Ok(self.counted.1);
+            }
+        }
         self.count_first_batch();
         let (counted_to, at_end) = self.count_to(self.end)?;
         if counted_to <= self.end && !self.grows() && self.pos < at_end {
@@ -594,6 +609,13 @@ impl Cursor {
             self.eof_served = true;
         }
         Ok(now)
+    }
+
+    /// Whether the stream's length is found without reading its records: lines (not JSON
+    /// lines, formatted to be measured) of a store that keeps line counts (a local log; the
+    /// cluster keeps none).
+    fn counts_without_reading(&self) -> bool {
+        self.name.format != Format::Jsonl && self.log.counts_without_reading()
     }
 
     /// Before anything is counted or read (a stdio open's `fstat`, then its first read):
@@ -607,7 +629,7 @@ impl Cursor {
             || self.is_follow()
             || self.eof
             || self.pending.is_some()
-            || !self.log.counts_without_reading()
+            || !self.counts_without_reading()
         {
             return;
         }
