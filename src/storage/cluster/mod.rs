@@ -4,6 +4,7 @@
 //! is stored locally; `segments/` is absent.
 
 mod admin;
+mod batch;
 mod block;
 mod group_offsets;
 mod member;

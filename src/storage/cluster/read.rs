@@ -5,16 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::produce::{Stamped, Unacked};
+use super::batch::{Batches, Taken};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
-use crate::record::varint::put_varint;
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
 use crate::util::sync::{CondvarExt, MutexExt};
@@ -158,6 +156,7 @@ impl ClusterPartition {
     fn stream(&self, offset: i64, end: i64) -> Result<ClusterStream> {
         Ok(ClusterStream {
             consumer: None,
+            batches: None,
             inner: self.inner.clone(),
             partition: (self.topic.clone(), self.p),
             fetched: self.fetched.clone(),
@@ -331,6 +330,8 @@ fn replicas_line(leader: i32, replicas: &[i32], isr: &[i32]) -> String {
 /// already (see [`Fetched`]). Control records never reach it (librdkafka drops them).
 pub(crate) struct ClusterStream {
     consumer: Option<BaseConsumer>,
+    /// The consumer's queue, served a batch at a time.
+    batches: Option<Batches>,
     inner: Arc<Inner>,
     /// (topic, partition).
     partition: (String, u32),
@@ -346,24 +347,6 @@ pub(crate) struct ClusterStream {
     counters: Arc<crate::metrics::DaemonCounters>,
     /// The partition's counters: the bytes of the records fetched (`@metrics`).
     read: Arc<crate::metrics::LogCounters>,
-}
-
-/// `msg`'s headers as a record batch encodes them; returns their count.
-fn encode_headers(msg: &BorrowedMessage<'_>, out: &mut Vec<u8>) -> i32 {
-    out.clear();
-    let Some(h) = msg.headers() else { return 0 };
-    for hd in h.iter() {
-        put_varint(out, hd.key.len() as i32);
-        out.extend_from_slice(hd.key.as_bytes());
-        match hd.value {
-            Some(v) => {
-                put_varint(out, v.len() as i32);
-                out.extend_from_slice(v);
-            }
-            None => put_varint(out, -1),
-        }
-    }
-    h.count() as i32
 }
 
 /// The batch header a record as the cluster returns it implies (timestamp type included).
@@ -427,71 +410,101 @@ impl RecordStream for ClusterStream {
             return Ok(false);
         }
         if self.consumer.is_none() {
-            self.consumer = Some(self.assign()?);
+            let c = self.assign()?;
+            self.batches = Batches::of(&c);
+            self.consumer = Some(c);
         }
-        let Some(c) = self.consumer.as_ref() else {
-            return Ok(false);
+        let Some(batches) = self.batches.take() else {
+            return Err(Error::Cluster(format!(
+                "fetching {}: the consumer has no queue",
+                self.topic
+            )));
         };
-        // The records librdkafka has queued already are taken in one call (a poll per call
-        // and a clock read per record were most of a remote read); the wait for the first
-        // one is bounded by the client's timeout.
-        let mut delivered = 0usize;
-        let mut deadline: Option<Instant> = None;
+        let got = self.take_batch(&batches, f);
+        self.batches = Some(batches);
+        got
+    }
+}
+
+/// What a batch ended with.
+enum BatchEnd {
+    More,
+    Eof,
+    Failed(rdkafka::types::RDKafkaErrorCode),
+}
+
+impl ClusterStream {
+    /// The records librdkafka has queued, up to [`MAX_RECORDS_PER_CALL`], in one call; the
+    /// wait for the first one is bounded by the client's timeout.
+    fn take_batch(
+        &mut self,
+        batches: &Batches,
+        f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
+    ) -> Result<bool> {
+        let deadline = Instant::now() + self.timeout;
         loop {
-            let wait = match deadline {
-                Some(d) if delivered == 0 => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(Error::Cluster(format!(
-                            "fetching {} at offset {}: no answer within {:?}",
-                            self.topic, self.next, self.timeout
-                        )));
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Cluster(format!(
+                    "fetching {} at offset {}: no answer within {:?}",
+                    self.topic, self.next, self.timeout
+                )));
+            }
+            let (mut delivered, mut end) = (0usize, BatchEnd::More);
+            batches.take(
+                MAX_RECORDS_PER_CALL,
+                left.min(Duration::from_millis(200)),
+                &mut |taken| match taken {
+                    Taken::Record(msg) => {
+                        let offset = msg.offset();
+                        // Older records (a reassignment's), or past the stream's end.
+                        if offset < self.next || self.next >= self.end {
+                            return true;
+                        }
+                        let (count, header_bytes) = msg.headers_into(&mut self.headers);
+                        let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+                        self.read
+                            .read((len(msg.key()) + len(msg.payload()) + header_bytes) as u64);
+                        let (h, ts) = header_of(offset, msg.timestamp());
+                        let r = Record {
+                            offset,
+                            timestamp: ts,
+                            key: msg.key(),
+                            value: msg.payload(),
+                            header_count: count,
+                            headers_raw: &self.headers,
+                        };
+                        self.next = offset + 1;
+                        f(&h, &r);
+                        delivered += 1;
+                        true
                     }
-                    left.min(Duration::from_millis(200))
-                }
-                _ => Duration::ZERO,
-            };
-            match c.poll(wait) {
-                None if delivered > 0 => return Ok(true),
-                None => {
-                    deadline.get_or_insert_with(|| Instant::now() + self.timeout);
-                }
-                Some(Ok(msg)) => {
-                    let offset = msg.offset();
-                    if offset < self.next {
-                        continue;
+                    // The partition's end: what is left below `end` are control records or
+                    // records compaction removed.
+                    Taken::Eof => {
+                        end = BatchEnd::Eof;
+                        false
                     }
-                    self.read.read(super::record_bytes(&msg));
-                    let count = encode_headers(&msg, &mut self.headers);
-                    let (h, ts) = header_of(offset, msg.timestamp());
-                    let r = Record {
-                        offset,
-                        timestamp: ts,
-                        key: msg.key(),
-                        value: msg.payload(),
-                        header_count: count,
-                        headers_raw: &self.headers,
-                    };
-                    self.next = offset + 1;
-                    f(&h, &r);
-                    delivered += 1;
-                    if self.next >= self.end || delivered >= MAX_RECORDS_PER_CALL {
-                        return Ok(true);
+                    Taken::Error(e) => {
+                        end = BatchEnd::Failed(e);
+                        false
                     }
-                }
-                // The partition's end: what is left below `end` are control records or
-                // records compaction removed.
-                Some(Err(KafkaError::PartitionEOF(_))) => {
-                    self.next = self.end;
-                    return Ok(delivered > 0);
-                }
-                Some(Err(e)) => {
+                },
+            );
+            match end {
+                BatchEnd::Failed(e) if delivered == 0 => {
                     crate::metrics::DaemonCounters::add(&self.counters.consumer_errors, 1);
                     return Err(kafka(
                         &format!("fetching {} at {}", self.topic, self.next),
-                        e,
+                        KafkaError::MessageConsumption(e),
                     ));
                 }
+                BatchEnd::Eof => {
+                    self.next = self.end;
+                    return Ok(delivered > 0);
+                }
+                _ if delivered > 0 || self.next >= self.end => return Ok(delivered > 0),
+                _ => {}
             }
         }
     }
@@ -515,6 +528,8 @@ impl Drop for ClusterStream {
     /// stream is often dropped inside a request (the count behind `fstat`), so the consumer
     /// is closed on a thread of its own.
     fn drop(&mut self) {
+        // The queue's reference goes before its consumer.
+        self.batches = None;
         if let Some(c) = self.consumer.take() {
             let _ = std::thread::Builder::new()
                 .name("consumer-close".into())
