@@ -140,6 +140,12 @@ def rows(r, failures):
     add_read("4", "sequential read (`cat by-offset/0` vs `cat` of the do-nothing FUSE file of "
              "as many bytes; ratio of times)", "sequential read vs no-op FUSE",
              "read.topicfs", "read.nullfs", "read.topicfs_bytes", "do-nothing FUSE file", 0.8)
+    if "read.nullmem" in med:
+        add_read("4", "… against `cat` of a do-nothing FUSE file of as many bytes served from "
+                 "memory, part after part (context: the ceiling's replies are one cached "
+                 "mebibyte; a file's bytes come from memory)", "read vs no-op FUSE from memory",
+                 "read.topicfs_mem", "read.nullmem", "read.topicfs_bytes",
+                 "do-nothing FUSE file, bytes from memory")
     if "read.raw" in med:
         t_raw = m("read.raw")
         raw = m("read.raw_bytes") / t_raw / 2**20

@@ -348,6 +348,11 @@ if fig 4; then
         t0=$(now); passes "$MNT/bulk/0/by-offset/0"; t1=$(now)
         record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
     }
+    read_topicfs_mem() {
+        local t0 t1
+        t0=$(now); passes "$MNT/bulk/0/by-offset/0"; t1=$(now)
+        record read.topicfs_mem "$1" "$(elapsed "$t0" "$t1")"
+    }
     read_raw() {
         local t0 t1
         t0=$(now); passes "${LOG_FILES[@]}"; t1=$(now)
@@ -358,7 +363,15 @@ if fig 4; then
         t0=$(now); passes "$NMNT/zero"; t1=$(now)
         record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
     }
+    # The do-nothing file whose bytes come from memory, part after part (context: what a
+    # reply costs when its bytes are not the same cached mebibyte each time).
+    read_mem() {
+        local t0 t1
+        t0=$(now); passes "$NMNT/mem"; t1=$(now)
+        record read.nullmem "$1" "$(elapsed "$t0" "$t1")"
+    }
     RUNS=$READ_RUNS alternate3 read_topicfs read_null read_raw
+    RUNS=$READ_RUNS alternate read_topicfs_mem read_mem
     record read.topicfs_bytes 0 "$((BULK_BYTES * READ_PASSES))"
     record read.raw_bytes 0 "$((LOG_BYTES * READ_PASSES))"
     # A group's records (a new group each run, so each reads the whole topic): exactly as

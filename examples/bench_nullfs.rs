@@ -1,8 +1,10 @@
 //! A FUSE filesystem that does nothing, the per-request ceiling of `bench/run.sh`: a root
-//! holding two files, without any work behind them: `null`, whose writes are accepted and
+//! holding three files, without any work behind them: `null`, whose writes are accepted and
 //! dropped, served the way topicfs serves its append files, and `zero`, whose reads return
 //! READ_BYTES zero bytes in all (then end of file), served the way topicfs serves its
-//! streams. Both as topicfs: same fuser, worker threads, cloned fds, 1 MiB max_write,
+//! streams; `mem` reads as `zero` does, but its bytes come from a READ_BYTES buffer in memory
+//! (filled at start), one part after the other as a file's do, where `zero`'s every reply is
+//! the same mebibyte, which stays in the CPU's cache. Both as topicfs: same fuser, worker threads, cloned fds, 1 MiB max_write,
 //! direct I/O, zero attribute TTL; st_blksize 4096 for `null` and 1 MiB for `zero`; no flush
 //! at close for read-only opens. So the difference between the two is the work topicfs does
 //! per request.
@@ -21,6 +23,7 @@ use fuser::{
 
 const NULL_INO: INodeNo = INodeNo(2);
 const ZERO_INO: INodeNo = INodeNo(3);
+const MEM_INO: INodeNo = INodeNo(4);
 const DIR_TTL: Duration = Duration::from_secs(1);
 const FILE_TTL: Duration = Duration::ZERO;
 
@@ -48,7 +51,11 @@ fn attr(ino: INodeNo) -> FileAttr {
         rdev: 0,
         // As topicfs's streams: the largest request, so `cat` reads in requests that large;
         // as its append files and directories: 4096.
-        blksize: if ino == ZERO_INO { 1 << 20 } else { 4096 },
+        blksize: if ino == ZERO_INO || ino == MEM_INO {
+            1 << 20
+        } else {
+            4096
+        },
         flags: 0,
     }
 }
@@ -62,8 +69,10 @@ fn ttl(ino: INodeNo) -> Duration {
 }
 
 struct NullFs {
-    /// Length of the zeros a read of `null` returns, in all.
+    /// Length of the zeros a read of `zero` returns, in all.
     read_bytes: u64,
+    /// What `mem` reads as.
+    mem: Vec<u8>,
 }
 
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
@@ -81,6 +90,8 @@ impl Filesystem for NullFs {
             reply.entry(&FILE_TTL, &attr(NULL_INO), Generation(0));
         } else if parent == INodeNo::ROOT && name == "zero" {
             reply.entry(&FILE_TTL, &attr(ZERO_INO), Generation(0));
+        } else if parent == INodeNo::ROOT && name == "mem" {
+            reply.entry(&FILE_TTL, &attr(MEM_INO), Generation(0));
         } else {
             reply.error(Errno::ENOENT);
         }
@@ -88,7 +99,7 @@ impl Filesystem for NullFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match ino {
-            INodeNo::ROOT | NULL_INO | ZERO_INO => reply.attr(&ttl(ino), &attr(ino)),
+            INodeNo::ROOT | NULL_INO | ZERO_INO | MEM_INO => reply.attr(&ttl(ino), &attr(ino)),
             _ => reply.error(Errno::ENOENT),
         }
     }
@@ -127,7 +138,7 @@ impl Filesystem for NullFs {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         size: u32,
@@ -136,6 +147,10 @@ impl Filesystem for NullFs {
         reply: ReplyData,
     ) {
         let n = self.read_bytes.saturating_sub(offset).min(size as u64) as usize;
+        if ino == MEM_INO {
+            let from = (offset as usize).min(self.mem.len());
+            return reply.data(&self.mem[from..(from + n).min(self.mem.len())]);
+        }
         reply.data(&ZEROS[..n.min(ZEROS.len())]);
     }
 
@@ -181,6 +196,7 @@ impl Filesystem for NullFs {
             (INodeNo::ROOT, FileType::Directory, ".."),
             (NULL_INO, FileType::RegularFile, "null"),
             (ZERO_INO, FileType::RegularFile, "zero"),
+            (MEM_INO, FileType::RegularFile, "mem"),
         ];
         for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
             if reply.add(ino, (i + 1) as u64, kind, name) {
@@ -206,7 +222,14 @@ fn main() {
     ];
     config.n_threads = Some(threads.max(1));
     config.clone_fd = true;
-    if let Err(e) = fuser::mount(NullFs { read_bytes }, &mountpoint, &config) {
+    // Lines of 100 bytes, every page written (none left to the zero page).
+    let line = format!("{}\n", "m".repeat(99));
+    let mem = line
+        .bytes()
+        .cycle()
+        .take(read_bytes as usize)
+        .collect::<Vec<u8>>();
+    if let Err(e) = fuser::mount(NullFs { read_bytes, mem }, &mountpoint, &config) {
         eprintln!("bench_nullfs: {e}");
         std::process::exit(1);
     }
