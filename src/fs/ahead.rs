@@ -1,14 +1,18 @@
 //! Read-ahead: a few threads that prepare a stream's next reply while the current one is
 //! copied to its reader. A sequential reader (`cat`) then waits for the larger of the two
-//! (decoding the next bytes, the kernel's copy of these), not for their sum.
+//! (decoding the next bytes, the kernel's copy of these), not for their sum, when the two run
+//! on different CPUs: a pool thread keeps off the CPU of the thread that handed it its work.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::os::cpu::{self, Placement};
 use crate::util::sync::MutexExt;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// Work for the pool, and the CPU of the thread that handed it over, which the pool thread
+/// that takes it keeps off (see [`Placement`]).
+type Job = (Box<dyn FnOnce() + Send>, Option<usize>);
 
 /// Threads of the pool: one per core, at least two, at most four (they decode; a reader
 /// whose work waits behind others' takes it back, see [`Ahead::wait`]).
@@ -26,12 +30,17 @@ fn pool() -> &'static Mutex<Sender<Job>> {
             std::thread::Builder::new()
                 .name(format!("read-ahead-{i}"))
                 .spawn(move || {
+                    let mut placement = Placement::of_this_thread();
                     loop {
                         let job = rx.guard().recv();
                         match job {
                             // A panicking job loses its own result only (its sender is
                             // dropped: the waiter is told), never the thread.
-                            Ok(job) => {
+                            Ok((job, from)) => {
+                                // The request's thread copies its reply to the reader
+                                // while this one prepares the next: side by side, not in
+                                // turns.
+                                placement.avoid(from);
                                 let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
                             }
                             Err(_) => return,
@@ -58,7 +67,7 @@ pub fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Ah
     let (tx, rx) = mpsc::sync_channel(1);
     let work: Work<T> = Arc::new(Mutex::new(Some(Box::new(work))));
     let slot = work.clone();
-    let job: Job = Box::new(move || {
+    let job: Box<dyn FnOnce() + Send> = Box::new(move || {
         // None: the waiter took the work back before a pool thread came to it.
         let work = slot.guard().take();
         if let Some(work) = work {
@@ -66,7 +75,7 @@ pub fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Ah
             let _ = tx.send(work());
         }
     });
-    if let Err(mpsc::SendError(job)) = pool().guard().send(job) {
+    if let Err(mpsc::SendError((job, _))) = pool().guard().send((job, cpu::current())) {
         job();
     }
     Ahead { work, rx }
