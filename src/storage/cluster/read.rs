@@ -157,6 +157,7 @@ impl ClusterPartition {
         Ok(ClusterStream {
             consumer: None,
             batches: None,
+            failed: None,
             inner: self.inner.clone(),
             partition: (self.topic.clone(), self.p),
             fetched: self.fetched.clone(),
@@ -332,6 +333,8 @@ pub(crate) struct ClusterStream {
     consumer: Option<BaseConsumer>,
     /// The consumer's queue, served a batch at a time.
     batches: Option<Batches>,
+    /// An error met after records of the same batch: the next call returns it.
+    failed: Option<rdkafka::types::RDKafkaErrorCode>,
     inner: Arc<Inner>,
     /// (topic, partition).
     partition: (String, u32),
@@ -441,6 +444,9 @@ impl ClusterStream {
         batches: &Batches,
         f: &mut dyn FnMut(&BatchHeader, &Record<'_>),
     ) -> Result<bool> {
+        if let Some(e) = self.failed.take() {
+            return Err(self.fetch_error(e));
+        }
         let deadline = Instant::now() + self.timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -492,13 +498,12 @@ impl ClusterStream {
                 },
             );
             match end {
-                BatchEnd::Failed(e) if delivered == 0 => {
-                    crate::metrics::DaemonCounters::add(&self.counters.consumer_errors, 1);
-                    return Err(kafka(
-                        &format!("fetching {} at {}", self.topic, self.next),
-                        KafkaError::MessageConsumption(e),
-                    ));
+                // The records before it are handed over first; the error is the next call's.
+                BatchEnd::Failed(e) if delivered > 0 => {
+                    self.failed = Some(e);
+                    return Ok(true);
                 }
+                BatchEnd::Failed(e) => return Err(self.fetch_error(e)),
                 BatchEnd::Eof => {
                     self.next = self.end;
                     return Ok(delivered > 0);
@@ -511,6 +516,15 @@ impl ClusterStream {
 }
 
 impl ClusterStream {
+    /// A failed fetch, counted (`@metrics`).
+    fn fetch_error(&self, e: rdkafka::types::RDKafkaErrorCode) -> Error {
+        crate::metrics::DaemonCounters::add(&self.counters.consumer_errors, 1);
+        kafka(
+            &format!("fetching {} at {}", self.topic, self.next),
+            KafkaError::MessageConsumption(e),
+        )
+    }
+
     /// A consumer assigned to the partition at the next offset to read.
     fn assign(&self) -> Result<BaseConsumer> {
         let c = self.inner.cfg.plain_consumer()?;

@@ -171,3 +171,59 @@ fn internal_topics_are_kafkas_list_not_a_prefix() {
         assert!(!storage.is_internal(name), "{name}");
     }
 }
+
+/// A remote stream hands over every record as the cluster stored it (key, value, null
+/// value, headers with a null one, timestamps), batch after batch past the most one call
+/// takes, and nothing at or past the end it was opened with.
+#[test]
+fn a_stream_reads_every_record_whole_across_batches() {
+    let (_mock, storage) = mock_storage();
+    let p0 = storage.topic("t").unwrap().partition(0).unwrap();
+    let header: &[(&[u8], Option<&[u8]>)] = &[(b"h1", Some(b"v1")), (b"h2", None)];
+    let values: Vec<Vec<u8>> = (0..5000).map(|i| format!("v{i}").into_bytes()).collect();
+    let keys: Vec<Vec<u8>> = (0..5000).map(|i| format!("k{i}").into_bytes()).collect();
+    let records: Vec<RecordInput> = (0..5000)
+        .map(|i| RecordInput {
+            key: (i % 3 == 0).then_some(&keys[i][..]),
+            value: (i % 7 != 3).then_some(&values[i][..]),
+            headers: if i % 5 == 0 { header } else { &[] },
+            timestamp: 1_700_000_000_000 + i as i64,
+        })
+        .collect();
+    p0.append(&records).unwrap();
+    let mut stream = p0.read_from_offset(0).unwrap();
+    assert_eq!(stream.end_offset(), 5000);
+    // Appended after the open: past the stream's end.
+    p0.append(&records[..3]).unwrap();
+    let mut seen = Vec::new();
+    while stream
+        .next_batch_meta(&mut |h, r| {
+            seen.push((
+                r.offset,
+                r.timestamp,
+                h.base_timestamp,
+                r.key.map(<[u8]>::to_vec),
+                r.value.map(<[u8]>::to_vec),
+                r.headers()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                    .collect::<Vec<_>>(),
+            ))
+        })
+        .unwrap()
+    {}
+    assert_eq!(seen.len(), 5000);
+    for (i, (offset, ts, base_ts, key, value, headers)) in seen.into_iter().enumerate() {
+        assert_eq!(offset, i as i64);
+        assert_eq!((ts, base_ts), (records[i].timestamp, records[i].timestamp));
+        assert_eq!(key.as_deref(), records[i].key, "offset {i}");
+        assert_eq!(value.as_deref(), records[i].value, "offset {i}");
+        let want: Vec<_> = records[i]
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+            .collect();
+        assert_eq!(headers, want, "offset {i}");
+    }
+    assert_eq!(stream.passed(), 5000);
+}
