@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use super::handle::{Handle, TextHandle, TextTarget};
 use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
-use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
 use super::{FsResult, FsState, tree};
 use crate::maildir::delivery::{Delivery, Place, is_hidden};
 use crate::maildir::group::{MailGroup, Refused};
@@ -663,7 +663,7 @@ impl FsState {
         ino: u64,
         newparent: u64,
         newname: &OsStr,
-    ) -> FsResult<(Duration, Attr)> {
+    ) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let from = self.node(ino)?;
         let to = self.node(newparent)?;
@@ -698,7 +698,7 @@ impl FsState {
         d.deliver(&*topic, *id, newname.as_bytes())?;
         drop(d);
         let attr = self.attr(ino, &from)?;
-        Ok((Duration::ZERO, attr))
+        Ok((Ttl::both(Duration::ZERO), attr))
     }
 }
 
