@@ -319,13 +319,19 @@ impl FsState {
         })())
     }
 
-    /// The handle of an open maildir file (None: not one).
-    pub(super) fn maildir_open(&self, node: &Node, access: Access) -> Option<FsResult<Handle>> {
+    /// The handle of an open maildir file (None: not one), and whether the kernel must
+    /// bypass its page cache: a held file's bytes change, a record's never (its file is
+    /// read through the cache, which answers the read at its end).
+    pub(super) fn maildir_open(
+        &self,
+        node: &Node,
+        access: Access,
+    ) -> Option<FsResult<(Handle, bool)>> {
         Some(match node {
             Node::MailHeld(t, id) => (|| {
                 let topic = self.topic(t)?;
                 match HeldHandle::new(topic, self.delivery(t), *id) {
-                    Some(h) => Ok(Handle::Mail(h)),
+                    Some(h) => Ok((Handle::Mail(h), true)),
                     None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
                 }
             })(),
@@ -335,7 +341,8 @@ impl FsState {
                 }
                 let topic = self.topic(t)?;
                 let value = read_value(&*topic, *p, *o)?;
-                Ok(Handle::Text(TextHandle::new(value, TextTarget::ReadOnly)))
+                let h = TextHandle::new(value, TextTarget::ReadOnly);
+                Ok((Handle::Text(h), false))
             })(),
             _ => return None,
         })

@@ -86,7 +86,8 @@ impl Access {
 }
 
 /// An opened file: its handle, whether the kernel must bypass its page cache (every
-/// generated file: its bytes depend on when it is read), and the real file whose bytes the
+/// generated file whose bytes depend on when it is read; not a group's maildir record,
+/// whose bytes never change), and the real file whose bytes the
 /// open file shows unchanged (a `segments/` file), which the kernel may then read itself.
 #[derive(Debug, Clone)]
 pub struct Opened {
