@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use super::handle::{Handle, TextHandle, TextTarget};
 use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
-use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
 use super::{FsResult, FsState, tree};
 use crate::maildir::delivery::{Delivery, Place, is_hidden};
 use crate::maildir::group::{MailGroup, Refused};
@@ -319,13 +319,19 @@ impl FsState {
         })())
     }
 
-    /// The handle of an open maildir file (None: not one).
-    pub(super) fn maildir_open(&self, node: &Node, access: Access) -> Option<FsResult<Handle>> {
+    /// The handle of an open maildir file (None: not one), and whether the kernel must
+    /// bypass its page cache: a held file's bytes change, a record's never (its file is
+    /// read through the cache, which answers the read at its end).
+    pub(super) fn maildir_open(
+        &self,
+        node: &Node,
+        access: Access,
+    ) -> Option<FsResult<(Handle, bool)>> {
         Some(match node {
             Node::MailHeld(t, id) => (|| {
                 let topic = self.topic(t)?;
                 match HeldHandle::new(topic, self.delivery(t), *id) {
-                    Some(h) => Ok(Handle::Mail(h)),
+                    Some(h) => Ok((Handle::Mail(h), true)),
                     None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
                 }
             })(),
@@ -335,7 +341,8 @@ impl FsState {
                 }
                 let topic = self.topic(t)?;
                 let value = read_value(&*topic, *p, *o)?;
-                Ok(Handle::Text(TextHandle::new(value, TextTarget::ReadOnly)))
+                let h = TextHandle::new(value, TextTarget::ReadOnly);
+                Ok((Handle::Text(h), false))
             })(),
             _ => return None,
         })
@@ -663,7 +670,7 @@ impl FsState {
         ino: u64,
         newparent: u64,
         newname: &OsStr,
-    ) -> FsResult<(Duration, Attr)> {
+    ) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let from = self.node(ino)?;
         let to = self.node(newparent)?;
@@ -698,7 +705,7 @@ impl FsState {
         d.deliver(&*topic, *id, newname.as_bytes())?;
         drop(d);
         let attr = self.attr(ino, &from)?;
-        Ok((Duration::ZERO, attr))
+        Ok((Ttl::both(Duration::ZERO), attr))
     }
 }
 

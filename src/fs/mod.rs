@@ -42,7 +42,7 @@ use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, Top
 use crate::util::sync::{MutexExt, RwLockExt};
 use handle::Handle;
 use inode::{InodeTable, Node, TopicName};
-use types::{Attr, DirEntry, Kind, Statfs};
+use types::{Attr, DirEntry, Kind, Statfs, Ttl};
 
 /// Largest write request the kernel sends (one request's complete lines make one batch).
 pub const MAX_WRITE: u32 = 1 << 20;
@@ -378,16 +378,20 @@ impl FsState {
         }
     }
 
-    fn entry(&self, node: Node) -> FsResult<(Duration, Attr)> {
+    fn entry(&self, node: Node) -> FsResult<(Ttl, Attr)> {
         let ttl = Self::ttl(&node);
         // Attributes first: the lookup is counted only for an entry actually replied.
         let probe = self.attr(0, &node)?;
         let ino = self.inodes.lookup(&node);
         self.showing(&node, ino, ttl);
+        let ttl = Ttl {
+            entry: Self::entry_ttl(&node),
+            attr: ttl,
+        };
         Ok((ttl, Attr { ino, ..probe }))
     }
 
-    pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<(Duration, Attr)> {
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;

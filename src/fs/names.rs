@@ -2,16 +2,15 @@
 //! link and symlink, and what every other name change answers.
 
 use std::ffi::OsStr;
-use std::time::Duration;
 
 use super::inode::{Node, TopicName};
-use super::types::Attr;
+use super::types::{Attr, Ttl};
 use super::{FsError, FsResult, FsState, no_new_files, tree};
 use crate::error::Error;
 use crate::util::sync::MutexExt;
 
 impl FsState {
-    pub fn mkdir(&self, parent: u64, name: &OsStr) -> FsResult<(Duration, Attr)> {
+    pub fn mkdir(&self, parent: u64, name: &OsStr) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         if parent != Node::Root {

@@ -82,7 +82,7 @@ impl FsState {
                     }
                     (h, true)
                 }
-                node if let Some(h) = self.maildir_open(node, access) => (h?, true),
+                node if let Some(h) = self.maildir_open(node, access) => h?,
                 // Every file was handled above: the rest are directories.
                 _ => return tree(libc::EISDIR, format!("{node} is a directory")),
             }

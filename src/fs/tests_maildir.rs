@@ -198,6 +198,59 @@ proptest! {
     }
 }
 
+/// A maildir's `tmp/`, `new/` and `cur/` exist as long as their maildir: the kernel keeps
+/// their entries as any directory's (a Maildir reader's every path through `new/` would
+/// otherwise cost a lookup of it), never their attributes (the mtime such readers watch);
+/// a record's file keeps both.
+#[test]
+fn maildir_directories_keep_their_entries_not_their_attributes() {
+    use super::types::Ttl;
+    use std::time::Duration;
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path());
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    deliver(&fs, 0);
+    let second = Duration::from_secs(1);
+    for md in ["t/maildir", MD] {
+        for sub in ["tmp", "new", "cur"] {
+            let (ttl, _) = fs.lookup(walk(&fs, md), OsStr::new(sub)).unwrap();
+            let want = Ttl {
+                entry: second,
+                attr: Duration::ZERO,
+            };
+            assert_eq!(ttl, want, "{md}/{sub}");
+        }
+    }
+    let name = &names(&fs, &format!("{MD}/new"))[0];
+    let (ttl, _) = fs
+        .lookup(walk(&fs, &format!("{MD}/new")), OsStr::new(name))
+        .unwrap();
+    assert_eq!(ttl, Ttl::both(second));
+}
+
+/// A record's file never changes: the kernel reads it through its page cache (which then
+/// answers a read at its end without asking); a held file, whose bytes change, bypasses it.
+#[test]
+fn a_record_is_read_through_the_page_cache_a_held_file_is_not() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path());
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    deliver(&fs, 0);
+    let name = &names(&fs, &format!("{MD}/new"))[0];
+    let o = fs
+        .open(walk(&fs, &format!("{MD}/new/{name}")), RO, me())
+        .unwrap();
+    assert!(!o.direct_io);
+    assert_eq!(read_all(&fs, o.fh), b"value 0");
+    fs.release(o.fh).unwrap();
+    let tmp = walk(&fs, "t/maildir/tmp");
+    let (_, _, c) = fs.create_file(tmp, OsStr::new("h"), WO, me()).unwrap();
+    fs.release(c.fh).unwrap();
+    let o = fs.open(walk(&fs, "t/maildir/tmp/h"), RO, me()).unwrap();
+    assert!(o.direct_io);
+    fs.release(o.fh).unwrap();
+}
+
 /// Acknowledgements far above a record taken and never acknowledged: `new/` shows no record
 /// further than the metadata can hold above the commit, until that record is acknowledged.
 #[test]

@@ -222,6 +222,18 @@ impl FsState {
         Ok(Node::Lookup(t.clone(), p, lookup))
     }
 
+    /// How long the kernel may keep `node`'s entry (which inode its name is): as long as
+    /// its attributes, but a maildir's `tmp/`, `new/` and `cur/`, which exist as long as
+    /// their maildir and change only their attributes (their mtime, never cached), are
+    /// kept like any directory's: a path through them then costs no lookup of them.
+    pub(super) fn entry_ttl(node: &Node) -> Duration {
+        if matches!(node, Node::MailSub(..)) {
+            return DIR_TTL;
+        }
+        Self::ttl(node)
+    }
+
+    /// How long the kernel may keep `node`'s attributes.
     pub(super) fn ttl(node: &Node) -> Duration {
         // A maildir's listings and held files change with every delivery, take and removal.
         if matches!(node, Node::MailSub(..) | Node::MailHeld(..)) {

@@ -1,7 +1,7 @@
 //! The values the fs core answers with. The FUSE adapter (`fuse/`) turns them into fuser's
 //! reply types; nothing here knows FUSE exists.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,21 @@ pub struct Attr {
     pub time: SystemTime,
     /// The I/O size (`st_blksize`) tools size their buffers by.
     pub io_size: u32,
+}
+
+/// How long the kernel may keep what a lookup answered: the name's entry (which inode it
+/// is) and the inode's attributes, each for its own time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ttl {
+    pub entry: Duration,
+    pub attr: Duration,
+}
+
+impl Ttl {
+    /// The same time for both.
+    pub fn both(d: Duration) -> Ttl {
+        Ttl { entry: d, attr: d }
+    }
 }
 
 /// What a setattr(2) asks of modes and owners (`chmod`, `chown`): each `None` when not asked.
@@ -71,7 +86,8 @@ impl Access {
 }
 
 /// An opened file: its handle, whether the kernel must bypass its page cache (every
-/// generated file: its bytes depend on when it is read), and the real file whose bytes the
+/// generated file whose bytes depend on when it is read; not a group's maildir record,
+/// whose bytes never change), and the real file whose bytes the
 /// open file shows unchanged (a `segments/` file), which the kernel may then read itself.
 #[derive(Debug, Clone)]
 pub struct Opened {

@@ -292,6 +292,33 @@ fn bodies(range: std::ops::Range<usize>) -> Vec<String> {
     v
 }
 
+/// A record's file never changes: it is read through the page cache, so `mmap` of it shows
+/// its value, and the bytes read by a second open are the same.
+#[test]
+fn a_record_file_is_read_through_the_page_cache_and_can_be_mapped() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t");
+    deliver(&m, 3);
+    let out = python(
+        &m,
+        r#"
+import mmap, os
+d = "t/groups/g/maildir/new"
+for n in sorted(os.listdir(d)):
+    p = os.path.join(d, n)
+    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+        mapped = mm[:]
+    with open(p, "rb") as f:
+        assert f.read() == mapped, n
+    print(mapped.decode())
+"#,
+        &[],
+    );
+    let mut got: Vec<String> = out.lines().map(str::to_string).collect();
+    got.sort();
+    assert_eq!(got, bodies(0..3));
+}
+
 #[test]
 fn python_mailbox_reads_a_group_and_what_it_removes_never_comes_back() {
     let mut m = TestMount::start(&["--num-partitions", "3"]);

@@ -26,7 +26,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use super::types::{Access, Attr, Kind, Owner, ReadReply};
+use super::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
 use super::{FsResult, FsState, MAX_WRITE, report};
 use crate::util::sync::MutexExt;
 
@@ -177,9 +177,11 @@ fn errno(code: i32) -> Errno {
     Errno::from_i32(code)
 }
 
-fn entry(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEntry) {
+fn entry(r: FsResult<(Ttl, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEntry) {
     match r {
-        Ok((ttl, attr)) => reply.entry(&ttl, &file_attr(&attr), Generation(0)),
+        Ok((ttl, attr)) => {
+            reply.entry_with_ttls(&ttl.attr, &ttl.entry, &file_attr(&attr), Generation(0))
+        }
         Err(e) => reply.error(errno(report(op, what, e))),
     }
 }

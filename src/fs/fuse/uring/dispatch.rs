@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use super::Queue;
 use super::abi::{self, InHeader, Plain};
 use super::backing::{Backings, Open};
-use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply};
+use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
 use crate::fs::{FsResult, FsState, report};
 
 /// What every queue's thread shares: the core, and the /dev/fuse notifier (poll wake-ups).
@@ -215,19 +215,19 @@ fn fuse_attr(a: &Attr) -> abi::Attr {
     }
 }
 
-fn entry_out(ttl: Duration, a: &Attr) -> abi::EntryOut {
+fn entry_out(ttl: Ttl, a: &Attr) -> abi::EntryOut {
     abi::EntryOut {
         nodeid: a.ino,
         generation: 0,
-        entry_valid: ttl.as_secs(),
-        attr_valid: ttl.as_secs(),
-        entry_valid_nsec: ttl.subsec_nanos(),
-        attr_valid_nsec: ttl.subsec_nanos(),
+        entry_valid: ttl.entry.as_secs(),
+        attr_valid: ttl.attr.as_secs(),
+        entry_valid_nsec: ttl.entry.subsec_nanos(),
+        attr_valid_nsec: ttl.attr.subsec_nanos(),
         attr: fuse_attr(a),
     }
 }
 
-fn entry(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: Reply) {
+fn entry(r: FsResult<(Ttl, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: Reply) {
     match r {
         Ok((ttl, a)) => reply.ok(&entry_out(ttl, &a)),
         Err(e) => reply.error(report(op, what, e)),
@@ -344,7 +344,7 @@ fn files(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
             let name = req.name();
             match s.create_file(ino, name, Access::from_flags(a.flags as i32), req.h.pid) {
                 Ok((ttl, at, o)) => reply.ok(&abi::CreateOut {
-                    entry: entry_out(ttl, &at),
+                    entry: entry_out(Ttl::both(ttl), &at),
                     open: abi::OpenOut {
                         fh: o.fh,
                         open_flags: abi::FOPEN_DIRECT_IO,
