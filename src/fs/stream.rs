@@ -585,18 +585,36 @@ impl Cursor {
     /// what it was shown. Each record is counted once.
     ///
     /// Where that length is not known without reading the records (see
-    /// [`Cursor::counts_without_reading`]), the stream shows the bytes it has decoded so far
-    /// until its reader has read to its end (0 at open: a stdio open costs a lookup, not a
-    /// read of the stream, and a program that finds no size reads to the EOF, as from a
-    /// /proc file), then up to the log end as above, counting only the records appended.
+    /// [`Cursor::counts_without_reading`]), a stdio open costs a lookup, not a read of the
+    /// stream: before anything is read, the first read's bytes are prepared (as a lookup
+    /// does), and the length is shown when they reach the stream's end, 0 otherwise (never
+    /// a part of it, from which `tail -n` would go back; a program that finds no size reads
+    /// to the EOF, as from a /proc file). Once reading, the bytes decoded so far; once read
+    /// to its end, up to the log end as above, counting only the records appended.
     fn length(&mut self) -> Result<u64> {
         if !self.counts_without_reading() {
+            if self.counted == (self.start, 0)
+                && self.pos == 0
+                && self.out.is_empty()
+                && !self.eof
+                && self.pending.is_none()
+                && !self.is_follow()
+                && let Err(e) = self.fill(FIRST_READ_MAX)
+            {
+                self.pending = Some(e);
+            }
             let decoded = (self.next, self.pos + self.buffered() as u64);
             if decoded.0 > self.counted.0 {
                 self.counted = decoded;
             }
-            if !self.grows() || self.is_follow() {
+            if self.is_follow() {
                 return Ok(self.counted.1);
+            }
+            // Read to its end (`tail` reads a file's last bytes, not up to its EOF): from
+            // here on the stream grows, counted below.
+            let read_to_end = (self.eof || self.next >= self.end) && self.buffered() == 0;
+            if !self.grows() && !read_to_end {
+                return Ok(if self.pos == 0 && !self.eof { 0 } else { self.counted.1 });
             }
         }
         self.count_first_batch();

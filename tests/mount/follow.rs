@@ -146,17 +146,41 @@ fn tail_f_follows_by_offset_and_follow_files() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t");
     m.ok("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo old-$i >> t/0/append; done");
-    for file in ["t/0/by-offset/0", "t/0/follow/0"] {
+    // JSON lines too, whose length `fstat` shows only once read to the end (tail reads the
+    // last bytes of a file whose length it was shown at open, not up to an EOF).
+    for file in [
+        "t/0/by-offset/0",
+        "t/0/follow/0",
+        "t/0/by-offset/0.jsonl",
+        "t/0/by-offset/30.jsonl",
+    ] {
         let mut tail = spawn(&m, &format!("exec tail -n 2 -f {file}"));
         let rx = lines_of(&mut tail);
         let wait = Duration::from_secs(5);
-        assert_eq!(next_line(&rx, wait).as_deref(), Some("old-11"), "{file}");
-        assert_eq!(next_line(&rx, wait).as_deref(), Some("old-12"), "{file}");
+        // A JSON line's value.
+        let value = |l: Option<String>| -> Option<String> {
+            let l = l?;
+            if !file.ends_with(".jsonl") {
+                return Some(l);
+            }
+            let v: serde_json::Value = serde_json::from_str(&l).ok()?;
+            v["value"].as_str().map(str::to_string)
+        };
+        assert_eq!(
+            value(next_line(&rx, wait)).as_deref(),
+            Some("old-11"),
+            "{file}"
+        );
+        assert_eq!(
+            value(next_line(&rx, wait)).as_deref(),
+            Some("old-12"),
+            "{file}"
+        );
         for i in 0..3 {
             m.ok(&format!("echo new-{i} >> t/0/append"));
             // tail polls every second.
             assert_eq!(
-                next_line(&rx, wait).as_deref(),
+                value(next_line(&rx, wait)).as_deref(),
                 Some(format!("new-{i}").as_str()),
                 "{file}"
             );
@@ -174,6 +198,29 @@ fn tail_f_follows_by_offset_and_follow_files() {
     }
     // `stat` of the path still shows 0 bytes.
     assert_eq!(m.ok("stat -c %s t/0/by-offset/0"), "0\n");
+}
+
+/// `tail -f` of a JSON lines stream shorter than the lines it prints (GNU tail then reads the
+/// file's bytes twice, each read ending exactly at its length, never at an EOF) still
+/// follows it: the stream counts as read to its end once every record was read.
+#[test]
+fn tail_f_follows_a_short_json_lines_stream() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && seq 1 100 > t/0/append");
+    let mut tail = spawn(&m, "exec tail -f t/0/by-offset/98.jsonl");
+    let rx = lines_of(&mut tail);
+    let wait = Duration::from_secs(5);
+    let offset = |l: Option<String>| -> Option<i64> {
+        let v: serde_json::Value = serde_json::from_str(&l?).ok()?;
+        v["offset"].as_i64()
+    };
+    assert_eq!(offset(next_line(&rx, wait)), Some(98));
+    assert_eq!(offset(next_line(&rx, wait)), Some(99));
+    m.ok("echo late >> t/0/append");
+    // tail polls every second.
+    assert_eq!(offset(next_line(&rx, wait)), Some(100));
+    kill(&tail, libc::SIGTERM);
+    exits_within(&mut tail, Duration::from_secs(3));
 }
 
 #[test]
