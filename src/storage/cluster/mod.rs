@@ -42,8 +42,14 @@ fn record_bytes(m: &impl rdkafka::Message) -> u64 {
             .map(|hd| hd.key.len() + hd.value.map_or(0, <[u8]>::len))
             .sum()
     });
+    record_size(m.key(), m.payload(), headers)
+}
+
+/// The same from a record's parts: its key, value and the bytes of its headers' keys and
+/// values.
+fn record_size(key: Option<&[u8]>, value: Option<&[u8]>, header_bytes: usize) -> u64 {
     let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
-    (len(m.key()) + len(m.payload()) + headers) as u64
+    (len(key) + len(value) + header_bytes) as u64
 }
 
 impl ClusterConfig {

@@ -468,9 +468,8 @@ impl ClusterStream {
                             return true;
                         }
                         let (count, header_bytes) = msg.headers_into(&mut self.headers);
-                        let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
-                        self.read
-                            .read((len(msg.key()) + len(msg.payload()) + header_bytes) as u64);
+                        let size = super::record_size(msg.key(), msg.payload(), header_bytes);
+                        self.read.read(size);
                         let (h, ts) = header_of(offset, msg.timestamp());
                         let r = Record {
                             offset,
