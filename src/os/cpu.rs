@@ -1,11 +1,22 @@
-//! Where threads run: the CPU a thread is on, and keeping a helper thread off the CPU of the
-//! thread it works for.
+//! Where threads run: the CPU a thread is on, pinning a thread to one, and keeping a helper
+//! thread off the CPU of the thread it works for.
 
 /// The CPU the calling thread runs on (None where the kernel does not say).
 pub fn current() -> Option<usize> {
     // SAFETY: sched_getcpu takes no argument and only returns a number.
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity take it by
+    // pointer for the calling thread (0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 /// A helper thread's placement: the CPUs it may run on when it started (its process's
@@ -65,13 +76,10 @@ impl Placement {
 mod tests {
     use super::*;
 
+    /// How many CPUs the calling thread may run on now.
     fn affinity_count() -> i32 {
-        // SAFETY: reads the calling thread's affinity into a zeroed set, then counts it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
-            libc::CPU_COUNT(&set)
-        }
+        // SAFETY: counts a set.
+        unsafe { libc::CPU_COUNT(&Placement::of_this_thread().allowed) }
     }
 
     /// A thread told to keep off the CPU it runs on leaves it (when it may run elsewhere) and

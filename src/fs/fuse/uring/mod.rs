@@ -334,17 +334,6 @@ impl Queue {
     }
 }
 
-/// Pins the calling thread to `cpu`: the kernel puts a task's requests in its CPU's queue.
-fn pin_to(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity take it by
-    // pointer for the calling thread (0).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
 fn cmd_sqe(dev: RawFd, cmd_op: u32, qid: u16, commit_id: u64, idx: usize) -> Entry128 {
     let req = abi::CmdReq {
         commit_id,
@@ -429,7 +418,8 @@ fn serve_queue(
     stop: &AtomicBool,
     ready: &mpsc::Sender<Result<(), StartError>>,
 ) {
-    pin_to(q.qid as usize);
+    // The kernel puts a task's requests in its CPU's queue.
+    crate::os::cpu::pin_to(q.qid as usize);
     let _ = q.thread.set(std::thread::current().id());
     for idx in 0..q.entries.len() {
         push(&mut ring, &register_sqe(dev, &q, idx));
