@@ -593,12 +593,7 @@ impl Cursor {
     /// to its end, up to the log end as above, counting only the records appended.
     fn length(&mut self) -> Result<u64> {
         if !self.counts_without_reading() {
-            if self.counted == (self.start, 0)
-                && self.pos == 0
-                && self.out.is_empty()
-                && !self.eof
-                && self.pending.is_none()
-                && !self.is_follow()
+            if self.untouched()
                 && let Err(e) = self.fill(FIRST_READ_MAX)
             {
                 self.pending = Some(e);
@@ -636,19 +631,24 @@ impl Cursor {
         self.name.format != Format::Jsonl && self.log.counts_without_reading()
     }
 
+    /// Whether nothing of the stream was counted, decoded or met yet (a follow stream
+    /// excepted, which is never measured ahead of its reader).
+    fn untouched(&self) -> bool {
+        self.counted == (self.start, 0)
+            && self.pos == 0
+            && self.out.is_empty()
+            && !self.eof
+            && self.pending.is_none()
+            && !self.is_follow()
+    }
+
     /// Before anything is counted or read (a stdio open's `fstat`, then its first read):
     /// where the log counts lines without reading from a batch boundary on, the first batch
     /// is decoded now, once for the count and for the read, and the count goes on from after
     /// it (counting from the start offset would read the records before it in its batch, and
     /// the read would decode that batch again). An error is kept for the read.
     fn count_first_batch(&mut self) {
-        let fresh = self.counted == (self.start, 0) && self.pos == 0 && self.out.is_empty();
-        if !fresh
-            || self.is_follow()
-            || self.eof
-            || self.pending.is_some()
-            || !self.counts_without_reading()
-        {
+        if !self.untouched() || !self.counts_without_reading() {
             return;
         }
         if let Err(e) = self.fill(1) {
