@@ -338,38 +338,23 @@ if fig 4; then
     cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
     LOG_FILES=("$LOGA"/bulk-0/*.log)
     LOG_BYTES=$(file_size "${LOG_FILES[@]}")
-    # passes FILE...: cats the files READ_PASSES times over.
-    passes() {
-        local i
+    # timed_passes KEY RUN FILE...: records the time `cat` takes over the files READ_PASSES
+    # times over.
+    timed_passes() {
+        local key=$1 run=$2 i t0 t1
+        shift 2
+        t0=$(now)
         for ((i = 0; i < READ_PASSES; i++)); do cat "$@" >/dev/null; done
+        t1=$(now)
+        record "$key" "$run" "$(elapsed "$t0" "$t1")"
     }
-    read_topicfs() {
-        local t0 t1
-        t0=$(now); passes "$MNT/bulk/0/by-offset/0"; t1=$(now)
-        record read.topicfs "$1" "$(elapsed "$t0" "$t1")"
-    }
-    read_topicfs_mem() {
-        local t0 t1
-        t0=$(now); passes "$MNT/bulk/0/by-offset/0"; t1=$(now)
-        record read.topicfs_mem "$1" "$(elapsed "$t0" "$t1")"
-    }
-    read_raw() {
-        local t0 t1
-        t0=$(now); passes "${LOG_FILES[@]}"; t1=$(now)
-        record read.raw "$1" "$(elapsed "$t0" "$t1")"
-    }
-    read_null() {
-        local t0 t1
-        t0=$(now); passes "$NMNT/zero"; t1=$(now)
-        record read.nullfs "$1" "$(elapsed "$t0" "$t1")"
-    }
+    read_topicfs() { timed_passes read.topicfs "$1" "$MNT/bulk/0/by-offset/0"; }
+    read_topicfs_mem() { timed_passes read.topicfs_mem "$1" "$MNT/bulk/0/by-offset/0"; }
+    read_raw() { timed_passes read.raw "$1" "${LOG_FILES[@]}"; }
+    read_null() { timed_passes read.nullfs "$1" "$NMNT/zero"; }
     # The do-nothing file whose bytes come from memory, part after part (context: what a
     # reply costs when its bytes are not the same cached mebibyte each time).
-    read_mem() {
-        local t0 t1
-        t0=$(now); passes "$NMNT/mem"; t1=$(now)
-        record read.nullmem "$1" "$(elapsed "$t0" "$t1")"
-    }
+    read_mem() { timed_passes read.nullmem "$1" "$NMNT/mem"; }
     RUNS=$READ_RUNS alternate3 read_topicfs read_null read_raw
     RUNS=$READ_RUNS alternate read_topicfs_mem read_mem
     record read.topicfs_bytes 0 "$((BULK_BYTES * READ_PASSES))"
