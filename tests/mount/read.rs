@@ -273,6 +273,13 @@ print(check("t/0/by-offset/0").decode().splitlines()[-1])
     assert!(log_segments(&m) > 3);
     let run = |m: &TestMount, tag: &str| m.ok(&format!("python3 {} {tag}", path.display()));
     assert_eq!(run(&m, "a"), "later-a-2\n");
+    // rsync copies the length shown at open: a JSON lines stream within the first read's
+    // 32 KiB whole, a longer one as empty (docs/contract.md).
+    m.ok("rsync t/0/by-offset/19990.jsonl ../small.jsonl && rsync t/0/by-offset/0.jsonl ../big.jsonl");
+    let small = m.read("t/0/by-offset/19990.jsonl");
+    assert!(small.len() > 1000, "{small}");
+    assert_eq!(m.ok("cat ../small.jsonl"), small);
+    assert_eq!(m.ok("wc -c < ../big.jsonl"), "0\n");
     // After a remount every segment is counted anew.
     m.unmount();
     m.remount();
