@@ -380,6 +380,39 @@ fn append_numbered(log: &PartitionLog, batches: usize, per_batch: usize) -> Vec<
     want
 }
 
+/// Flips one bit of the byte at `at` of a segment file in place (the mount's copy of it
+/// changes under it, as a disk's bytes would).
+fn flip_byte(seg: &std::path::Path, at: usize) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(seg)
+        .unwrap();
+    let mut b = [0u8];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut b, at as u64).unwrap();
+    b[0] ^= 0x20;
+    std::os::unix::fs::FileExt::write_all_at(&f, &b, at as u64).unwrap();
+}
+
+/// Reads `cat by-offset/<start>` in 128 KiB requests: what it served, and the error that
+/// ended it (None at a clean end).
+fn read_stream(log: &Arc<PartitionLog>, start: i64) -> (Vec<u8>, Option<topicfs::Error>) {
+    let name = LookupName::at_offset(start, Format::Lines);
+    let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+    let mut served = Vec::new();
+    loop {
+        match h.read(served.len() as u64, 128 * 1024) {
+            Ok([]) => return (served, None),
+            Ok(piece) => served.extend_from_slice(piece),
+            Err(e) => {
+                // The error stays: no later read serves what lies past it.
+                assert!(h.read(served.len() as u64, 128 * 1024).is_err());
+                return (served, Some(e));
+            }
+        }
+    }
+}
+
 /// A corrupt batch met by a read-ahead: what lies before it is served, then the read that
 /// reaches it fails, and nothing of it or after it is ever served.
 #[test]
@@ -389,25 +422,10 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
     let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
     let want = append_numbered(&log, 400, 50);
     let seg = pdir.join(format!("{:020}.log", 0));
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let at = bytes.len() * 3 / 4;
-    bytes[at] ^= 0x20;
-    std::os::unix::fs::FileExt::write_all_at(
-        &std::fs::OpenOptions::new().write(true).open(&seg).unwrap(),
-        &bytes[at..at + 1],
-        at as u64,
-    )
-    .unwrap();
-    let name = LookupName::at_offset(0, Format::Lines);
-    let mut h = StreamHandle::open("t", log, name).unwrap();
-    let mut served = Vec::new();
-    let err = loop {
-        match h.read(served.len() as u64, 128 * 1024) {
-            Ok([]) => panic!("the stream ended after {} bytes", served.len()),
-            Ok(piece) => served.extend_from_slice(piece),
-            Err(e) => break e,
-        }
-    };
+    let at = std::fs::metadata(&seg).unwrap().len() as usize * 3 / 4;
+    flip_byte(&seg, at);
+    let (served, err) = read_stream(&log, 0);
+    let err = err.expect("the stream ended cleanly");
     assert!(err.to_string().contains("corrupt"), "{err}");
     assert!(
         served.len() > want.len() / 2,
@@ -416,8 +434,47 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
     );
     assert!(served.len() < want.len() * 3 / 4 + 1);
     assert_eq!(served, want[..served.len()], "what was served is the log's");
-    // The error stays: no later read serves what lies past it.
-    assert!(h.read(served.len() as u64, 128 * 1024).is_err());
+}
+
+/// A segment's CRCs are computed once while it is open: reads from its start extend the
+/// prefix of checked batches; a batch in it is not checked again, one past it always is.
+#[test]
+fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let want = append_numbered(&log, 40, 50);
+    let seg = log.segments()[0].clone();
+    assert_eq!(seg.checked_prefix(), 0, "appends check nothing");
+    // A stream that starts inside the segment checks what it reads, but that is no prefix.
+    let (served, err) = read_stream(&log, 1_000);
+    assert!(err.is_none());
+    assert_eq!(served.len(), want.len() / 2);
+    assert_eq!(seg.checked_prefix(), 0);
+    // One from the start checks every batch: the prefix is the whole segment.
+    let (served, err) = read_stream(&log, 0);
+    assert!(err.is_none());
+    assert_eq!(served, want);
+    assert_eq!(seg.checked_prefix(), seg.size());
+    // Bytes appended since are past the prefix: a corrupt batch there fails the read.
+    let more = append_numbered(&log, 2, 50);
+    let path = pdir.join(format!("{:020}.log", 0));
+    let end = std::fs::metadata(&path).unwrap().len() as usize;
+    flip_byte(&path, end - 30);
+    let (served, err) = read_stream(&log, 0);
+    assert!(err.unwrap().to_string().contains("corrupt"));
+    assert_eq!(served.len(), want.len() + more.len() / 2);
+    // A byte changed inside the prefix behind the mount's back is served as it now is: the
+    // batch is not checked again (the daemon owns its log dir while mounted).
+    let value_at = std::fs::read(&path)
+        .unwrap()
+        .windows(11)
+        .position(|w| w == b"00007-00003")
+        .unwrap();
+    flip_byte(&path, value_at);
+    let (served, _) = read_stream(&log, 0);
+    let i = want.windows(11).position(|w| w == b"00007-00003").unwrap();
+    assert_eq!(&served[i..i + 11], b"\x100007-00003");
 }
 
 /// Batches larger than a read (a producer's 1 MiB batches and more), read in 128 KiB

@@ -140,6 +140,10 @@ pub struct LogSegment {
     /// Counts at batch boundaries, in position order, at least [`COUNT_MARK_SPACING`] apart
     /// (the start of the segment, a count of nothing, is implied).
     count_marks: Mutex<Vec<RecordCount>>,
+    /// The bytes from the segment's start whose batches a whole check passed since the
+    /// segment was opened: a prefix of whole batches. A batch inside it is framed and its
+    /// offsets checked again, not its CRC (see [`LogSegment::check_batch_at`]).
+    checked: AtomicU64,
 }
 
 /// A batch's position and header, found by a scan.
@@ -215,6 +219,7 @@ impl LogSegment {
                 records: 0,
             }),
             count_marks: Mutex::new(Vec::new()),
+            checked: AtomicU64::new(0),
         }
     }
 

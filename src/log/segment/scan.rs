@@ -261,7 +261,7 @@ impl LogSegment {
             },
         };
         Ok(self
-            .check_batch(bytes, prev_last)
+            .check_batch_at(pos, bytes, prev_last)
             .map_err(NotABatch::Invalid))
     }
 
@@ -301,7 +301,9 @@ impl LogSegment {
         limit: u64,
     ) -> io::Result<BatchView<'w>> {
         let checked = match self.window_bytes(window, pos, limit)? {
-            Ok(bytes) => self.check_batch(bytes, None).map_err(NotABatch::Invalid),
+            Ok(bytes) => self
+                .check_batch_at(pos, bytes, None)
+                .map_err(NotABatch::Invalid),
             Err(e) => Err(e),
         };
         checked.map_err(|e| corrupt(&self.log_path, e.at(pos), e))
@@ -320,6 +322,39 @@ impl LogSegment {
             .map_err(|e| e.to_string())?;
         self.check_header(&view.header, prev_last)?;
         Ok(view)
+    }
+
+    /// [`LogSegment::check_batch`] of the batch at `pos`, its CRC computed once while the
+    /// segment is open: a batch inside the prefix whole checks already passed
+    /// ([`LogSegment::checked_prefix`]) is framed and its header checked, and a batch that
+    /// passes right after that prefix extends it. The daemon owns its log dir while mounted
+    /// and never rewrites a segment's bytes; only recovery, before anything reads, cuts a
+    /// segment, and it shrinks the prefix with it. The bytes behind a read therefore cost one
+    /// CRC pass per mount, wherever and however often they are read (a Kafka broker computes
+    /// none when it serves a fetch; its consumer computes one per fetch).
+    pub(super) fn check_batch_at<'a>(
+        &self,
+        pos: u64,
+        bytes: &'a [u8],
+        prev_last: Option<i64>,
+    ) -> Result<BatchView<'a>, String> {
+        let end = pos + bytes.len() as u64;
+        let checked = self.checked.load(Ordering::Acquire);
+        if end <= checked {
+            let view = BatchView::new(bytes).map_err(|e| e.to_string())?;
+            self.check_header(&view.header, prev_last)?;
+            return Ok(view);
+        }
+        let view = self.check_batch(bytes, prev_last)?;
+        if pos <= checked {
+            self.checked.fetch_max(end, Ordering::AcqRel);
+        }
+        Ok(view)
+    }
+
+    /// How many bytes from the segment's start whole checks have passed since it was opened.
+    pub fn checked_prefix(&self) -> u64 {
+        self.checked.load(Ordering::Acquire)
     }
 
     /// The part of [`LogSegment::check_batch`] a header shows (what scans of headers check):
