@@ -423,7 +423,10 @@ impl Cursor {
             self.pos += n as u64;
         }
         if self.buffered() < size {
-            self.fill(size)?;
+            // A first read (a lookup's) decodes the lines it asks for, not the rest of their
+            // batch: a batch can hold thousands of short records.
+            let first = self.pos == 0 && self.out.is_empty() && size <= FIRST_READ_MAX;
+            self.fill_until(size, first)?;
         }
         let n = self.buffered().min(size);
         if n == 0 {
@@ -524,7 +527,18 @@ impl Cursor {
     /// Decodes batches until `want` bytes are buffered or the end is reached. Returns whether
     /// anything is buffered.
     fn fill(&mut self, want: usize) -> Result<bool> {
+        self.fill_until(want, false)
+    }
+
+    /// [`Self::fill`]; with `inside`, lines are decoded until `want` bytes are buffered even
+    /// inside a batch (the rest of that batch is decoded by the next fill, which reads it
+    /// again from its start).
+    fn fill_until(&mut self, want: usize, inside: bool) -> Result<bool> {
         compact(&mut self.out, &mut self.out_pos);
+        let stop = match inside {
+            true => self.out_pos + want,
+            false => usize::MAX,
+        };
         if self.buffered() == 0
             && let Some(e) = self.pending.take()
         {
@@ -538,7 +552,7 @@ impl Cursor {
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
             let (topic, partition) = (&*self.topic, self.log.partition());
             let more = match format {
-                Format::Lines | Format::Kv => self.reader.next_batch_lines(next, end, out),
+                Format::Lines | Format::Kv => self.reader.next_lines_until(next, end, out, stop),
                 Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
                     if r.offset >= end || r.offset < *next {
                         return;

@@ -40,6 +40,8 @@ pub struct LogReader {
     aborted: Option<super::isolation::AbortedFilter>,
     /// The partition's counters, for the bytes this reader serves (`@metrics`).
     counters: Option<Arc<crate::metrics::LogCounters>>,
+    /// The position of a batch decoding stopped inside, which the next call reads again.
+    reread: Option<u64>,
 }
 
 impl Drop for LogReader {
@@ -74,6 +76,7 @@ impl LogReader {
             one_segment: false,
             aborted: None,
             counters: None,
+            reread: None,
         }
     }
 
@@ -239,11 +242,13 @@ impl LogReader {
     ) -> Result<bool> {
         let (start, end) = (self.start, self.end);
         self.next_batch_with(|header, records| {
-            records.for_each_record(|r| {
-                if r.offset >= start && r.offset < end {
-                    f(header, r);
-                }
-            })
+            records
+                .for_each_record(|r| {
+                    if r.offset >= start && r.offset < end {
+                        f(header, r);
+                    }
+                })
+                .map(|()| true)
         })
     }
 
@@ -251,9 +256,24 @@ impl LogReader {
     /// [`*from`, `to`) (and in the reader's range), appended to `out`; `*from` moves past each
     /// one. Ok(false) at the end.
     pub fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
+        self.next_lines_until(from, to, out, usize::MAX)
+    }
+
+    /// [`LogReader::next_batch_lines`], stopping inside the batch once `out` holds `stop`
+    /// bytes: that batch is then read again, from its start, by the next call (a lookup's
+    /// first read needs a few lines of a batch that may hold thousands).
+    pub fn next_lines_until(
+        &mut self,
+        from: &mut i64,
+        to: i64,
+        out: &mut Vec<u8>,
+        stop: usize,
+    ) -> Result<bool> {
         let (lo, to) = ((*from).max(self.start), to.min(self.end));
         let mut at = lo;
-        let more = self.next_batch_with(|_, records| records.lines_into(&mut at, to, out));
+        // At least one line, or the batch's end: every call moves on.
+        let stop = stop.max(out.len() + 1);
+        let more = self.next_batch_with(|_, records| records.lines_until(&mut at, to, out, stop));
         if at > lo {
             *from = at;
         }
@@ -261,10 +281,12 @@ impl LogReader {
     }
 
     /// Checks the next batch and hands its header and records to `decode` (control batches and
-    /// batches before the start are skipped). Returns Ok(false) at the end.
+    /// batches before the start are skipped), which answers whether it read the batch to its
+    /// end: a batch it stopped inside is read again by the next call. Returns Ok(false) at the
+    /// end.
     fn next_batch_with(
         &mut self,
-        mut decode: impl FnMut(&BatchHeader, RecordIter<'_>) -> std::result::Result<(), BatchError>,
+        mut decode: impl FnMut(&BatchHeader, RecordIter<'_>) -> std::result::Result<bool, BatchError>,
     ) -> Result<bool> {
         loop {
             if self.seg >= self.segments.len() {
@@ -305,7 +327,7 @@ impl LogReader {
                 self.seg = self.segments.len();
                 return Ok(false);
             }
-            self.last_served = Some(h.last_offset());
+            let served_before = self.last_served.replace(h.last_offset());
             self.batches_here += 1;
             let pos = self.pos;
             self.pos += size as u64;
@@ -329,11 +351,19 @@ impl LogReader {
                 }
                 None => &[],
             };
-            view.records(&mut self.scratch)
+            let whole = view
+                .records(&mut self.scratch)
                 .and_then(|records| decode(&header, records.prefetching(ahead)))
                 .map_err(bad)?;
-            if let Some(c) = &self.counters {
+            // A batch read again after a stop inside it counted when it was first read.
+            if let Some(c) = &self.counters
+                && self.reread.take() != Some(pos)
+            {
                 c.read(size as u64);
+            }
+            if !whole {
+                // Read again from its start by the next call.
+                (self.pos, self.last_served, self.reread) = (pos, served_before, Some(pos));
             }
             return Ok(true);
         }

@@ -220,6 +220,15 @@ impl RecordStream for LogReader {
     fn next_batch_lines(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<bool> {
         LogReader::next_batch_lines(self, from, to, out)
     }
+    fn next_lines_until(
+        &mut self,
+        from: &mut i64,
+        to: i64,
+        out: &mut Vec<u8>,
+        stop: usize,
+    ) -> Result<bool> {
+        LogReader::next_lines_until(self, from, to, out, stop)
+    }
     fn passed(&self) -> i64 {
         LogReader::passed(self)
     }

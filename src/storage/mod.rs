@@ -501,6 +501,17 @@ pub trait RecordStream: Send {
             }
         })
     }
+    /// [`Self::next_batch_lines`], which may stop inside the batch once `out` holds `stop`
+    /// bytes (a lookup's first read); the next call then goes on from `*from`.
+    fn next_lines_until(
+        &mut self,
+        from: &mut i64,
+        to: i64,
+        out: &mut Vec<u8>,
+        _stop: usize,
+    ) -> Result<bool> {
+        self.next_batch_lines(from, to, out)
+    }
 }
 
 #[cfg(test)]

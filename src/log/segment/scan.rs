@@ -353,6 +353,7 @@ impl LogSegment {
     }
 
     /// How many bytes from the segment's start whole checks have passed since it was opened.
+    #[cfg(any(test, feature = "internals"))]
     pub fn checked_prefix(&self) -> u64 {
         self.checked.load(Ordering::Acquire)
     }

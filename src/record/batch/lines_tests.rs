@@ -27,6 +27,7 @@ proptest! {
         filler in prop_oneof![Just(0usize), 8200usize..8400],
         from_pick in any::<prop::sample::Index>(),
         to_pick in any::<prop::sample::Index>(),
+        stop_pick in any::<prop::sample::Index>(),
     ) {
         let header: [(&[u8], Option<&[u8]>); 1] = [(b"h", Some(b"x"))];
         let mut inputs: Vec<RecordInput> = recs
@@ -66,6 +67,23 @@ proptest! {
         let mut from = from0;
         view.records(&mut scratch).unwrap().lines_into(&mut from, to, &mut got).unwrap();
         prop_assert!(got == want, "{} bytes, want {}", got.len(), want.len());
+        prop_assert_eq!(from, want_from);
+        // Stopped once `stop` bytes are out, then the batch read again from its start (as a
+        // lookup's first read and the read after it do): the same bytes, in pieces.
+        let mut got = b"prefix".to_vec();
+        let mut from = from0;
+        let mut pieces = 0;
+        loop {
+            let stop = got.len() + 1 + stop_pick.index(300);
+            let whole = view.records(&mut scratch).unwrap().lines_until(&mut from, to, &mut got, stop).unwrap();
+            pieces += 1;
+            if whole {
+                break;
+            }
+            prop_assert!(got.len() >= stop, "stopped at {} bytes, before {stop}", got.len());
+            prop_assert!(pieces <= inputs.len(), "no progress");
+        }
+        prop_assert!(got == want, "{} bytes in {pieces} pieces, want {}", got.len(), want.len());
         prop_assert_eq!(from, want_from);
     }
 }

@@ -436,19 +436,31 @@ impl RecordIter<'_> {
     /// written. Records are checked as [`RecordIter::for_each_record`] checks them (the lines
     /// before a bad record are written, then its error is returned); records of a line's
     /// shape are read by [`RecordIter::lines_run`] without building a [`Record`].
-    pub fn lines_into(
+    #[cfg(any(test, feature = "internals"))]
+    pub fn lines_into(self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<(), BatchError> {
+        self.lines_until(from, to, out, usize::MAX).map(drop)
+    }
+
+    /// [`RecordIter::lines_into`], stopping at the first record read once `out` holds `stop`
+    /// bytes or more: Ok(false) when records are left (read the batch again from its start to
+    /// go on, `*from` skipping those written), Ok(true) when the batch was read to its end.
+    pub fn lines_until(
         mut self,
         from: &mut i64,
         to: i64,
         out: &mut Vec<u8>,
-    ) -> Result<(), BatchError> {
+        stop: usize,
+    ) -> Result<bool, BatchError> {
         // A record's line is shorter than the record: one reservation covers the batch (and
         // the last chunk a short value's copy writes past its line).
         out.reserve(self.body.len() - self.pos + LINE_CHUNK);
         while self.remaining > 0 {
-            self.lines_run(from, to, out);
+            self.lines_run(from, to, out, stop);
             if self.remaining == 0 {
                 break;
+            }
+            if out.len() >= stop {
+                return Ok(false);
             }
             // A record the loop leaves (another shape, or the batch's last bytes).
             self.remaining -= 1;
@@ -464,7 +476,7 @@ impl RecordIter<'_> {
                 "Incorrect declared batch size, records still remaining in file".into(),
             ));
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -474,9 +486,10 @@ impl<'a> RecordIter<'a> {
     /// `decode_next` reads through `value_only`, with the same offset and value) and lie at
     /// least 18 bytes before the end, in one loop; short values are copied a cache line at a time
     /// into room `out` has. Stops, having consumed nothing of it, at the first record it does
-    /// not take; the caller reads that one through `decode_next`.
+    /// not take (the caller reads that one through `decode_next`), or once `out` holds `stop`
+    /// bytes.
     #[inline(always)]
-    fn lines_run(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>) {
+    fn lines_run(&mut self, from: &mut i64, to: i64, out: &mut Vec<u8>, stop: usize) {
         let body = self.body;
         let base = self.header.base_offset;
         let (mut pos, mut remaining, mut next) = (self.pos, self.remaining, *from);
@@ -485,7 +498,7 @@ impl<'a> RecordIter<'a> {
         let mut w = out.len();
         let cap = out.capacity();
         let dst = out.as_mut_ptr();
-        while remaining > 0 && pos + 18 <= body.len() {
+        while remaining > 0 && pos + 18 <= body.len() && w < stop {
             while fetched < pos + 128 {
                 prefetch(self.ahead, fetched);
                 fetched += 64;
