@@ -436,12 +436,25 @@ fn a_corrupt_batch_met_ahead_fails_the_read_that_reaches_it() {
     assert_eq!(served, want[..served.len()], "what was served is the log's");
 }
 
+/// The byte positions of the batches of a `.log` file.
+fn batch_starts(path: &std::path::Path) -> Vec<usize> {
+    let bytes = std::fs::read(path).unwrap();
+    let (mut at, mut starts) = (0, Vec::new());
+    while at + 12 <= bytes.len() {
+        starts.push(at);
+        at += 12 + u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+    }
+    starts
+}
+
 /// A segment's CRCs are computed once while it is open: reads from its start extend the
-/// prefix of checked batches; a batch in it is not checked again, one past it always is.
+/// prefix of checked batches; a batch in it is not checked again (its header is), one past
+/// it always is.
 #[test]
 fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("t-0");
+    let path = pdir.join(format!("{:020}.log", 0));
     let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
     let want = append_numbered(&log, 40, 50);
     let seg = log.segments()[0].clone();
@@ -456,16 +469,18 @@ fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     assert!(err.is_none());
     assert_eq!(served, want);
     assert_eq!(seg.checked_prefix(), seg.size());
-    // Bytes appended since are past the prefix: a corrupt batch there fails the read.
-    let more = append_numbered(&log, 2, 50);
-    let path = pdir.join(format!("{:020}.log", 0));
-    let end = std::fs::metadata(&path).unwrap().len() as usize;
-    flip_byte(&path, end - 30);
+    // Bytes appended since are past the prefix: a corrupt batch right where it ends fails
+    // the read, after every record before it.
+    let checked = seg.checked_prefix() as usize;
+    append_numbered(&log, 2, 50);
+    assert_eq!(batch_starts(&path)[40], checked);
+    flip_byte(&path, checked + 100);
     let (served, err) = read_stream(&log, 0);
     assert!(err.unwrap().to_string().contains("corrupt"));
-    assert_eq!(served.len(), want.len() + more.len() / 2);
-    // A byte changed inside the prefix behind the mount's back is served as it now is: the
-    // batch is not checked again (the daemon owns its log dir while mounted).
+    assert_eq!(served, want);
+    assert_eq!(seg.checked_prefix() as usize, checked);
+    // A value byte changed inside the prefix behind the mount's back is served as it now
+    // is: the batch's CRC is not computed again (the daemon owns its log dir while mounted).
     let value_at = std::fs::read(&path)
         .unwrap()
         .windows(11)
@@ -475,6 +490,37 @@ fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     let (served, _) = read_stream(&log, 0);
     let i = want.windows(11).position(|w| w == b"00007-00003").unwrap();
     assert_eq!(&served[i..i + 11], b"\x100007-00003");
+    // Its header is checked still: a base offset (which the CRC does not cover) lowered
+    // below the batch before it fails the read that reaches it.
+    flip_byte(&path, batch_starts(&path)[20] + 7);
+    let (served, err) = read_stream(&log, 0);
+    assert!(err.is_some(), "a batch out of sequence was served");
+    assert!(
+        served.len() <= want.len() * 21 / 40,
+        "{} bytes served",
+        served.len()
+    );
+}
+
+/// Recovery computes every CRC, the checked prefix's too, and the prefix is cut with the
+/// segment.
+#[test]
+fn recovery_checks_the_crcs_of_the_checked_prefix_and_shrinks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let path = pdir.join(format!("{:020}.log", 0));
+    let cfg = cfg(1 << 30);
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap());
+    let want = append_numbered(&log, 10, 50);
+    assert_eq!(read_stream(&log, 0).0, want);
+    let seg = log.segments()[0].clone();
+    assert_eq!(seg.checked_prefix(), seg.size());
+    let third = batch_starts(&path)[3];
+    flip_byte(&path, third + 100);
+    let (cut, _) = seg.recover(&cfg).unwrap();
+    assert!(cut > 0, "recovery kept a batch whose CRC fails");
+    assert_eq!(seg.size() as usize, third);
+    assert_eq!(seg.checked_prefix() as usize, third);
 }
 
 /// Batches larger than a read (a producer's 1 MiB batches and more), read in 128 KiB

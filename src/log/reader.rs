@@ -310,7 +310,7 @@ impl LogReader {
             };
             // Every batch served is framed and verified by the segment's one rule.
             let mut batches = seg
-                .batches(self.pos, limit, Check::Full(src))
+                .batches(self.pos, limit, Check::Read(src))
                 .after(self.last_served);
             let Some(view) = batches.next_batch()?.and_then(|b| b.view) else {
                 // Not the end of the segment (handled above): bytes that are not a batch.

@@ -88,15 +88,19 @@ pub enum Check<'w> {
     /// ([`LogSegment::check_header`]); not the CRC.
     Header,
     /// The whole batch, from a mapping or a read window: the whole validity rule
-    /// ([`LogSegment::check_batch`]).
+    /// ([`LogSegment::check_batch`]), every time (recovery, the cleaner, which rewrites what
+    /// it reads, the tail check).
     Full(BatchSource<'w>),
+    /// The same for a reader: the CRC-32C of a batch inside the segment's checked prefix is
+    /// not computed again ([`LogSegment::check_batch_at`]).
+    Read(BatchSource<'w>),
 }
 
 /// One batch a scan found.
 pub struct Batch<'a> {
     pub position: u64,
     pub header: BatchHeader,
-    /// The whole batch, checked (a [`Check::Full`] scan only).
+    /// The whole batch, checked (a [`Check::Full`] or [`Check::Read`] scan only).
     pub view: Option<BatchView<'a>>,
 }
 
@@ -131,7 +135,10 @@ impl<'s> Batches<'s> {
         let found = match &mut self.check {
             Check::Header => seg.header_of(pos, limit, prev_last)?.map(|h| (h, None)),
             Check::Full(src) => seg
-                .whole_batch(src, pos, limit, prev_last)?
+                .whole_batch(src, pos, limit, prev_last, false)?
+                .map(|v| (v.header, Some(v))),
+            Check::Read(src) => seg
+                .whole_batch(src, pos, limit, prev_last, true)?
                 .map(|v| (v.header, Some(v))),
         };
         match found {
@@ -237,13 +244,14 @@ impl LogSegment {
     }
 
     /// Kafka's `nextBatch`: the whole batch at `pos` (< `limit`), framed and checked by
-    /// [`LogSegment::check_batch`].
+    /// [`LogSegment::check_batch_at`] (`read`: trusting the checked prefix's CRCs).
     fn whole_batch<'a>(
         &self,
         src: &'a mut BatchSource<'_>,
         pos: u64,
         limit: u64,
         prev_last: Option<i64>,
+        read: bool,
     ) -> io::Result<Result<BatchView<'a>, NotABatch>> {
         let bytes = match src {
             BatchSource::Mapped(m) => {
@@ -261,7 +269,7 @@ impl LogSegment {
             },
         };
         Ok(self
-            .check_batch_at(pos, bytes, prev_last)
+            .check_batch_at(pos, bytes, prev_last, read)
             .map_err(NotABatch::Invalid))
     }
 
@@ -302,7 +310,7 @@ impl LogSegment {
     ) -> io::Result<BatchView<'w>> {
         let checked = match self.window_bytes(window, pos, limit)? {
             Ok(bytes) => self
-                .check_batch_at(pos, bytes, None)
+                .check_batch_at(pos, bytes, None, true)
                 .map_err(NotABatch::Invalid),
             Err(e) => Err(e),
         };
@@ -310,8 +318,9 @@ impl LogSegment {
     }
 
     /// The one rule of what a valid batch is, wherever bytes are read back (recovery, the
-    /// clean-mount tail check, every read, the cleaner): whole, magic 2, CRC-32C, and a
-    /// header passing [`LogSegment::check_header`].
+    /// clean-mount tail check, the cleaner, and readers through
+    /// [`LogSegment::check_batch_at`]): whole, magic 2, CRC-32C, and a header passing
+    /// [`LogSegment::check_header`].
     pub fn check_batch<'a>(
         &self,
         bytes: &'a [u8],
@@ -324,31 +333,36 @@ impl LogSegment {
         Ok(view)
     }
 
-    /// [`LogSegment::check_batch`] of the batch at `pos`, its CRC computed once while the
-    /// segment is open: a batch inside the prefix whole checks already passed
-    /// ([`LogSegment::checked_prefix`]) is framed and its header checked, and a batch that
-    /// passes right after that prefix extends it. The daemon owns its log dir while mounted
-    /// and never rewrites a segment's bytes; only recovery, before anything reads, cuts a
-    /// segment, and it shrinks the prefix with it. The bytes behind a read therefore cost one
-    /// CRC pass per mount, wherever and however often they are read (a Kafka broker computes
-    /// none when it serves a fetch; its consumer computes one per fetch).
+    /// [`LogSegment::check_batch`] of the batch at `pos`, keeping the segment's checked
+    /// prefix: the bytes from its start whose batches passed, one after the other, since the
+    /// segment was opened. A batch that passes where the prefix ends extends it. For a reader
+    /// (`read`), a batch inside the prefix is framed and its header checked, not its CRC: a
+    /// segment's bytes cost one CRC pass while it is open, however often they are read. The
+    /// daemon owns its log dir while mounted and never rewrites bytes below a segment's size;
+    /// recovery, the one cut below it, checks every CRC and shrinks the prefix with the
+    /// segment. What the prefix gives up: bytes that change under the mount after a read
+    /// checked them (another process, or the disk) are served as they are until unmount. A
+    /// Kafka broker computes no CRC when it serves a fetch; its consumers compute one for
+    /// each fetch, as every read here did before.
     pub(super) fn check_batch_at<'a>(
         &self,
         pos: u64,
         bytes: &'a [u8],
         prev_last: Option<i64>,
+        read: bool,
     ) -> Result<BatchView<'a>, String> {
         let end = pos + bytes.len() as u64;
-        let checked = self.checked.load(Ordering::Acquire);
-        if end <= checked {
+        if read && end <= self.checked.load(Ordering::Acquire) {
             let view = BatchView::new(bytes).map_err(|e| e.to_string())?;
             self.check_header(&view.header, prev_last)?;
             return Ok(view);
         }
         let view = self.check_batch(bytes, prev_last)?;
-        if pos <= checked {
-            self.checked.fetch_max(end, Ordering::AcqRel);
-        }
+        // Only from the prefix's end: a batch framed anywhere else (at a position an index
+        // entry gave) never stretches it over bytes no check framed.
+        let _ = self
+            .checked
+            .compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire);
         Ok(view)
     }
 
