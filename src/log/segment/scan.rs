@@ -301,7 +301,9 @@ impl LogSegment {
     }
 
     /// The whole batch at `pos` (of the segment's first `limit` bytes), checked, for a lookup
-    /// whose header scan found it there: anything else is corruption.
+    /// whose header scan found it there: anything else is corruption. Its CRC is computed
+    /// even inside the checked prefix: the scan started where an index entry pointed, which
+    /// nothing checked (a position inside a batch could frame bytes of its records).
     pub fn checked_batch_at<'w>(
         &self,
         window: &'w mut ReadWindow,
@@ -310,7 +312,7 @@ impl LogSegment {
     ) -> io::Result<BatchView<'w>> {
         let checked = match self.window_bytes(window, pos, limit)? {
             Ok(bytes) => self
-                .check_batch_at(pos, bytes, None, true)
+                .check_batch_at(pos, bytes, None, false)
                 .map_err(NotABatch::Invalid),
             Err(e) => Err(e),
         };
