@@ -364,3 +364,51 @@ fn a_first_read_answers_at_most_32_kib_and_later_reads_in_full() {
     );
     m.ok("cp t/0/by-offset/0 ../copy && cmp ../copy ../lines");
 }
+
+/// A lookup's first read decodes the lines it asks for, not the rest of their batch; the
+/// reads after it go on inside that batch. Readers that start small and go on, or stop
+/// early, in a batch of 20,000 short records: `dd bs=4k`, Python's `os.read` of 4 KiB then
+/// larger reads, a forked reader sharing the descriptor, bash `read` lines, `head`, `sed q`.
+#[test]
+fn reads_that_start_small_go_on_inside_the_batch() {
+    let m = TestMount::start(&[]);
+    // One write of 20,000 lines: one batch.
+    m.ok("mkdir t && seq 0 19999 > /tmp/seq.$$ && cat /tmp/seq.$$ >> t/0/append && rm /tmp/seq.$$");
+    let want = |from: usize| -> String { (from..20_000).map(|i| format!("{i}\n")).collect() };
+    assert_eq!(
+        m.ok("dd if=t/0/by-offset/7000 bs=4k status=none"),
+        want(7000)
+    );
+    assert_eq!(
+        m.ok("dd if=t/0/by-offset/7000 bs=100 count=1 status=none"),
+        want(7000)[..100]
+    );
+    let script = r#"
+import os
+fd = os.open("t/0/by-offset/12345", os.O_RDONLY)
+first = os.read(fd, 4096)
+if os.fork() == 0:
+    os.write(1, first + os.read(fd, 10))
+    os._exit(0)
+os.wait()
+rest = b""
+while True:
+    b = os.read(fd, 1 << 20)
+    if not b:
+        break
+    rest += b
+os.write(1, b"|" + rest)
+"#;
+    let out = m.ok(&format!("python3 -c '{script}'"));
+    let (child, rest) = out.split_once('|').unwrap();
+    let w = want(12345);
+    assert_eq!(child, &w[..4096 + 10]);
+    assert_eq!(rest, &w[4096 + 10..]);
+    assert_eq!(
+        m.ok("{ read a; read b; read c; echo \"$a $b $c\"; } < t/0/by-offset/19990"),
+        "19990 19991 19992\n"
+    );
+    assert_eq!(m.ok("head -n 2 t/0/by-offset/5"), "5\n6\n");
+    assert_eq!(m.ok("sed 3q t/0/by-offset/19000"), "19000\n19001\n19002\n");
+    assert_eq!(m.ok("cat t/0/by-offset/0"), want(0));
+}
