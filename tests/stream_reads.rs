@@ -502,6 +502,58 @@ fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     );
 }
 
+/// A lookup's batch, away from the prefix, is CRC-checked once too: its place is kept, a
+/// later lookup of it checks its header only, a batch no check passed is checked; a read
+/// from the start goes on over those places; recovery checks them again and forgets those
+/// past its cut.
+#[test]
+fn a_lookups_batch_is_crc_checked_once_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let path = pdir.join(format!("{:020}.log", 0));
+    let cfg = cfg(1 << 30);
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap());
+    let want = append_numbered(&log, 40, 50);
+    let seg = log.segments()[0].clone();
+    let starts = batch_starts(&path);
+    let line = |b: usize, i: usize| format!("{b:05}-{i:05}-");
+    let lookup = |offset: i64| {
+        let name = LookupName::at_offset(offset, Format::Lines);
+        let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+        h.read(0, 200).map(|b| b.to_vec())
+    };
+    assert!(lookup(1_030).unwrap().starts_with(line(20, 30).as_bytes()));
+    assert_eq!((seg.checked_prefix(), seg.checked_places()), (0, 1));
+    // A value byte of that batch changed behind the mount's back: served as it now is.
+    let bytes = std::fs::read(&path).unwrap();
+    let at = |b, i| {
+        bytes
+            .windows(12)
+            .position(|w| w == line(b, i).as_bytes())
+            .unwrap()
+    };
+    flip_byte(&path, at(20, 40));
+    let got = lookup(1_040).unwrap();
+    assert_eq!(&got[..12], format!("\x10{}", &line(20, 40)[1..]).as_bytes());
+    assert_eq!(seg.checked_places(), 1);
+    // The same change in a batch no check passed fails the lookup.
+    flip_byte(&path, at(25, 10));
+    let err = lookup(1_260).unwrap_err();
+    assert!(err.to_string().contains("corrupt"), "{err}");
+    // A read from the start checks every batch up to the one it fails at, and takes batch
+    // 20 as checked on its way: the prefix reaches batch 25.
+    let (served, err) = read_stream(&log, 0);
+    assert!(err.is_some());
+    assert_eq!(served.len(), want.len() * 25 / 40);
+    assert_eq!(seg.checked_prefix() as usize, starts[25]);
+    // Recovery computes every CRC again: it cuts at batch 20, forgetting what lay past it.
+    let (cut, _) = seg.recover(&cfg).unwrap();
+    assert!(cut > 0);
+    assert_eq!(seg.size() as usize, starts[20]);
+    assert_eq!(seg.checked_places(), 0);
+    assert_eq!(seg.checked_prefix(), seg.size());
+}
+
 /// Recovery computes every CRC, the checked prefix's too, and the prefix is cut with the
 /// segment.
 #[test]

@@ -24,6 +24,7 @@ use crate::record::{
 use crate::util::read_window::{ReadAt, ReadWindow};
 use crate::util::sync::MutexExt;
 
+mod checked;
 mod recover;
 mod scan;
 
@@ -140,10 +141,10 @@ pub struct LogSegment {
     /// Counts at batch boundaries, in position order, at least [`COUNT_MARK_SPACING`] apart
     /// (the start of the segment, a count of nothing, is implied).
     count_marks: Mutex<Vec<RecordCount>>,
-    /// The bytes from the segment's start whose batches a whole check passed since the
-    /// segment was opened: a prefix of whole batches. A batch inside it is framed and its
-    /// offsets checked again, not its CRC (see [`LogSegment::check_batch_at`]).
-    checked: AtomicU64,
+    /// The batches a whole check passed since the segment was opened: a prefix of whole
+    /// batches, and the places of those checked elsewhere. A reader frames such a batch and
+    /// checks its offsets again, not its CRC (see [`LogSegment::check_batch_at`]).
+    checked: checked::Checked,
 }
 
 /// A batch's position and header, found by a scan.
@@ -219,7 +220,7 @@ impl LogSegment {
                 records: 0,
             }),
             count_marks: Mutex::new(Vec::new()),
-            checked: AtomicU64::new(0),
+            checked: checked::Checked::default(),
         }
     }
 

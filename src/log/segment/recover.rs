@@ -59,7 +59,7 @@ impl LogSegment {
             self.file()?.set_len(valid)?;
         }
         self.size.store(valid, Ordering::Release);
-        self.checked.fetch_min(valid, Ordering::AcqRel);
+        self.checked.shrink(valid);
         self.reset_record_count();
         *self.state.guard() = SegmentAppendState {
             index,

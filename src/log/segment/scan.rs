@@ -91,9 +91,22 @@ pub enum Check<'w> {
     /// ([`LogSegment::check_batch`]), every time (recovery, the cleaner, which rewrites what
     /// it reads, the tail check).
     Full(BatchSource<'w>),
-    /// The same for a reader: the CRC-32C of a batch inside the segment's checked prefix is
-    /// not computed again ([`LogSegment::check_batch_at`]).
+    /// The same for a reader: the CRC-32C of a batch a check passed since the segment was
+    /// opened is not computed again ([`LogSegment::check_batch_at`], [`Trust::Read`]).
     Read(BatchSource<'w>),
+}
+
+/// What a check of a batch takes as checked already ([`LogSegment::check_batch_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Trust {
+    /// Nothing: every CRC is computed ([`Check::Full`]).
+    Nothing,
+    /// A reader's batch ([`Check::Read`]), framed where the one before it ended or where an
+    /// offset lookup found it: one inside the checked prefix, or checked at this place.
+    Read,
+    /// A batch a scan from an index entry framed (a lookup by time): one checked at exactly
+    /// this place.
+    Place,
 }
 
 /// One batch a scan found.
@@ -135,10 +148,10 @@ impl<'s> Batches<'s> {
         let found = match &mut self.check {
             Check::Header => seg.header_of(pos, limit, prev_last)?.map(|h| (h, None)),
             Check::Full(src) => seg
-                .whole_batch(src, pos, limit, prev_last, false)?
+                .whole_batch(src, pos, limit, prev_last, Trust::Nothing)?
                 .map(|v| (v.header, Some(v))),
             Check::Read(src) => seg
-                .whole_batch(src, pos, limit, prev_last, true)?
+                .whole_batch(src, pos, limit, prev_last, Trust::Read)?
                 .map(|v| (v.header, Some(v))),
         };
         match found {
@@ -244,14 +257,14 @@ impl LogSegment {
     }
 
     /// Kafka's `nextBatch`: the whole batch at `pos` (< `limit`), framed and checked by
-    /// [`LogSegment::check_batch_at`] (`read`: trusting the checked prefix's CRCs).
+    /// [`LogSegment::check_batch_at`], with what `trust` allows it to take as checked.
     fn whole_batch<'a>(
         &self,
         src: &'a mut BatchSource<'_>,
         pos: u64,
         limit: u64,
         prev_last: Option<i64>,
-        read: bool,
+        trust: Trust,
     ) -> io::Result<Result<BatchView<'a>, NotABatch>> {
         let bytes = match src {
             BatchSource::Mapped(m) => {
@@ -269,7 +282,7 @@ impl LogSegment {
             },
         };
         Ok(self
-            .check_batch_at(pos, bytes, prev_last, read)
+            .check_batch_at(pos, bytes, prev_last, trust)
             .map_err(NotABatch::Invalid))
     }
 
@@ -303,7 +316,8 @@ impl LogSegment {
     /// The whole batch at `pos` (of the segment's first `limit` bytes), checked, for a lookup
     /// whose header scan found it there: anything else is corruption. Its CRC is computed
     /// even inside the checked prefix: the scan started where an index entry pointed, which
-    /// nothing checked (a position inside a batch could frame bytes of its records).
+    /// nothing checked (a position inside a batch could frame bytes of its records). Only a
+    /// check of this very place (position and length) is trusted ([`Trust::Place`]).
     pub fn checked_batch_at<'w>(
         &self,
         window: &'w mut ReadWindow,
@@ -312,7 +326,7 @@ impl LogSegment {
     ) -> io::Result<BatchView<'w>> {
         let checked = match self.window_bytes(window, pos, limit)? {
             Ok(bytes) => self
-                .check_batch_at(pos, bytes, None, false)
+                .check_batch_at(pos, bytes, None, Trust::Place)
                 .map_err(NotABatch::Invalid),
             Err(e) => Err(e),
         };
@@ -335,43 +349,55 @@ impl LogSegment {
         Ok(view)
     }
 
-    /// [`LogSegment::check_batch`] of the batch at `pos`, keeping the segment's checked
-    /// prefix: the bytes from its start whose batches passed, one after the other, since the
-    /// segment was opened. A batch that passes where the prefix ends extends it. For a reader
-    /// (`read`), a batch inside the prefix is framed and its header checked, not its CRC: a
-    /// segment's bytes cost one CRC pass while it is open, however often they are read. The
-    /// daemon owns its log dir while mounted and never rewrites bytes below a segment's size;
-    /// recovery, the one cut below it, checks every CRC and shrinks the prefix with the
-    /// segment. What the prefix gives up: bytes that change under the mount after a read
-    /// checked them (another process, or the disk) are served as they are until unmount. A
-    /// Kafka broker computes no CRC when it serves a fetch; its consumers compute one for
-    /// each fetch, as every read here did before.
+    /// [`LogSegment::check_batch`] of the batch at `pos`, keeping what the segment knows of
+    /// the checks passed since it was opened ([`checked::Checked`]): a prefix of whole
+    /// batches from its start, grown by a batch that passes where it ends, and the exact
+    /// places of batches that passed elsewhere (lookups). A batch `trust` lets it take as
+    /// checked is framed and its header checked, not its CRC: a segment's bytes cost one CRC
+    /// pass while it is open, however often and from wherever they are read. The daemon owns
+    /// its log dir while mounted and never rewrites bytes below a segment's size; recovery,
+    /// the one cut below it, checks every CRC and forgets what lay past the cut. What this
+    /// gives up: bytes that change under the mount after a read checked them (another
+    /// process, or the disk) are served as they are until unmount. A Kafka broker computes
+    /// no CRC when it serves a fetch; its consumers compute one for each fetch, as every read
+    /// here did before.
     pub(super) fn check_batch_at<'a>(
         &self,
         pos: u64,
         bytes: &'a [u8],
         prev_last: Option<i64>,
-        read: bool,
+        trust: Trust,
     ) -> Result<BatchView<'a>, String> {
-        let end = pos + bytes.len() as u64;
-        if read && end <= self.checked.load(Ordering::Acquire) {
+        let len = bytes.len() as u64;
+        let trusted = match trust {
+            Trust::Nothing => false,
+            Trust::Read => self.checked.covers(pos, len),
+            Trust::Place => self.checked.at(pos, len),
+        };
+        if trusted {
             let view = BatchView::new(bytes).map_err(|e| e.to_string())?;
             self.check_header(&view.header, prev_last)?;
+            // A place checked before, where the prefix ends, is a whole check's too.
+            self.checked.passed(pos, len, false);
             return Ok(view);
         }
         let view = self.check_batch(bytes, prev_last)?;
-        // Only from the prefix's end: a batch framed anywhere else (at a position an index
-        // entry gave) never stretches it over bytes no check framed.
-        let _ = self
-            .checked
-            .compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire);
+        // The prefix grows only from its end: a batch framed anywhere else (at a position an
+        // index entry gave) never stretches it over bytes no check framed.
+        self.checked.passed(pos, len, trust != Trust::Nothing);
         Ok(view)
     }
 
     /// How many bytes from the segment's start whole checks have passed since it was opened.
     #[cfg(any(test, feature = "internals"))]
     pub fn checked_prefix(&self) -> u64 {
-        self.checked.load(Ordering::Acquire)
+        self.checked.prefix()
+    }
+
+    /// How many batches checked outside the prefix the segment remembers.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn checked_places(&self) -> usize {
+        self.checked.apart()
     }
 
     /// The part of [`LogSegment::check_batch`] a header shows (what scans of headers check):
