@@ -238,7 +238,16 @@ impl LogSegment {
             return Ok(Err(NotABatch::PartialHeader { limit }));
         }
         let mut h = [0u8; HEADER_SIZE];
-        let n = self.read_at(&mut h, pos)?;
+        let end = pos + HEADER_SIZE as u64;
+        // From the readers' mapping when there is one (below the segment's size, as every
+        // read of a mapping): a lookup's scan of headers then makes no system call.
+        let n = match self.cached_mapping(end).filter(|_| end <= self.size()) {
+            Some(m) => {
+                h.copy_from_slice(&m[pos as usize..end as usize]);
+                HEADER_SIZE
+            }
+            None => self.read_at(&mut h, pos)?,
+        };
         if n < HEADER_SIZE {
             let at = pos + n as u64;
             return Ok(Err(NotABatch::ShortFile { at, limit }));
