@@ -435,7 +435,9 @@ impl RecordIter<'_> {
     /// (nothing for a null one) and `\n`, appended to `out`; `*from` moves past each record
     /// written. Records are checked as [`RecordIter::for_each_record`] checks them (the lines
     /// before a bad record are written, then its error is returned); records of a line's
-    /// shape are read by [`RecordIter::lines_run`] without building a [`Record`].
+    /// shape are read by [`RecordIter::lines_run`] without building a [`Record`]. Records
+    /// before `*from` (a lookup's start inside the batch) are framed by their length and
+    /// offset, not taken apart ([`RecordIter::skip_before`]): they are not served.
     #[cfg(any(test, feature = "internals"))]
     pub fn lines_into(self, from: &mut i64, to: i64, out: &mut Vec<u8>) -> Result<(), BatchError> {
         self.lines_until(from, to, out, usize::MAX).map(drop)
@@ -455,6 +457,9 @@ impl RecordIter<'_> {
         // the last chunk a short value's copy writes past its line).
         out.reserve(self.body.len() - self.pos + LINE_CHUNK);
         while self.remaining > 0 {
+            if *from > self.header.base_offset {
+                self.skip_before(*from);
+            }
             self.lines_run(from, to, out, stop);
             if self.remaining == 0 {
                 break;
@@ -567,6 +572,48 @@ impl<'a> RecordIter<'a> {
         // SAFETY: the bytes up to `w` were written above (or were there).
         unsafe { out.set_len(w) };
         (self.pos, self.remaining, *from) = (pos, remaining, next);
+    }
+
+    /// Moves past the records before offset `from` (a lookup's start inside its batch)
+    /// framing each by its length and reading its offset delta, without taking its key,
+    /// value or headers apart: those records are not served. Stops, having consumed nothing
+    /// of it, at the first record at or past `from`, or one whose length, attributes,
+    /// timestamp and offset deltas are not in its first 16 bytes in short varints (the
+    /// lines loop and the general decoder read those).
+    #[inline(always)]
+    fn skip_before(&mut self, from: i64) {
+        let body = self.body;
+        let base = self.header.base_offset;
+        let (mut pos, mut remaining) = (self.pos, self.remaining);
+        while remaining > 0 && pos + 16 <= body.len() {
+            let h = &body[pos..pos + 16];
+            let mut p = 0;
+            let Some(len_code) = short_code(h, &mut p) else {
+                break;
+            };
+            if len_code == 0 || len_code & 1 != 0 {
+                break;
+            }
+            let end = pos + p + (len_code >> 1) as usize;
+            // The attributes byte, then the timestamp delta: any varint within the 16 bytes.
+            p += 1;
+            while p < h.len() && h[p] & 0x80 != 0 {
+                p += 1;
+            }
+            p += 1;
+            if p >= h.len() || end > body.len() {
+                break;
+            }
+            let Some(off_code) = short_code(h, &mut p) else {
+                break;
+            };
+            if p > end - pos || base.wrapping_add(zigzag_decode(off_code) as i64) >= from {
+                break;
+            }
+            pos = end;
+            remaining -= 1;
+        }
+        (self.pos, self.remaining) = (pos, remaining);
     }
 
     /// Makes [`RecordIter::lines_into`] bring `ahead` (the next batch of a mapped segment)
