@@ -502,10 +502,11 @@ fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     );
 }
 
-/// A lookup's batch, away from the prefix, is CRC-checked once too: its place is kept, a
-/// later lookup of it checks its header only, a batch no check passed is checked; a read
-/// from the start goes on over those places; recovery checks them again and forgets those
-/// past its cut.
+/// A lookup's batch, away from the prefix, is CRC-checked once too: it starts a run of
+/// checked batches (a read that goes on from it extends the run), a later lookup of it
+/// checks its header only, a batch no check passed is checked; the prefix of a read from the
+/// start takes the runs it reaches; recovery checks them again and forgets those past its
+/// cut.
 #[test]
 fn a_lookups_batch_is_crc_checked_once_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -522,8 +523,13 @@ fn a_lookups_batch_is_crc_checked_once_too() {
         let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
         h.read(0, 200).map(|b| b.to_vec())
     };
+    // A read from batch 30 to the end: one run, however many batches.
+    let (served, err) = read_stream(&log, 1_500);
+    assert!(err.is_none());
+    assert_eq!(served.len(), want.len() / 4);
+    assert_eq!((seg.checked_prefix(), seg.checked_runs()), (0, 1));
     assert!(lookup(1_030).unwrap().starts_with(line(20, 30).as_bytes()));
-    assert_eq!((seg.checked_prefix(), seg.checked_places()), (0, 1));
+    assert_eq!((seg.checked_prefix(), seg.checked_runs()), (0, 2));
     // A value byte of that batch changed behind the mount's back: served as it now is.
     let bytes = std::fs::read(&path).unwrap();
     let at = |b, i| {
@@ -535,13 +541,13 @@ fn a_lookups_batch_is_crc_checked_once_too() {
     flip_byte(&path, at(20, 40));
     let got = lookup(1_040).unwrap();
     assert_eq!(&got[..12], format!("\x10{}", &line(20, 40)[1..]).as_bytes());
-    assert_eq!(seg.checked_places(), 1);
+    assert_eq!(seg.checked_runs(), 2);
     // The same change in a batch no check passed fails the lookup.
     flip_byte(&path, at(25, 10));
     let err = lookup(1_260).unwrap_err();
     assert!(err.to_string().contains("corrupt"), "{err}");
     // A read from the start checks every batch up to the one it fails at, and takes batch
-    // 20 as checked on its way: the prefix reaches batch 25.
+    // 20's run on its way: the prefix reaches batch 25.
     let (served, err) = read_stream(&log, 0);
     assert!(err.is_some());
     assert_eq!(served.len(), want.len() * 25 / 40);
@@ -550,8 +556,58 @@ fn a_lookups_batch_is_crc_checked_once_too() {
     let (cut, _) = seg.recover(&cfg).unwrap();
     assert!(cut > 0);
     assert_eq!(seg.size() as usize, starts[20]);
-    assert_eq!(seg.checked_places(), 0);
+    assert_eq!(seg.checked_runs(), 0);
     assert_eq!(seg.checked_prefix(), seg.size());
+}
+
+/// A lookup by time frames its batch from an index entry: it computes the CRC of a batch
+/// inside the prefix (a value byte changed there fails it, where a read from the start
+/// serves it), and trusts only a batch that began a run.
+#[test]
+fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("t-0");
+    let path = pdir.join(format!("{:020}.log", 0));
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 100_000;
+    for b in 0..30 {
+        let values: Vec<String> = (0..50).map(|i| format!("{b:05}-{i:05}-v")).collect();
+        let recs: Vec<RecordInput> = values
+            .iter()
+            .map(|v| RecordInput {
+                value: Some(v.as_bytes()),
+                timestamp: t0 + b * 1_000,
+                ..Default::default()
+            })
+            .collect();
+        log.append(&recs).unwrap();
+    }
+    let seg = log.segments()[0].clone();
+    let bytes = std::fs::read(&path).unwrap();
+    let at = |b: usize, i: usize| {
+        let v = format!("{b:05}-{i:05}-");
+        bytes.windows(12).position(|w| w == v.as_bytes()).unwrap()
+    };
+    // Batch 20 begins a run (a lookup by offset); batches 0-14 are the prefix (a read from
+    // the start stops at batch 15, changed behind the mount's back).
+    let name = LookupName::at_offset(1_010, Format::Lines);
+    let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+    assert!(h.read(0, 100).unwrap().starts_with(b"00020-00010-"));
+    drop(h);
+    flip_byte(&path, at(15, 3));
+    assert!(read_stream(&log, 0).1.is_some());
+    let starts = batch_starts(&path);
+    assert_eq!(seg.checked_prefix() as usize, starts[15]);
+    assert_eq!(seg.checked_runs(), 1);
+    flip_byte(&path, at(5, 3));
+    flip_byte(&path, at(20, 3));
+    assert_eq!(log.offset_for_time(t0 + 20_000).unwrap(), Some(1_000));
+    let err = log.offset_for_time(t0 + 5_000).unwrap_err();
+    assert!(err.to_string().contains("corrupt"), "{err}");
 }
 
 /// Recovery computes every CRC, the checked prefix's too, and the prefix is cut with the

@@ -1,73 +1,102 @@
 //! What a segment remembers of the batches whole checks passed since it was opened, so that
 //! a batch's CRC-32C is computed once while its segment is open, whichever way a reader
 //! reaches it: a prefix of whole batches from the segment's start (sequential readers), and
-//! the exact place of each batch checked elsewhere (lookups, which start in the middle).
+//! runs of whole batches checked one after the other elsewhere (lookups, which start in the
+//! middle, and the reads that go on from them).
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::util::sync::MutexExt;
 
-/// Batches checked away from the prefix a segment remembers at most; past that the set
-/// starts again (a check is then computed again, never skipped wrongly). 4,096 places are
-/// about 64 KiB, for the segments that lookups reach in thousands of places.
-const APART_MAX: usize = 4096;
+/// Runs a segment remembers at most; past that they are forgotten and start again (a CRC is
+/// then computed again, never skipped wrongly). A run is one entry however many batches it
+/// holds: about 24 KiB at most a segment, for those that lookups reach in a thousand places.
+const RUNS_MAX: usize = 1024;
 
 #[derive(Default)]
 pub(super) struct Checked {
     /// The bytes from the segment's start whose batches passed, one after the other: a
-    /// prefix of whole batches. It grows only from its end, by a batch framed there.
+    /// prefix of whole batches. It grows only from its end, by a batch framed there (or a
+    /// run that starts there).
     prefix: AtomicU64,
-    /// Batches that passed outside the prefix, each as its exact place: position and
-    /// length (`pos << 32 | len`; a segment's positions and batches fit 32 bits).
-    apart: Mutex<HashSet<u64>>,
-}
-
-/// The key of the batch of `len` bytes at `pos`, when both fit.
-fn key(pos: u64, len: u64) -> Option<u64> {
-    (pos <= u64::from(u32::MAX) && len <= u64::from(u32::MAX)).then_some(pos << 32 | len)
+    /// Runs of batches that passed one after the other away from the prefix, start → end:
+    /// each starts where a whole check framed a batch, and grows by a batch that passes
+    /// where it ends.
+    runs: Mutex<BTreeMap<u64, u64>>,
 }
 
 impl Checked {
-    /// Whether the batch of `len` bytes at `pos` passed a whole check, as a reader may
-    /// trust: inside the prefix, or at exactly that place.
+    /// Whether the `len` bytes at `pos` are batches that passed a whole check, as a reader
+    /// that framed a batch there trusts: inside the prefix or inside a run.
     pub(super) fn covers(&self, pos: u64, len: u64) -> bool {
-        pos + len <= self.prefix.load(Ordering::Acquire) || self.at(pos, len)
+        let end = pos + len;
+        end <= self.prefix.load(Ordering::Acquire)
+            || self
+                .runs
+                .guard()
+                .range(..=pos)
+                .next_back()
+                .is_some_and(|(_, &e)| end <= e)
     }
 
-    /// Whether the batch of `len` bytes at exactly `pos` passed a whole check outside the
-    /// prefix (a lookup that framed its batch from an index entry trusts only this: inside
-    /// the prefix, such a frame could be bytes of a record).
+    /// Whether a batch that passed a whole check starts at exactly `pos` and spans its `len`
+    /// bytes: a run's start (a lookup that framed its batch from an index entry trusts only
+    /// this: inside the prefix or a run, such a frame could be bytes of a record; the bytes
+    /// at a checked batch's start frame it as they did).
     pub(super) fn at(&self, pos: u64, len: u64) -> bool {
-        key(pos, len).is_some_and(|k| self.apart.guard().contains(&k))
+        self.runs.guard().get(&pos).is_some_and(|&e| pos + len <= e)
     }
 
     /// The batch of `len` bytes at `pos` passed a whole check: it extends the prefix when it
-    /// starts where the prefix ends; else (`remember`: a reader's) its place is kept.
+    /// starts where the prefix ends; else (`remember`: a reader's) it extends the run that
+    /// ends where it starts, or starts a run. A run the batch reaches joins it.
     pub(super) fn passed(&self, pos: u64, len: u64, remember: bool) {
+        let end = pos + len;
         let grown = self
             .prefix
-            .compare_exchange(pos, pos + len, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
-        if grown || !remember {
+        if !remember || (!grown && end <= self.prefix.load(Ordering::Acquire)) {
             return;
         }
-        if let Some(k) = key(pos, len) {
-            let mut apart = self.apart.guard();
-            if apart.len() >= APART_MAX {
-                apart.clear();
+        let mut runs = self.runs.guard();
+        if grown {
+            // The prefix reached into a run: it takes it.
+            if let Some((&s, &e)) = runs.range(..=end).next_back()
+                && e > end
+            {
+                runs.remove(&s);
+                let taken = self
+                    .prefix
+                    .compare_exchange(end, e, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
+                if !taken {
+                    runs.insert(s, e);
+                }
             }
-            apart.insert(k);
+            return;
         }
+        let start = match runs.range(..=pos).next_back() {
+            Some((&s, &e)) if e >= pos => s,
+            _ => pos,
+        };
+        let mut last = end;
+        if let Some(e) = runs.remove(&end) {
+            last = e;
+        }
+        if !runs.contains_key(&start) && runs.len() >= RUNS_MAX {
+            *runs = BTreeMap::new();
+        }
+        let e = runs.entry(start).or_insert(last);
+        *e = (*e).max(last);
     }
 
     /// The segment was cut back to `valid` bytes (recovery): what lay past it is forgotten.
     pub(super) fn shrink(&self, valid: u64) {
         self.prefix.fetch_min(valid, Ordering::AcqRel);
-        self.apart
-            .guard()
-            .retain(|k| (k >> 32) + (k & u64::from(u32::MAX)) <= valid);
+        self.runs.guard().retain(|_, e| *e <= valid);
     }
 
     #[cfg(any(test, feature = "internals"))]
@@ -75,10 +104,10 @@ impl Checked {
         self.prefix.load(Ordering::Acquire)
     }
 
-    /// How many batches outside the prefix are remembered.
+    /// How many runs away from the prefix are remembered.
     #[cfg(any(test, feature = "internals"))]
-    pub(super) fn apart(&self) -> usize {
-        self.apart.guard().len()
+    pub(super) fn runs(&self) -> usize {
+        self.runs.guard().len()
     }
 }
 
@@ -87,39 +116,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_prefix_grows_only_from_its_end_and_places_are_exact() {
+    fn the_prefix_grows_only_from_its_end_and_runs_from_theirs() {
         let c = Checked::default();
         c.passed(100, 50, true);
         assert_eq!(c.prefix(), 0, "a batch away from the prefix does not stretch it");
         assert!(c.covers(100, 50) && c.at(100, 50));
-        assert!(!c.covers(100, 49) && !c.covers(101, 49) && !c.covers(0, 100));
+        assert!(!c.covers(100, 51) && !c.covers(99, 51) && !c.covers(0, 100));
+        // A batch that passes where the run ends extends it: one run, its start exact.
+        c.passed(150, 30, true);
+        assert_eq!(c.runs(), 1);
+        assert!(c.covers(150, 30) && c.covers(100, 80));
+        assert!(c.at(100, 80) && !c.at(150, 30), "inside a run no frame is exact");
+        // A run reached by another joins it.
+        c.passed(300, 20, true);
+        c.passed(180, 120, true);
+        assert_eq!(c.runs(), 1);
+        assert!(c.covers(100, 220));
+        // The prefix reaching a run takes it.
         c.passed(0, 100, true);
-        assert_eq!(c.prefix(), 100);
-        assert!(c.covers(0, 100) && c.covers(40, 60) && !c.covers(40, 61));
+        assert_eq!((c.prefix(), c.runs()), (320, 0));
+        // Also from inside it (a batch trusted in the run, where the prefix ends).
+        let d = Checked::default();
+        d.passed(100, 50, true);
+        d.passed(150, 50, true);
+        d.passed(0, 100, false);
+        assert_eq!((d.prefix(), d.runs()), (100, 1), "a check that does not remember");
+        d.passed(100, 50, true);
+        assert_eq!((d.prefix(), d.runs()), (200, 0));
+        // A batch inside the prefix starts no run.
+        d.passed(100, 50, true);
+        assert_eq!(d.runs(), 0);
         assert!(!c.at(0, 100), "the prefix is not a place an index entry may trust");
-        c.passed(100, 50, true);
-        assert_eq!(c.prefix(), 150);
-        c.passed(300, 10, false);
-        assert!(!c.covers(300, 10), "a check that does not remember keeps no place");
+        c.passed(400, 10, false);
+        assert!(!c.covers(400, 10), "a check that does not remember keeps no run");
+        // The same batch checked twice keeps its run.
+        c.passed(500, 10, true);
+        c.passed(500, 10, true);
+        assert_eq!(c.runs(), 1);
+        assert!(c.at(500, 10));
     }
 
     #[test]
-    fn a_cut_forgets_what_lay_past_it_and_the_places_are_bounded() {
+    fn a_cut_forgets_what_lay_past_it_and_the_runs_are_bounded() {
         let c = Checked::default();
         c.passed(0, 100, true);
         c.passed(200, 50, true);
         c.passed(400, 50, true);
         c.shrink(300);
         assert_eq!(c.prefix(), 100);
-        assert!(c.at(200, 50) && !c.at(400, 50));
+        assert!(c.at(200, 50) && !c.at(400, 50) && !c.covers(400, 50));
         c.shrink(60);
         assert_eq!(c.prefix(), 60);
         assert!(!c.covers(0, 100) && !c.at(200, 50));
-        for i in 0..APART_MAX as u64 + 10 {
-            c.passed(1000 + i * 10, 10, true);
-            assert!(c.apart() <= APART_MAX);
+        for i in 0..RUNS_MAX as u64 + 10 {
+            c.passed(1000 + i * 20, 10, true);
+            assert!(c.runs() <= RUNS_MAX);
         }
-        assert!(c.at(1000 + (APART_MAX as u64 + 9) * 10, 10), "the last place is kept");
-        assert_eq!(key(1 << 32, 1), None, "a place past 32 bits is never kept");
+        assert!(c.at(1000 + (RUNS_MAX as u64 + 9) * 20, 10), "the last run is kept");
     }
 }

@@ -102,10 +102,10 @@ pub(super) enum Trust {
     /// Nothing: every CRC is computed ([`Check::Full`]).
     Nothing,
     /// A reader's batch ([`Check::Read`]), framed where the one before it ended or where an
-    /// offset lookup found it: one inside the checked prefix, or checked at this place.
+    /// offset lookup found it: one inside the checked prefix or a checked run.
     Read,
-    /// A batch a scan from an index entry framed (a lookup by time): one checked at exactly
-    /// this place.
+    /// A batch a scan from an index entry framed (a lookup by time): one that starts a
+    /// checked run.
     Place,
 }
 
@@ -326,7 +326,7 @@ impl LogSegment {
     /// whose header scan found it there: anything else is corruption. Its CRC is computed
     /// even inside the checked prefix: the scan started where an index entry pointed, which
     /// nothing checked (a position inside a batch could frame bytes of its records). Only a
-    /// check of this very place (position and length) is trusted ([`Trust::Place`]).
+    /// batch checked at this very position, a run's start, is trusted ([`Trust::Place`]).
     pub fn checked_batch_at<'w>(
         &self,
         window: &'w mut ReadWindow,
@@ -360,10 +360,11 @@ impl LogSegment {
 
     /// [`LogSegment::check_batch`] of the batch at `pos`, keeping what the segment knows of
     /// the checks passed since it was opened ([`checked::Checked`]): a prefix of whole
-    /// batches from its start, grown by a batch that passes where it ends, and the exact
-    /// places of batches that passed elsewhere (lookups). A batch `trust` lets it take as
-    /// checked is framed and its header checked, not its CRC: a segment's bytes cost one CRC
-    /// pass while it is open, however often and from wherever they are read. The daemon owns
+    /// batches from its start, grown by a batch that passes where it ends, and runs of whole
+    /// batches that passed elsewhere (lookups, and reads that go on from them). A batch
+    /// `trust` lets it take as checked is framed and its header checked, not its CRC: a
+    /// segment's bytes cost one CRC pass while it is open (up to a thousand runs of them),
+    /// however often and from wherever they are read. The daemon owns
     /// its log dir while mounted and never rewrites bytes below a segment's size; recovery,
     /// the one cut below it, checks every CRC and forgets what lay past the cut. What this
     /// gives up: bytes that change under the mount after a read checked them (another
@@ -386,8 +387,8 @@ impl LogSegment {
         if trusted {
             let view = BatchView::new(bytes).map_err(|e| e.to_string())?;
             self.check_header(&view.header, prev_last)?;
-            // A place checked before, where the prefix ends, is a whole check's too.
-            self.checked.passed(pos, len, false);
+            // Checked before: where the prefix or a run ends, it extends it as a check does.
+            self.checked.passed(pos, len, true);
             return Ok(view);
         }
         let view = self.check_batch(bytes, prev_last)?;
@@ -403,10 +404,10 @@ impl LogSegment {
         self.checked.prefix()
     }
 
-    /// How many batches checked outside the prefix the segment remembers.
+    /// How many runs of batches checked away from the prefix the segment remembers.
     #[cfg(any(test, feature = "internals"))]
-    pub fn checked_places(&self) -> usize {
-        self.checked.apart()
+    pub fn checked_runs(&self) -> usize {
+        self.checked.runs()
     }
 
     /// The part of [`LogSegment::check_batch`] a header shows (what scans of headers check):

@@ -595,13 +595,14 @@ impl<'a> RecordIter<'a> {
                 break;
             }
             let end = pos + p + (len_code >> 1) as usize;
-            // The attributes byte, then the timestamp delta: any varint within the 16 bytes.
-            p += 1;
+            // The attributes byte, then the timestamp delta: a varlong of at most 10 bytes.
+            let ts = p + 1;
+            p = ts;
             while p < h.len() && h[p] & 0x80 != 0 {
                 p += 1;
             }
             p += 1;
-            if p >= h.len() || end > body.len() {
+            if p - ts > 10 || p >= h.len() || end > body.len() {
                 break;
             }
             let Some(off_code) = short_code(h, &mut p) else {
