@@ -447,15 +447,23 @@ fn batch_starts(path: &std::path::Path) -> Vec<usize> {
     starts
 }
 
+/// A partition log of one large segment in `dir`: its `.log` file, its config, the log.
+fn one_segment_log(
+    dir: &tempfile::TempDir,
+) -> (std::path::PathBuf, Arc<LogConfig>, Arc<PartitionLog>) {
+    let pdir = dir.path().join("t-0");
+    let cfg = cfg(1 << 30);
+    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap());
+    (pdir.join(format!("{:020}.log", 0)), cfg, log)
+}
+
 /// A segment's CRCs are computed once while it is open: reads from its start extend the
 /// prefix of checked batches; a batch in it is not checked again (its header is), one past
 /// it always is.
 #[test]
 fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
     let dir = tempfile::tempdir().unwrap();
-    let pdir = dir.path().join("t-0");
-    let path = pdir.join(format!("{:020}.log", 0));
-    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let (path, _, log) = one_segment_log(&dir);
     let want = append_numbered(&log, 40, 50);
     let seg = log.segments()[0].clone();
     assert_eq!(seg.checked_prefix(), 0, "appends check nothing");
@@ -510,10 +518,7 @@ fn a_batch_is_crc_checked_once_while_its_segment_is_open() {
 #[test]
 fn a_lookups_batch_is_crc_checked_once_too() {
     let dir = tempfile::tempdir().unwrap();
-    let pdir = dir.path().join("t-0");
-    let path = pdir.join(format!("{:020}.log", 0));
-    let cfg = cfg(1 << 30);
-    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap());
+    let (path, cfg, log) = one_segment_log(&dir);
     let want = append_numbered(&log, 40, 50);
     let seg = log.segments()[0].clone();
     let starts = batch_starts(&path);
@@ -566,9 +571,7 @@ fn a_lookups_batch_is_crc_checked_once_too() {
 #[test]
 fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
     let dir = tempfile::tempdir().unwrap();
-    let pdir = dir.path().join("t-0");
-    let path = pdir.join(format!("{:020}.log", 0));
-    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg(1 << 30)).unwrap());
+    let (path, _, log) = one_segment_log(&dir);
     let t0 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -615,10 +618,7 @@ fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
 #[test]
 fn recovery_checks_the_crcs_of_the_checked_prefix_and_shrinks_it() {
     let dir = tempfile::tempdir().unwrap();
-    let pdir = dir.path().join("t-0");
-    let path = pdir.join(format!("{:020}.log", 0));
-    let cfg = cfg(1 << 30);
-    let log = Arc::new(PartitionLog::create(&pdir, "t", 0, cfg.clone()).unwrap());
+    let (path, cfg, log) = one_segment_log(&dir);
     let want = append_numbered(&log, 10, 50);
     assert_eq!(read_stream(&log, 0).0, want);
     let seg = log.segments()[0].clone();

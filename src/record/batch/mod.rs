@@ -512,15 +512,10 @@ impl<'a> RecordIter<'a> {
             // the chain from one record's length to the next record's position). In bounds:
             // the record's fixed part lies within its first 11 bytes.
             let h = &body[pos..pos + 16];
-            // Record length, one or two varint bytes (zigzag: a positive length is even).
             let mut n = 0;
-            let Some(len_code) = short_code(h, &mut n) else {
+            let Some(len) = record_len(h, &mut n) else {
                 break;
             };
-            if len_code == 0 || len_code & 1 != 0 {
-                break;
-            }
-            let len = (len_code >> 1) as usize;
             let rec = pos + n;
             if rec + len > body.len() {
                 break;
@@ -588,13 +583,10 @@ impl<'a> RecordIter<'a> {
         while remaining > 0 && pos + 16 <= body.len() {
             let h = &body[pos..pos + 16];
             let mut p = 0;
-            let Some(len_code) = short_code(h, &mut p) else {
+            let Some(len) = record_len(h, &mut p) else {
                 break;
             };
-            if len_code == 0 || len_code & 1 != 0 {
-                break;
-            }
-            let end = pos + p + (len_code >> 1) as usize;
+            let end = pos + p + len;
             // The attributes byte, then the timestamp delta: a varlong of at most 10 bytes.
             let ts = p + 1;
             p = ts;
@@ -624,6 +616,16 @@ impl<'a> RecordIter<'a> {
     pub fn prefetching(mut self, ahead: &'a [u8]) -> Self {
         self.ahead = ahead;
         self
+    }
+}
+
+/// A record's length at `buf[*p]`, moving `*p` past it: a varint of one or two bytes, and
+/// positive (zigzag: even and not zero); None for any other (the general decoder reads it).
+#[inline(always)]
+fn record_len(buf: &[u8], p: &mut usize) -> Option<usize> {
+    match short_code(buf, p)? {
+        c if c != 0 && c & 1 == 0 => Some((c >> 1) as usize),
+        _ => None,
     }
 }
 
