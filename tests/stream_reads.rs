@@ -551,8 +551,8 @@ fn a_lookups_batch_is_crc_checked_once_too() {
     flip_byte(&path, at(25, 10));
     let err = lookup(1_260).unwrap_err();
     assert!(err.to_string().contains("corrupt"), "{err}");
-    // A read from the start checks every batch up to the one it fails at, and takes batch
-    // 20's run on its way: the prefix reaches batch 25.
+    // A read from the start checks every batch up to the one it fails at (batch 20 it
+    // trusts, the first lookup's run): the prefix reaches batch 25.
     let (served, err) = read_stream(&log, 0);
     assert!(err.is_some());
     assert_eq!(served.len(), want.len() * 25 / 40);
@@ -595,11 +595,18 @@ fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
         let v = format!("{b:05}-{i:05}-");
         bytes.windows(12).position(|w| w == v.as_bytes()).unwrap()
     };
-    // Batch 20 begins a run (a lookup by offset); batches 0-14 are the prefix (a read from
-    // the start stops at batch 15, changed behind the mount's back).
+    // Batch 20 begins a run (a lookup by offset, read on to the end); batches 0-14 are the
+    // prefix (a read from the start stops at batch 15, changed behind the mount's back).
     let name = LookupName::at_offset(1_010, Format::Lines);
     let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
     assert!(h.read(0, 100).unwrap().starts_with(b"00020-00010-"));
+    let mut read = 100;
+    loop {
+        match h.read(read, 128 * 1024).unwrap().len() {
+            0 => break,
+            n => read += n as u64,
+        }
+    }
     drop(h);
     flip_byte(&path, at(15, 3));
     assert!(read_stream(&log, 0).1.is_some());
@@ -608,9 +615,13 @@ fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
     assert_eq!(seg.checked_runs(), 1);
     flip_byte(&path, at(5, 3));
     flip_byte(&path, at(20, 3));
+    flip_byte(&path, at(21, 3));
     assert_eq!(log.offset_for_time(t0 + 20_000).unwrap(), Some(1_000));
-    let err = log.offset_for_time(t0 + 5_000).unwrap_err();
-    assert!(err.to_string().contains("corrupt"), "{err}");
+    // Inside the prefix or inside the run: computed again.
+    for b in [5, 21] {
+        let err = log.offset_for_time(t0 + b * 1_000).unwrap_err();
+        assert!(err.to_string().contains("corrupt"), "{err}");
+    }
 }
 
 /// Recovery computes every CRC, the checked prefix's too, and the prefix is cut with the

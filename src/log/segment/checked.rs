@@ -51,52 +51,71 @@ impl Checked {
 
     /// The batch of `len` bytes at `pos` passed a whole check: it extends the prefix when it
     /// starts where the prefix ends; else (`remember`: a reader's) it extends the run that
-    /// ends where it starts, or starts a run. A run the batch reaches joins it.
+    /// ends where it starts, or starts a run (its start is where this check framed it); a
+    /// run that starts where it ends joins it. A batch that overlaps a run any other way
+    /// (bytes framed at another place) is not remembered.
     pub(super) fn passed(&self, pos: u64, len: u64, remember: bool) {
         let end = pos + len;
-        let grown = self
-            .prefix
-            .compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if !remember || (!grown && end <= self.prefix.load(Ordering::Acquire)) {
+        if self.grow_prefix(pos, end) || !remember {
             return;
         }
         let mut runs = self.runs.guard();
-        if grown {
-            // The prefix reached into a run: it takes it.
-            if let Some((&s, &e)) = runs.range(..=end).next_back()
-                && e > end
-            {
-                runs.remove(&s);
-                let taken = self
-                    .prefix
-                    .compare_exchange(end, e, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok();
-                if !taken {
-                    runs.insert(s, e);
-                }
-            }
+        if end <= self.prefix.load(Ordering::Acquire) {
             return;
         }
-        let start = match runs.range(..=pos).next_back() {
-            Some((&s, &e)) if e >= pos => s,
-            _ => pos,
+        let start = match runs.range(..end).next_back() {
+            None => pos,
+            Some((&s, &e)) if e <= pos => match e == pos {
+                true => s,
+                false => pos,
+            },
+            // Inside a run already.
+            Some((&s, &e)) if s <= pos && end <= e => return,
+            Some(_) => return,
         };
-        let mut last = end;
-        if let Some(e) = runs.remove(&end) {
-            last = e;
-        }
+        let last = runs.remove(&end).unwrap_or(end);
         if !runs.contains_key(&start) && runs.len() >= RUNS_MAX {
             *runs = BTreeMap::new();
         }
-        let e = runs.entry(start).or_insert(last);
-        *e = (*e).max(last);
+        runs.insert(start, last);
+    }
+
+    /// A reader took the batch of `len` bytes at `pos` as checked (inside the prefix or a
+    /// run, or at a run's start): where the prefix ends it extends it, as a check does; it
+    /// starts no run.
+    pub(super) fn trusted(&self, pos: u64, len: u64) {
+        self.grow_prefix(pos, pos + len);
+    }
+
+    /// Moves the prefix's end from `pos` to `end` if it is at `pos`; then it takes the run
+    /// it reaches: one that starts at `end`, or holds the batch, or ends at `end`.
+    fn grow_prefix(&self, pos: u64, end: u64) -> bool {
+        let cas = |from, to| {
+            self.prefix
+                .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        };
+        if !cas(pos, end) {
+            return false;
+        }
+        let mut runs = self.runs.guard();
+        if let Some((&s, &e)) = runs.range(..=end).next_back()
+            && (s == end || s <= pos)
+            && e >= end
+        {
+            runs.remove(&s);
+            if e > end && !cas(end, e) {
+                runs.insert(s, e);
+            }
+        }
+        true
     }
 
     /// The segment was cut back to `valid` bytes (recovery): what lay past it is forgotten.
     pub(super) fn shrink(&self, valid: u64) {
+        let mut runs = self.runs.guard();
         self.prefix.fetch_min(valid, Ordering::AcqRel);
-        self.runs.guard().retain(|_, e| *e <= valid);
+        runs.retain(|_, e| *e <= valid);
     }
 
     #[cfg(any(test, feature = "internals"))]
@@ -135,13 +154,11 @@ mod tests {
         // The prefix reaching a run takes it.
         c.passed(0, 100, true);
         assert_eq!((c.prefix(), c.runs()), (320, 0));
-        // Also from inside it (a batch trusted in the run, where the prefix ends).
+        // Also by a check that remembers nothing itself (recovery's).
         let d = Checked::default();
         d.passed(100, 50, true);
         d.passed(150, 50, true);
         d.passed(0, 100, false);
-        assert_eq!((d.prefix(), d.runs()), (100, 1), "a check that does not remember");
-        d.passed(100, 50, true);
         assert_eq!((d.prefix(), d.runs()), (200, 0));
         // A batch inside the prefix starts no run.
         d.passed(100, 50, true);
@@ -154,6 +171,27 @@ mod tests {
         c.passed(500, 10, true);
         assert_eq!(c.runs(), 1);
         assert!(c.at(500, 10));
+        // A frame overlapping a run at another place is not remembered, nor does it stretch
+        // the run.
+        c.passed(505, 10, true);
+        assert!(!c.covers(505, 10) && !c.at(505, 10) && c.covers(500, 10));
+        // A trusted batch starts no run; where the prefix ends it extends it.
+        c.trusted(700, 10);
+        assert!(!c.covers(700, 10));
+        c.trusted(320, 30);
+        assert_eq!(c.prefix(), 350);
+    }
+
+    #[test]
+    fn the_prefix_takes_a_run_it_reaches_exactly_and_no_run_it_overlaps() {
+        let c = Checked::default();
+        c.passed(100, 50, true);
+        c.passed(0, 100, true);
+        assert_eq!((c.prefix(), c.runs()), (150, 0), "a run starting at its end");
+        let c = Checked::default();
+        c.passed(120, 50, true);
+        c.passed(0, 150, true);
+        assert_eq!((c.prefix(), c.runs()), (150, 1), "a run starting inside it stays");
     }
 
     #[test]
@@ -162,7 +200,9 @@ mod tests {
         c.passed(0, 100, true);
         c.passed(200, 50, true);
         c.passed(400, 50, true);
+        c.passed(280, 40, true);
         c.shrink(300);
+        assert!(!c.covers(280, 10), "a run across the cut goes");
         assert_eq!(c.prefix(), 100);
         assert!(c.at(200, 50) && !c.at(400, 50) && !c.covers(400, 50));
         c.shrink(60);
