@@ -65,6 +65,10 @@ pub struct TransportCounters {
     io_uring: std::sync::atomic::AtomicBool,
     /// Requests served over io_uring.
     pub ring_requests: AtomicU64,
+    /// Ring threads on SCHED_IDLE now (`os::cpu::StepAside`).
+    pub rings_aside: AtomicU64,
+    /// Times a ring thread kept waiting for its CPU took its own policy back.
+    pub ring_policy_back: AtomicU64,
 }
 
 impl TransportCounters {
@@ -160,6 +164,10 @@ pub struct Sample {
     pub fuse_io_uring: bool,
     /// Requests served over io_uring since the mount.
     pub fuse_ring_requests: u64,
+    /// Ring threads on SCHED_IDLE now.
+    pub fuse_rings_aside: u64,
+    /// Times a ring thread took its own policy back since the mount.
+    pub fuse_ring_policy_back: u64,
 }
 
 impl Sample {
@@ -180,6 +188,8 @@ impl Sample {
     pub fn take_transport(&mut self, t: &TransportCounters) {
         self.fuse_io_uring = t.io_uring();
         self.fuse_ring_requests = t.ring_requests.load(Ordering::Relaxed);
+        self.fuse_rings_aside = t.rings_aside.load(Ordering::Relaxed);
+        self.fuse_ring_policy_back = t.ring_policy_back.load(Ordering::Relaxed);
     }
 
     /// A partition's counters now.
@@ -307,6 +317,19 @@ fn transport_metrics(reg: &mut Registry, s: &Sample) {
         "Requests served over io_uring",
         s.fuse_ring_requests,
     );
+    let aside = Gauge::<i64>::default();
+    aside.set(i64::try_from(s.fuse_rings_aside).unwrap_or(i64::MAX));
+    reg.register(
+        "topicfs_fuse_rings_aside",
+        "io_uring queue threads on SCHED_IDLE now, so that the tasks they answer stay on their CPU",
+        aside,
+    );
+    counter(
+        reg,
+        "topicfs_fuse_ring_policy_back",
+        "Times an io_uring queue thread kept waiting for its CPU took its own policy back for a second",
+        s.fuse_ring_policy_back,
+    );
 }
 
 /// Each group's lag per partition.
@@ -412,6 +435,8 @@ mod tests {
             "topicfs_waiting_readers 1",
             "topicfs_fuse_transport{kind=\"dev_fuse\"} 1",
             "topicfs_fuse_ring_requests_total 0",
+            "topicfs_fuse_rings_aside 0",
+            "topicfs_fuse_ring_policy_back_total 0",
             "# TYPE topicfs_log_end_offset gauge",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");

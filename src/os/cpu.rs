@@ -1,5 +1,6 @@
-//! Where threads run: the CPU a thread is on, pinning a thread to one, and keeping a helper
-//! thread off the CPU of the thread it works for.
+//! Where threads run: the CPU a thread is on, pinning a thread to one, keeping a helper
+//! thread off the CPU of the thread it works for, and stepping aside for the tasks a
+//! pinned thread answers.
 
 /// The CPU the calling thread runs on (None where the kernel does not say).
 pub fn current() -> Option<usize> {
@@ -72,6 +73,113 @@ impl Placement {
     }
 }
 
+/// A pinned thread that steps aside for the tasks it answers: SCHED_IDLE while nothing else
+/// of its own scheduling group wants its CPU, its own policy again for a while when
+/// something does.
+///
+/// A thread pinned to a CPU that answers a task of the same CPU wakes that task while it still
+/// runs itself. The scheduler then finds the CPU busy and moves the task to another one when
+/// that one idles, and the task's next request lands on the other CPU's queue: every
+/// request crosses CPUs. A CPU whose only runnable thread is SCHED_IDLE counts as idle when
+/// the kernel places a waking task, so the task stays on the CPU it came from.
+///
+/// A SCHED_IDLE thread only gets the CPU time its group's other threads leave. So the thread
+/// measures, every `WINDOW`, how long it sat runnable but not running (its schedstat's run
+/// delay): more than a quarter of the window and it takes its own policy back for `BACK`.
+/// Switching a policy costs about 1.5 µs here, too much for every request.
+pub struct StepAside {
+    /// The policy the thread goes back to (SCHED_OTHER or SCHED_BATCH).
+    policy: libc::c_int,
+    /// /proc/thread-self/schedstat: time on the CPU, time runnable but waiting, slices.
+    schedstat: std::fs::File,
+    /// The start of the window and the run delay then.
+    since: std::time::Instant,
+    waited: u64,
+    /// Back on its own policy until then.
+    back_until: Option<std::time::Instant>,
+}
+
+/// How often a thread that steps aside checks whether it was kept waiting.
+const WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long it then keeps its own policy before it tries SCHED_IDLE again.
+const BACK: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl StepAside {
+    /// Puts the calling thread on SCHED_IDLE, when it runs under a fair policy, can read its
+    /// run delay, and may leave SCHED_IDLE again (root, CAP_SYS_NICE or an RLIMIT_NICE that
+    /// allows its nice value: tried first on a thread of its own). None, and no change,
+    /// otherwise.
+    pub fn for_this_thread() -> Option<StepAside> {
+        // SAFETY: sched_getscheduler of the calling thread (0) only returns a number.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        if policy != libc::SCHED_OTHER && policy != libc::SCHED_BATCH {
+            return None;
+        }
+        let schedstat = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
+        let waited = run_delay(&schedstat)?;
+        let back = std::thread::spawn(move || set_policy(libc::SCHED_IDLE) && set_policy(policy))
+            .join()
+            .unwrap_or(false);
+        (back && set_policy(libc::SCHED_IDLE)).then(|| StepAside {
+            policy,
+            schedstat,
+            since: std::time::Instant::now(),
+            waited,
+            back_until: None,
+        })
+    }
+
+    /// Whether the thread is on SCHED_IDLE now.
+    pub fn aside(&self) -> bool {
+        self.back_until.is_none()
+    }
+
+    /// Called by the thread between pieces of work: a clock read, and once a window its run
+    /// delay, to decide its policy.
+    pub fn tick(&mut self) {
+        let now = std::time::Instant::now();
+        let wall = now.duration_since(self.since);
+        if wall < WINDOW {
+            return;
+        }
+        let Some(waited) = run_delay(&self.schedstat) else {
+            return;
+        };
+        let kept = kept_waiting(wall, waited.saturating_sub(self.waited));
+        self.since = now;
+        self.waited = waited;
+        match self.back_until {
+            Some(t) if now >= t && set_policy(libc::SCHED_IDLE) => self.back_until = None,
+            None if kept && set_policy(self.policy) => {
+                log::debug!("a pinned thread kept waiting for its CPU takes its policy back");
+                self.back_until = Some(now + BACK);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether a thread runnable but not running for `waited` ns of `wall` was kept waiting.
+fn kept_waiting(wall: std::time::Duration, waited: u64) -> bool {
+    u128::from(waited) * 4 > wall.as_nanos()
+}
+
+/// The run delay, in ns, from a thread's schedstat (its second field).
+fn run_delay(schedstat: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = schedstat.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Sets the calling thread's scheduling policy (a non real-time one: priority 0).
+fn set_policy(policy: libc::c_int) -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sets the calling thread's (0) policy from a parameter on the stack.
+    unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +217,71 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A quarter of the window spent runnable but not running is being kept waiting.
+    #[test]
+    fn kept_waiting_is_a_quarter_of_the_window() {
+        let w = std::time::Duration::from_millis(20);
+        assert!(!kept_waiting(w, 0));
+        assert!(!kept_waiting(w, 5_000_000));
+        assert!(kept_waiting(w, 5_000_001));
+        assert!(kept_waiting(w, 40_000_000));
+    }
+
+    /// A thread that stepped aside takes its policy back when a busy thread of its own group
+    /// shares its CPU, and steps aside again once the CPU is its own.
+    #[test]
+    fn a_thread_kept_waiting_takes_its_policy_back() {
+        let cpu = current().expect("sched_getcpu");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let started = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let hog = {
+            let (stop, started) = (stop.clone(), started.clone());
+            std::thread::spawn(move || {
+                started.wait();
+                pin_to(cpu);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let outcome = std::thread::spawn(move || {
+            pin_to(cpu);
+            let Some(mut aside) = StepAside::for_this_thread() else {
+                // Only root may leave SCHED_IDLE without an RLIMIT_NICE for it.
+                // SAFETY: geteuid only returns a number.
+                assert_ne!(unsafe { libc::geteuid() }, 0, "root may step aside");
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            };
+            // SAFETY: sched_getscheduler of the calling thread only returns a number.
+            let policy = || unsafe { libc::sched_getscheduler(0) };
+            assert_eq!(policy(), libc::SCHED_IDLE);
+            started.wait();
+            let until = |aside: &mut StepAside, want: bool| {
+                let t0 = std::time::Instant::now();
+                while aside.aside() != want && t0.elapsed() < std::time::Duration::from_secs(5) {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    aside.tick();
+                }
+                t0.elapsed()
+            };
+            let back = until(&mut aside, false);
+            let back_policy = policy();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let again = until(&mut aside, true);
+            Some((back, back_policy, aside.aside(), again, policy()))
+        })
+        .join()
+        .unwrap();
+        hog.join().unwrap();
+        if let Some((back, back_policy, aside, again, policy)) = outcome {
+            assert!(back < std::time::Duration::from_secs(5), "{back:?}");
+            assert_eq!(back_policy, libc::SCHED_OTHER);
+            assert!(aside, "stepped aside again after {again:?}");
+            assert!(again >= BACK / 2, "{again:?}");
+            assert_eq!(policy, libc::SCHED_IDLE);
+        }
     }
 }

@@ -209,6 +209,23 @@ fn io_uring_carries_the_requests() {
         "{}",
         m.daemon_log()
     );
+    // Each queue's thread went on SCHED_IDLE (as root it may leave it again): it is there
+    // now, or it took its own policy back when kept waiting for its CPU.
+    let rings = std::fs::read_dir(format!("/proc/{}/task", m.pid()))
+        .unwrap()
+        .filter(|t| {
+            let comm = t.as_ref().unwrap().path().join("comm");
+            std::fs::read_to_string(comm).is_ok_and(|c| c.starts_with("fuse-ring-"))
+        })
+        .count();
+    assert!(rings >= 1);
+    let s = scrape(&m);
+    let (aside, back) = (
+        s["topicfs_fuse_rings_aside"],
+        s["topicfs_fuse_ring_policy_back_total"],
+    );
+    assert!(aside <= rings as f64, "{aside} of {rings}");
+    assert!(aside + back >= rings as f64, "{aside} + {back} of {rings}");
 }
 
 /// Without the option the requests come over /dev/fuse (unless the test run asks every mount
@@ -224,6 +241,7 @@ fn the_transport_is_the_one_asked_for() {
     } else {
         assert_eq!(kind, "topicfs_fuse_transport{kind=dev_fuse}");
         assert_eq!(ring, 0.0);
+        assert_eq!(scrape(&m)["topicfs_fuse_rings_aside"], 0.0);
     }
 }
 

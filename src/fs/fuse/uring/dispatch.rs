@@ -34,6 +34,19 @@ impl Ctx {
         let t = self.state.transport();
         t.ring_requests.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// A queue's thread went on SCHED_IDLE (`aside`) or took its own policy back.
+    pub fn count_aside(&self, aside: bool, back: bool) {
+        let t = self.state.transport();
+        if aside {
+            t.rings_aside.fetch_add(1, Ordering::Relaxed);
+        } else {
+            t.rings_aside.fetch_sub(1, Ordering::Relaxed);
+        }
+        if back {
+            t.ring_policy_back.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The answer to one ring entry's request: written into the entry's buffers, then handed

@@ -409,6 +409,40 @@ fn serve_one(ctx: &dispatch::Ctx, q: &Arc<Queue>, idx: usize) {
     }
 }
 
+/// Registers a queue's entries and its wake-up, and says how that went on `ready`; the
+/// completions already there when it went well.
+fn register(
+    q: &Queue,
+    ring: &mut IoUring<Entry128>,
+    dev: RawFd,
+    ready: &mpsc::Sender<Result<(), StartError>>,
+) -> Option<Vec<(u64, i32)>> {
+    for idx in 0..q.entries.len() {
+        push(ring, &register_sqe(dev, q, idx));
+    }
+    push(ring, &wake_sqe(q));
+    if let Err(e) = ring.submit() {
+        let _ = ready.send(Err(StartError::ours(format!("io_uring_enter: {e}"))));
+        return None;
+    }
+    // A refused REGISTER completes at once; a request may already be in a registered entry
+    // (one that waited for the ring to be ready).
+    let cqes: Vec<(u64, i32)> = ring
+        .completion()
+        .map(|c| (c.user_data(), c.result()))
+        .collect();
+    if let Some(&(_, res)) = cqes.iter().find(|c| c.1 < 0) {
+        let e = std::io::Error::from_raw_os_error(-res);
+        let _ = ready.send(Err(StartError {
+            why: format!("FUSE_IO_URING_CMD_REGISTER: {e}"),
+            refused: true,
+        }));
+        return None;
+    }
+    let _ = ready.send(Ok(()));
+    Some(cqes)
+}
+
 /// A queue's thread: registers the entries, then answers requests until the mount goes.
 fn serve_queue(
     q: Arc<Queue>,
@@ -420,30 +454,15 @@ fn serve_queue(
 ) {
     // The kernel puts a task's requests in its CPU's queue.
     crate::os::cpu::pin_to(q.qid as usize);
+    // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
+    let mut aside = crate::os::cpu::StepAside::for_this_thread();
+    if aside.is_some() {
+        ctx.count_aside(true, false);
+    }
     let _ = q.thread.set(std::thread::current().id());
-    for idx in 0..q.entries.len() {
-        push(&mut ring, &register_sqe(dev, &q, idx));
-    }
-    push(&mut ring, &wake_sqe(&q));
-    if let Err(e) = ring.submit() {
-        let _ = ready.send(Err(StartError::ours(format!("io_uring_enter: {e}"))));
+    let Some(mut cqes) = register(&q, &mut ring, dev, ready) else {
         return;
-    }
-    // A refused REGISTER completes at once; a request may already be in a registered entry
-    // (one that waited for the ring to be ready).
-    let mut cqes: Vec<(u64, i32)> = ring
-        .completion()
-        .map(|c| (c.user_data(), c.result()))
-        .collect();
-    if let Some(&(_, res)) = cqes.iter().find(|c| c.1 < 0) {
-        let e = std::io::Error::from_raw_os_error(-res);
-        let _ = ready.send(Err(StartError {
-            why: format!("FUSE_IO_URING_CMD_REGISTER: {e}"),
-            refused: true,
-        }));
-        return;
-    }
-    let _ = ready.send(Ok(()));
+    };
     let mut commit_ids = vec![0u64; q.entries.len()];
     let mut alive = q.entries.len();
     loop {
@@ -490,6 +509,13 @@ fn serve_queue(
         for idx in answered {
             let sqe = cmd_sqe(dev, abi::CMD_COMMIT_AND_FETCH, q.qid, commit_ids[idx], idx);
             push(&mut ring, &sqe);
+        }
+        if let Some(a) = &mut aside {
+            let was = a.aside();
+            a.tick();
+            if a.aside() != was {
+                ctx.count_aside(a.aside(), was);
+            }
         }
         match ring.submit_and_wait(1) {
             Ok(_) => {}
