@@ -19,9 +19,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --all-targets
 # The mount tests of the core operations again, every mount serving over FUSE io_uring
 # (--io-uring; about two minutes): names, reads, appends, follow, groups, passthrough, table/,
-# maildir/, @metrics.
+# maildir/, @metrics, @log.
 TOPICFS_TEST_TRANSPORT=io_uring cargo test --test mount -- files:: tree:: read:: append:: \
-  follow:: groups:: passthrough:: table:: maildir:: metrics::
+  follow:: groups:: passthrough:: table:: maildir:: metrics:: log_file::
 # The fault-injecting file system the power-cut tests run on (tools/faultfs).
 cargo test -p faultfs
 # Apache Kafka's own tools, kafka-python and a real broker against topicfs (interop/README.md):

@@ -138,6 +138,36 @@ impl FsState {
             name: Some(name),
         }
     }
+
+    /// A rename for log lines: both of its paths.
+    pub fn rename_paths<'a>(
+        &'a self,
+        parent: u64,
+        name: &'a OsStr,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        TwoPaths(self.path_in(parent, name), self.path_in(newparent, newname))
+    }
+
+    /// A link for log lines: its new path, then the path of the file it names.
+    pub fn link_paths<'a>(
+        &'a self,
+        ino: u64,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        TwoPaths(self.path_in(newparent, newname), self.path(ino))
+    }
+}
+
+/// "A to B".
+struct TwoPaths<'a>(PathOf<'a>, PathOf<'a>);
+
+impl std::fmt::Display for TwoPaths<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} to {}", self.0, self.1)
+    }
 }
 
 #[cfg(test)]

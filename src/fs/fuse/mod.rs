@@ -360,11 +360,9 @@ impl Filesystem for TopicFs {
             self.state
                 .rename(parent.0, name, newparent.0, newname, flags.bits()),
             "rename",
-            &format_args!(
-                "{} to {}",
-                self.state.path_in(parent.0, name),
-                self.state.path_in(newparent.0, newname)
-            ),
+            &self
+                .state
+                .rename_paths(parent.0, name, newparent.0, newname),
             reply,
         );
     }
@@ -378,11 +376,7 @@ impl Filesystem for TopicFs {
         reply: ReplyEntry,
     ) {
         let r = self.state.link_entry(ino.0, newparent.0, newname);
-        let what = format_args!(
-            "{} to {}",
-            self.state.path_in(newparent.0, newname),
-            self.state.path(ino.0)
-        );
+        let what = self.state.link_paths(ino.0, newparent.0, newname);
         entry(r, "link", &what, reply);
     }
 

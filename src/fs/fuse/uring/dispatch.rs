@@ -333,12 +333,12 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
             };
             let (old, new) = req.names();
             let r = s.rename(ino, old, newdir, new, flags);
-            empty(r, "rename", &s.path_in(ino, old), reply);
+            empty(r, "rename", &s.rename_paths(ino, old, newdir, new), reply);
         }
         abi::LINK => {
             let a: abi::LinkIn = req.arg();
             let name = req.name();
-            let what = format!("{name:?} to inode {}", a.oldnodeid);
+            let what = s.link_paths(a.oldnodeid, ino, name);
             entry(s.link_entry(a.oldnodeid, ino, name), "link", &what, reply);
         }
         _ => return Some(reply),
