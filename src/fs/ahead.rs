@@ -30,6 +30,7 @@ fn pool() -> &'static Mutex<Sender<Job>> {
             std::thread::Builder::new()
                 .name(format!("read-ahead-{i}"))
                 .spawn(move || {
+                    cpu::as_the_process();
                     let mut placement = Placement::of_this_thread();
                     loop {
                         let job = rx.guard().recv();

@@ -171,6 +171,7 @@ pub(super) fn start(state: &Arc<FsState>) {
     let spawned = std::thread::Builder::new()
         .name("topicfs-follow".into())
         .spawn(move || {
+            crate::os::cpu::as_the_process();
             let mut last_scan = Instant::now();
             let mut last_commits = Instant::now();
             loop {

@@ -263,6 +263,7 @@ impl LogManager {
         let h = std::thread::Builder::new()
             .name("topicfs-cleaner".into())
             .spawn(move || {
+                crate::os::cpu::as_the_process();
                 loop {
                     let Some(mgr) = weak.upgrade() else { return };
                     if mgr.cleaner.stop.load(Ordering::Acquire) {

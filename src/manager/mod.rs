@@ -377,6 +377,7 @@ impl LogManager {
         let h = std::thread::Builder::new()
             .name("topicfs-tasks".into())
             .spawn(move || {
+                crate::os::cpu::as_the_process();
                 let mut next_cp = Instant::now() + cp;
                 let mut next_rt = Instant::now() + rt.min(Duration::from_secs(30));
                 loop {

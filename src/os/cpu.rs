@@ -83,24 +83,34 @@ impl Placement {
 /// request crosses CPUs. A CPU whose only runnable thread is SCHED_IDLE counts as idle when
 /// the kernel places a waking task, so the task stays on the CPU it came from.
 ///
-/// A SCHED_IDLE thread only gets the CPU time its group's other threads leave. So the thread
-/// measures, every `WINDOW`, how long it sat runnable but not running (its schedstat's run
-/// delay): more than a quarter of the window and it takes its own policy back for `BACK`.
-/// Switching a policy costs about 1.5 µs here, too much for every request.
+/// A SCHED_IDLE thread only gets the CPU time its group's other threads leave. So the thread,
+/// at its `tick`s and at most once a `WINDOW`, reads how long it sat runnable but not running
+/// (its schedstat's run delay) and how many times it ran: waits of more than `SLICE_WAIT` a
+/// run on average, `WAITED` in all, and it takes its own policy back for `BACK` (longer while
+/// it is still kept waiting). Switching a policy costs about 1.5 µs here, too much to do at
+/// every request. Threads it starts inherit SCHED_IDLE and its CPU: they call
+/// [`as_the_process`] first.
 pub struct StepAside {
     /// The policy the thread goes back to (SCHED_OTHER or SCHED_BATCH).
     policy: libc::c_int,
-    /// /proc/thread-self/schedstat: time on the CPU, time runnable but waiting, slices.
+    /// /proc/thread-self/schedstat: time on the CPU, time runnable but waiting, runs.
     schedstat: std::fs::File,
-    /// The start of the window and the run delay then.
+    /// The start of the window, and the run delay and runs then.
     since: std::time::Instant,
     waited: u64,
+    runs: u64,
     /// Back on its own policy until then.
     back_until: Option<std::time::Instant>,
+    /// A failed switch was logged.
+    warned: bool,
 }
 
-/// How often a thread that steps aside checks whether it was kept waiting.
+/// How often a thread that steps aside checks whether it was kept waiting, at most.
 const WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+/// The average wait a run, and the waits in all, that say it was kept waiting (ns). A task it
+/// answered runs before it when woken: microseconds, not this.
+const SLICE_WAIT: u64 = 500_000;
+const WAITED: u64 = 2_000_000;
 /// How long it then keeps its own policy before it tries SCHED_IDLE again.
 const BACK: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -116,8 +126,10 @@ impl StepAside {
             return None;
         }
         let schedstat = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
-        let waited = run_delay(&schedstat)?;
-        let back = std::thread::spawn(move || set_policy(libc::SCHED_IDLE) && set_policy(policy))
+        let (waited, runs) = run_delay(&schedstat)?;
+        let back = std::thread::Builder::new()
+            .spawn(move || set_policy(libc::SCHED_IDLE) && set_policy(policy))
+            .ok()?
             .join()
             .unwrap_or(false);
         (back && set_policy(libc::SCHED_IDLE)).then(|| StepAside {
@@ -125,7 +137,9 @@ impl StepAside {
             schedstat,
             since: std::time::Instant::now(),
             waited,
+            runs,
             back_until: None,
+            warned: false,
         })
     }
 
@@ -138,39 +152,100 @@ impl StepAside {
     /// delay, to decide its policy.
     pub fn tick(&mut self) {
         let now = std::time::Instant::now();
-        let wall = now.duration_since(self.since);
-        if wall < WINDOW {
+        if now.duration_since(self.since) < WINDOW {
             return;
         }
-        let Some(waited) = run_delay(&self.schedstat) else {
-            return;
+        // Not known is taken as kept waiting.
+        let kept = match run_delay(&self.schedstat) {
+            Some((waited, runs)) => {
+                let kept = kept_waiting(waited - self.waited, runs - self.runs);
+                (self.waited, self.runs) = (waited, runs);
+                kept
+            }
+            None => true,
         };
-        let kept = kept_waiting(wall, waited.saturating_sub(self.waited));
         self.since = now;
-        self.waited = waited;
-        match self.back_until {
-            Some(t) if now >= t && set_policy(libc::SCHED_IDLE) => self.back_until = None,
-            None if kept && set_policy(self.policy) => {
+        let back_until = self.back_until;
+        match back_until {
+            None if kept && self.switch(self.policy) => {
                 log::debug!("a pinned thread kept waiting for its CPU takes its policy back");
                 self.back_until = Some(now + BACK);
             }
+            Some(_) if kept => self.back_until = Some(now + BACK),
+            Some(t) if now >= t && self.switch(libc::SCHED_IDLE) => self.back_until = None,
             _ => {}
         }
     }
+
+    /// Sets the thread's policy; a failure is logged once.
+    fn switch(&mut self, policy: libc::c_int) -> bool {
+        let done = set_policy(policy);
+        if !done && !self.warned {
+            self.warned = true;
+            log::warn!(
+                "a pinned thread could not change its scheduling policy: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        done
+    }
 }
 
-/// Whether a thread runnable but not running for `waited` ns of `wall` was kept waiting.
-fn kept_waiting(wall: std::time::Duration, waited: u64) -> bool {
-    u128::from(waited) * 4 > wall.as_nanos()
+/// Whether a thread that waited `waited` ns for its CPU over `runs` runs was kept waiting.
+fn kept_waiting(waited: u64, runs: u64) -> bool {
+    waited > WAITED && waited / runs.max(1) > SLICE_WAIT
 }
 
-/// The run delay, in ns, from a thread's schedstat (its second field).
-fn run_delay(schedstat: &std::fs::File) -> Option<u64> {
+/// The run delay (ns) and the runs, from a thread's schedstat (its second and third fields).
+fn run_delay(schedstat: &std::fs::File) -> Option<(u64, u64)> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 96];
     let n = schedstat.read_at(&mut buf, 0).ok()?;
     let text = std::str::from_utf8(&buf[..n]).ok()?;
-    text.split_ascii_whitespace().nth(1)?.parse().ok()
+    let mut fields = text.split_ascii_whitespace().skip(1);
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+/// The process's CPUs and policy, as the thread that started the pinned threads had them.
+static PROCESS: std::sync::OnceLock<(libc::cpu_set_t, libc::c_int)> = std::sync::OnceLock::new();
+
+/// Remembers the calling thread's CPUs and policy as the process's, before it starts threads
+/// that pin themselves or step aside.
+pub fn remember_process() {
+    PROCESS.get_or_init(|| {
+        // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the
+        // calling thread; sched_getscheduler only returns a number.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+            (set, libc::sched_getscheduler(0))
+        }
+    });
+}
+
+/// Puts the calling thread on the process's CPUs and policy: the first thing a long-lived
+/// thread does, as it may be started by a pinned thread that stepped aside (a read-ahead
+/// pool started by a read served on a ring). Nothing before [`remember_process`].
+pub fn as_the_process() {
+    let Some((set, policy)) = PROCESS.get() else {
+        return;
+    };
+    // SAFETY: sets the calling thread's affinity from a set that lives as long as the process;
+    // sched_getscheduler only returns a number.
+    unsafe {
+        if cpus_in(set) > 0 {
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), set);
+        }
+        if libc::sched_getscheduler(0) != *policy {
+            set_policy(*policy);
+        }
+    }
+}
+
+/// How many CPUs `set` holds.
+fn cpus_in(set: &libc::cpu_set_t) -> libc::c_int {
+    // SAFETY: counts a set.
+    unsafe { libc::CPU_COUNT(set) }
 }
 
 /// Sets the calling thread's scheduling policy (a non real-time one: priority 0).
@@ -219,14 +294,15 @@ mod tests {
         .unwrap();
     }
 
-    /// A quarter of the window spent runnable but not running is being kept waiting.
+    /// Long waits a run are being kept waiting; many short ones (the woken tasks running
+    /// first) or one alone are not.
     #[test]
-    fn kept_waiting_is_a_quarter_of_the_window() {
-        let w = std::time::Duration::from_millis(20);
-        assert!(!kept_waiting(w, 0));
-        assert!(!kept_waiting(w, 5_000_000));
-        assert!(kept_waiting(w, 5_000_001));
-        assert!(kept_waiting(w, 40_000_000));
+    fn kept_waiting_is_long_waits_a_run() {
+        assert!(!kept_waiting(0, 0));
+        assert!(!kept_waiting(1_000_000, 1));
+        assert!(!kept_waiting(10_000_000, 1_000));
+        assert!(kept_waiting(10_000_000, 10));
+        assert!(kept_waiting(2_000_001, 0));
     }
 
     /// A thread that stepped aside takes its policy back when a busy thread of its own group
@@ -248,20 +324,22 @@ mod tests {
         };
         let outcome = std::thread::spawn(move || {
             pin_to(cpu);
+            // SAFETY: sched_getscheduler of the calling thread only returns a number.
+            let policy = || unsafe { libc::sched_getscheduler(0) };
+            let own = policy();
             let Some(mut aside) = StepAside::for_this_thread() else {
                 // Only root may leave SCHED_IDLE without an RLIMIT_NICE for it.
                 // SAFETY: geteuid only returns a number.
                 assert_ne!(unsafe { libc::geteuid() }, 0, "root may step aside");
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                started.wait();
                 return None;
             };
-            // SAFETY: sched_getscheduler of the calling thread only returns a number.
-            let policy = || unsafe { libc::sched_getscheduler(0) };
             assert_eq!(policy(), libc::SCHED_IDLE);
             started.wait();
             let until = |aside: &mut StepAside, want: bool| {
                 let t0 = std::time::Instant::now();
-                while aside.aside() != want && t0.elapsed() < std::time::Duration::from_secs(5) {
+                while aside.aside() != want && t0.elapsed() < std::time::Duration::from_secs(20) {
                     std::thread::sleep(std::time::Duration::from_micros(200));
                     aside.tick();
                 }
@@ -271,17 +349,42 @@ mod tests {
             let back_policy = policy();
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let again = until(&mut aside, true);
-            Some((back, back_policy, aside.aside(), again, policy()))
+            Some((back, back_policy == own, aside.aside(), again, policy()))
         })
         .join()
         .unwrap();
         hog.join().unwrap();
         if let Some((back, back_policy, aside, again, policy)) = outcome {
-            assert!(back < std::time::Duration::from_secs(5), "{back:?}");
-            assert_eq!(back_policy, libc::SCHED_OTHER);
+            assert!(back < std::time::Duration::from_secs(20), "{back:?}");
+            assert!(back_policy, "its own policy back");
             assert!(aside, "stepped aside again after {again:?}");
             assert!(again >= BACK / 2, "{again:?}");
             assert_eq!(policy, libc::SCHED_IDLE);
         }
+    }
+
+    /// A thread started by a pinned thread on SCHED_IDLE takes the process's CPUs and policy
+    /// back.
+    #[test]
+    fn a_thread_started_by_a_pinned_idle_thread_is_the_processs() {
+        remember_process();
+        let (set, policy) = *PROCESS.get().unwrap();
+        let cpu = current().expect("sched_getcpu");
+        let got = std::thread::spawn(move || {
+            pin_to(cpu);
+            let idle = set_policy(libc::SCHED_IDLE);
+            std::thread::spawn(|| {
+                as_the_process();
+                // SAFETY: sched_getscheduler only returns a number.
+                (affinity_count(), unsafe { libc::sched_getscheduler(0) })
+            })
+            .join()
+            .map(|got| (idle, got))
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+        assert!(got.0, "SCHED_IDLE may always be asked for");
+        assert_eq!(got.1, (cpus_in(&set), policy));
     }
 }

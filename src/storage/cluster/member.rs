@@ -134,7 +134,10 @@ impl ClusterMember {
         let what = format!("group {group} of {topic}");
         let thread = std::thread::Builder::new()
             .name("topicfs-member".into())
-            .spawn(move || serve(&c2, &s2, timeout, &what))
+            .spawn(move || {
+                crate::os::cpu::as_the_process();
+                serve(&c2, &s2, timeout, &what)
+            })
             .map_err(Error::from)?;
         log::info!("group {group} of {topic}: this mount joins as a member");
         Ok(Arc::new(ClusterMember {

@@ -307,6 +307,7 @@ impl Inner {
         let spawned = std::thread::Builder::new()
             .name("metadata".into())
             .spawn(move || {
+                crate::os::cpu::as_the_process();
                 if let Err(e) = inner.fetch_metadata() {
                     log::warn!("{e}; the topics known before are shown");
                 }

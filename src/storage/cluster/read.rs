@@ -546,7 +546,10 @@ impl Drop for ClusterStream {
         if let Some(c) = self.consumer.take() {
             let _ = std::thread::Builder::new()
                 .name("consumer-close".into())
-                .spawn(move || drop(c));
+                .spawn(move || {
+                    crate::os::cpu::as_the_process();
+                    drop(c);
+                });
         }
     }
 }
@@ -578,7 +581,10 @@ impl Watch {
         let me = w.clone();
         std::thread::Builder::new()
             .name("topicfs-watch".into())
-            .spawn(move || me.run(inner))
+            .spawn(move || {
+                crate::os::cpu::as_the_process();
+                me.run(inner);
+            })
             .expect("spawning the watch thread");
         w
     }

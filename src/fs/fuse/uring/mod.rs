@@ -111,6 +111,11 @@ impl Rings {
         // SAFETY: `fd` was just made by dup and is owned by nothing else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
         let backings = backing::Backings::new(dev.as_raw_fd(), passthrough);
+        // The threads a ring's thread starts take these back (os::cpu::as_the_process). In
+        // remote mode the cluster client's own threads, started on the first request that
+        // needs them, would not: its rings keep their policy.
+        crate::os::cpu::remember_process();
+        let step_aside = state.data_is_local();
         let ctx = Arc::new(dispatch::Ctx::new(state, notifier, backings));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -127,7 +132,9 @@ impl Rings {
             );
             let thread = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
-                .spawn(move || serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx))
+                .spawn(move || {
+                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx, step_aside);
+                })
                 .map_err(|e| StartError::ours(format!("thread: {e}")))?;
             queues.push((q, thread));
         }
@@ -451,18 +458,60 @@ fn serve_queue(
     ctx: &dispatch::Ctx,
     stop: &AtomicBool,
     ready: &mpsc::Sender<Result<(), StartError>>,
+    step_aside: bool,
 ) {
     // The kernel puts a task's requests in its CPU's queue.
     crate::os::cpu::pin_to(q.qid as usize);
-    // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
-    let mut aside = crate::os::cpu::StepAside::for_this_thread();
-    if aside.is_some() {
-        ctx.count_aside(true, false);
-    }
     let _ = q.thread.set(std::thread::current().id());
-    let Some(mut cqes) = register(&q, &mut ring, dev, ready) else {
+    let Some(cqes) = register(&q, &mut ring, dev, ready) else {
         return;
     };
+    // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
+    let mut aside = Aside(
+        step_aside
+            .then(crate::os::cpu::StepAside::for_this_thread)
+            .flatten(),
+        ctx,
+    );
+    if aside.0.is_some() {
+        ctx.count_aside(true, false);
+    }
+    serve_requests(&q, &mut ring, dev, ctx, stop, &mut aside, cqes);
+}
+
+/// A queue thread's StepAside, counted in `@metrics` while it is aside.
+struct Aside<'a>(Option<crate::os::cpu::StepAside>, &'a dispatch::Ctx);
+
+impl Aside<'_> {
+    fn tick(&mut self) {
+        if let Some(a) = &mut self.0 {
+            let was = a.aside();
+            a.tick();
+            if a.aside() != was {
+                self.1.count_aside(a.aside(), was);
+            }
+        }
+    }
+}
+
+impl Drop for Aside<'_> {
+    fn drop(&mut self) {
+        if self.0.as_ref().is_some_and(crate::os::cpu::StepAside::aside) {
+            self.1.count_aside(false, false);
+        }
+    }
+}
+
+/// A queue thread's loop: answers requests until the mount goes.
+fn serve_requests(
+    q: &Arc<Queue>,
+    ring: &mut IoUring<Entry128>,
+    dev: RawFd,
+    ctx: &dispatch::Ctx,
+    stop: &AtomicBool,
+    aside: &mut Aside,
+    mut cqes: Vec<(u64, i32)>,
+) {
     let mut commit_ids = vec![0u64; q.entries.len()];
     let mut alive = q.entries.len();
     loop {
@@ -472,14 +521,14 @@ fn serve_queue(
                     return;
                 }
                 q.drain_wake();
-                push(&mut ring, &wake_sqe(&q));
+                push(ring, &wake_sqe(q));
                 continue;
             }
             let idx = ud as usize;
             if res < 0 {
                 if res == -libc::EAGAIN || res == -libc::EINTR {
                     let sqe = cmd_sqe(dev, abi::CMD_COMMIT_AND_FETCH, q.qid, commit_ids[idx], idx);
-                    push(&mut ring, &sqe);
+                    push(ring, &sqe);
                     continue;
                 }
                 if res != -libc::ENOTCONN && res != -libc::ECANCELED && res != -libc::ENOENT {
@@ -503,20 +552,15 @@ fn serve_queue(
                     .try_into()
                     .unwrap_or_default(),
             );
-            serve_one(ctx, &q, idx);
+            serve_one(ctx, q, idx);
+            aside.tick();
         }
         let answered = std::mem::take(&mut *q.done.guard());
         for idx in answered {
             let sqe = cmd_sqe(dev, abi::CMD_COMMIT_AND_FETCH, q.qid, commit_ids[idx], idx);
-            push(&mut ring, &sqe);
+            push(ring, &sqe);
         }
-        if let Some(a) = &mut aside {
-            let was = a.aside();
-            a.tick();
-            if a.aside() != was {
-                ctx.count_aside(a.aside(), was);
-            }
-        }
+        aside.tick();
         match ring.submit_and_wait(1) {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
