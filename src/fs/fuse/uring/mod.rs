@@ -475,6 +475,10 @@ fn serve_queue(
     );
     if aside.0.is_some() {
         ctx.count_aside(true, false);
+    } else if step_aside && q.qid == 0 {
+        log::info!(
+            "io_uring queue threads keep their scheduling policy: this process may not leave SCHED_IDLE again (no CAP_SYS_NICE or RLIMIT_NICE for it)"
+        );
     }
     serve_requests(&q, &mut ring, dev, ctx, stop, &mut aside, cqes);
 }
