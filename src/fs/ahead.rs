@@ -27,28 +27,25 @@ fn pool() -> &'static Mutex<Sender<Job>> {
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads() {
             let rx = rx.clone();
-            std::thread::Builder::new()
-                .name(format!("read-ahead-{i}"))
-                .spawn(move || {
-                    cpu::as_the_process();
-                    let mut placement = Placement::of_this_thread();
-                    loop {
-                        let job = rx.guard().recv();
-                        match job {
-                            // A panicking job loses its own result only (its sender is
-                            // dropped: the waiter is told), never the thread.
-                            Ok((job, from)) => {
-                                // The request's thread copies its reply to the reader
-                                // while this one prepares the next: side by side, not in
-                                // turns.
-                                placement.avoid(from);
-                                let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
-                            }
-                            Err(_) => return,
+            cpu::spawn(format!("read-ahead-{i}"), move || {
+                let mut placement = Placement::of_this_thread();
+                loop {
+                    let job = rx.guard().recv();
+                    match job {
+                        // A panicking job loses its own result only (its sender is
+                        // dropped: the waiter is told), never the thread.
+                        Ok((job, from)) => {
+                            // The request's thread copies its reply to the reader
+                            // while this one prepares the next: side by side, not in
+                            // turns.
+                            placement.avoid(from);
+                            let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
                         }
+                        Err(_) => return,
                     }
-                })
-                .expect("spawning a read-ahead thread");
+                }
+            })
+            .expect("spawning a read-ahead thread");
         }
         Mutex::new(tx)
     })

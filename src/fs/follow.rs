@@ -168,41 +168,38 @@ pub(super) fn start(state: &Arc<FsState>) {
         return;
     };
     let weak: Weak<FsState> = Arc::downgrade(state);
-    let spawned = std::thread::Builder::new()
-        .name("topicfs-follow".into())
-        .spawn(move || {
-            crate::os::cpu::as_the_process();
-            let mut last_scan = Instant::now();
-            let mut last_commits = Instant::now();
-            loop {
-                let woken = rx.recv_timeout(SIGNAL_CHECK);
-                let Some(state) = weak.upgrade() else { break };
-                match woken {
-                    Ok(id) => {
-                        if let Some(p) = state.parking.take(id) {
-                            state.read_parked(p);
-                        }
+    let spawned = crate::os::cpu::spawn("topicfs-follow".into(), move || {
+        let mut last_scan = Instant::now();
+        let mut last_commits = Instant::now();
+        loop {
+            let woken = rx.recv_timeout(SIGNAL_CHECK);
+            let Some(state) = weak.upgrade() else { break };
+            match woken {
+                Ok(id) => {
+                    if let Some(p) = state.parking.take(id) {
+                        state.read_parked(p);
                     }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
                 }
-                // The signal scan reads /proc once per parked read: at most every
-                // SIGNAL_CHECK, however many wake-ups arrive meanwhile.
-                if last_scan.elapsed() < SIGNAL_CHECK {
-                    continue;
-                }
-                last_scan = Instant::now();
-                for p in state.parking.take_interrupted() {
-                    log::debug!("read of open file {}: the reader was interrupted", p.fh);
-                    p.reply.error(libc::EINTR);
-                }
-                if last_commits.elapsed() >= COMMIT_SCAN {
-                    last_commits = Instant::now();
-                    state.tend_group_readers();
-                    state.members.refresh(&*state);
-                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
             }
-        });
+            // The signal scan reads /proc once per parked read: at most every
+            // SIGNAL_CHECK, however many wake-ups arrive meanwhile.
+            if last_scan.elapsed() < SIGNAL_CHECK {
+                continue;
+            }
+            last_scan = Instant::now();
+            for p in state.parking.take_interrupted() {
+                log::debug!("read of open file {}: the reader was interrupted", p.fh);
+                p.reply.error(libc::EINTR);
+            }
+            if last_commits.elapsed() >= COMMIT_SCAN {
+                last_commits = Instant::now();
+                state.tend_group_readers();
+                state.members.refresh(&*state);
+            }
+        }
+    });
     if let Err(e) = spawned {
         log::error!("cannot start the follow thread: {e}; follow reads will not wait");
     }

@@ -260,37 +260,34 @@ impl LogManager {
         let weak: Weak<LogManager> = Arc::downgrade(self);
         let bg = self.background.clone();
         let backoff = Duration::from_millis(self.config.cleaner_backoff_ms);
-        let h = std::thread::Builder::new()
-            .name("topicfs-cleaner".into())
-            .spawn(move || {
-                crate::os::cpu::as_the_process();
-                loop {
-                    let Some(mgr) = weak.upgrade() else { return };
-                    if mgr.cleaner.stop.load(Ordering::Acquire) {
-                        return;
-                    }
-                    let cleaned = match mgr.clean_filthiest() {
-                        Ok(r) => r.is_some(),
-                        Err(e) => {
-                            log::error!("cleaner: {e}");
-                            false
-                        }
-                    };
-                    if let Err(e) = mgr.run_compacted_retention() {
-                        log::error!("retention of compacted topics failed: {e}");
-                    }
-                    drop(mgr);
-                    if cleaned {
-                        continue;
-                    }
-                    let stop = bg.stop.guard();
-                    let stop = bg.wake.wait_timeout_while_guard(stop, backoff, |s| !*s);
-                    if *stop {
-                        return;
-                    }
+        let h = crate::os::cpu::spawn("topicfs-cleaner".into(), move || {
+            loop {
+                let Some(mgr) = weak.upgrade() else { return };
+                if mgr.cleaner.stop.load(Ordering::Acquire) {
+                    return;
                 }
-            })
-            .expect("spawn cleaner thread");
+                let cleaned = match mgr.clean_filthiest() {
+                    Ok(r) => r.is_some(),
+                    Err(e) => {
+                        log::error!("cleaner: {e}");
+                        false
+                    }
+                };
+                if let Err(e) = mgr.run_compacted_retention() {
+                    log::error!("retention of compacted topics failed: {e}");
+                }
+                drop(mgr);
+                if cleaned {
+                    continue;
+                }
+                let stop = bg.stop.guard();
+                let stop = bg.wake.wait_timeout_while_guard(stop, backoff, |s| !*s);
+                if *stop {
+                    return;
+                }
+            }
+        })
+        .expect("spawn cleaner thread");
         self.threads.guard().push(h);
     }
 }

@@ -374,39 +374,36 @@ impl LogManager {
             ms => Duration::from_millis(ms),
         };
         let rt = Duration::from_millis(self.config.retention_check_interval_ms);
-        let h = std::thread::Builder::new()
-            .name("topicfs-tasks".into())
-            .spawn(move || {
-                crate::os::cpu::as_the_process();
-                let mut next_cp = Instant::now() + cp;
-                let mut next_rt = Instant::now() + rt.min(Duration::from_secs(30));
-                loop {
-                    let wait = next_cp
-                        .min(next_rt)
-                        .saturating_duration_since(Instant::now());
-                    let stop = bg.stop.guard();
-                    let stop = bg.wake.wait_timeout_while_guard(stop, wait, |s| !*s);
-                    if *stop {
-                        return;
-                    }
-                    drop(stop);
-                    let Some(mgr) = weak.upgrade() else { return };
-                    let now = Instant::now();
-                    if now >= next_rt {
-                        if let Err(e) = mgr.run_retention() {
-                            log::error!("retention failed: {e}");
-                        }
-                        next_rt = now + rt;
-                    }
-                    if now >= next_cp {
-                        if let Err(e) = mgr.write_checkpoints() {
-                            log::error!("checkpoint failed: {e}");
-                        }
-                        next_cp = now + cp;
-                    }
+        let h = crate::os::cpu::spawn("topicfs-tasks".into(), move || {
+            let mut next_cp = Instant::now() + cp;
+            let mut next_rt = Instant::now() + rt.min(Duration::from_secs(30));
+            loop {
+                let wait = next_cp
+                    .min(next_rt)
+                    .saturating_duration_since(Instant::now());
+                let stop = bg.stop.guard();
+                let stop = bg.wake.wait_timeout_while_guard(stop, wait, |s| !*s);
+                if *stop {
+                    return;
                 }
-            })
-            .expect("spawn background thread");
+                drop(stop);
+                let Some(mgr) = weak.upgrade() else { return };
+                let now = Instant::now();
+                if now >= next_rt {
+                    if let Err(e) = mgr.run_retention() {
+                        log::error!("retention failed: {e}");
+                    }
+                    next_rt = now + rt;
+                }
+                if now >= next_cp {
+                    if let Err(e) = mgr.write_checkpoints() {
+                        log::error!("checkpoint failed: {e}");
+                    }
+                    next_cp = now + cp;
+                }
+            }
+        })
+        .expect("spawn background thread");
         self.threads.guard().push(h);
         self.start_cleaner();
     }

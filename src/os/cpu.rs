@@ -249,6 +249,18 @@ pub fn as_the_process() {
     }
 }
 
+/// Starts a long-lived thread of the daemon, named `name`, that first takes the process's CPUs
+/// and policy ([`as_the_process`]).
+pub fn spawn<T: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        as_the_process();
+        f()
+    })
+}
+
 /// How many CPUs `set` holds.
 fn cpus_in(set: &libc::cpu_set_t) -> libc::c_int {
     // SAFETY: counts a set.

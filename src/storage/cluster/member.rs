@@ -132,13 +132,10 @@ impl ClusterMember {
         let stop = Arc::new(AtomicBool::new(false));
         let (c2, s2, timeout) = (consumer.clone(), stop.clone(), inner.timeout);
         let what = format!("group {group} of {topic}");
-        let thread = std::thread::Builder::new()
-            .name("topicfs-member".into())
-            .spawn(move || {
-                crate::os::cpu::as_the_process();
-                serve(&c2, &s2, timeout, &what)
-            })
-            .map_err(Error::from)?;
+        let thread = crate::os::cpu::spawn("topicfs-member".into(), move || {
+            serve(&c2, &s2, timeout, &what)
+        })
+        .map_err(Error::from)?;
         log::info!("group {group} of {topic}: this mount joins as a member");
         Ok(Arc::new(ClusterMember {
             group: group.to_string(),

@@ -304,15 +304,12 @@ impl Inner {
             return;
         }
         let inner = self.arc();
-        let spawned = std::thread::Builder::new()
-            .name("metadata".into())
-            .spawn(move || {
-                crate::os::cpu::as_the_process();
-                if let Err(e) = inner.fetch_metadata() {
-                    log::warn!("{e}; the topics known before are shown");
-                }
-                inner.refreshing.store(false, Ordering::SeqCst);
-            });
+        let spawned = crate::os::cpu::spawn("metadata".into(), move || {
+            if let Err(e) = inner.fetch_metadata() {
+                log::warn!("{e}; the topics known before are shown");
+            }
+            inner.refreshing.store(false, Ordering::SeqCst);
+        });
         if spawned.is_err() {
             self.refreshing.store(false, Ordering::SeqCst);
         }

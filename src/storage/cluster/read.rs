@@ -544,12 +544,9 @@ impl Drop for ClusterStream {
         // The queue's reference goes before its consumer.
         self.batches = None;
         if let Some(c) = self.consumer.take() {
-            let _ = std::thread::Builder::new()
-                .name("consumer-close".into())
-                .spawn(move || {
-                    crate::os::cpu::as_the_process();
-                    drop(c);
-                });
+            let _ = crate::os::cpu::spawn("consumer-close".into(), move || {
+                drop(c);
+            });
         }
     }
 }
@@ -579,13 +576,10 @@ impl Watch {
             stopped: AtomicBool::new(false),
         });
         let me = w.clone();
-        std::thread::Builder::new()
-            .name("topicfs-watch".into())
-            .spawn(move || {
-                crate::os::cpu::as_the_process();
-                me.run(inner);
-            })
-            .expect("spawning the watch thread");
+        crate::os::cpu::spawn("topicfs-watch".into(), move || {
+            me.run(inner);
+        })
+        .expect("spawning the watch thread");
         w
     }
 
