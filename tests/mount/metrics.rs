@@ -211,13 +211,7 @@ fn io_uring_carries_the_requests() {
     );
     // Each queue's thread went on SCHED_IDLE where the daemon may leave it again: it is
     // there now, or it took its own policy back when kept waiting for its CPU.
-    let rings = std::fs::read_dir(format!("/proc/{}/task", m.pid()))
-        .unwrap()
-        .filter(|t| {
-            let comm = t.as_ref().unwrap().path().join("comm");
-            std::fs::read_to_string(comm).is_ok_and(|c| c.starts_with("fuse-ring-"))
-        })
-        .count();
+    let rings = threads_named(m.pid(), "fuse-ring-").len();
     assert!(rings >= 1);
     let s = scrape(&m);
     let (aside, back) = (
@@ -238,6 +232,37 @@ fn io_uring_carries_the_requests() {
     } else {
         assert!(aside + back >= rings as f64, "{aside} + {back} of {rings}");
     }
+    // A stream read served on a ring starts the read-ahead threads: they run under the
+    // process's policy, not the SCHED_IDLE of the ring's thread that started them.
+    m.ok("seq 1 300000 >> t/0/append && cat t/0/by-offset/0 > /dev/null");
+    let policies: Vec<String> = threads_named(m.pid(), "read-ahead-")
+        .iter()
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap()
+                .split(' ')
+                .nth(39)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(!policies.is_empty(), "no read-ahead thread");
+    assert!(policies.iter().all(|p| p == "0"), "policies {policies:?}");
+}
+
+/// The stat lines of process `pid`'s threads whose name starts with `prefix`.
+fn threads_named(pid: i32, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| {
+            let dir = t.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            comm.starts_with(prefix)
+                .then(|| std::fs::read_to_string(dir.join("stat")).ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// Without the option the requests come over /dev/fuse (unless the test run asks every mount
