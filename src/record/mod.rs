@@ -57,7 +57,12 @@ unsafe fn copy_chunked<const CHUNK: usize>(src: &[u8], at: usize, len: usize, ds
     // `padded` bytes at `dst`; the plain copy reads `src[at..at + len]` (the caller's bound).
     unsafe {
         let from = src.as_ptr().add(at);
-        if at + padded <= src.len() {
+        if CHUNK == 64 && padded == 128 && at + 128 <= src.len() {
+            let a = std::ptr::read_unaligned(from as *const [u8; 64]);
+            let b = std::ptr::read_unaligned(from.add(64) as *const [u8; 64]);
+            std::ptr::write_unaligned(dst as *mut [u8; 64], a);
+            std::ptr::write_unaligned(dst.add(64) as *mut [u8; 64], b);
+        } else if at + padded <= src.len() {
             let mut i = 0;
             while i < padded {
                 let chunk = std::ptr::read_unaligned(from.add(i) as *const [u8; CHUNK]);
