@@ -249,6 +249,34 @@ pub fn as_the_process() {
     }
 }
 
+/// Runs `f` with the calling thread on the process's CPUs and policy, then puts back its own:
+/// for a library call that starts threads of the library's (they inherit the calling
+/// thread's, and no code of the daemon runs on them to take the process's back).
+pub fn as_the_process_while<T>(f: impl FnOnce() -> T) -> T {
+    if PROCESS.get().is_none() {
+        return f();
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the calling
+    // thread; sched_getscheduler only returns a number.
+    let (set, policy) = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let known = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0;
+        (known.then_some(set), libc::sched_getscheduler(0))
+    };
+    as_the_process();
+    let out = f();
+    // SAFETY: sets the calling thread's affinity from a set on the stack.
+    unsafe {
+        if let Some(set) = set.filter(|s| cpus_in(s) > 0) {
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+        }
+        if policy >= 0 && libc::sched_getscheduler(0) != policy {
+            set_policy(policy);
+        }
+    }
+    out
+}
+
 /// Starts a long-lived thread of the daemon, named `name`, that first takes the process's CPUs
 /// and policy ([`as_the_process`]).
 pub fn spawn<T: Send + 'static>(
@@ -378,6 +406,35 @@ mod tests {
             assert!(again >= BACK / 2, "{again:?}");
             assert_eq!(policy, libc::SCHED_IDLE);
         }
+    }
+
+    /// A pinned thread on SCHED_IDLE makes a call as the process (a thread the call starts has
+    /// the process's CPUs and policy), and has its own back after it.
+    #[test]
+    fn a_call_as_the_process_then_the_threads_own_again() {
+        remember_process();
+        let (set, policy) = *PROCESS.get().unwrap();
+        let cpu = current().expect("sched_getcpu");
+        // SAFETY: sched_getscheduler only returns a number.
+        let policy_now = || unsafe { libc::sched_getscheduler(0) };
+        let (idle, inside, after) = std::thread::spawn(move || {
+            pin_to(cpu);
+            let idle = set_policy(libc::SCHED_IDLE);
+            let inside = as_the_process_while(|| {
+                std::thread::spawn(move || (affinity_count(), policy_now()))
+                    .join()
+                    .unwrap()
+            });
+            (idle, inside, (affinity_count(), policy_now()))
+        })
+        .join()
+        .unwrap();
+        assert!(idle, "SCHED_IDLE may always be asked for");
+        assert_eq!(inside.0, cpus_in(&set));
+        if may_leave_idle() {
+            assert_eq!(inside.1, policy);
+        }
+        assert_eq!(after, (1, libc::SCHED_IDLE), "its own CPU and policy back");
     }
 
     /// A thread started by a pinned thread on SCHED_IDLE takes the process's CPUs and policy

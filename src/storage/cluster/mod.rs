@@ -52,10 +52,36 @@ fn record_size(key: Option<&[u8]>, value: Option<&[u8]>, header_bytes: usize) ->
     (len(key) + len(value) + header_bytes) as u64
 }
 
+/// A librdkafka client's config, which makes the client as the process: librdkafka starts
+/// the client's threads (the main one, a broker's) on the thread that makes it, and they keep
+/// that thread's CPUs and scheduling policy. The request that makes a client may be served by
+/// an io_uring queue's thread, pinned to one CPU and on SCHED_IDLE (`os::cpu::StepAside`):
+/// the client's threads would be too, and nothing can tell them to leave.
+struct Config(ClientConfig);
+
+impl Config {
+    fn set(&mut self, key: &str, value: impl Into<String>) -> &mut Config {
+        self.0.set(key, value);
+        self
+    }
+
+    fn create<T: rdkafka::config::FromClientConfig>(&self) -> rdkafka::error::KafkaResult<T> {
+        crate::os::cpu::as_the_process_while(|| self.0.create())
+    }
+
+    fn create_with_context<C, T>(&self, ctx: C) -> rdkafka::error::KafkaResult<T>
+    where
+        C: rdkafka::ClientContext,
+        T: rdkafka::config::FromClientConfigAndContext<C>,
+    {
+        crate::os::cpu::as_the_process_while(|| self.0.create_with_context(ctx))
+    }
+}
+
 impl ClusterConfig {
     /// A client config: bootstrap servers, then `defaults` (unless the user's file sets the
     /// key), then the user's properties.
-    fn client_config(&self, defaults: &[(&str, String)]) -> ClientConfig {
+    fn client_config(&self, defaults: &[(&str, String)]) -> Config {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.bootstrap_servers);
         for (k, v) in defaults {
@@ -66,7 +92,7 @@ impl ClusterConfig {
         for (k, v) in &self.client {
             c.set(k, v);
         }
-        c
+        Config(c)
     }
 
     /// `isolation.level` for the consumers: read_uncommitted unless the mount says

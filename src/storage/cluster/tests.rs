@@ -227,3 +227,75 @@ fn a_stream_reads_every_record_whole_across_batches() {
     }
     assert_eq!(stream.passed(), 5000);
 }
+
+/// The threads of this process named by librdkafka (`rdk:main`, `rdk:broker…`).
+fn rdkafka_threads() -> Vec<String> {
+    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+    tasks
+        .filter_map(|t| {
+            let tid = t.ok()?.file_name().into_string().ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+            comm.starts_with("rdk:").then_some(tid)
+        })
+        .collect()
+}
+
+/// A thread's allowed CPUs (`Cpus_allowed_list`) and scheduling policy (stat field 41);
+/// None once it ended.
+fn placement(task: &str) -> Option<(String, String)> {
+    let status = std::fs::read_to_string(format!("{task}/status")).ok()?;
+    let cpus = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim()
+        .to_string();
+    let stat = std::fs::read_to_string(format!("{task}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 2..];
+    // Fields from the third (state) on: the policy is the 41st.
+    let policy = after_comm.split_whitespace().nth(41 - 3)?.to_string();
+    Some((cpus, policy))
+}
+
+/// A client made by a request served on an io_uring queue's thread (pinned to one CPU, on
+/// SCHED_IDLE) starts librdkafka's threads on the process's CPUs and policy, and the thread
+/// that made it has its own back.
+#[test]
+fn a_client_made_on_a_pinned_idle_thread_runs_as_the_process() {
+    crate::os::cpu::remember_process();
+    let (_mock, storage) = mock_storage();
+    let groups = Arc::new(storage).open_groups().unwrap();
+    let before = rdkafka_threads();
+    let process = placement("/proc/thread-self").unwrap();
+    let cpu = crate::os::cpu::current().expect("sched_getcpu");
+    let (idle, after, _groups) = std::thread::spawn(move || {
+        crate::os::cpu::pin_to(cpu);
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sets the calling thread's (0) policy from a parameter on the stack.
+        let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
+        // A group's first commit makes the group's client.
+        groups.commit("g", &[("t", 0, 1)]).unwrap();
+        // The clients live as long as the groups' store: it goes back to the test.
+        (idle, placement("/proc/thread-self").unwrap(), groups)
+    })
+    .join()
+    .unwrap();
+    assert!(idle, "SCHED_IDLE may always be asked for");
+    assert_eq!(after, (cpu.to_string(), libc::SCHED_IDLE.to_string()), "its own back");
+    let made: Vec<_> = rdkafka_threads()
+        .into_iter()
+        .filter(|t| !before.contains(t))
+        .collect();
+    assert!(!made.is_empty(), "the commit made a client, and its threads");
+    // A thread may have ended since (a bootstrap broker's, once the cluster named its own).
+    for tid in made {
+        let Some(got) = placement(&format!("/proc/self/task/{tid}")) else {
+            continue;
+        };
+        // Leaving SCHED_IDLE takes root, CAP_SYS_NICE or an RLIMIT_NICE for it.
+        if crate::os::cpu::may_leave_idle() {
+            assert_eq!(got, process, "librdkafka thread {tid}");
+        } else {
+            assert_eq!(got.0, process.0, "librdkafka thread {tid}'s CPUs");
+        }
+    }
+}
