@@ -111,11 +111,9 @@ impl Rings {
         // SAFETY: `fd` was just made by dup and is owned by nothing else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
         let backings = backing::Backings::new(dev.as_raw_fd(), passthrough);
-        // The threads a ring's thread starts take these back (os::cpu::as_the_process). In
-        // remote mode the cluster client's own threads, started on the first request that
-        // needs them, would not: its rings keep their policy.
+        // The threads a ring's thread starts take these back (os::cpu::as_the_process; a
+        // cluster client is made as the process, see storage::cluster::Config).
         crate::os::cpu::remember_process();
-        let step_aside = state.data_is_local();
         let ctx = Arc::new(dispatch::Ctx::new(state, notifier, backings));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -133,7 +131,7 @@ impl Rings {
             let thread = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || {
-                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx, step_aside);
+                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx);
                 })
                 .map_err(|e| StartError::ours(format!("thread: {e}")))?;
             queues.push((q, thread));
@@ -458,7 +456,6 @@ fn serve_queue(
     ctx: &dispatch::Ctx,
     stop: &AtomicBool,
     ready: &mpsc::Sender<Result<(), StartError>>,
-    step_aside: bool,
 ) {
     // The kernel puts a task's requests in its CPU's queue.
     crate::os::cpu::pin_to(q.qid as usize);
@@ -467,15 +464,10 @@ fn serve_queue(
         return;
     };
     // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
-    let mut aside = Aside(
-        step_aside
-            .then(crate::os::cpu::StepAside::for_this_thread)
-            .flatten(),
-        ctx,
-    );
+    let mut aside = Aside(crate::os::cpu::StepAside::for_this_thread(), ctx);
     if aside.0.is_some() {
         ctx.count_aside(true, false);
-    } else if step_aside && q.qid == 0 {
+    } else if q.qid == 0 {
         log::info!(
             "io_uring queue threads keep their scheduling policy: this process may not leave SCHED_IDLE again (no CAP_SYS_NICE or RLIMIT_NICE for it)"
         );
