@@ -33,42 +33,101 @@
 
 // The modules are the crate's own: the library's face is the short list at the end. The
 // `internals` feature (on in the crate's own tests and benches, through its dev-dependency on
-// itself) opens them to tests/ and benches/.
-macro_rules! modules {
-    ($($name:ident),* $(,)?) => {$(
-        #[cfg(feature = "internals")]
-        pub mod $name;
-        #[cfg(not(feature = "internals"))]
-        mod $name;
-    )*};
-}
-
-// The layers, top down (`cli`: the command line, over `mount`), then beside them.
-modules!(
-    cli,
-    mount,
-    addr,
-    fs,
-    storage,
-    maildir,
-    metrics,
-    produce,
-    table,
-    consumer_offsets,
-    manager,
-    checkpoint,
-    config,
-    dump,
-    error,
-    group,
-    jsonl,
-    logtail,
-    os,
-    render,
-    util,
-    log,
-    record,
-);
+// itself) opens them to tests/ and benches/. Each is declared twice, not through a macro:
+// rustfmt formats only the modules it sees declared (and keeps them sorted; the layers are
+// listed at the top).
+#[cfg(feature = "internals")]
+pub mod addr;
+#[cfg(not(feature = "internals"))]
+mod addr;
+#[cfg(feature = "internals")]
+pub mod checkpoint;
+#[cfg(not(feature = "internals"))]
+mod checkpoint;
+#[cfg(feature = "internals")]
+pub mod cli;
+#[cfg(not(feature = "internals"))]
+mod cli;
+#[cfg(feature = "internals")]
+pub mod config;
+#[cfg(not(feature = "internals"))]
+mod config;
+#[cfg(feature = "internals")]
+pub mod consumer_offsets;
+#[cfg(not(feature = "internals"))]
+mod consumer_offsets;
+#[cfg(feature = "internals")]
+pub mod dump;
+#[cfg(not(feature = "internals"))]
+mod dump;
+#[cfg(feature = "internals")]
+pub mod error;
+#[cfg(not(feature = "internals"))]
+mod error;
+#[cfg(feature = "internals")]
+pub mod fs;
+#[cfg(not(feature = "internals"))]
+mod fs;
+#[cfg(feature = "internals")]
+pub mod group;
+#[cfg(not(feature = "internals"))]
+mod group;
+#[cfg(feature = "internals")]
+pub mod jsonl;
+#[cfg(not(feature = "internals"))]
+mod jsonl;
+#[cfg(feature = "internals")]
+pub mod log;
+#[cfg(not(feature = "internals"))]
+mod log;
+#[cfg(feature = "internals")]
+pub mod logtail;
+#[cfg(not(feature = "internals"))]
+mod logtail;
+#[cfg(feature = "internals")]
+pub mod maildir;
+#[cfg(not(feature = "internals"))]
+mod maildir;
+#[cfg(feature = "internals")]
+pub mod manager;
+#[cfg(not(feature = "internals"))]
+mod manager;
+#[cfg(feature = "internals")]
+pub mod metrics;
+#[cfg(not(feature = "internals"))]
+mod metrics;
+#[cfg(feature = "internals")]
+pub mod mount;
+#[cfg(not(feature = "internals"))]
+mod mount;
+#[cfg(feature = "internals")]
+pub mod os;
+#[cfg(not(feature = "internals"))]
+mod os;
+#[cfg(feature = "internals")]
+pub mod produce;
+#[cfg(not(feature = "internals"))]
+mod produce;
+#[cfg(feature = "internals")]
+pub mod record;
+#[cfg(not(feature = "internals"))]
+mod record;
+#[cfg(feature = "internals")]
+pub mod render;
+#[cfg(not(feature = "internals"))]
+mod render;
+#[cfg(feature = "internals")]
+pub mod storage;
+#[cfg(not(feature = "internals"))]
+mod storage;
+#[cfg(feature = "internals")]
+pub mod table;
+#[cfg(not(feature = "internals"))]
+mod table;
+#[cfg(feature = "internals")]
+pub mod util;
+#[cfg(not(feature = "internals"))]
+mod util;
 
 /// The library's face: the `topicfs` command, and its error type.
 pub use cli::main;

@@ -42,12 +42,7 @@ impl Cached {
     /// The kernel was shown inode `ino`'s attributes, which depend on topic `t`'s times, to
     /// be kept for a while; `at` tells the topic's time, asked only for the first inode shown
     /// since the topic last changed (a lookup of a known topic asks nothing more).
-    pub(super) fn shown(
-        &self,
-        t: &TopicName,
-        ino: u64,
-        at: impl FnOnce() -> Option<SystemTime>,
-    ) {
+    pub(super) fn shown(&self, t: &TopicName, ino: u64, at: impl FnOnce() -> Option<SystemTime>) {
         if self.kernel.get().is_none() || ino == 0 {
             return;
         }
@@ -58,7 +53,11 @@ impl Cached {
         // The topic's time is asked with no lock of ours held.
         let at = at();
         let mut shown = self.shown.guard();
-        shown.entry(t.clone()).or_insert((at, HashSet::new())).1.insert(ino);
+        shown
+            .entry(t.clone())
+            .or_insert((at, HashSet::new()))
+            .1
+            .insert(ino);
         self.any.store(true, Ordering::Release);
     }
 

@@ -84,7 +84,11 @@ impl FsState {
             Place::Tmp => MailSub::Tmp,
             Place::New => MailSub::New,
         };
-        Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(&e.name)))
+        Some(format!(
+            "{}/{}",
+            dir.name(),
+            String::from_utf8_lossy(&e.name)
+        ))
     }
 
     /// Held file `id` of `t`'s maildir.
@@ -94,7 +98,10 @@ impl FsState {
         let d = d.guard();
         match d.get(id) {
             Some(e) => Ok(e.file.clone()),
-            None => tree(libc::ENOENT, format!("{t}: held file {id} was delivered or removed")),
+            None => tree(
+                libc::ENOENT,
+                format!("{t}: held file {id} was delivered or removed"),
+            ),
         }
     }
 
@@ -665,12 +672,7 @@ impl FsState {
 
     /// link(2): a file of `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered
     /// (and stays in `tmp/` until unlinked); any other link is as [`FsState::link`] answers.
-    pub fn link_entry(
-        &self,
-        ino: u64,
-        newparent: u64,
-        newname: &OsStr,
-    ) -> FsResult<(Ttl, Attr)> {
+    pub fn link_entry(&self, ino: u64, newparent: u64, newname: &OsStr) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let from = self.node(ino)?;
         let to = self.node(newparent)?;

@@ -271,13 +271,16 @@ impl FsState {
     /// line discipline is the file's own. Anything else: ENOTTY.
     pub fn ioctl(&self, fh: u64, cmd: u32) -> FsResult<()> {
         let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
-        let by_line = self.handle(fh).is_ok_and(
-            |of| matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line()),
-        );
+        let by_line = self
+            .handle(fh)
+            .is_ok_and(|of| matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line()));
         if by_line && terminal.contains(&u64::from(cmd)) {
             Ok(())
         } else {
-            Err(FsError::Tree(libc::ENOTTY, format!("ioctl {cmd:#x}: not a terminal")))
+            Err(FsError::Tree(
+                libc::ENOTTY,
+                format!("ioctl {cmd:#x}: not a terminal"),
+            ))
         }
     }
 

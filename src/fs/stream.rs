@@ -623,7 +623,11 @@ impl Cursor {
             // here on the stream grows, counted below.
             let read_to_end = (self.eof || self.next >= self.end) && self.buffered() == 0;
             if !self.grows() && !read_to_end {
-                return Ok(if self.pos == 0 && !self.eof { 0 } else { self.counted.1 });
+                return Ok(if self.pos == 0 && !self.eof {
+                    0
+                } else {
+                    self.counted.1
+                });
             }
         }
         self.count_first_batch();

@@ -55,7 +55,9 @@ impl Placement {
         let cpu = cpu.filter(|&c| {
             // SAFETY: CPU_ISSET and CPU_COUNT read the set; the index is below its size.
             c < libc::CPU_SETSIZE as usize
-                && unsafe { libc::CPU_ISSET(c, &self.allowed) && libc::CPU_COUNT(&self.allowed) > 1 }
+                && unsafe {
+                    libc::CPU_ISSET(c, &self.allowed) && libc::CPU_COUNT(&self.allowed) > 1
+                }
         });
         if cpu == self.avoiding {
             return;
@@ -153,7 +155,10 @@ impl StepAside {
         // Not known is taken as kept waiting.
         let kept = match run_delay(&self.schedstat) {
             Some((waited, runs)) => {
-                let kept = kept_waiting(waited.saturating_sub(self.waited), runs.saturating_sub(self.runs));
+                let kept = kept_waiting(
+                    waited.saturating_sub(self.waited),
+                    runs.saturating_sub(self.runs),
+                );
                 (self.waited, self.runs) = (waited, runs);
                 kept
             }

@@ -109,7 +109,10 @@ mod tests {
         assert!(!leads_its_group(u32::MAX - 1));
         assert_eq!(tgid_of(u32::MAX - 1), None);
         // Another process's first thread.
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         assert_eq!(tgid_of(child.id()), Some(child.id()));
         child.kill().unwrap();
         child.wait().unwrap();

@@ -166,7 +166,10 @@ impl PartitionStore for PartitionLog {
     /// as [`PartitionStore::log_end_offset`]: a reader may start past it (a group's commit
     /// there reads nothing yet), a `by-offset` name may not.
     fn check_offset(&self, offset: i64) -> Result<i64> {
-        let (start, end) = (PartitionLog::log_start_offset(self), PartitionLog::read_end(self));
+        let (start, end) = (
+            PartitionLog::log_start_offset(self),
+            PartitionLog::read_end(self),
+        );
         crate::storage::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {

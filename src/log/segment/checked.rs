@@ -138,14 +138,21 @@ mod tests {
     fn the_prefix_grows_only_from_its_end_and_runs_from_theirs() {
         let c = Checked::default();
         c.passed(100, 50, true);
-        assert_eq!(c.prefix(), 0, "a batch away from the prefix does not stretch it");
+        assert_eq!(
+            c.prefix(),
+            0,
+            "a batch away from the prefix does not stretch it"
+        );
         assert!(c.covers(100, 50) && c.at(100, 50));
         assert!(!c.covers(100, 51) && !c.covers(99, 51) && !c.covers(0, 100));
         // A batch that passes where the run ends extends it: one run, its start exact.
         c.passed(150, 30, true);
         assert_eq!(c.runs(), 1);
         assert!(c.covers(150, 30) && c.covers(100, 80));
-        assert!(c.at(100, 80) && !c.at(150, 30), "inside a run no frame is exact");
+        assert!(
+            c.at(100, 80) && !c.at(150, 30),
+            "inside a run no frame is exact"
+        );
         // A run reached by another joins it.
         c.passed(300, 20, true);
         c.passed(180, 120, true);
@@ -163,9 +170,15 @@ mod tests {
         // A batch inside the prefix starts no run.
         d.passed(100, 50, true);
         assert_eq!(d.runs(), 0);
-        assert!(!c.at(0, 100), "the prefix is not a place an index entry may trust");
+        assert!(
+            !c.at(0, 100),
+            "the prefix is not a place an index entry may trust"
+        );
         c.passed(400, 10, false);
-        assert!(!c.covers(400, 10), "a check that does not remember keeps no run");
+        assert!(
+            !c.covers(400, 10),
+            "a check that does not remember keeps no run"
+        );
         // The same batch checked twice keeps its run.
         c.passed(500, 10, true);
         c.passed(500, 10, true);
@@ -187,11 +200,19 @@ mod tests {
         let c = Checked::default();
         c.passed(100, 50, true);
         c.passed(0, 100, true);
-        assert_eq!((c.prefix(), c.runs()), (150, 0), "a run starting at its end");
+        assert_eq!(
+            (c.prefix(), c.runs()),
+            (150, 0),
+            "a run starting at its end"
+        );
         let c = Checked::default();
         c.passed(120, 50, true);
         c.passed(0, 150, true);
-        assert_eq!((c.prefix(), c.runs()), (150, 1), "a run starting inside it stays");
+        assert_eq!(
+            (c.prefix(), c.runs()),
+            (150, 1),
+            "a run starting inside it stays"
+        );
     }
 
     #[test]
@@ -212,6 +233,9 @@ mod tests {
             c.passed(1000 + i * 20, 10, true);
             assert!(c.runs() <= RUNS_MAX);
         }
-        assert!(c.at(1000 + (RUNS_MAX as u64 + 9) * 20, 10), "the last run is kept");
+        assert!(
+            c.at(1000 + (RUNS_MAX as u64 + 9) * 20, 10),
+            "the last run is kept"
+        );
     }
 }

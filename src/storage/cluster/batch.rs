@@ -130,7 +130,9 @@ impl<'a> Msg<'a> {
         // SAFETY: reads a live message; writes the type into a local.
         let t = unsafe { rd::rd_kafka_message_timestamp(self.0, &mut kind) };
         match kind {
-            rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_CREATE_TIME => Timestamp::CreateTime(t),
+            rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_CREATE_TIME => {
+                Timestamp::CreateTime(t)
+            }
             rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME => {
                 Timestamp::LogAppendTime(t)
             }

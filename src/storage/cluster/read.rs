@@ -9,8 +9,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
-use super::produce::{Stamped, Unacked};
 use super::batch::{Batches, Taken};
+use super::produce::{Stamped, Unacked};
 use super::{Inner, kafka};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};

@@ -164,7 +164,11 @@ fn an_outage_costs_the_metrics_and_the_groups_one_timeout_each() {
 #[test]
 fn internal_topics_are_kafkas_list_not_a_prefix() {
     let (_mock, storage) = mock_storage();
-    for name in ["__consumer_offsets", "__transaction_state", "__share_group_state"] {
+    for name in [
+        "__consumer_offsets",
+        "__transaction_state",
+        "__share_group_state",
+    ] {
         assert!(storage.is_internal(name), "{name}");
     }
     for name in ["__audit", "__cluster_metadata", "_consumer_offsets", "t"] {
@@ -280,12 +284,19 @@ fn a_client_made_on_a_pinned_idle_thread_runs_as_the_process() {
     .join()
     .unwrap();
     assert!(idle, "SCHED_IDLE may always be asked for");
-    assert_eq!(after, (cpu.to_string(), libc::SCHED_IDLE.to_string()), "its own back");
+    assert_eq!(
+        after,
+        (cpu.to_string(), libc::SCHED_IDLE.to_string()),
+        "its own back"
+    );
     let made: Vec<_> = rdkafka_threads()
         .into_iter()
         .filter(|t| !before.contains(t))
         .collect();
-    assert!(!made.is_empty(), "the commit made a client, and its threads");
+    assert!(
+        !made.is_empty(),
+        "the commit made a client, and its threads"
+    );
     // A thread may have ended since (a bootstrap broker's, once the cluster named its own).
     for tid in made {
         let Some(got) = placement(&format!("/proc/self/task/{tid}")) else {

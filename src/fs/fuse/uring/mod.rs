@@ -243,7 +243,9 @@ impl Entry {
             };
             free(header, abi::HEADERS_LEN);
             free(payload, payload_len);
-            return Err(format!("no memory for the ring entries' {payload_len}-byte buffers"));
+            return Err(format!(
+                "no memory for the ring entries' {payload_len}-byte buffers"
+            ));
         };
         let mut e = Entry {
             header,
@@ -410,7 +412,10 @@ fn serve_one(ctx: &dispatch::Ctx, q: &Arc<Queue>, idx: usize) {
     ctx.count_request();
     let served = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch::dispatch(ctx, q, idx)));
     if served.is_err() {
-        log::error!("io_uring queue {}: a request panicked (answered EIO)", q.qid);
+        log::error!(
+            "io_uring queue {}: a request panicked (answered EIO)",
+            q.qid
+        );
     }
 }
 
@@ -492,7 +497,11 @@ impl Aside<'_> {
 
 impl Drop for Aside<'_> {
     fn drop(&mut self) {
-        if self.0.as_ref().is_some_and(crate::os::cpu::StepAside::aside) {
+        if self
+            .0
+            .as_ref()
+            .is_some_and(crate::os::cpu::StepAside::aside)
+        {
             self.1.count_aside(false, false);
         }
     }
