@@ -189,6 +189,11 @@ impl OpenFile {
 }
 
 impl FsState {
+    /// Whether the topics' data is in local log dirs (not in a cluster).
+    pub fn data_is_local(&self) -> bool {
+        !self.storage.log_dirs().is_empty()
+    }
+
     /// The fs core over `storage`; loads the consumer groups' committed offsets.
     #[cfg(test)]
     pub fn new(storage: Arc<dyn Storage>) -> crate::error::Result<Arc<FsState>> {

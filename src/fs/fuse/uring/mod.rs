@@ -112,8 +112,13 @@ impl Rings {
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
         let backings = backing::Backings::new(dev.as_raw_fd(), passthrough);
         // The threads a ring's thread starts take these back (os::cpu::as_the_process; a
-        // cluster client is made as the process, see storage::cluster::Config).
+        // cluster client is made as the process, see storage::cluster::Config). In remote
+        // mode a request waits for the cluster and is woken several times (acknowledgements,
+        // fetches, a group's join): on SCHED_IDLE it would wait for its CPU at each wake-up,
+        // and the check that takes the policy back acts between requests only. The rings keep
+        // their policy there.
         crate::os::cpu::remember_process();
+        let step_aside = state.data_is_local();
         let ctx = Arc::new(dispatch::Ctx::new(state, notifier, backings));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -131,7 +136,7 @@ impl Rings {
             let thread = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || {
-                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx);
+                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx, step_aside);
                 })
                 .map_err(|e| StartError::ours(format!("thread: {e}")))?;
             queues.push((q, thread));
@@ -461,6 +466,7 @@ fn serve_queue(
     ctx: &dispatch::Ctx,
     stop: &AtomicBool,
     ready: &mpsc::Sender<Result<(), StartError>>,
+    step_aside: bool,
 ) {
     // The kernel puts a task's requests in its CPU's queue.
     crate::os::cpu::pin_to(q.qid as usize);
@@ -469,10 +475,15 @@ fn serve_queue(
         return;
     };
     // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
-    let mut aside = Aside(crate::os::cpu::StepAside::for_this_thread(), ctx);
+    let mut aside = Aside(
+        step_aside
+            .then(crate::os::cpu::StepAside::for_this_thread)
+            .flatten(),
+        ctx,
+    );
     if aside.0.is_some() {
         ctx.count_aside(true, false);
-    } else if q.qid == 0 {
+    } else if step_aside && q.qid == 0 {
         log::info!(
             "io_uring queue threads keep their scheduling policy: this process may not leave SCHED_IDLE again (no CAP_SYS_NICE or RLIMIT_NICE for it)"
         );
