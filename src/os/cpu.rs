@@ -192,15 +192,23 @@ impl StepAside {
 }
 
 /// Whether a thread of this process may leave SCHED_IDLE once in it (root, CAP_SYS_NICE or an
-/// RLIMIT_NICE that allows its nice value): tried on a thread of its own.
+/// RLIMIT_NICE that allows its nice value): tried on a thread of its own, once (each queue
+/// thread of the rings asks).
 pub fn may_leave_idle() -> bool {
-    std::thread::Builder::new()
-        .spawn(|| {
-            // SAFETY: sched_getscheduler of the calling thread only returns a number.
-            let policy = unsafe { libc::sched_getscheduler(0) };
-            set_policy(libc::SCHED_IDLE) && set_policy(policy)
-        })
-        .is_ok_and(|t| t.join().unwrap_or(false))
+    static MAY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if let Some(&may) = MAY.get() {
+        return may;
+    }
+    let probe = std::thread::Builder::new().spawn(|| {
+        // SAFETY: sched_getscheduler of the calling thread only returns a number.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        set_policy(libc::SCHED_IDLE) && set_policy(policy)
+    });
+    // A thread that could not be started says nothing: asked again next time.
+    match probe {
+        Ok(t) => *MAY.get_or_init(|| t.join().unwrap_or(false)),
+        Err(_) => false,
+    }
 }
 
 /// Whether a thread that waited `waited` ns for its CPU over `runs` runs was kept waiting.
@@ -263,23 +271,34 @@ pub fn as_the_process_while<T>(f: impl FnOnce() -> T) -> T {
     }
     // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the calling
     // thread; sched_getscheduler only returns a number.
-    let (set, policy) = unsafe {
+    let own = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         let known = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0;
-        (known.then_some(set), libc::sched_getscheduler(0))
+        Own(known.then_some(set), libc::sched_getscheduler(0))
     };
     as_the_process();
     let out = f();
-    // SAFETY: sets the calling thread's affinity from a set on the stack.
-    unsafe {
-        if let Some(set) = set.filter(|s| cpus_in(s) > 0) {
-            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
-        }
-        if policy >= 0 && libc::sched_getscheduler(0) != policy {
-            set_policy(policy);
+    drop(own);
+    out
+}
+
+/// A thread's own CPUs and policy, put back when dropped (also when the call made as the
+/// process panics: a ring's thread goes on after a request's panic).
+struct Own(Option<libc::cpu_set_t>, libc::c_int);
+
+impl Drop for Own {
+    fn drop(&mut self) {
+        // SAFETY: sets the calling thread's affinity from a set it holds; sched_getscheduler
+        // only returns a number.
+        unsafe {
+            if let Some(set) = self.0.filter(|s| cpus_in(s) > 0) {
+                libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+            }
+            if self.1 >= 0 && libc::sched_getscheduler(0) != self.1 {
+                set_policy(self.1);
+            }
         }
     }
-    out
 }
 
 /// Starts a long-lived thread of the daemon, named `name`, that first takes the process's CPUs
@@ -440,6 +459,16 @@ mod tests {
             assert_eq!(inside.1, policy);
         }
         assert_eq!(after, (1, libc::SCHED_IDLE), "its own CPU and policy back");
+        // Also after a panic in the call.
+        let after_panic = std::thread::spawn(move || {
+            pin_to(cpu);
+            set_policy(libc::SCHED_IDLE);
+            let panicked = std::panic::catch_unwind(|| as_the_process_while(|| panic!("planted")));
+            (panicked.is_err(), affinity_count(), policy_now())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after_panic, (true, 1, libc::SCHED_IDLE));
     }
 
     /// A thread started by a pinned thread on SCHED_IDLE takes the process's CPUs and policy
