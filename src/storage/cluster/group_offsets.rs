@@ -49,8 +49,15 @@ impl ClusterGroups {
             .set("group.id", group)
             .create()
             .map_err(|e| kafka(&format!("cannot create a client of group {group}"), e))?;
+        let mut consumers = self.consumers.guard();
+        // Another request may have made the group's client meanwhile: that one is kept.
+        if let Some(kept) = consumers.get(group).cloned() {
+            drop(consumers);
+            super::close_later(c);
+            return Ok(kept);
+        }
         let c = Arc::new(c);
-        self.consumers.guard().insert(group.to_string(), c.clone());
+        consumers.insert(group.to_string(), c.clone());
         Ok(c)
     }
 

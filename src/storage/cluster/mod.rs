@@ -130,6 +130,12 @@ impl ClusterConfig {
     }
 }
 
+/// Closes a librdkafka client on a thread of its own: it can take up to a second to shut down
+/// its broker threads, and a client is often let go of inside a request.
+pub(super) fn close_later<T: Send + 'static>(client: T) {
+    let _ = crate::os::cpu::spawn("consumer-close".into(), move || drop(client));
+}
+
 /// A Kafka error as the storage error it is (a log line names Kafka's error).
 pub(crate) fn kafka(what: &str, e: KafkaError) -> Error {
     match e.rdkafka_error_code() {

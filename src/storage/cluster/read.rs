@@ -529,24 +529,27 @@ impl ClusterStream {
         let c = self.inner.cfg.plain_consumer()?;
         let mut tpl = TopicPartitionList::new();
         let (topic, p) = &self.partition;
-        tpl.add_partition_offset(topic, *p as i32, Offset::Offset(self.next))
-            .map_err(|e| kafka("assign", e))?;
-        c.assign(&tpl).map_err(|e| kafka("assign", e))?;
-        Ok(c)
+        let assigned = tpl
+            .add_partition_offset(topic, *p as i32, Offset::Offset(self.next))
+            .and_then(|()| c.assign(&tpl));
+        match assigned {
+            Ok(()) => Ok(c),
+            Err(e) => {
+                super::close_later(c);
+                Err(kafka("assign", e))
+            }
+        }
     }
 }
 
 impl Drop for ClusterStream {
-    /// librdkafka's client can take up to a second to shut down its broker threads; a
-    /// stream is often dropped inside a request (the count behind `fstat`), so the consumer
-    /// is closed on a thread of its own.
+    /// A stream is often dropped inside a request (the count behind `fstat`): its consumer
+    /// is closed later ([`super::close_later`]).
     fn drop(&mut self) {
         // The queue's reference goes before its consumer.
         self.batches = None;
         if let Some(c) = self.consumer.take() {
-            let _ = crate::os::cpu::spawn("consumer-close".into(), move || {
-                drop(c);
-            });
+            super::close_later(c);
         }
     }
 }
