@@ -35,15 +35,9 @@ pub struct Placement {
 impl Placement {
     /// The calling thread's placement, as its affinity is now.
     pub fn of_this_thread() -> Placement {
-        // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the
-        // calling thread; should that fail, the set stays empty and `avoid` never acts.
-        let allowed = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
-            set
-        };
+        // Should the kernel not say, the set is empty and `avoid` never acts.
         Placement {
-            allowed,
+            allowed: this_threads_cpus(),
             avoiding: None,
         }
     }
@@ -226,39 +220,62 @@ fn run_delay(schedstat: &std::fs::File) -> Option<(u64, u64)> {
     Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
 }
 
+/// The CPUs the calling thread may run on; an empty set where the kernel does not say.
+fn this_threads_cpus() -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the calling
+    // thread (left empty when it fails).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+        set
+    }
+}
+
+/// A thread's CPUs and scheduling policy.
+#[derive(Clone, Copy)]
+struct Placed {
+    cpus: libc::cpu_set_t,
+    policy: libc::c_int,
+}
+
+impl Placed {
+    /// The calling thread's.
+    fn of_this_thread() -> Placed {
+        Placed {
+            cpus: this_threads_cpus(),
+            // SAFETY: sched_getscheduler of the calling thread only returns a number.
+            policy: unsafe { libc::sched_getscheduler(0) },
+        }
+    }
+
+    /// Puts the calling thread there (what the kernel did not say is left as it is).
+    fn apply(&self) {
+        if cpus_in(&self.cpus) > 0 {
+            // SAFETY: sets the calling thread's (0) affinity from a set it holds.
+            unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.cpus) };
+        }
+        // SAFETY: sched_getscheduler of the calling thread only returns a number.
+        if self.policy >= 0 && unsafe { libc::sched_getscheduler(0) } != self.policy {
+            set_policy(self.policy);
+        }
+    }
+}
+
 /// The process's CPUs and policy, as the thread that started the pinned threads had them.
-static PROCESS: std::sync::OnceLock<(libc::cpu_set_t, libc::c_int)> = std::sync::OnceLock::new();
+static PROCESS: std::sync::OnceLock<Placed> = std::sync::OnceLock::new();
 
 /// Remembers the calling thread's CPUs and policy as the process's, before it starts threads
 /// that pin themselves or step aside.
 pub fn remember_process() {
-    PROCESS.get_or_init(|| {
-        // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the
-        // calling thread; sched_getscheduler only returns a number.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
-            (set, libc::sched_getscheduler(0))
-        }
-    });
+    PROCESS.get_or_init(Placed::of_this_thread);
 }
 
 /// Puts the calling thread on the process's CPUs and policy: the first thing a long-lived
 /// thread does, as it may be started by a pinned thread that stepped aside (a read-ahead
 /// pool started by a read served on a ring). Nothing before [`remember_process`].
 pub fn as_the_process() {
-    let Some((set, policy)) = PROCESS.get() else {
-        return;
-    };
-    // SAFETY: sets the calling thread's affinity from a set that lives as long as the process;
-    // sched_getscheduler only returns a number.
-    unsafe {
-        if cpus_in(set) > 0 {
-            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), set);
-        }
-        if libc::sched_getscheduler(0) != *policy {
-            set_policy(*policy);
-        }
+    if let Some(process) = PROCESS.get() {
+        process.apply();
     }
 }
 
@@ -266,17 +283,11 @@ pub fn as_the_process() {
 /// for a library call that starts threads of the library's (they inherit the calling
 /// thread's, and no code of the daemon runs on them to take the process's back).
 pub fn as_the_process_while<T>(f: impl FnOnce() -> T) -> T {
-    if PROCESS.get().is_none() {
+    let Some(process) = PROCESS.get() else {
         return f();
-    }
-    // SAFETY: a zeroed cpu_set_t is an empty set, filled by sched_getaffinity for the calling
-    // thread; sched_getscheduler only returns a number.
-    let own = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let known = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0;
-        Own(known.then_some(set), libc::sched_getscheduler(0))
     };
-    as_the_process();
+    let own = Own(Placed::of_this_thread());
+    process.apply();
     let out = f();
     drop(own);
     out
@@ -284,20 +295,11 @@ pub fn as_the_process_while<T>(f: impl FnOnce() -> T) -> T {
 
 /// A thread's own CPUs and policy, put back when dropped (also when the call made as the
 /// process panics: a ring's thread goes on after a request's panic).
-struct Own(Option<libc::cpu_set_t>, libc::c_int);
+struct Own(Placed);
 
 impl Drop for Own {
     fn drop(&mut self) {
-        // SAFETY: sets the calling thread's affinity from a set it holds; sched_getscheduler
-        // only returns a number.
-        unsafe {
-            if let Some(set) = self.0.filter(|s| cpus_in(s) > 0) {
-                libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
-            }
-            if self.1 >= 0 && libc::sched_getscheduler(0) != self.1 {
-                set_policy(self.1);
-            }
-        }
+        self.0.apply();
     }
 }
 
@@ -437,7 +439,7 @@ mod tests {
     #[test]
     fn a_call_as_the_process_then_the_threads_own_again() {
         remember_process();
-        let (set, policy) = *PROCESS.get().unwrap();
+        let Placed { cpus: set, policy } = *PROCESS.get().unwrap();
         let cpu = current().expect("sched_getcpu");
         // SAFETY: sched_getscheduler only returns a number.
         let policy_now = || unsafe { libc::sched_getscheduler(0) };
@@ -476,7 +478,7 @@ mod tests {
     #[test]
     fn a_thread_started_by_a_pinned_idle_thread_is_the_processs() {
         remember_process();
-        let (set, policy) = *PROCESS.get().unwrap();
+        let Placed { cpus: set, policy } = *PROCESS.get().unwrap();
         let cpu = current().expect("sched_getcpu");
         let got = std::thread::spawn(move || {
             pin_to(cpu);
