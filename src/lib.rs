@@ -117,6 +117,11 @@ pub mod render;
 #[cfg(not(feature = "internals"))]
 mod render;
 #[cfg(feature = "internals")]
+pub mod schema;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)] // until the fs core and the append path use it
+mod schema;
+#[cfg(feature = "internals")]
 pub mod storage;
 #[cfg(not(feature = "internals"))]
 mod storage;
