@@ -2,6 +2,8 @@
 //! the ring entry's header block, the request header, each served operation's argument
 //! struct, and the reply structs. Only what topicfs serves is here.
 
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// Size of the ring entry's header block: `in_out` (the request or reply header), `op_in`
 /// (the operation's argument struct), then `ring_ent_in_out`.
 pub const HEADERS_LEN: usize = 288;
@@ -58,26 +60,20 @@ pub const FATTR_SIZE: u32 = 1 << 3;
 pub const FATTR_FH: u32 = 1 << 6;
 
 /// A plain ABI struct: `repr(C)`, integer fields only, no padding, so any bytes of its size
-/// are a value of it and it is its bytes.
-///
-/// # Safety
-/// Only for structs of that shape.
-pub unsafe trait Plain: Copy + Default {}
+/// are a value of it and it is its bytes. zerocopy's derives check that shape when the
+/// struct is compiled.
+pub trait Plain: FromBytes + IntoBytes + Immutable + Copy + Default {}
+
+impl<T: FromBytes + IntoBytes + Immutable + Copy + Default> Plain for T {}
 
 /// The struct at the start of `bytes`, or None when they are too short.
 pub fn read<T: Plain>(bytes: &[u8]) -> Option<T> {
-    if bytes.len() < size_of::<T>() {
-        return None;
-    }
-    // SAFETY: `T: Plain` is valid for any bit pattern, and `bytes` holds size_of::<T>()
-    // bytes; read_unaligned takes any alignment.
-    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+    T::read_from_prefix(bytes).ok().map(|(t, _)| t)
 }
 
 /// The bytes of `t`.
 pub fn bytes<T: Plain>(t: &T) -> &[u8] {
-    // SAFETY: `T: Plain` has no padding, so all size_of::<T>() bytes are initialized.
-    unsafe { std::slice::from_raw_parts((t as *const T).cast::<u8>(), size_of::<T>()) }
+    t.as_bytes()
 }
 
 macro_rules! plain {
@@ -85,10 +81,8 @@ macro_rules! plain {
         $(#[$m])*
         #[repr(C)]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        #[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
         pub struct $name { $(pub $f: $t),* }
-        // SAFETY: repr(C), integer fields laid out without padding (sizes checked in the
-        // tests against the kernel's).
-        unsafe impl Plain for $name {}
     )*};
 }
 

@@ -52,7 +52,7 @@ impl Ctx {
 /// The answer to one ring entry's request: written into the entry's buffers, then handed
 /// to its queue's thread to commit. Dropped unanswered, it answers EIO.
 pub struct Reply {
-    q: Arc<Queue>,
+    q: &'static Queue,
     idx: usize,
     unique: u64,
     sent: bool,
@@ -92,6 +92,11 @@ impl Reply {
         self.q.answered(self.idx);
     }
 
+    /// The most bytes this reply can carry: its entry's payload buffer.
+    fn capacity(&self) -> usize {
+        self.q.entries[self.idx].payload_len
+    }
+
     fn ok<T: Plain>(self, t: &T) {
         self.send(0, &[abi::bytes(t)]);
     }
@@ -109,7 +114,7 @@ impl Drop for Reply {
     fn drop(&mut self) {
         if !self.sent {
             let r = Reply {
-                q: self.q.clone(),
+                q: self.q,
                 idx: self.idx,
                 unique: self.unique,
                 sent: false,
@@ -163,7 +168,7 @@ impl Req {
 }
 
 /// Answers the request in entry `idx` of `q`.
-pub fn dispatch(ctx: &Ctx, q: &Arc<Queue>, idx: usize) {
+pub fn dispatch(ctx: &Ctx, q: &'static Queue, idx: usize) {
     let e = &q.entries[idx];
     // SAFETY: the completion handed this entry to the calling thread; the kernel wrote
     // its header block, which is HEADERS_LEN bytes.
@@ -183,7 +188,7 @@ pub fn dispatch(ctx: &Ctx, q: &Arc<Queue>, idx: usize) {
         payload_len: (sz as usize).min(e.payload_len),
     };
     let reply = Reply {
-        q: q.clone(),
+        q,
         idx,
         unique: h.unique,
         sent: false,
@@ -478,13 +483,16 @@ fn readdir(s: &FsState, req: &Req, reply: Reply) {
     let a: abi::ReadIn = req.arg();
     match s.readdir(ino, a.fh, a.offset) {
         Ok(entries) => {
-            let mut out = Vec::with_capacity(a.size as usize);
+            // The kernel's size is a u32 it chose: the reply never holds more than the
+            // entry's payload buffer, so neither is more reserved.
+            let max = (a.size as usize).min(reply.capacity());
+            let mut out = Vec::with_capacity(max);
             for e in entries {
                 let kind = match e.kind {
                     Kind::Directory => libc::DT_DIR,
                     Kind::File => libc::DT_REG,
                 };
-                let (max, name) = (a.size as usize, e.name.as_bytes());
+                let name = e.name.as_bytes();
                 if !abi::push_dirent(&mut out, max, e.ino, e.next, u32::from(kind), name) {
                     break;
                 }

@@ -125,18 +125,15 @@ impl Rings {
         let mut queues = Vec::new();
         for (ring, q) in self.0 {
             let qid = q.qid;
-            let q = Arc::new(q);
-            let (dev, ctx, stop, tx, q2) = (
-                dev.clone(),
-                ctx.clone(),
-                stop.clone(),
-                tx.clone(),
-                q.clone(),
-            );
+            // Never freed: once a thread registers the entries, the kernel may write into
+            // them until it tears the ring down, at a time of its own (even after a failed
+            // start or a stop): the buffers are left to the process's exit.
+            let q: &'static Queue = Box::leak(Box::new(q));
+            let (dev, ctx, stop, tx) = (dev.clone(), ctx.clone(), stop.clone(), tx.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || {
-                    serve_queue(q2, ring, dev.as_raw_fd(), &ctx, &stop, &tx, step_aside);
+                    serve_queue(q, ring, dev.as_raw_fd(), &ctx, &stop, &tx, step_aside);
                 })
                 .map_err(|e| StartError::ours(format!("thread: {e}")))?;
             queues.push((q, thread));
@@ -189,7 +186,7 @@ fn possible_cpus() -> usize {
 
 /// The running queues' threads: stopped and joined by [`RingThreads::stop`].
 pub struct RingThreads {
-    queues: Vec<(Arc<Queue>, JoinHandle<()>)>,
+    queues: Vec<(&'static Queue, JoinHandle<()>)>,
     stop: Arc<AtomicBool>,
 }
 
@@ -200,12 +197,8 @@ impl RingThreads {
         for (q, _) in &self.queues {
             q.wake();
         }
-        for (q, t) in self.queues {
+        for (_, t) in self.queues {
             let _ = t.join();
-            // The kernel lets go of the entries' buffers when it tears the ring down, which
-            // it does after the thread closed it, at a time of its own: they are left to the
-            // process's exit, which follows the unmount.
-            std::mem::forget(q);
         }
     }
 }
@@ -413,7 +406,7 @@ fn push(ring: &mut IoUring<Entry128>, sqe: &Entry128) {
 /// Answers the request in entry `idx`. A panic in the core answers EIO (the Reply's drop)
 /// and the queue's thread goes on: it is the only one that serves its CPU's requests, so
 /// ending it would leave every later request of that CPU unanswered.
-fn serve_one(ctx: &dispatch::Ctx, q: &Arc<Queue>, idx: usize) {
+fn serve_one(ctx: &dispatch::Ctx, q: &'static Queue, idx: usize) {
     ctx.count_request();
     let served = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch::dispatch(ctx, q, idx)));
     if served.is_err() {
@@ -460,7 +453,7 @@ fn register(
 
 /// A queue's thread: registers the entries, then answers requests until the mount goes.
 fn serve_queue(
-    q: Arc<Queue>,
+    q: &'static Queue,
     mut ring: IoUring<Entry128>,
     dev: RawFd,
     ctx: &dispatch::Ctx,
@@ -471,7 +464,7 @@ fn serve_queue(
     // The kernel puts a task's requests in its CPU's queue.
     crate::os::cpu::pin_to(q.qid as usize);
     let _ = q.thread.set(std::thread::current().id());
-    let Some(cqes) = register(&q, &mut ring, dev, ready) else {
+    let Some(cqes) = register(q, &mut ring, dev, ready) else {
         return;
     };
     // The answers wake their tasks on this CPU, and they should stay here: see StepAside.
@@ -488,7 +481,7 @@ fn serve_queue(
             "io_uring queue threads keep their scheduling policy: this process may not leave SCHED_IDLE again (no CAP_SYS_NICE or RLIMIT_NICE for it)"
         );
     }
-    serve_requests(&q, &mut ring, dev, ctx, stop, &mut aside, cqes);
+    serve_requests(q, &mut ring, dev, ctx, stop, &mut aside, cqes);
 }
 
 /// A queue thread's StepAside, counted in `@metrics` while it is aside.
@@ -520,7 +513,7 @@ impl Drop for Aside<'_> {
 
 /// A queue thread's loop: answers requests until the mount goes.
 fn serve_requests(
-    q: &Arc<Queue>,
+    q: &'static Queue,
     ring: &mut IoUring<Entry128>,
     dev: RawFd,
     ctx: &dispatch::Ctx,
