@@ -18,6 +18,7 @@ pub mod handle;
 mod held;
 pub mod inode;
 mod mail_handle;
+mod mail_moves;
 mod maildir;
 mod metrics;
 mod names;
@@ -697,6 +698,7 @@ impl FsState {
         let h = of.handle.guard();
         match &*h {
             Handle::Append(a) => Ok(a.sync(&*self.storage)?),
+            Handle::Mail(m) => Ok(m.lost_write()?),
             _ => Ok(()),
         }
     }
@@ -758,6 +760,8 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mail_clients;
 #[cfg(test)]
 mod tests_maildir;
 #[cfg(test)]
