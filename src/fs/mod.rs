@@ -446,7 +446,10 @@ impl FsState {
         if let (Some(mode), Some(held)) = (owner.mode, self.held_file(&node)) {
             // A held file's mode is its own: `mkstemp` makes it 0600 (rsync).
             if !held?.guard().set_mode(mode) {
-                return tree(libc::EPERM, "a held file's mode is at most 0644");
+                return tree(
+                    libc::EPERM,
+                    "a held file's mode is at most 0644 (a file just delivered keeps its own)",
+                );
             }
         }
         let owner = match self.held_file(&node) {

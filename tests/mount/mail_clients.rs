@@ -282,8 +282,8 @@ fn mutt_and_neomutt_read_flag_delete_copy_and_save_without_an_error() {
     );
 }
 
-/// What a group's maildir shows and has committed, and what the topics hold: all that a
-/// failed command must leave as it was.
+/// What the groups' maildirs show and have committed: what a failed command must leave as
+/// it was (with the topics' records, [`records_of`]).
 fn state_of(m: &TestMount) -> Vec<String> {
     let mut v = Vec::new();
     for g in ["a", "b"] {
@@ -295,8 +295,17 @@ fn state_of(m: &TestMount) -> Vec<String> {
         }
         v.push(format!("{g}: {}", m.read(&format!("t/groups/{g}/offsets"))));
     }
+    v
+}
+
+/// Every record of topics t and u, as kafka-python reads the log.
+fn records_of(m: &TestMount) -> Vec<String> {
+    let mut v = Vec::new();
     for t in ["t", "u"] {
-        v.push(format!("{t}: {:?}", by_key(&records(m, t, 1))));
+        for (k, val) in by_key(&records(m, t, 1)) {
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            v.push(format!("{t}: {} = {:?}", text(&k), text(&val)));
+        }
     }
     v
 }
@@ -318,6 +327,7 @@ fn mv_cp_and_rsync_that_fail_change_nothing() {
     std::fs::write(outside.join("0-2"), "from outside").unwrap();
     let outside = outside.display();
     let before = state_of(&m);
+    let records_before = records_of(&m);
     for cmd in [
         // Between groups, onto a record of b and into its directories.
         format!("mv {a}/new/0-0 {b}/new/0-0"),
@@ -344,6 +354,8 @@ fn mv_cp_and_rsync_that_fail_change_nothing() {
         &format!("mv {a}/new/0-0 {b}/new/0-0"),
         "Operation not permitted",
     );
+    // Records are only ever added: none was, by any of them.
+    assert_eq!(records_of(&m), records_before);
     // Between topics and from a group to a topic's maildir, mv copies (a delivery there)
     // and removes the source: a move, acknowledged where it came from.
     m.ok("mv t/maildir/tmp/y u/maildir/new/y");
