@@ -188,6 +188,13 @@ fn an_unread_record_is_flagged_and_a_read_one_given_back() {
     fs.unlink(new, OsStr::new("0-0:2,F")).unwrap();
     assert_eq!(commits(&fs, "g")[&0].0, 1);
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-1"]);
+    // Flags live as long as the mount: another one lists the record without them.
+    fs.rename(new, OsStr::new("0-1"), new, OsStr::new("0-1:2,F"), 0)
+        .unwrap();
+    assert_eq!(names(&fs, &format!("{md}/new")), ["0-1:2,F"]);
+    drop(fs);
+    let fs = state(d.path());
+    assert_eq!(names(&fs, &format!("{md}/new")), ["0-1"]);
 }
 
 /// mutt saves a message by a link of `tmp/X` into `new/Y`, then sets `new/Y`'s times and

@@ -371,7 +371,8 @@ fn mv_cp_and_rsync_that_fail_change_nothing() {
 
 /// A write to a descriptor whose `tmp/` file was already renamed into `new/` fails (EIO,
 /// and a line in `@log` naming the file as the client named it); so do fsync and close.
-/// The record is what was written before the rename, once.
+/// The record is what was written before the rename, once. An access(2) probe is no
+/// refusal in `@log`.
 #[test]
 fn a_write_after_delivery_fails_and_is_logged() {
     let m = TestMount::start(&["--num-partitions", "1"]);
@@ -395,10 +396,22 @@ for what, f in (("write", lambda: os.write(fd, b"def")), ("fsync", lambda: os.fs
     assert_eq!(out, "write EIO\nfsync EIO\nclose EIO\n");
     assert_eq!(by_key(&records(&m, "t", 1))[&b"w"[..]], b"abc");
     assert_eq!(records(&m, "t", 1).values().flatten().count(), 1);
+    // A probe of whether the delivery maildir (0555) may be written, as mutt makes before
+    // a copy, is answered no and is no refusal: logged at debug level only.
+    let probe = m.python("import os; print(os.access('t/maildir', os.W_OK))", &[]);
+    assert_eq!(probe, "False\n");
     let log = m.ok("tail -n 1000 @log");
     assert!(
         log.lines()
             .any(|l| l.contains(" ERROR ") && l.contains("write /t/maildir/new/w:")),
         "{log}"
     );
+    let probes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("access /t/maildir:"))
+        .collect();
+    assert!(!probes.is_empty(), "{log}");
+    for line in probes {
+        assert!(line.contains(" DEBUG "), "{line}");
+    }
 }
