@@ -37,7 +37,7 @@ impl FsState {
         }
         Some((|| {
             if let Some((t2, g2)) = group_maildir(to)
-                && group_maildir(from) != Some((t2, g2))
+                && (group_maildir(from) != Some((t2, g2)) || !matches!(to, Node::MailSub(..)))
             {
                 return tree(
                     libc::EPERM,

@@ -119,7 +119,9 @@ fn a_rename_into_a_group_maildir_from_elsewhere_is_eperm_and_changes_nothing() {
     fs.release(o.fh).unwrap();
     let (b_cur, table) = (walk(&fs, &format!("{b}/cur")), walk(&fs, "t/table"));
     let u_group = walk(&fs, "u/groups/b/maildir/new");
-    let into_b: [(u64, &str, u64, &str); 7] = [
+    let b_md = walk(&fs, b);
+    let into_b: [(u64, &str, u64, &str); 8] = [
+        (b_new, "0-0", b_md, "0-0"),
         (a_new, "0-0", b_new, "0-0"),
         (a_cur, "0-1:2,S", b_new, "0-1"),
         (a_cur, "0-1:2,S", b_cur, "0-1:2,S"),
