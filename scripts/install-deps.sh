@@ -16,6 +16,10 @@ command -v kcat >/dev/null || need+=(kcat)
 command -v mdeliver >/dev/null || need+=(mblaze)
 # maildrop (maildrop, deliverquota): Courier's delivery agents, into a topic's maildir.
 command -v deliverquota >/dev/null || need+=(maildrop)
+# mutt, neomutt under tmux: the mail client tests drive them as a user would.
+command -v mutt >/dev/null || need+=(mutt)
+command -v neomutt >/dev/null || need+=(neomutt)
+command -v tmux >/dev/null || need+=(tmux)
 # rsync: the table/ tests copy into a table as a backup or deploy job would.
 command -v rsync >/dev/null || need+=(rsync)
 command -v cc >/dev/null || need+=(build-essential)

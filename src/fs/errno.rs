@@ -43,7 +43,13 @@ pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
     let code = errno;
     // No such name, a topic deleted under its inode (the kernel looks the path up again),
     // the mount going away, no data or hole past an lseek offset: answers, not failures.
-    if code == libc::ENOENT || code == libc::ESTALE || code == libc::ENOTCONN || code == libc::ENXIO
+    // Nor is an access(2) answered no: a probe (a mail client asks whether it may write
+    // a maildir), not a refusal of something a client did.
+    if code == libc::ENOENT
+        || code == libc::ESTALE
+        || code == libc::ENOTCONN
+        || code == libc::ENXIO
+        || (op == "access" && code == libc::EACCES)
     {
         log::debug!(target: "topicfs::fs", "{op} {what}: {e} ({})", errno_name(code));
     } else if code == libc::EIO || matches!(e, FsError::Core(Error::Corrupt(_) | Error::Io(_))) {
@@ -69,6 +75,10 @@ impl fmt::Display for PathOf<'_> {
             Some(Node::MailHeld(t, id)) => match self.state.held_file_name(&t, id) {
                 Some(name) => write!(f, "/{t}/{}/{name}", inode::MAILDIR_DIR)?,
                 None => write!(f, "/{}", Node::MailHeld(t, id))?,
+            },
+            Some(Node::MailRecord(t, g, p, o)) => match self.state.record_file_name(&t, &g, p, o) {
+                Some(name) => write!(f, "/{}/{name}", Node::Maildir(t, Some(g)))?,
+                None => write!(f, "/{}", Node::MailRecord(t, g, p, o))?,
             },
             Some(node) => write!(f, "/{node}")?,
             None => write!(f, "(inode {})", self.ino)?,

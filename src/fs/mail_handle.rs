@@ -24,6 +24,8 @@ pub struct HeldHandle {
     writer: Option<Option<u64>>,
     /// The size a refused write would have made a file of `new/`: it is never delivered.
     oversized: Option<usize>,
+    /// A write came after the file was delivered: it is not in the record.
+    lost_write: bool,
 }
 
 impl HeldHandle {
@@ -48,6 +50,7 @@ impl HeldHandle {
             released: false,
             writer: None,
             oversized: None,
+            lost_write: false,
         })
     }
 
@@ -59,6 +62,10 @@ impl HeldHandle {
     /// write that takes its record (the value, the key its name gives, the batch framing)
     /// past `max.message.bytes` fails at once (EMSGSIZE).
     pub fn write(&mut self, offset: u64, data: &[u8], owner: Option<u64>) -> Result<()> {
+        if self.file.guard().delivered() {
+            self.lost_write = true;
+            return self.lost_write();
+        }
         self.writer = Some(owner.or(self.writer.flatten()));
         let key = self
             .delivery
@@ -81,17 +88,33 @@ impl HeldHandle {
         self.file.guard().write_at(offset, data)
     }
 
-    /// Whether its close delivers it (a file of `new/`).
+    /// EIO once a write came after the file was renamed into `new/` or `cur/`: the rename
+    /// returned with the record in the log, which cannot take what comes later. fsync and
+    /// close report that failure too.
+    pub fn lost_write(&self) -> Result<()> {
+        if self.lost_write {
+            return Err(Error::from(std::io::Error::other(
+                "a write came after the file was delivered (renamed into new/): the record does not have it",
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether its close has something to do: deliver it (a file of `new/`), or report a
+    /// write that came after its delivery.
     pub fn pending(&self) -> bool {
-        self.delivery
-            .guard()
-            .get(self.id)
-            .is_some_and(|e| e.delivers_at_close())
+        self.lost_write
+            || self
+                .delivery
+                .guard()
+                .get(self.id)
+                .is_some_and(|e| e.delivers_at_close())
     }
 
     /// close(2): a file of `new/` is delivered at the close of its last open file (it is
     /// removed whether or not the record could be appended: the close says which).
     pub fn close(&mut self, owner: u64) -> Result<()> {
+        self.lost_write()?;
         match self.writer {
             Some(Some(w)) if w != owner => return Ok(()),
             None => return Ok(()),
@@ -118,6 +141,9 @@ impl HeldHandle {
             }),
             None => d.deliver(&*self.topic, self.id, &name),
         };
+        if res.is_ok() {
+            d.delivered(self.id, false, &name, true);
+        }
         d.remove(self.id);
         res
     }

@@ -14,11 +14,11 @@ use std::time::{Duration, SystemTime};
 use super::handle::{Handle, TextHandle, TextTarget};
 use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
-use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
+use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
-use crate::maildir::delivery::{Delivery, Place, is_hidden};
+use crate::maildir::delivery::{Delivery, Place};
 use crate::maildir::group::{MailGroup, Refused};
-use crate::maildir::names::{canonical_flags, parse_record_name, record_name};
+use crate::maildir::names::{parse_record_name, record_name};
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
@@ -79,16 +79,38 @@ impl FsState {
             .get(&(t.to_string(), t.incarnation()))?
             .clone();
         let d = d.guard();
-        let e = d.get(id)?;
-        let dir = match e.place {
-            Place::Tmp => MailSub::Tmp,
-            Place::New => MailSub::New,
+        let (dir, name) = match d.get(id) {
+            Some(e) if e.place == Place::Tmp => (MailSub::Tmp, &e.name[..]),
+            Some(e) => (MailSub::New, &e.name[..]),
+            None => match d.delivered_name(id)? {
+                (true, name) => (MailSub::Cur, name),
+                (false, name) => (MailSub::New, name),
+            },
         };
-        Some(format!(
-            "{}/{}",
-            dir.name(),
-            String::from_utf8_lossy(&e.name)
-        ))
+        Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(name)))
+    }
+
+    /// Where record (p, o) of `g`'s maildir on `t` is listed now (`new/P-O[:2,FLAGS]`,
+    /// `cur/P-O:2,FLAGS`), for log lines; None once it is not.
+    pub(super) fn record_file_name(
+        &self,
+        t: &TopicName,
+        g: &str,
+        p: u32,
+        o: i64,
+    ) -> Option<String> {
+        let key = (t.to_string(), t.incarnation(), g.to_string());
+        let mg = self.mail.groups.guard().get(&key)?.clone();
+        let mg = mg.guard();
+        let name = record_name(p, o);
+        if let Some((_, f)) = mg.find_new_flags(p, o) {
+            return Some(match f {
+                Some(f) => format!("new/{name}:2,{f}"),
+                None => format!("new/{name}"),
+            });
+        }
+        let (_, f) = mg.find_cur(p, o)?;
+        Some(format!("cur/{name}:2,{f}"))
     }
 
     /// Held file `id` of `t`'s maildir.
@@ -98,14 +120,17 @@ impl FsState {
         let d = d.guard();
         match d.get(id) {
             Some(e) => Ok(e.file.clone()),
-            None => tree(
-                libc::ENOENT,
-                format!("{t}: held file {id} was delivered or removed"),
-            ),
+            None => match d.delivered_file(id) {
+                Some(f) => Ok(f),
+                None => tree(
+                    libc::ENOENT,
+                    format!("{t}: held file {id} was delivered or removed"),
+                ),
+            },
         }
     }
 
-    fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
+    pub(super) fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
         let mut d = self.mail.deliveries.guard();
         d.entry((t.to_string(), t.incarnation()))
             .or_insert_with(|| Arc::new(Mutex::new(Delivery::new(self.mail.spill_dir.clone()))))
@@ -114,7 +139,12 @@ impl FsState {
 
     /// Group `g`'s maildir on `t`; with `refill`, its `new/` filled up to the window (for
     /// its listings; a file of it is looked up in what they showed).
-    fn mail_group(&self, t: &TopicName, g: &str, refill: bool) -> FsResult<Arc<Mutex<MailGroup>>> {
+    pub(super) fn mail_group(
+        &self,
+        t: &TopicName,
+        g: &str,
+        refill: bool,
+    ) -> FsResult<Arc<Mutex<MailGroup>>> {
         if !self.groups.keeps_metadata() {
             return tree(
                 libc::EOPNOTSUPP,
@@ -162,12 +192,17 @@ impl FsState {
             })(),
             Node::MailSub(t, None, sub) => (|| {
                 self.topic(t)?;
-                let place = match sub {
-                    MailSub::Tmp => Place::Tmp,
-                    MailSub::New => Place::New,
-                    MailSub::Cur => return missing(),
+                let d = self.delivery(t);
+                let d = d.guard();
+                // A name just delivered still answers as its file (not listed).
+                let found = match sub {
+                    MailSub::Tmp => d.find(Place::Tmp, bytes),
+                    MailSub::New => d
+                        .find(Place::New, bytes)
+                        .or_else(|| d.find_delivered(false, bytes)),
+                    MailSub::Cur => d.find_delivered(true, bytes),
                 };
-                match self.delivery(t).guard().find(place, bytes) {
+                match found {
                     Some(id) => Ok(Node::MailHeld(t.clone(), id)),
                     None => missing(),
                 }
@@ -180,7 +215,7 @@ impl FsState {
                     let mg = self.mail_group(t, g, refill)?;
                     let mg = mg.guard();
                     Ok(match (sub, flags.as_deref()) {
-                        (MailSub::New, None) => mg.find_new(p, o).is_some(),
+                        (MailSub::New, f) => mg.find_new_flags(p, o).is_some_and(|(_, c)| c == f),
                         (MailSub::Cur, Some(f)) => mg.find_cur(p, o).is_some_and(|(_, c)| c == f),
                         _ => false,
                     })
@@ -224,16 +259,9 @@ impl FsState {
                 };
                 (0, time)
             }),
-            Node::MailHeld(t, id) => self.topic(t).and_then(|_| {
-                let d = self.delivery(t);
-                let d = d.guard();
-                match d.get(*id) {
-                    Some(e) => {
-                        let f = e.file.guard();
-                        Ok((f.len(), f.mtime()))
-                    }
-                    None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
-                }
+            Node::MailHeld(t, id) => self.mail_held(t, *id).map(|f| {
+                let f = f.guard();
+                (f.len(), f.mtime())
             }),
             Node::MailRecord(t, g, p, o) => self.mail_group(t, g, false).and_then(|mg| {
                 let mg = mg.guard();
@@ -286,7 +314,13 @@ impl FsState {
                         MailSub::New => mg
                             .listed()
                             .into_iter()
-                            .map(|(p, o, _)| (Kind::File, record_name(p, o)))
+                            .map(|(p, o, _, f)| {
+                                let name = record_name(p, o);
+                                match f {
+                                    Some(f) => (Kind::File, format!("{name}:2,{f}")),
+                                    None => (Kind::File, name),
+                                }
+                            })
                             .collect(),
                         MailSub::Cur => mg
                             .taken()
@@ -479,9 +513,12 @@ impl FsState {
                     let mg = self.mail_group(t, g, false)?;
                     let mut mg = mg.guard();
                     let in_new = *sub == MailSub::New;
-                    if in_new != flags.is_none()
-                        || (!in_new && mg.find_cur(p, o).map(|(_, f)| f) != flags.as_deref())
-                    {
+                    let shown = if in_new {
+                        mg.find_new_flags(p, o).map(|(_, f)| f)
+                    } else {
+                        mg.find_cur(p, o).map(|(_, f)| Some(f))
+                    };
+                    if shown != Some(flags.as_deref()) {
                         return gone();
                     }
                     match mg.ack(&*self.groups, p, o, in_new)? {
@@ -495,7 +532,7 @@ impl FsState {
 
     /// EBUSY while group `g` has a reader of its `records` or `follow`. (In remote mode, a
     /// group with active members elsewhere refuses the acknowledgements' commits: EBUSY.)
-    fn maildir_not_read(&self, t: &TopicName, g: &str) -> FsResult<()> {
+    pub(super) fn maildir_not_read(&self, t: &TopicName, g: &str) -> FsResult<()> {
         if self.group_busy(t, g) {
             return tree(
                 libc::EBUSY,
@@ -504,217 +541,12 @@ impl FsState {
         }
         Ok(())
     }
-
-    /// rename(2) that involves a maildir (None: neither side is one): delivery, taking,
-    /// flags; EXDEV between a maildir and anything else.
-    pub(super) fn maildir_rename(
-        &self,
-        from: &Node,
-        name: &OsStr,
-        to: &Node,
-        newname: &OsStr,
-        flags: u32,
-    ) -> Option<FsResult<()>> {
-        if !is_mail(from) && !is_mail(to) {
-            return None;
-        }
-        Some((|| {
-            let (Node::MailSub(t, g, sub), Node::MailSub(t2, g2, sub2)) = (from, to) else {
-                return tree(
-                    libc::EXDEV,
-                    format!(
-                        "{from} -> {to}: only files of one maildir move between its directories"
-                    ),
-                );
-            };
-            if flags & libc::RENAME_EXCHANGE != 0 {
-                return tree(libc::EINVAL, "a maildir's files are not exchanged");
-            }
-            let no_replace = flags & libc::RENAME_NOREPLACE != 0;
-            if t != t2 {
-                return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
-            }
-            name_fits(newname)?;
-            if g != g2 {
-                let errno = if g.is_none() {
-                    libc::EPERM
-                } else {
-                    libc::EXDEV
-                };
-                return tree(
-                    errno,
-                    format!("{from} -> {to}: another maildir (deliver to {t}/maildir/)"),
-                );
-            }
-            let topic = self.topic(t)?;
-            let _live = topic.live()?;
-            match g {
-                None => self.deliver_rename(&topic, t, (*sub, name), (*sub2, newname), no_replace),
-                Some(g) => self.group_rename(t, g, (*sub, name), (*sub2, newname)),
-            }
-        })())
-    }
-
-    /// A rename in `<topic>/maildir/`: tmp/ -> new/ or cur/ delivers, tmp/ -> tmp/ renames.
-    fn deliver_rename(
-        &self,
-        topic: &Arc<dyn TopicStore>,
-        t: &TopicName,
-        (sub, name): (MailSub, &OsStr),
-        (sub2, newname): (MailSub, &OsStr),
-        no_replace: bool,
-    ) -> FsResult<()> {
-        let place = match sub {
-            MailSub::Tmp => Place::Tmp,
-            MailSub::New if is_hidden(name.as_bytes()) => Place::New,
-            _ => {
-                return tree(
-                    libc::EPERM,
-                    format!(
-                        "{t}/maildir/{}/{name:?}: only files of tmp/ (and of new/ named .*) are renamed",
-                        sub.name()
-                    ),
-                );
-            }
-        };
-        let d = self.delivery(t);
-        let mut d = d.guard();
-        let Some(id) = d.find(place, name.as_bytes()) else {
-            return tree(
-                libc::ENOENT,
-                format!("no entry {name:?} in {t}/maildir/{}", sub.name()),
-            );
-        };
-        match sub2 {
-            MailSub::Tmp => {
-                listable(newname)?;
-                Ok(d.rename(id, Place::Tmp, newname.as_bytes(), no_replace)?)
-            }
-            MailSub::New if is_hidden(newname.as_bytes()) => {
-                listable(newname)?;
-                Ok(d.rename(id, Place::New, newname.as_bytes(), no_replace)?)
-            }
-            MailSub::New | MailSub::Cur => {
-                self.deliverable(t)?;
-                d.deliver(&**topic, id, newname.as_bytes())?;
-                d.remove(id);
-                Ok(())
-            }
-        }
-    }
-
-    /// A rename in a group's maildir: new/ -> cur/ takes, cur/ -> cur/ changes the flags,
-    /// cur/ -> new/ gives the record back.
-    fn group_rename(
-        &self,
-        t: &TopicName,
-        g: &str,
-        (sub, name): (MailSub, &OsStr),
-        (sub2, newname): (MailSub, &OsStr),
-    ) -> FsResult<()> {
-        let gone = || {
-            tree(
-                libc::ENOENT,
-                format!(
-                    "no record {name:?} in {t}/groups/{g}/maildir/{}",
-                    sub.name()
-                ),
-            )
-        };
-        let Some((p, o, flags)) = parse_record_name(name.as_bytes()) else {
-            return gone();
-        };
-        let Some((p2, o2, flags2)) = parse_record_name(newname.as_bytes()) else {
-            return tree(
-                libc::EPERM,
-                format!("{newname:?}: a record keeps its name (P-O, with :2,FLAGS in cur/)"),
-            );
-        };
-        if (p, o) != (p2, o2) {
-            return tree(
-                libc::EPERM,
-                format!("{name:?} -> {newname:?}: a record keeps its name, only its flags change"),
-            );
-        }
-        self.maildir_not_read(t, g)?;
-        let mg = self.mail_group(t, g, false)?;
-        let mut mg = mg.guard();
-        let res = match (sub, flags, sub2, flags2) {
-            (MailSub::New, None, MailSub::Cur, f) => {
-                mg.take(p, o, canonical_flags(&f.unwrap_or_default()))
-            }
-            (MailSub::Cur, Some(f), MailSub::Cur, Some(f2)) => {
-                if mg.find_cur(p, o).map(|(_, c)| c) != Some(f.as_str()) {
-                    return gone();
-                }
-                mg.set_flags(p, o, canonical_flags(&f2))
-            }
-            (MailSub::Cur, Some(f), MailSub::New, None) => {
-                if mg.find_cur(p, o).map(|(_, c)| c) != Some(f.as_str()) {
-                    return gone();
-                }
-                mg.untake(p, o)
-            }
-            _ => {
-                return tree(
-                    libc::EPERM,
-                    format!(
-                        "{name:?} -> {newname:?}: records move new/ -> cur/NAME:2,FLAGS, within cur/, or back to new/NAME"
-                    ),
-                );
-            }
-        };
-        match res {
-            Ok(()) => Ok(()),
-            Err(Refused::Gone) => gone(),
-        }
-    }
-
-    /// link(2): a file of `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered
-    /// (and stays in `tmp/` until unlinked); any other link is as [`FsState::link`] answers.
-    pub fn link_entry(&self, ino: u64, newparent: u64, newname: &OsStr) -> FsResult<(Ttl, Attr)> {
-        let _g = self.gate()?;
-        let from = self.node(ino)?;
-        let to = self.node(newparent)?;
-        if !is_mail(&from) && !is_mail(&to) {
-            return Err(self.link(ino, newname));
-        }
-        let (Node::MailHeld(t, id), Node::MailSub(t2, g, sub)) = (&from, &to) else {
-            return tree(
-                libc::EPERM,
-                format!("{from} -> {to}: only a file of tmp/ is linked, into new/ or cur/"),
-            );
-        };
-        if t != t2 {
-            return tree(libc::EXDEV, format!("{from} -> {to}: another topic"));
-        }
-        if g.is_some() || *sub == MailSub::Tmp {
-            return tree(
-                libc::EPERM,
-                format!("{to}: files are delivered by a link into {t}/maildir/new/ or cur/"),
-            );
-        }
-        name_fits(newname)?;
-        let topic = self.topic(t)?;
-        let _live = topic.live()?;
-        self.deliverable(t)?;
-        let d = self.delivery(t);
-        let d = d.guard();
-        match d.get(*id) {
-            Some(e) if e.place == Place::Tmp => {}
-            _ => return tree(libc::ENOENT, format!("{from} was delivered or removed")),
-        }
-        d.deliver(&*topic, *id, newname.as_bytes())?;
-        drop(d);
-        let attr = self.attr(ino, &from)?;
-        Ok((Ttl::both(Duration::ZERO), attr))
-    }
 }
 
 /// EINVAL for a name that is not UTF-8 where it would be listed (`tmp/`, or a file written
 /// into `new/`): listings show names as text. (Delivered under such a name, a file's key is
 /// its bytes.)
-fn listable(name: &OsStr) -> FsResult<()> {
+pub(super) fn listable(name: &OsStr) -> FsResult<()> {
     if name.to_str().is_none() {
         return tree(
             libc::EINVAL,
@@ -725,7 +557,7 @@ fn listable(name: &OsStr) -> FsResult<()> {
 }
 
 /// ENAMETOOLONG for a name longer than a directory entry's (the kernel leaves that to us).
-fn name_fits(name: &OsStr) -> FsResult<()> {
+pub(super) fn name_fits(name: &OsStr) -> FsResult<()> {
     if name.len() > crate::table::names::NAME_MAX {
         return tree(
             libc::ENAMETOOLONG,
@@ -739,7 +571,7 @@ fn name_fits(name: &OsStr) -> FsResult<()> {
     Ok(())
 }
 
-fn is_mail(node: &Node) -> bool {
+pub(super) fn is_mail(node: &Node) -> bool {
     matches!(
         node,
         Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..)

@@ -18,6 +18,7 @@ pub mod handle;
 mod held;
 pub mod inode;
 mod mail_handle;
+mod mail_moves;
 mod maildir;
 mod metrics;
 mod names;
@@ -445,7 +446,10 @@ impl FsState {
         if let (Some(mode), Some(held)) = (owner.mode, self.held_file(&node)) {
             // A held file's mode is its own: `mkstemp` makes it 0600 (rsync).
             if !held?.guard().set_mode(mode) {
-                return tree(libc::EPERM, "a held file's mode is at most 0644");
+                return tree(
+                    libc::EPERM,
+                    "a held file's mode is at most 0644 (a file just delivered keeps its own)",
+                );
             }
         }
         let owner = match self.held_file(&node) {
@@ -697,6 +701,7 @@ impl FsState {
         let h = of.handle.guard();
         match &*h {
             Handle::Append(a) => Ok(a.sync(&*self.storage)?),
+            Handle::Mail(m) => Ok(m.lost_write()?),
             _ => Ok(()),
         }
     }
@@ -758,6 +763,8 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mail_clients;
 #[cfg(test)]
 mod tests_maildir;
 #[cfg(test)]

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::held::Held;
 use super::names::key_of;
@@ -47,11 +47,33 @@ impl Entry {
     }
 }
 
+/// How long a name just delivered into `new/` or `cur/` still answers `stat`, `utime` and
+/// `chmod` after its file's last holder let it go (a mail client sets the times of the file
+/// it just made).
+pub const RECENT: Duration = Duration::from_secs(5);
+
+/// A name just delivered into `new/` (or `cur/`, `in_cur`): not listed, but it answers as
+/// the file it was while its file is held (open, or still in `tmp/` after a link) and for
+/// [`RECENT`] after.
+pub struct Delivered {
+    pub id: u64,
+    file: Weak<Mutex<Held>>,
+    /// Its size, time and mode when delivered.
+    len: u64,
+    mtime: SystemTime,
+    mode: u16,
+    at: Instant,
+}
+
 /// The held files of one topic.
 pub struct Delivery {
     spill_dir: PathBuf,
     by_name: BTreeMap<(Place, Vec<u8>), u64>,
     files: HashMap<u64, Entry>,
+    /// Names just delivered, by (in `cur/`, name).
+    recent: HashMap<(bool, Vec<u8>), Delivered>,
+    /// When `recent` was last swept.
+    swept: Instant,
     next: u64,
     tmp_changed: SystemTime,
     new_changed: SystemTime,
@@ -65,6 +87,8 @@ impl Delivery {
             spill_dir,
             by_name: BTreeMap::new(),
             files: HashMap::new(),
+            recent: HashMap::new(),
+            swept: Instant::now(),
             next: 1,
             tmp_changed: now,
             new_changed: now,
@@ -156,6 +180,71 @@ impl Delivery {
         self.touch(from);
         self.touch(place);
         Ok(())
+    }
+
+    /// File `id` was delivered as `name` in `new/` (or `cur/`, `in_cur`): that name answers
+    /// for a while ([`Delivered`]). `moved` (a rename, not a link): the file is the record
+    /// now, and takes no more writes.
+    pub fn delivered(&mut self, id: u64, in_cur: bool, name: &[u8], moved: bool) {
+        let Some(e) = self.files.get(&id) else {
+            return;
+        };
+        let mut f = e.file.guard();
+        if moved {
+            f.mark_delivered();
+        }
+        let d = Delivered {
+            id,
+            file: Arc::downgrade(&e.file),
+            len: f.len(),
+            mtime: f.mtime(),
+            mode: f.mode(),
+            at: Instant::now(),
+        };
+        drop(f);
+        self.sweep();
+        self.recent.insert((in_cur, name.to_vec()), d);
+    }
+
+    /// Forgets the names delivered more than [`RECENT`] ago whose files nobody holds (at
+    /// most once a second).
+    fn sweep(&mut self) {
+        if self.swept.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.swept = Instant::now();
+        self.recent
+            .retain(|_, d| d.at.elapsed() < RECENT || d.file.strong_count() > 0);
+    }
+
+    /// The file id a name just delivered in `new/` (or `cur/`) stands for, if it still
+    /// answers.
+    pub fn find_delivered(&self, in_cur: bool, name: &[u8]) -> Option<u64> {
+        let d = self.recent.get(&(in_cur, name.to_vec()))?;
+        (d.at.elapsed() < RECENT || d.file.strong_count() > 0).then_some(d.id)
+    }
+
+    /// File `id` as its name just delivered shows it: the held file while someone holds it,
+    /// else its size, time and mode then.
+    pub fn delivered_file(&self, id: u64) -> Option<Arc<Mutex<Held>>> {
+        let (_, d) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        if let Some(f) = d.file.upgrade() {
+            return Some(f);
+        }
+        (d.at.elapsed() < RECENT).then(|| {
+            Arc::new(Mutex::new(Held::delivered_as(
+                d.len,
+                d.mtime,
+                d.mode,
+                &self.spill_dir,
+            )))
+        })
+    }
+
+    /// The name file `id` was last delivered as: (in `cur/`, name).
+    pub fn delivered_name(&self, id: u64) -> Option<(bool, &[u8])> {
+        let ((in_cur, name), _) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        Some((*in_cur, name))
     }
 
     /// Appends file `id` as one record: key = `name`'s key (the name it is delivered under),

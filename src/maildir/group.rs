@@ -22,6 +22,8 @@ struct Part {
     acks: Acks,
     /// Shown in `new/`: not taken, not acknowledged.
     listed: BTreeMap<i64, Shown>,
+    /// The flags a mail reader gave records of `new/` (`new/P-O:2,F`), kept for the mount.
+    new_flags: BTreeMap<i64, String>,
     /// Taken into `cur/`, with their flags.
     taken: BTreeMap<i64, (Shown, String)>,
     /// The next offset to look at for `new/`.
@@ -42,6 +44,7 @@ impl Part {
             scanned_to: acks.committed(),
             acks,
             listed: BTreeMap::new(),
+            new_flags: BTreeMap::new(),
             taken: BTreeMap::new(),
             seen: commit.map(|c| c.0),
         }
@@ -91,11 +94,16 @@ impl MailGroup {
         self.parts.values().any(|p| !p.taken.is_empty())
     }
 
-    /// The records of `new/`: (partition, offset, shown), in offset order per partition.
-    pub fn listed(&self) -> Vec<(u32, i64, Shown)> {
+    /// The records of `new/`: (partition, offset, shown, flags if a reader gave it some),
+    /// in offset order per partition.
+    pub fn listed(&self) -> Vec<(u32, i64, Shown, Option<String>)> {
         let mut out = Vec::new();
         for (&p, part) in &self.parts {
-            out.extend(part.listed.iter().map(|(&o, &s)| (p, o, s)));
+            out.extend(
+                part.listed
+                    .iter()
+                    .map(|(&o, &s)| (p, o, s, part.new_flags.get(&o).cloned())),
+            );
         }
         out
     }
@@ -111,6 +119,13 @@ impl MailGroup {
 
     pub fn find_new(&self, p: u32, o: i64) -> Option<Shown> {
         self.parts.get(&p)?.listed.get(&o).copied()
+    }
+
+    /// Record (p, o) of `new/` and the flags its name carries there (None: a plain `P-O`).
+    pub fn find_new_flags(&self, p: u32, o: i64) -> Option<(Shown, Option<&str>)> {
+        let part = self.parts.get(&p)?;
+        let s = part.listed.get(&o)?;
+        Some((*s, part.new_flags.get(&o).map(String::as_str)))
     }
 
     pub fn find_cur(&self, p: u32, o: i64) -> Option<(Shown, &str)> {
@@ -148,6 +163,7 @@ impl MailGroup {
             }
             let before = part.listed.len() + part.taken.len();
             part.listed = part.listed.split_off(&start);
+            part.new_flags = part.new_flags.split_off(&start);
             part.taken = part.taken.split_off(&start);
             changed |= part.listed.len() + part.taken.len() != before;
             ends.insert(p, end);
@@ -236,6 +252,7 @@ impl MailGroup {
     pub fn take(&mut self, p: u32, o: i64, flags: String) -> std::result::Result<(), Refused> {
         let part = self.parts.get_mut(&p).ok_or(Refused::Gone)?;
         let shown = part.listed.remove(&o).ok_or(Refused::Gone)?;
+        part.new_flags.remove(&o);
         part.taken.insert(o, (shown, flags));
         self.touch_both();
         Ok(())
@@ -253,11 +270,40 @@ impl MailGroup {
         Ok(())
     }
 
-    /// Puts taken record (p, o) back into `new/`.
-    pub fn untake(&mut self, p: u32, o: i64) -> std::result::Result<(), Refused> {
+    /// Changes the flags record (p, o) of `new/` carries in its name (None: none), leaving
+    /// it untaken.
+    pub fn set_new_flags(
+        &mut self,
+        p: u32,
+        o: i64,
+        flags: Option<String>,
+    ) -> std::result::Result<(), Refused> {
+        let part = self.parts.get_mut(&p).ok_or(Refused::Gone)?;
+        if !part.listed.contains_key(&o) {
+            return Err(Refused::Gone);
+        }
+        match flags {
+            Some(f) => part.new_flags.insert(o, f),
+            None => part.new_flags.remove(&o),
+        };
+        self.new_changed = SystemTime::now();
+        Ok(())
+    }
+
+    /// Puts taken record (p, o) back into `new/` (given back: untaken), its name there
+    /// carrying `flags` if any.
+    pub fn untake(
+        &mut self,
+        p: u32,
+        o: i64,
+        flags: Option<String>,
+    ) -> std::result::Result<(), Refused> {
         let part = self.parts.get_mut(&p).ok_or(Refused::Gone)?;
         let (shown, _) = part.taken.remove(&o).ok_or(Refused::Gone)?;
         part.listed.insert(o, shown);
+        if let Some(f) = flags {
+            part.new_flags.insert(o, f);
+        }
         self.touch_both();
         Ok(())
     }
@@ -286,6 +332,7 @@ impl MailGroup {
         let now = groups.try_committed(&self.group, &self.topic)?;
         if part.seen != now.get(&p).copied() {
             part.listed.clear();
+            part.new_flags.clear();
             part.taken.clear();
             part.seen = Some(i64::MIN);
             return Ok(Err(Refused::Gone));
@@ -308,6 +355,7 @@ impl MailGroup {
         part.seen = Some(acks.committed());
         part.acks = acks;
         part.listed.remove(&o);
+        part.new_flags.remove(&o);
         part.taken.remove(&o);
         let now = SystemTime::now();
         if in_new {

@@ -25,6 +25,8 @@ pub struct Held {
     spill_dir: PathBuf,
     /// Its permission bits: 0644, or fewer when its writer took some away (`mkstemp`).
     mode: u16,
+    /// Renamed into `new/` or `cur/`: it is a record now, and takes no more writes.
+    delivered: bool,
 }
 
 impl Held {
@@ -37,7 +39,30 @@ impl Held {
             mtime: SystemTime::now(),
             spill_dir: spill_dir.to_path_buf(),
             mode: HELD_MODE,
+            delivered: false,
         }
+    }
+
+    /// What a file delivered and closed still shows for a while under the name it was
+    /// delivered as: its size, time and mode, no bytes.
+    pub fn delivered_as(len: u64, mtime: SystemTime, mode: u16, spill_dir: &Path) -> Held {
+        Held {
+            len,
+            mtime,
+            mode,
+            delivered: true,
+            ..Held::new(spill_dir)
+        }
+    }
+
+    /// Whether it was renamed into `new/` or `cur/` (a record now: writes are refused).
+    pub fn delivered(&self) -> bool {
+        self.delivered
+    }
+
+    /// It was renamed into `new/` or `cur/`.
+    pub fn mark_delivered(&mut self) {
+        self.delivered = true;
     }
 
     /// Its permission bits.
@@ -47,8 +72,13 @@ impl Held {
 
     /// chmod(2): the bits of [`HELD_MODE`] may be taken away and given back (a temporary
     /// file's writer makes it 0600, then gives it its final mode); false, changing nothing,
-    /// for any other bit. What becomes of the file (a record) has no mode of its own.
+    /// for any other bit, and for any mode but its own once it is delivered. What becomes of the file (a record) has no mode of its own.
     pub fn set_mode(&mut self, mode: u32) -> bool {
+        // Delivered, it keeps its mode: setting it to what it is succeeds (a mail client
+        // sets the mode of the file it just made).
+        if self.delivered {
+            return mode & 0o7777 == u32::from(self.mode);
+        }
         if mode & 0o7777 & !u32::from(HELD_MODE) != 0 {
             return false;
         }

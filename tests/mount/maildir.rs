@@ -17,7 +17,7 @@ fn python(m: &TestMount, script: &str, args: &[&str]) -> String {
 
 /// Every record of `topic` as kafka-python decodes the segment files: partition ->
 /// [(offset, key, value)], and the partition kafka-python's partitioner picks for each key.
-type Records = BTreeMap<u32, Vec<(i64, Vec<u8>, Vec<u8>)>>;
+pub(crate) type Records = BTreeMap<u32, Vec<(i64, Vec<u8>, Vec<u8>)>>;
 
 const DECODE: &str = r#"
 import glob, json, os, sys
@@ -38,7 +38,7 @@ for p in range(int(sys.argv[2])):
 print(json.dumps(out))
 "#;
 
-fn records(m: &TestMount, topic: &str, partitions: u32) -> Records {
+pub(crate) fn records(m: &TestMount, topic: &str, partitions: u32) -> Records {
     let base = m.partition_dir(topic, 0);
     let base = base
         .to_str()
@@ -75,7 +75,7 @@ fn hex(s: &str) -> Vec<u8> {
 }
 
 /// key -> value of every record.
-fn by_key(r: &Records) -> BTreeMap<Vec<u8>, Vec<u8>> {
+pub(crate) fn by_key(r: &Records) -> BTreeMap<Vec<u8>, Vec<u8>> {
     r.values()
         .flatten()
         .map(|(_, k, v)| (k.clone(), v.clone()))
@@ -86,7 +86,7 @@ fn count(r: &Records) -> usize {
     r.values().map(Vec::len).sum()
 }
 
-fn ls(m: &TestMount, dir: &str) -> Vec<String> {
+pub(crate) fn ls(m: &TestMount, dir: &str) -> Vec<String> {
     let mut v: Vec<String> = m
         .ok(&format!("ls -A {dir}"))
         .lines()
@@ -651,7 +651,8 @@ for f in (lambda: os.rename("t/maildir/tmp/m", "u/maildir/new/m"),
 }
 
 /// A group's records keep their names: a rename onto another record's name, or into another
-/// group, is refused.
+/// group, is refused (EPERM: `mv` then does not remove the destination); only the flags a
+/// name carries change, in `new/` too (a mail client flags an unread message).
 fn group_records_keep_their_names(m: &TestMount) {
     let md = "t/groups/g/maildir";
     let names = ls(m, &format!("{md}/new"));
@@ -662,11 +663,12 @@ fn group_records_keep_their_names(m: &TestMount) {
 import errno, os, sys
 md, a, b = sys.argv[1:4]
 for f in (lambda: os.rename(f"{md}/new/{a}", f"{md}/cur/{b}:2,S"),
-          lambda: os.rename(f"{md}/new/{a}", f"{md}/new/{a}:2,S"),
           lambda: os.rename(f"{md}/new/{a}", f"{md}/cur/x"),
           lambda: os.rename(f"{md}/new/{a}", f"t/groups/h/maildir/cur/{a}:2,"),
           lambda: os.link(f"{md}/new/{a}", f"t/groups/h/maildir/new/zz"),
-          lambda: os.rename(f"{md}/new/nothere", f"{md}/cur/nothere:2,")):
+          lambda: os.rename(f"{md}/new/nothere", f"{md}/cur/nothere:2,"),
+          lambda: os.rename(f"{md}/new/{a}", f"{md}/new/{a}:2,S"),
+          lambda: os.rename(f"{md}/new/{a}", f"{md}/new/{a}:2,F")):
     try:
         f()
         print("ok")
@@ -677,8 +679,13 @@ for f in (lambda: os.rename(f"{md}/new/{a}", f"{md}/cur/{b}:2,S"),
     );
     assert_eq!(
         py.lines().collect::<Vec<_>>(),
-        ["EPERM", "EPERM", "EPERM", "EXDEV", "EPERM", "ENOENT"]
+        ["EPERM", "EPERM", "EPERM", "EPERM", "ENOENT", "ok", "ENOENT"]
     );
+    let mut flagged = names.clone();
+    flagged[0] = format!("{}:2,S", names[0]);
+    flagged.sort();
+    assert_eq!(ls(m, &format!("{md}/new")), flagged);
+    m.ok(&format!("mv {md}/new/{0}:2,S {md}/new/{0}", names[0]));
     assert_eq!(ls(m, &format!("{md}/new")), names);
 }
 

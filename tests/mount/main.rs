@@ -22,6 +22,7 @@ mod integrity;
 mod jsonl;
 mod lifecycle;
 mod log_file;
+mod mail_clients;
 mod maildir;
 mod metrics;
 mod passthrough;
