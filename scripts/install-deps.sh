@@ -18,6 +18,8 @@ command -v mdeliver >/dev/null || need+=(mblaze)
 command -v deliverquota >/dev/null || need+=(maildrop)
 # rsync: the table/ tests copy into a table as a backup or deploy job would.
 command -v rsync >/dev/null || need+=(rsync)
+# stress-ng: the mount suite is proven beside busy CPUs (`stress-ng --cpu 4`).
+command -v stress-ng >/dev/null || need+=(stress-ng)
 command -v cc >/dev/null || need+=(build-essential)
 # librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
