@@ -22,6 +22,8 @@ command -v neomutt >/dev/null || need+=(neomutt)
 command -v tmux >/dev/null || need+=(tmux)
 # rsync: the table/ tests copy into a table as a backup or deploy job would.
 command -v rsync >/dev/null || need+=(rsync)
+# stress-ng: the mount suite is proven beside busy CPUs (`stress-ng --cpu 4`).
+command -v stress-ng >/dev/null || need+=(stress-ng)
 command -v cc >/dev/null || need+=(build-essential)
 # librdkafka (remote mode) is built from source with TLS: OpenSSL headers and pkg-config.
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)

@@ -1,12 +1,11 @@
 //! The daemon's last log lines, kept in memory for `@log`: at most [`MAX_LINES`] lines and
 //! [`MAX_BYTES`] bytes, the oldest dropped first. Positions are byte offsets in the stream of
 //! every line written since the daemon started, so a reader's position stays meaningful while
-//! old lines go. A reader at the end waits for the next line ([`LogTail::wait_for`]).
+//! old lines go. A read at the end is empty: `@log` reads as a log file does.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
-use crate::storage::Waker;
 use crate::util::sync::MutexExt;
 
 /// The most lines kept.
@@ -21,40 +20,27 @@ struct Tail {
     bytes: usize,
     /// The stream position of the first byte held.
     start: u64,
-    waiters: Vec<(u64, Arc<dyn Waker>)>,
 }
 
-/// The kept lines and the readers waiting for more.
+/// The kept lines.
 #[derive(Default)]
 pub struct LogTail {
     tail: Mutex<Tail>,
 }
 
 impl LogTail {
-    /// Adds one line (a `\n` is added); wakes the readers waiting for it.
+    /// Adds one line (a `\n` is added).
     pub fn push(&self, line: &str) {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        let woken = {
-            let mut t = self.tail.guard();
-            t.bytes += bytes.len();
-            t.lines.push_back(bytes);
-            while t.lines.len() > MAX_LINES || (t.bytes > MAX_BYTES && t.lines.len() > 1) {
-                let old = t.lines.pop_front().expect("more than one line");
-                t.bytes -= old.len();
-                t.start += old.len() as u64;
-            }
-            let end = t.start + t.bytes as u64;
-            let (ready, waiting) = std::mem::take(&mut t.waiters)
-                .into_iter()
-                .partition(|(at, _)| *at < end);
-            t.waiters = waiting;
-            ready
-        };
-        // Woken with no lock held: a waker may log.
-        for (_, w) in woken {
-            w.wake();
+        let mut t = self.tail.guard();
+        t.bytes += bytes.len();
+        t.lines.push_back(bytes);
+        while t.lines.len() > MAX_LINES || (t.bytes > MAX_BYTES && t.lines.len() > 1) {
+            let old = t.lines.pop_front().expect("more than one line");
+            t.bytes -= old.len();
+            t.start += old.len() as u64;
         }
     }
 
@@ -85,19 +71,6 @@ impl LogTail {
         }
         (from, out)
     }
-
-    /// Calls `waker` once the stream passes position `at` (at once if it has).
-    pub fn wait_for(&self, at: u64, waker: Arc<dyn Waker>) {
-        {
-            let mut t = self.tail.guard();
-            t.waiters.retain(|(_, w)| !w.is_stale());
-            if at >= t.start + t.bytes as u64 {
-                t.waiters.push((at, waker));
-                return;
-            }
-        }
-        waker.wake();
-    }
 }
 
 /// The daemon's one tail (the logger writes it, `@log` reads it).
@@ -109,14 +82,6 @@ pub fn global() -> &'static LogTail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    struct Count(AtomicUsize);
-    impl Waker for Count {
-        fn wake(&self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 
     #[test]
     fn keeps_the_last_lines_and_positions_in_the_whole_stream() {
@@ -150,21 +115,5 @@ mod tests {
         t.push(&huge);
         let (start, end) = t.bounds();
         assert_eq!(end - start, huge.len() as u64 + 1);
-    }
-
-    #[test]
-    fn a_reader_at_the_end_is_woken_by_the_next_line() {
-        let t = LogTail::default();
-        t.push("a");
-        let w = Arc::new(Count(AtomicUsize::new(0)));
-        t.wait_for(2, w.clone());
-        assert_eq!(w.0.load(Ordering::SeqCst), 0);
-        t.push("b");
-        assert_eq!(w.0.load(Ordering::SeqCst), 1);
-        // Not woken twice; a position already passed wakes at once.
-        t.push("c");
-        assert_eq!(w.0.load(Ordering::SeqCst), 1);
-        t.wait_for(0, w.clone());
-        assert_eq!(w.0.load(Ordering::SeqCst), 2);
     }
 }

@@ -37,17 +37,12 @@ pub enum Handle {
 pub struct LogHandle {
     /// The stream position ([`crate::logtail`]) of file offset 0.
     base: u64,
-    /// The stream position where its last read ended.
-    read_to: u64,
 }
 
 impl LogHandle {
     pub fn open() -> LogHandle {
         let base = crate::logtail::global().bounds().0;
-        LogHandle {
-            base,
-            read_to: base,
-        }
+        LogHandle { base }
     }
 
     /// Up to `size` bytes at file offset `offset`; empty at the end.
@@ -58,25 +53,13 @@ impl LogHandle {
             // Dropped lines: the reader goes on from the first one kept.
             self.base = from - offset;
         }
-        self.read_to = from + bytes.len() as u64;
         bytes
-    }
-
-    /// The stream position a read at file offset `offset` waits to pass.
-    pub fn position(&self, offset: u64) -> u64 {
-        self.base + offset
     }
 
     /// The file's length as its reader sees it (`fstat`, which `tail -f` polls): it only
     /// grows, also while the oldest lines are dropped.
     pub fn length(&self) -> u64 {
         crate::logtail::global().bounds().1 - self.base
-    }
-
-    /// The stream position its last read ended at: poll finds it readable once the log
-    /// passes it.
-    pub fn read_to(&self) -> u64 {
-        self.read_to
     }
 }
 
@@ -98,13 +81,12 @@ impl Handle {
         }
     }
 
-    /// Whether it is a file that waits at its end for more (a follow file, `@log`): it ends
+    /// Whether it is a file that waits at its end for more (a follow file): it ends
     /// with EOF when the mount goes away.
     pub fn is_follow(&self) -> bool {
         match self {
             Handle::Stream(s) => s.is_follow(),
             Handle::Group(g) => g.is_follow(),
-            Handle::Log(_) => true,
             _ => false,
         }
     }

@@ -427,7 +427,7 @@ impl Node {
             Node::Root | Node::Topic(_) | Node::Partition(..) | Node::Table(_) => 0o755,
             Node::TableKey(..) | Node::TableHeld(..) | Node::MailHeld(..) => 0o644,
             // The daemon's log names paths and groups of every user: its owner's only.
-            Node::Log => 0o600,
+            Node::Log => 0o400,
             // Files are made, renamed and removed in them; the maildir itself is fixed.
             Node::MailSub(..) => 0o755,
             Node::Maildir(..) => 0o555,

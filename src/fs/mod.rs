@@ -712,13 +712,13 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        self.attr(ino, &node)?;
+        let attr = self.attr(ino, &node)?;
         // Only the owner reaches this (without allow_other); with allow_other the kernel
         // checks every class itself (default_permissions) and does not ask.
-        let allowed = ((self.perm(&node) >> 6) & 7) as i32;
+        let allowed = ((attr.perm >> 6) & 7) as i32;
         let wanted = mask & 7;
         if wanted & !allowed != 0 {
-            return tree(libc::EACCES, format!("mode {:o}", self.perm(&node)));
+            return tree(libc::EACCES, format!("mode {}", attr.mode_text()));
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ impl FsState {
         // Held while the handle is made: the topic cannot be deleted under the open.
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        self.may_open(&node, access)?;
+        self.may_open(ino, &node, access)?;
         if access.truncate {
             self.truncate_at_open(&node)?;
         }
@@ -109,17 +109,13 @@ impl FsState {
 
     /// Who may open what: the mode bits (EACCES), and the append files of an internal topic
     /// (EPERM).
-    fn may_open(&self, node: &Node, access: Access) -> FsResult<()> {
+    fn may_open(&self, ino: u64, node: &Node, access: Access) -> FsResult<()> {
         let Access { read, write, .. } = access;
         if (read && !node.readable()) || (write && !node.writable()) {
-            return tree(
-                libc::EACCES,
-                format!(
-                    "mode {:o} does not allow {}",
-                    node.perm(),
-                    if write { "writing" } else { "reading" }
-                ),
-            );
+            // Named as `ls -l` shows it.
+            let mode = self.attr(ino, node)?.mode_text();
+            let what = if write { "writing" } else { "reading" };
+            return tree(libc::EACCES, format!("mode {mode} does not allow {what}"));
         }
         if write && node.is_append() && node.topic().is_some_and(|t| self.storage.is_internal(t)) {
             return tree(

@@ -156,20 +156,8 @@ impl FsState {
                 Err(e) => fail(reply, e.into()),
             },
             Handle::Group(_) => self.read_group(of, h, _live, r, reply),
-            // A read at the end waits for the next line, as a follow file's for a record.
-            Handle::Log(l) => {
-                let data = l.read(offset, size as usize);
-                if !data.is_empty() {
-                    return reply.data(&data);
-                }
-                if nonblock {
-                    return reply.error(libc::EAGAIN);
-                }
-                let at = l.position(offset);
-                drop(h);
-                let waker = self.parking.park(of, r, reply);
-                crate::logtail::global().wait_for(at, waker);
-            }
+            // A log file: a read at its end ends (`tail -f` polls its growing length).
+            Handle::Log(l) => reply.data(&l.read(offset, size as usize)),
             other => {
                 if let Err(e) = answer_now(other, fh, offset, size as usize, reply) {
                     let (reply, e) = *e;
@@ -313,13 +301,6 @@ impl FsState {
                 (false, g.waits_at())
             }
             Handle::Group(g) if g.is_follow() => (true, Some(g.log_ends())),
-            // Readable once the log passed where its reader stopped (that it reads again).
-            Handle::Log(l) => {
-                let at = l.read_to();
-                let readable = crate::logtail::global().bounds().1 > at;
-                drop(h);
-                return self.poll_log(&of, readable, at, notify);
-            }
             _ => (true, None),
         };
         let Some(waits) = waits else {
@@ -336,27 +317,6 @@ impl FsState {
         for (log, at) in waits {
             log.wait_for(at, waker.clone());
         }
-        Ok(readable)
-    }
-
-    /// `poll` of `@log`: `notify` once the log passes stream position `at` (at once when
-    /// `readable`, for the next line, as a follow file's poller is told of the next record).
-    fn poll_log(
-        &self,
-        of: &super::OpenFile,
-        readable: bool,
-        at: u64,
-        notify: Box<dyn FnOnce() + Send>,
-    ) -> FsResult<bool> {
-        let generation = of.poll_generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let waker = Arc::new(follow::PollWaker {
-            notify: Mutex::new(Some(notify)),
-            generation,
-            current: of.poll_generation.clone(),
-        });
-        *of.poll_waker.guard() = Some(waker.clone());
-        let (_, end) = crate::logtail::global().bounds();
-        crate::logtail::global().wait_for(if readable { end } else { at }, waker);
         Ok(readable)
     }
 

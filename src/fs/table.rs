@@ -408,7 +408,7 @@ impl FsState {
                     return tree(libc::ENOENT, format!("{t}/table has no file {a:?}"));
                 };
                 // Over max.message.bytes: EMSGSIZE, and the file stays where it was.
-                let value = f.guard().bytes(max)?;
+                let value = f.guard().bytes(&key, max)?;
                 append_record(topic, &key, Some(&value), max)?;
                 self.held.remove(t, a);
             }

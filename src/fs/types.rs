@@ -10,6 +10,25 @@ pub enum Kind {
     File,
 }
 
+impl Attr {
+    /// The mode as a refusal names it: octal and as `ls -l` shows it (`0400 (-r--------)`).
+    pub fn mode_text(&self) -> String {
+        let mut shown = String::with_capacity(10);
+        shown.push(if self.kind == Kind::Directory {
+            'd'
+        } else {
+            '-'
+        });
+        for shift in [6, 3, 0] {
+            let bits = (self.perm >> shift) & 7;
+            shown.push(if bits & 4 != 0 { 'r' } else { '-' });
+            shown.push(if bits & 2 != 0 { 'w' } else { '-' });
+            shown.push(if bits & 1 != 0 { 'x' } else { '-' });
+        }
+        format!("{:04o} ({shown})", self.perm)
+    }
+}
+
 /// A node's attributes (`stat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attr {

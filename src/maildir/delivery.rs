@@ -252,8 +252,8 @@ impl Delivery {
     pub fn deliver(&self, topic: &dyn TopicStore, id: u64, name: &[u8]) -> Result<()> {
         let e = self.files.get(&id).expect("a listed file");
         let max = topic.max_message_bytes();
-        let value = e.file.guard().bytes(max)?;
         let key = key_of(name);
+        let value = e.file.guard().bytes(&key, max)?;
         let record = RecordInput {
             key: Some(&key),
             value: Some(&value),

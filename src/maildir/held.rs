@@ -165,13 +165,14 @@ impl Held {
         Ok(())
     }
 
-    /// The whole content, as one record's value: EMSGSIZE (nothing read) past `max` bytes.
-    pub fn bytes(&self, max: usize) -> Result<Vec<u8>> {
-        if self.len > max as u64 {
-            return Err(Error::RecordTooLarge {
-                size: self.len as usize,
-                max,
-            });
+    /// The whole content, as the value of one record with `key`: EMSGSIZE (nothing read)
+    /// when that record's batch would be over `max` bytes (`max.message.bytes`), naming the
+    /// batch's size, which the limit applies to.
+    pub fn bytes(&self, key: &[u8], max: usize) -> Result<Vec<u8>> {
+        let len = usize::try_from(self.len).unwrap_or(usize::MAX);
+        let batch = crate::produce::lone_record_batch_size(Some(key), len);
+        if len > max || batch > max {
+            return Err(Error::RecordTooLarge { size: batch, max });
         }
         self.read_at(0, self.len as usize)
     }
@@ -215,20 +216,24 @@ mod tests {
         let mut h = Held::new(dir.path());
         h.write_at(0, b"hello").unwrap();
         h.write_at(10, b"x").unwrap();
-        assert_eq!(h.bytes(100).unwrap(), b"hello\0\0\0\0\0x");
+        assert_eq!(h.bytes(b"k", 100).unwrap(), b"hello\0\0\0\0\0x");
         assert!(!h.spilled());
         let big = vec![7u8; IN_MEMORY as usize];
         h.write_at(11, &big).unwrap();
         assert!(h.spilled());
         assert_eq!(h.len(), 11 + IN_MEMORY);
-        let all = h.bytes(usize::MAX).unwrap();
+        let all = h.bytes(b"k", usize::MAX).unwrap();
         assert_eq!(&all[..11], b"hello\0\0\0\0\0x");
         assert!(all[11..].iter().all(|&b| b == 7));
         // The spill file has no name in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        assert!(matches!(h.bytes(100), Err(Error::RecordTooLarge { .. })));
+        // Refused by the size of the batch its record makes, which the error names.
+        let batch = crate::produce::lone_record_batch_size(Some(b"k"), h.len() as usize);
+        assert!(
+            matches!(h.bytes(b"k", 100), Err(Error::RecordTooLarge { size, max: 100 }) if size == batch)
+        );
         h.truncate(3).unwrap();
-        assert_eq!(h.bytes(100).unwrap(), b"hel");
+        assert_eq!(h.bytes(b"k", 100).unwrap(), b"hel");
         assert_eq!(h.read_at(1, 10).unwrap(), b"el");
     }
 }

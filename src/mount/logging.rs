@@ -2,7 +2,8 @@
 //! that file), else syslog/journald for a detached daemon without `--log-file`. Records of
 //! the target `topicfs::progress` (long work: recovery, waiting for a cluster) also go to a
 //! progress sink: the terminal of the waiting `topicfs mount`, or systemd's `STATUS=`. Every
-//! record also goes to the tail `@log` shows ([`crate::logtail`]), wherever else it goes.
+//! record also goes to the tail `@log` shows ([`crate::logtail`]), wherever else it goes;
+//! stderr and `--log-file` get the same lines as `@log`.
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -79,13 +80,14 @@ impl Log for Logger {
             }
             return;
         }
-        crate::logtail::global().push(&format!(
+        let line = format!(
             "{} {:<5} {}: {}",
             jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ"),
             record.level(),
             record.target(),
             record.args()
-        ));
+        );
+        crate::logtail::global().push(&line);
         if record.target() == PROGRESS
             && let Some(sink) = &*self.progress.guard()
         {
@@ -110,7 +112,12 @@ impl Log for Logger {
                 );
                 let _ = sock.guard().send(msg.as_bytes());
             }
-            None => self.inner.log(record),
+            // The terminal or `--log-file`: the very line `@log` shows, in one write.
+            None => {
+                let mut out = line.into_bytes();
+                out.push(b'\n');
+                let _ = std::io::stderr().lock().write_all(&out);
+            }
         }
     }
 

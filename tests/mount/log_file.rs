@@ -1,23 +1,62 @@
 //! `@log`: the daemon's last log lines at the mount's root, its owner's only; every refusal
-//! writes a line naming the path, the errno and the reason; `tail -f` follows it.
+//! writes a line naming the path, the errno and the reason; it reads as a log file (reads
+//! end at its end) and `tail -f` follows it.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use crate::common::mount::{TestMount, as_nobody};
+use crate::common::readers::{lines_of, spawn};
 
-/// The lines `@log` has now: `tail` reads up to the length `fstat` shows (a read at the end
-/// waits for the next line, as a follow file's does).
+/// The lines `@log` has now.
 fn log_now(m: &TestMount) -> String {
-    m.ok("tail -n 1000 @log")
+    m.ok("cat @log")
+}
+
+/// Bound on waiting for a line `tail -f` prints (it polls a FUSE file once a second); only a
+/// safety net, never asserted on.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// `tail -n 0 -f @log` once it follows: refusals are made (`mkdir 'probe!'`) until it
+/// prints one, so no line made from now on is missed. Its lines come over the receiver.
+fn tail_f(m: &TestMount) -> (std::process::Child, Receiver<String>) {
+    let mut tail = spawn(m, "exec tail -n 0 -f @log");
+    let lines = lines_of(&mut tail);
+    let start = Instant::now();
+    'following: loop {
+        assert!(start.elapsed() < PATIENCE, "tail -f @log printed nothing");
+        m.sh("mkdir 'probe!' 2>/dev/null");
+        while let Ok(line) = lines.recv_timeout(Duration::from_millis(500)) {
+            if line.contains("mkdir /probe!") {
+                break 'following;
+            }
+        }
+    }
+    // The probes still on their way.
+    while lines.recv_timeout(Duration::from_millis(1500)).is_ok() {}
+    (tail, lines)
+}
+
+/// The next line `tail -f` prints that contains `what`, with the lines before it.
+fn await_line(lines: &Receiver<String>, what: &str) -> (String, Vec<String>) {
+    let mut before = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| panic!("tail -f printed no line with {what:?} after {before:?}"));
+        if line.contains(what) {
+            return (line, before);
+        }
+        before.push(line);
+    }
 }
 
 #[test]
 fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
     let m = TestMount::start(&[]);
-    assert_eq!(m.ok("stat -c %a:%u:%g @log"), "600:0:0\n");
+    assert_eq!(m.ok("stat -c %a:%u:%g @log"), "400:0:0\n");
     assert!(!m.ok("ls -a").contains("@log"), "not listed");
     let start = log_now(&m);
     assert!(start.contains("INFO"), "{start}");
@@ -78,27 +117,88 @@ fn refusals_are_explained_in_at_log_and_tail_f_follows_it() {
         "{einval}"
     );
 
-    // `tail -f` sees a new line within a second.
-    let mut tail = Command::new("tail")
-        .args(["-n", "0", "-f"])
-        .arg(m.path("@log"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(tail.stdout.take().unwrap());
-    std::thread::sleep(Duration::from_millis(300));
-    let t0 = Instant::now();
+    // `tail -f` follows it: a new line is printed, once (GNU tail polls a FUSE file).
+    let (mut tail, lines) = tail_f(&m);
     m.fails_with(
         "exec bash -c 'echo later=1 >> t/config'",
         "Invalid argument",
     );
-    let mut got = String::new();
-    out.read_line(&mut got).unwrap();
-    let took = t0.elapsed();
+    let (got, before) = await_line(&lines, "later");
+    assert!(got.contains("write /t/config"), "{got}");
+    assert!(before.iter().all(|l| !l.contains(" INFO ")), "{before:?}");
     tail.kill().unwrap();
     tail.wait().unwrap();
-    assert!(got.contains("later"), "{got}");
-    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+#[test]
+fn refusals_name_the_mode_ls_shows_and_the_batch_the_limit_applies_to() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo max.message.bytes=100 >> t/config");
+    // A file renamed into a delivery maildir: its record's batch, which the limit applies to.
+    m.ok("head -c 500 /dev/zero > t/maildir/tmp/whole");
+    m.fails_with(
+        "mv t/maildir/tmp/whole t/maildir/new/whole",
+        "Message too long",
+    );
+    // @log and @metrics are read-only: EACCES, named in the mode `ls -l` shows.
+    m.fails_with("echo x >> @log", "Permission denied");
+    m.fails_with("echo x >> @metrics", "Permission denied");
+    let shown = |f: &str| m.ok(&format!("ls -l {f} | cut -c1-10")).trim().to_string();
+    assert_eq!(shown("@log"), "-r--------");
+    let log = log_now(&m);
+    let line = |what: &str| {
+        log.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no line with {what:?} in:\n{log}"))
+    };
+    let renamed = line("rename /t/maildir/tmp/whole");
+    assert!(renamed.contains("EMSGSIZE"), "{renamed}");
+    assert!(renamed.contains("maximum of 100 bytes"), "{renamed}");
+    // Not the file's 500 bytes: the batch's (61 bytes of header, the record's framing).
+    let batch: usize = renamed
+        .split("record batch of ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {renamed}"));
+    assert!((500 + 61 + 5 + 5..600).contains(&batch), "{renamed}");
+    // `--log-file` has the very lines `@log` shows.
+    let file = m.daemon_log();
+    assert!(
+        file.lines().any(|l| l == renamed),
+        "{renamed}\nnot in\n{file}"
+    );
+    for f in ["@log", "@metrics"] {
+        let refused = line(&format!("/{f}: "));
+        let mode = shown(f);
+        let octal = m.ok(&format!("stat -c %04a {f}")).trim().to_string();
+        assert!(
+            refused.contains("EACCES") && refused.contains(&format!("mode {octal} ({mode})")),
+            "{refused}"
+        );
+    }
+}
+
+#[test]
+fn at_log_reads_end_at_its_end() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir t && echo nosuch=1 >> t/config || true");
+    // Each ends (a log file's end), with the lines so far; run as a user types them.
+    let out = m.ok("set -e
+out=$(mktemp)
+timeout 20 cat @log > $out
+timeout 20 grep -c EINVAL @log
+timeout 20 wc -l < @log
+timeout 20 dd if=@log of=/dev/null bs=4096 2>/dev/null && echo dd
+timeout 20 python3 -c \"import sys; d = open('@log').read(); print('write /t/config' in d)\"
+timeout 20 python3 -c \"import os; f = os.open('@log', os.O_RDONLY | os.O_NONBLOCK); d = os.read(f, 1 << 20); print(os.read(f, 65536) == b'', os.fstat(f).st_size >= len(d))\"
+grep -c 'write /t/config' $out
+rm $out");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[0].parse::<u32>().unwrap() >= 1, "{out}");
+    assert!(lines[1].parse::<u32>().unwrap() >= 2, "{out}");
+    assert_eq!(&lines[2..], ["dd", "True", "True True", "1"], "{out}");
 }
 
 #[test]
@@ -119,52 +219,46 @@ fn another_user_cannot_read_at_log_under_allow_other() {
 }
 
 #[test]
-fn at_log_never_shrinks_for_its_reader_and_polls_as_a_follow_file() {
+fn at_log_never_shrinks_for_its_reader_and_tail_f_prints_each_line_once() {
     let m = TestMount::start(&[]);
     // More refusals than the lines kept: the oldest are dropped from now on.
     m.ok("for i in $(seq 1100); do mkdir \"e$i!\" 2>/dev/null; done; true");
+    // Its reader's length only grows (as a log file's), and a read at the end is empty at
+    // once, then has the next line; poll finds it readable, as a file is.
     let out = m.ok("python3 -c \"import os, select, subprocess
-fd = os.open('@log', os.O_RDONLY | os.O_NONBLOCK)
+fd = os.open('@log', os.O_RDONLY)
 before = os.fstat(fd).st_size
-while True:
-    try:
-        if not os.read(fd, 65536): break
-    except BlockingIOError:
-        break
+while os.read(fd, 65536):
+    pass
 p = select.poll(); p.register(fd, select.POLLIN)
-idle = p.poll(200)
+ready = p.poll(0)
 subprocess.run(['mkdir', 'late!'], stderr=subprocess.DEVNULL)
-ready = p.poll(2000)
 after = os.fstat(fd).st_size
 line = os.read(fd, 65536).decode()
-print(after > before, idle == [], len(ready) == 1, 'late!' in line)\"");
-    assert_eq!(out, "True True True True\n");
+print(after > before, len(ready) == 1, 'late!' in line)\"");
+    assert_eq!(out, "True True True\n");
     // tail -f prints the new lines only (no `file truncated`, no reprint).
-    let mut tail = Command::new("tail")
-        .args(["-n", "0", "-f"])
-        .arg(m.path("@log"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(tail.stdout.take().unwrap());
-    std::thread::sleep(Duration::from_millis(300));
+    let (mut tail, lines) = tail_f(&m);
     for i in 0..3 {
         m.sh(&format!("mkdir 'g{i}!'"));
-        std::thread::sleep(Duration::from_millis(1200));
+        // The next one after tail printed this one: each in a poll of its own.
+        let (got, before) = await_line(&lines, &format!("mkdir /g{i}!"));
+        assert!(got.contains(" INFO "), "{got}");
+        // Each refusal once (the test daemon also logs at debug level), nothing from before.
+        assert!(
+            before
+                .iter()
+                .all(|l| !l.contains(" INFO ") && !l.contains("e1!")),
+            "{before:?}"
+        );
     }
     tail.kill().unwrap();
-    let mut got = String::new();
-    std::io::Read::read_to_string(&mut out, &mut got).unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut tail.stderr.take().unwrap(), &mut err).unwrap();
     tail.wait().unwrap();
-    // Each refusal once (the test daemon also logs at debug level), nothing from before.
-    let refusals: Vec<&str> = got.lines().filter(|l| l.contains(" INFO ")).collect();
-    assert_eq!(refusals.len(), 3, "{got}");
-    assert!(refusals[2].contains("mkdir /g2!"), "{got}");
-    assert!(!got.contains("e1!"), "{got}");
+    let err = std::io::read_to_string(tail.stderr.take().unwrap()).unwrap();
     assert!(!err.contains("truncated"), "{err}");
+    // Nothing printed twice.
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(rest.iter().all(|l| !l.contains("mkdir /g")), "{rest:?}");
 }
 
 #[test]
@@ -190,7 +284,7 @@ fn at_log_holds_the_log_of_a_daemon_without_a_log_file() {
             .unwrap()
     };
     let refused = sh("echo nosuch=1 >> __nothere/config; mkdir t && echo nosuch=1 >> t/config");
-    let log = sh("tail -n 1000 @log");
+    let log = sh("cat @log");
     let umount = Command::new(crate::common::mount::BIN)
         .arg("umount")
         .arg(&mnt)

@@ -137,9 +137,11 @@ fn a_stray_partition_dir_is_reported_and_left_alone() {
     assert_eq!(std::fs::read_dir(log.join("t-5")).unwrap().count(), 0);
     let daemon = m.daemon_log();
     for stray in ["z-7000", "t-5"] {
+        // Named by its whole path (the temp dir's random name may hold `t-5` too).
+        let named = format!("{}: ", log.join(stray).display());
         let lines = daemon
             .lines()
-            .filter(|l| l.contains(stray) && l.contains("left alone"))
+            .filter(|l| l.contains(&named) && l.contains("left alone"))
             .count();
         assert_eq!(lines, 1, "one line names {stray}: {daemon}");
     }
