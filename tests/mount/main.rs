@@ -31,6 +31,7 @@ mod readonly;
 mod refusals;
 mod reliability;
 mod segments;
+mod service_user;
 mod symlinks;
 mod table;
 mod tree;
