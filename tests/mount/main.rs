@@ -11,6 +11,7 @@ mod append_kv;
 mod compaction;
 mod config;
 mod consume_trust;
+mod dovecot;
 mod editors;
 mod errors;
 mod exact;
