@@ -31,6 +31,7 @@ mod readme;
 mod readonly;
 mod refusals;
 mod reliability;
+mod rsyslog;
 mod segments;
 mod service_user;
 mod symlinks;
