@@ -53,42 +53,27 @@ c.logout()
 print(json.dumps(out))
 "#;
 
-/// Dovecot's configuration: IMAP only, on 127.0.0.1:`port`, no TLS, one static user and
-/// password, the mail processes as `mail`, the group's maildir as INBOX with its index and
-/// control files in `state` (outside the mount).
-fn config(state: &Path, port: u16, maildir: &Path) -> String {
-    let s = state.display();
-    let md = maildir.display();
-    format!(
-        r#"base_dir = {s}/run
-state_dir = {s}/state
-log_path = {s}/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain
-first_valid_uid = 1
-mail_location = maildir:{md}:INDEX={s}/index:CONTROL={s}/control
-passdb {{
-  driver = static
-  args = password=secret
-}}
-userdb {{
-  driver = static
-  args = uid=mail gid=mail home={s}/home
-}}
-service imap-login {{
-  inet_listener imap {{
-    address = 127.0.0.1
-    port = {port}
-  }}
-  inet_listener imaps {{
-    port = 0
-  }}
-}}
-"#
-    )
+/// The example configuration (mount-scripts/dovecot-topicfs.conf) with its paths under
+/// `state`, the mount at `mnt`, the port and the user (`mail`) replaced, logging to a file:
+/// IMAP only on 127.0.0.1, no TLS, one user from a passwd-file, the group's maildir as INBOX
+/// with its index and control files outside the mount.
+fn config(state: &Path, port: u16, mnt: &Path) -> String {
+    let example = include_str!("../../mount-scripts/dovecot-topicfs.conf");
+    let s = state.display().to_string();
+    let mut conf = example.to_string();
+    for (from, to) in [
+        ("log_path = syslog", format!("log_path = {s}/dovecot.log")),
+        ("/etc/dovecot/topicfs.passwd", format!("{s}/passwd")),
+        ("/run/dovecot-topicfs", format!("{s}/run")),
+        ("/var/lib/dovecot-topicfs", s.clone()),
+        ("/mnt/topics/", format!("{}/", mnt.display())),
+        ("port = 143", format!("port = {port}")),
+        ("uid=vmail gid=vmail", "uid=mail gid=mail".to_string()),
+    ] {
+        assert!(conf.contains(from), "the example has no {from:?}");
+        conf = conf.replace(from, &to);
+    }
+    conf
 }
 
 /// One IMAP session of `ops`; the answer of each.
@@ -97,10 +82,10 @@ fn imap(m: &TestMount, port: u16, ops: serde_json::Value) -> Vec<serde_json::Val
     serde_json::from_str(&out).unwrap()
 }
 
-/// The commit of partition 0 of group `g` of topic `t`, as its `offsets` file shows it (None:
+/// The commit of partition 0 of group `imap` of topic `inbox`, as its `offsets` file shows it (None:
 /// `-`, no commit).
 fn commit(m: &TestMount) -> Option<i64> {
-    let offsets = m.read("t/groups/g/offsets");
+    let offsets = m.read("inbox/groups/imap/offsets");
     let f: Vec<&str> = offsets.split_whitespace().collect();
     assert_eq!(f[0], "0", "{offsets}");
     (f[1] != "-").then(|| f[1].parse().unwrap())
@@ -117,10 +102,14 @@ fn names(m: &TestMount) -> (Vec<String>, Vec<String>) {
         v.sort();
         v
     };
-    (ls("t/groups/g/maildir/cur"), ls("t/groups/g/maildir/new"))
+    (
+        ls("inbox/groups/imap/maildir/cur"),
+        ls("inbox/groups/imap/maildir/new"),
+    )
 }
 
-/// Dovecot started for `m` on a free port; dropped, it is stopped (before its files go).
+/// Dovecot started for `m` on a free port, serving group `imap` of topic `inbox`; dropped, it
+/// is stopped (before its files go).
 struct Dovecot {
     server: Service,
     port: u16,
@@ -128,7 +117,7 @@ struct Dovecot {
 }
 
 impl Dovecot {
-    /// Dovecot serving `m`'s `t/groups/g/maildir`, its own files (owned by `uid`:`gid` where
+    /// Dovecot serving `m`'s `inbox/groups/imap/maildir`, its own files (owned by `uid`:`gid` where
     /// the mail processes write) in a directory of its own outside the mount.
     fn start(m: &TestMount, uid: u32, gid: u32) -> Dovecot {
         let dovecot = program("dovecot", "dovecot-imapd");
@@ -137,6 +126,7 @@ impl Dovecot {
             .tempdir()
             .unwrap();
         std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(state.path().join("passwd"), "reader:{PLAIN}secret\n").unwrap();
         for d in ["run", "state", "index", "control", "home"] {
             std::fs::create_dir(state.path().join(d)).unwrap();
         }
@@ -145,8 +135,7 @@ impl Dovecot {
         }
         let port = free_port();
         let conf = state.path().join("dovecot.conf");
-        let maildir = m.path("t/groups/g/maildir");
-        std::fs::write(&conf, config(state.path(), port, &maildir)).unwrap();
+        std::fs::write(&conf, config(state.path(), port, &m.mnt)).unwrap();
         let mut cmd = Command::new(&dovecot);
         cmd.arg("-F").arg("-c").arg(&conf);
         let server = Service::start("dovecot", cmd, &state.path().join("dovecot.out"));
@@ -178,12 +167,12 @@ fn deliver_six(m: &TestMount) -> BTreeMap<Vec<u8>, i64> {
         &m.mnt,
         "mail",
         "mail",
-        r#"mkdir t && for i in 0 1 2 3 4 5; do
-             printf 'Subject: m%s\r\n\r\nbody %s\r\n' $i $i > t/maildir/tmp/m$i &&
-             mv t/maildir/tmp/m$i t/maildir/new/m$i || exit 1; done"#,
+        r#"mkdir inbox && for i in 0 1 2 3 4 5; do
+             printf 'Subject: m%s\r\n\r\nbody %s\r\n' $i $i > inbox/maildir/tmp/m$i &&
+             mv inbox/maildir/tmp/m$i inbox/maildir/new/m$i || exit 1; done"#,
     );
     assert!(out.status.success(), "{out:?}");
-    let records: BTreeMap<Vec<u8>, i64> = decode_partition_dir(&m.partition_dir("t", 0))
+    let records: BTreeMap<Vec<u8>, i64> = decode_partition_dir(&m.partition_dir("inbox", 0))
         .into_iter()
         .map(|r| (r.value, r.offset))
         .collect();

@@ -54,13 +54,14 @@ pub struct MountArgs {
     #[arg(long)]
     allow_other: bool,
 
-    /// Serve the tree as this user's (a name or number, as mount(8)'s vfat and sshfs take
-    /// it): it owns every file, what clients create included, and may do all the owner may
-    /// (take, acknowledge, append, deliver); the kernel lets it in and checks the mode bits
+    /// Serve the tree as this user's (a name or number; -o uid=): it owns every file, what
+    /// clients create included, and may do all the owner may (take, acknowledge, append,
+    /// deliver); the kernel lets it in, other users only with --allow-other
     #[arg(long, value_name = "USER", value_hint = clap::ValueHint::Username)]
     uid: Option<String>,
 
-    /// The tree's group (a name or number) [default: the --uid user's primary group]
+    /// The tree's group (a name or number; -o gid=) [default: the --uid user's primary
+    /// group]
     #[arg(long, value_name = "GROUP")]
     gid: Option<String>,
 
