@@ -36,6 +36,22 @@ if ((${#need[@]})); then
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
 fi
+# Dovecot (IMAP) and rsyslog (imfile): the tests start their own, with their own configuration.
+# The system's services are not started by the install (a policy-rc.d saying no while it
+# runs), so nothing takes port 143 or /dev/log: the other tests' logging stays as it was.
+servers=()
+[ -x /usr/sbin/dovecot ] || servers+=(dovecot-imapd)
+[ -x /usr/sbin/rsyslogd ] || servers+=(rsyslog)
+if ((${#servers[@]})); then
+    echo "installing (services not started): ${servers[*]}"
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
+    apt-get update -qq
+    apt-get install -y -qq "${servers[@]}"
+fi
 if ! command -v cargo >/dev/null; then
     echo "cargo is required (a rustup toolchain)" >&2
     exit 1

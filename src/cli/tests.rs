@@ -73,6 +73,8 @@ fn mount_help_groups_every_option_under_its_heading() {
         "pid-file",
         "log-file",
         "allow-other",
+        "uid",
+        "gid",
         "fuse-threads",
     ] {
         assert_eq!(heading(opt), MOUNT_HEADING, "--{opt}");

@@ -23,6 +23,8 @@ mod maildir;
 mod metrics;
 mod names;
 mod open;
+pub(crate) mod owner;
+pub use owner::ServiceUser;
 mod read;
 pub mod stream;
 pub(crate) mod table;
@@ -117,11 +119,8 @@ pub struct FsState {
     /// `true` once shut down: callbacks then fail with ENOTCONN. Callbacks hold the read side
     /// while they use the core, so shutdown (the write side) waits for them to finish.
     closed: RwLock<bool>,
-    uid: u32,
-    gid: u32,
-    /// The group and other permission bits every log dir grants (ANDed): the tree grants no
-    /// more than the log dirs do, and with `--allow-other` the kernel enforces it.
-    dir_mode: u16,
+    /// Who owns the tree, and what its group and others may.
+    owner: owner::Ownership,
     mounted_at: SystemTime,
     /// Reads waiting for records (`follow`).
     parking: follow::Parking,
@@ -159,6 +158,8 @@ pub struct FsOptions {
     pub key_separator: Vec<u8>,
     /// How many records a group's `maildir/new/` shows at most (`-o maildir.window=N`).
     pub maildir_window: usize,
+    /// The tree's owner when not the first log dir's (`-o uid=,gid=`).
+    pub service_user: Option<ServiceUser>,
 }
 
 impl Default for FsOptions {
@@ -166,6 +167,7 @@ impl Default for FsOptions {
         FsOptions {
             key_separator: b"\t".to_vec(),
             maildir_window: crate::maildir::DEFAULT_WINDOW,
+            service_user: None,
         }
     }
 }
@@ -206,29 +208,7 @@ impl FsState {
         storage: Arc<dyn Storage>,
         options: FsOptions,
     ) -> crate::error::Result<Arc<FsState>> {
-        // The tree belongs to the owner and group of the first log dir, and grants group and
-        // others no more than every log dir does (a 0700 log dir gives a tree only its owner
-        // can enter).
-        let (mut uid, mut gid) = crate::os::process::user_ids();
-        let mut dir_mode = 0o077u16;
-        for (i, dir) in storage.log_dirs().iter().enumerate() {
-            match std::fs::metadata(dir) {
-                Ok(md) => {
-                    use std::os::unix::fs::MetadataExt;
-                    if i == 0 {
-                        (uid, gid) = (md.uid(), md.gid());
-                    }
-                    dir_mode &= (md.mode() & 0o077) as u16;
-                }
-                Err(e) => {
-                    log::warn!(
-                        "log dir {}: {e}; the tree is its owner's only",
-                        dir.display()
-                    );
-                    dir_mode = 0;
-                }
-            }
-        }
+        let owner = owner::Ownership::of(&storage.log_dirs(), options.service_user);
         let groups = storage.clone().open_groups()?;
         // Large held files of the maildirs go to the first log dir's root (files without a
         // name), or to the system's temporary directory where the storage has no log dir.
@@ -244,9 +224,7 @@ impl FsState {
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             closed: RwLock::new(false),
-            uid,
-            gid,
-            dir_mode,
+            owner,
             mounted_at: SystemTime::now(),
             parking: follow::Parking::new(),
             groups,
@@ -464,10 +442,7 @@ impl FsState {
                 Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
                 r => r?,
             };
-            let same = owner.mode.is_none_or(|m| m & 0o7777 == u32::from(now.perm))
-                && owner.uid.is_none_or(|u| u == now.uid)
-                && owner.gid.is_none_or(|g| g == now.gid);
-            if !same {
+            if !self.owner.unchanged(owner, now.perm) {
                 return tree(libc::EPERM, "modes and owners are fixed");
             }
         }
@@ -713,11 +688,9 @@ impl FsState {
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         let attr = self.attr(ino, &node)?;
-        // Only the owner reaches this (without allow_other); with allow_other the kernel
-        // checks every class itself (default_permissions) and does not ask.
-        let allowed = ((attr.perm >> 6) & 7) as i32;
-        let wanted = mask & 7;
-        if wanted & !allowed != 0 {
+        // Only the owner reaches this (without allow_other); with allow_other or a service
+        // user the kernel checks every class itself (default_permissions) and does not ask.
+        if !owner::Ownership::owner_may(self.perm(&node), mask) {
             return tree(libc::EACCES, format!("mode {}", attr.mode_text()));
         }
         Ok(())

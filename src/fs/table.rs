@@ -466,8 +466,8 @@ impl FsState {
             kind: Kind::File,
             perm: self.perm(node),
             nlink: 1,
-            uid: self.uid,
-            gid: self.gid,
+            uid: self.owner.uid,
+            gid: self.owner.gid,
             time: SystemTime::now(),
             io_size: super::IO_SIZE,
         }

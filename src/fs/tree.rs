@@ -265,7 +265,7 @@ impl FsState {
 
     /// A node's permission bits: its own, with the group and other bits the log dirs grant.
     pub(super) fn perm(&self, node: &Node) -> u16 {
-        node.perm() & (0o700 | self.dir_mode)
+        self.owner.perm(node.perm())
     }
 
     pub(super) fn attr(&self, ino: u64, node: &Node) -> FsResult<Attr> {
@@ -316,8 +316,8 @@ impl FsState {
             kind,
             perm,
             nlink: if kind == Kind::Directory { 2 } else { 1 },
-            uid: self.uid,
-            gid: self.gid,
+            uid: self.owner.uid,
+            gid: self.owner.gid,
             time,
             io_size,
         })

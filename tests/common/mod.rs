@@ -3,7 +3,8 @@
 //! - [`decode`]: segment files decoded into records (kafka-protocol, an independent decoder);
 //! - [`drain`]: a partition's reader drained into records;
 //! - [`readers`]: background readers of a mount (lines over a channel, signals, bounded waits).
-//! - [`readme`]: the README's console examples (blocks, a bash session, the comparison).
+//! - [`readme`]: the README's console examples (blocks, a bash session, the comparison);
+//! - [`service`]: servers a test starts with its own configuration (dovecot, rsyslogd).
 
 #![allow(dead_code)]
 
@@ -12,3 +13,4 @@ pub mod drain;
 pub mod mount;
 pub mod readers;
 pub mod readme;
+pub mod service;

@@ -496,18 +496,43 @@ pub fn file_names(dir: &Path) -> Vec<String> {
 
 /// `sh -c script` as another local user (uid/gid 65534, no supplementary groups), in `cwd`.
 pub fn as_nobody(cwd: &Path, script: &str) -> Output {
+    as_user(cwd, "65534", "65534", script)
+}
+
+/// `sh -c script` as `user` and `group` (names or numbers, no supplementary groups), in `cwd`.
+pub fn as_user(cwd: &Path, user: &str, group: &str, script: &str) -> Output {
     Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-        ])
+        .arg(format!("--reuid={user}"))
+        .arg(format!("--regid={group}"))
+        .args(["--clear-groups", "sh", "-c"])
         .arg(script)
         .current_dir(cwd)
         .output()
         .expect("run setpriv")
+}
+
+/// The system user `name` (a service user such as `mail`), created (`useradd --system`, with
+/// a group of its name) when the system lacks it: its (uid, gid).
+pub fn system_user(name: &str) -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").arg(flag).arg(name).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        let out = Command::new("useradd")
+            .args(["--system", "--user-group", "--no-create-home", name])
+            .output()
+            .expect("run useradd");
+        assert!(
+            out.status.success(),
+            "useradd {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (
+        id("-u").expect("the user exists"),
+        id("-g").expect("the user has a group"),
+    )
 }
 
 /// The processes with a descriptor, cwd or root under `mnt` (from /proc), for failure messages.

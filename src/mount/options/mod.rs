@@ -8,6 +8,8 @@ use clap::Args;
 
 use crate::fs::fuse::FuseConfig;
 
+mod owner;
+
 use crate::config::{
     BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,
 };
@@ -33,9 +35,9 @@ pub struct MountArgs {
 
     /// Comma-separated options as mount(8) passes them: Kafka keys (segment.bytes=N,
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
-    /// pid_file=FILE, allow_other, allow_untrusted_log_dir, no_passthrough, io_uring, ro,
-    /// key.separator=S (append.kv), maildir.window=N (records a group's maildir/new/ shows);
-    /// generic mount flags are ignored
+    /// pid_file=FILE, uid=USER, gid=GROUP, allow_other, allow_untrusted_log_dir,
+    /// no_passthrough, io_uring, ro, key.separator=S (append.kv), maildir.window=N (records a
+    /// group's maildir/new/ shows); generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -51,6 +53,17 @@ pub struct MountArgs {
     /// Let other users use the mount (FUSE allow_other, the kernel checks the mode bits)
     #[arg(long)]
     allow_other: bool,
+
+    /// Serve the tree as this user's (a name or number; -o uid=): it owns every file, what
+    /// clients create included, and may do all the owner may (take, acknowledge, append,
+    /// deliver); the kernel lets it in, other users only with --allow-other
+    #[arg(long, value_name = "USER", value_hint = clap::ValueHint::Username)]
+    uid: Option<String>,
+
+    /// The tree's group (a name or number; -o gid=) [default: the --uid user's primary
+    /// group]
+    #[arg(long, value_name = "GROUP")]
+    gid: Option<String>,
 
     /// Accept a log dir owned by another user or writable by group/others (refused by
     /// default when running as root, as sshd's StrictModes refuses such paths)
@@ -363,6 +376,9 @@ pub(super) struct MountFlags {
     pub(super) read_committed: bool,
     /// `-o write_behind` (remote mode).
     pub(super) o_write_behind: bool,
+    /// `uid=` and `gid=` as given (`--uid`, `--gid` win), resolved by [`owner::service_user`].
+    uid: Option<String>,
+    gid: Option<String>,
 }
 
 impl MountFlags {
@@ -375,6 +391,13 @@ impl MountFlags {
             o.maildir_window = w;
         }
         o
+    }
+
+    /// The service user `uid=`/`gid=` name, into the tree's options (an unknown name fails).
+    fn resolve_owner(&self, fs: &mut crate::fs::FsOptions) -> Result<(), String> {
+        fs.service_user =
+            owner::service_user(self.uid.as_deref(), self.gid.as_deref(), self.allow_other)?;
+        Ok(())
     }
 
     fn from_args(args: &MountArgs) -> MountFlags {
@@ -395,6 +418,8 @@ impl MountFlags {
             maildir_window: None,
             read_committed: false,
             o_write_behind: false,
+            uid: args.uid.clone(),
+            gid: args.gid.clone(),
         }
     }
 
@@ -422,6 +447,12 @@ impl MountFlags {
                 }
                 ("log_file", Some(v)) => {
                     self.log_file.get_or_insert_with(|| PathBuf::from(v));
+                }
+                ("uid", Some(v)) => {
+                    self.uid.get_or_insert_with(|| v.to_string());
+                }
+                ("gid", Some(v)) => {
+                    self.gid.get_or_insert_with(|| v.to_string());
                 }
                 ("fuse_threads", Some(v)) => {
                     self.threads = v
@@ -556,12 +587,13 @@ fn check_overlaps(
     Ok(())
 }
 
-/// The FUSE mount's configuration: `source` as mount(8) shows it, ro, allow_other, threads.
+/// The FUSE mount's configuration: `source` as mount(8) shows it, ro, allow_other (also for
+/// a service user, whom the kernel must let in), threads.
 fn fuse_config(source: &str, flags: &MountFlags) -> FuseConfig {
     FuseConfig {
         source: source.to_string(),
         read_only: flags.read_only,
-        allow_other: flags.allow_other,
+        allow_other: flags.allow_other || flags.uid.is_some() || flags.gid.is_some(),
         threads: flags.threads,
         io_uring: flags.io_uring,
     }
@@ -593,6 +625,8 @@ impl MountPlan {
         if let Some(level) = &args.isolation_level {
             flags.read_committed = parse_isolation(level)?;
         }
+        let mut fs = flags.fs_options();
+        flags.resolve_owner(&mut fs)?;
         if let Some(cluster) = super::remote::cluster_config(args, &flags)? {
             let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
             let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
@@ -605,7 +639,7 @@ impl MountPlan {
                 log_file,
                 remote: Some(cluster),
                 passthrough: !flags.no_passthrough,
-                fs: flags.fs_options(),
+                fs,
             });
         }
         broker.allow_untrusted_log_dir = flags.allow_untrusted_log_dir;
@@ -645,7 +679,7 @@ impl MountPlan {
             log_file,
             remote: None,
             passthrough: !flags.no_passthrough,
-            fs: flags.fs_options(),
+            fs,
         })
     }
 }

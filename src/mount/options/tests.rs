@@ -153,6 +153,44 @@ fn key_separator_option_reaches_the_tree() {
 }
 
 #[test]
+fn uid_and_gid_make_a_service_user_the_kernel_lets_in() {
+    let d = dirs();
+    let p = plan(&d, &[]).unwrap();
+    assert_eq!(p.fs.service_user, None);
+    assert!(!p.fuse.allow_other);
+    let owner = |args: &[&str]| plan(&d, args).map(|p| (p.fs.service_user, p.fuse.allow_other));
+    let su = |uid, gid, others| Some(crate::fs::ServiceUser { uid, gid, others });
+    // Numbers as they are; the kernel then lets that user in (allow_other), the mode bits
+    // giving other users nothing.
+    assert_eq!(
+        owner(&["-o", "uid=1234,gid=5678"]),
+        Ok((su(Some(1234), Some(5678), false), true))
+    );
+    // Names, in -o or as long options; root is uid 0 everywhere, with its primary group.
+    assert_eq!(
+        owner(&["-o", "uid=root"]),
+        Ok((su(Some(0), Some(0), false), true))
+    );
+    assert_eq!(
+        owner(&["--uid", "root"]),
+        Ok((su(Some(0), Some(0), false), true))
+    );
+    assert_eq!(
+        owner(&["-o", "gid=7"]),
+        Ok((su(None, Some(7), false), true))
+    );
+    // The long options win over -o; allow_other keeps the other bits.
+    assert_eq!(
+        owner(&["-o", "uid=5,gid=6,allow_other", "--uid=9", "--gid", "10"]),
+        Ok((su(Some(9), Some(10), true), true))
+    );
+    let e = owner(&["-o", "uid=no-such-user-of-topicfs"]).unwrap_err();
+    assert_eq!(e, "uid=no-such-user-of-topicfs: no such user");
+    let e = owner(&["--gid", "no-such-group-of-topicfs"]).unwrap_err();
+    assert_eq!(e, "gid=no-such-group-of-topicfs: no such group");
+}
+
+#[test]
 fn maildir_window_option_reaches_the_tree() {
     let d = dirs();
     assert_eq!(plan(&d, &[]).unwrap().fs.maildir_window, 1000);
