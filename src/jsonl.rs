@@ -11,6 +11,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::record::{Record, RecordInput, TimestampType};
+use crate::schemas::Schemas;
 
 /// Owned header (key, value) pairs.
 pub type Headers = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -64,7 +65,8 @@ pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
             }
             "headers" => r.headers = parse_headers(v)?,
             // What `format_record` writes besides: output can be fed back.
-            "topic" | "partition" | "offset" | "timestampType" => {}
+            "topic" | "partition" | "offset" | "timestampType" | "keySchemaId"
+            | "valueSchemaId" => {}
             other => return Err(format!("unknown field {other:?}")),
         }
     }
@@ -134,14 +136,35 @@ fn bytes_value(b: Option<&[u8]>) -> Value {
     }
 }
 
+/// A key or value as a JSON line shows it: the JSON of a schema-encoded one that `schemas`
+/// decode (with its schema id), else [`bytes_value`].
+fn shown_value(
+    schemas: Option<&Schemas>,
+    topic: &str,
+    b: Option<&[u8]>,
+    scratch: &mut Vec<u8>,
+) -> (Value, Option<u32>) {
+    if let (Some(s), Some(b)) = (schemas, b) {
+        scratch.clear();
+        if let Some(id) = s.show(topic, b, scratch)
+            && let Ok(v) = serde_json::from_slice(scratch)
+        {
+            return (v, Some(id));
+        }
+    }
+    (bytes_value(b), None)
+}
+
 /// Appends one record of `topic`'s `partition` as a JSON line (with its newline) to `out`:
-/// where it is (`topic`, `partition`, `offset`) first, then what it holds.
+/// where it is (`topic`, `partition`, `offset`) first, then what it holds. A key or value
+/// that `schemas` decode is its JSON, and `keySchemaId`/`valueSchemaId` end the line.
 pub fn format_record(
     topic: &str,
     partition: u32,
     r: &Record<'_>,
     ts_type: TimestampType,
     out: &mut Vec<u8>,
+    schemas: Option<&Schemas>,
 ) {
     let mut m = Map::new();
     m.insert("topic".into(), topic.into());
@@ -149,14 +172,23 @@ pub fn format_record(
     m.insert("offset".into(), r.offset.into());
     m.insert("timestamp".into(), r.timestamp.into());
     m.insert("timestampType".into(), ts_type.name().into());
-    m.insert("key".into(), bytes_value(r.key));
-    m.insert("value".into(), bytes_value(r.value));
+    let mut scratch = Vec::new();
+    let (key, key_id) = shown_value(schemas, topic, r.key, &mut scratch);
+    let (value, value_id) = shown_value(schemas, topic, r.value, &mut scratch);
+    m.insert("key".into(), key);
+    m.insert("value".into(), value);
     let headers: Vec<Value> = r
         .headers()
         .into_iter()
         .map(|(k, v)| Value::Array(vec![bytes_value(Some(k)), bytes_value(v)]))
         .collect();
     m.insert("headers".into(), Value::Array(headers));
+    if let Some(id) = key_id {
+        m.insert("keySchemaId".into(), id.into());
+    }
+    if let Some(id) = value_id {
+        m.insert("valueSchemaId".into(), id.into());
+    }
     serde_json::to_writer(&mut *out, &Value::Object(m)).expect("writing to a Vec");
     out.push(b'\n');
 }
@@ -204,7 +236,7 @@ mod tests {
         let mut s = Vec::new();
         let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
         let mut out = Vec::new();
-        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
+        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out, None);
         out
     }
 
