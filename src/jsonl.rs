@@ -25,7 +25,24 @@ pub struct JsonRecord {
     pub timestamp: Option<i64>,
 }
 
-fn bytes_field(name: &str, v: &Value) -> Result<Option<Vec<u8>>, String> {
+/// What a key (`true`) or value given as JSON (any but null and `{"base64": ...}`) is stored
+/// as: `Ok(Some(bytes))` when its topic's subject encodes it, `Ok(None)` when the topic has
+/// no subject (a string is then stored as its text), `Err(reason)` when it does not match.
+pub type Encode<'a> = dyn FnMut(bool, &Value) -> Result<Option<Vec<u8>>, String> + 'a;
+
+fn bytes_field(
+    name: &str,
+    v: &Value,
+    encode: Option<(&mut Encode<'_>, bool)>,
+) -> Result<Option<Vec<u8>>, String> {
+    let is_base64 = matches!(v, Value::Object(m) if m.len() == 1 && m.contains_key("base64"));
+    if let Some((encode, key)) = encode
+        && !v.is_null()
+        && !is_base64
+        && let Some(bytes) = encode(key, v).map_err(|e| format!("{name}: {e}"))?
+    {
+        return Ok(Some(bytes));
+    }
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s.as_bytes().to_vec())),
@@ -44,6 +61,15 @@ fn bytes_field(name: &str, v: &Value) -> Result<Option<Vec<u8>>, String> {
 
 /// Parses one line (without its newline).
 pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
+    parse_line_with(line, None)
+}
+
+/// [`parse_line`], with the key and value given as JSON stored as `encode` says (a topic
+/// with schemas).
+pub fn parse_line_with(
+    line: &[u8],
+    mut encode: Option<&mut Encode<'_>>,
+) -> Result<JsonRecord, String> {
     let v: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(obj) = v else {
         return Err("expected a JSON object".into());
@@ -51,8 +77,10 @@ pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
     let mut r = JsonRecord::default();
     for (k, v) in &obj {
         match k.as_str() {
-            "key" => r.key = bytes_field("key", v)?,
-            "value" => r.value = bytes_field("value", v)?,
+            "key" => r.key = bytes_field("key", v, encode.as_deref_mut().map(|e| (e, true)))?,
+            "value" => {
+                r.value = bytes_field("value", v, encode.as_deref_mut().map(|e| (e, false)))?
+            }
             "timestamp" => {
                 r.timestamp = match v {
                     Value::Null => None,
@@ -78,15 +106,16 @@ fn parse_headers(v: &Value) -> Result<Headers, String> {
         Value::Null => Ok(Vec::new()),
         Value::Object(m) => m
             .iter()
-            .map(|(k, v)| Ok((k.as_bytes().to_vec(), bytes_field("header value", v)?)))
+            .map(|(k, v)| Ok((k.as_bytes().to_vec(), bytes_field("header value", v, None)?)))
             .collect(),
         Value::Array(a) => a
             .iter()
             .map(|pair| match pair {
                 Value::Array(kv) if kv.len() == 2 => match &kv[0] {
-                    Value::String(k) => {
-                        Ok((k.as_bytes().to_vec(), bytes_field("header value", &kv[1])?))
-                    }
+                    Value::String(k) => Ok((
+                        k.as_bytes().to_vec(),
+                        bytes_field("header value", &kv[1], None)?,
+                    )),
                     _ => Err("header key must be a string".to_string()),
                 },
                 _ => Err("headers: expected [key, value] pairs".to_string()),
@@ -224,6 +253,50 @@ mod tests {
         ] {
             assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn json_keys_and_values_go_through_the_encoder_base64_and_null_do_not() {
+        let mut seen = Vec::new();
+        let mut enc = |key: bool, v: &Value| -> Result<Option<Vec<u8>>, String> {
+            seen.push((key, v.to_string()));
+            match v {
+                Value::Object(m) if m.contains_key("bad") => Err("field bad: no".into()),
+                Value::String(s) if s == "plain" => Ok(None),
+                _ => Ok(Some(format!("enc:{v}").into_bytes())),
+            }
+        };
+        let r = parse_line_with(
+            br#"{"key":{"id":1},"value":{"n":2},"headers":{"h":"x"}}"#,
+            Some(&mut enc),
+        )
+        .unwrap();
+        assert_eq!(r.key.as_deref(), Some(&br#"enc:{"id":1}"#[..]));
+        assert_eq!(r.value.as_deref(), Some(&br#"enc:{"n":2}"#[..]));
+        assert_eq!(r.headers, vec![(b"h".to_vec(), Some(b"x".to_vec()))]);
+        // Raw bytes and tombstones are stored as they are; a string the encoder leaves is
+        // its text.
+        let r = parse_line_with(
+            br#"{"key":"plain","value":{"base64":"AAE="}}"#,
+            Some(&mut enc),
+        )
+        .unwrap();
+        assert_eq!(r.key.as_deref(), Some(&b"plain"[..]));
+        assert_eq!(r.value.as_deref(), Some(&[0u8, 1][..]));
+        let r = parse_line_with(br#"{"value":null}"#, Some(&mut enc)).unwrap();
+        assert_eq!(r.value, None);
+        // A value that does not match: the field is named.
+        let e = parse_line_with(br#"{"value":{"bad":1}}"#, Some(&mut enc)).unwrap_err();
+        assert!(e.starts_with("value: field bad"), "{e}");
+        assert_eq!(
+            seen,
+            vec![
+                (true, r#"{"id":1}"#.to_string()),
+                (false, r#"{"n":2}"#.to_string()),
+                (true, r#""plain""#.to_string()),
+                (false, r#"{"bad":1}"#.to_string()),
+            ]
+        );
     }
 
     /// The JSON line `format_record` prints for `r`, stored at offset `offset` of `t`-0.

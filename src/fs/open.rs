@@ -162,7 +162,9 @@ impl FsState {
             None => AppendTarget::Topic(topic),
             Some(p) => AppendTarget::Partition(topic.name().to_string(), topic.partition(p)?),
         };
-        let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
+        let h = AppendHandle::new(target, format, max)
+            .separated_by(&self.key_separator)
+            .encoded_by(&self.schemas);
         Ok(Some(h))
     }
 

@@ -82,6 +82,7 @@ impl Schemas {
         })
     }
 
+    #[cfg(test)]
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -138,6 +139,52 @@ impl Schemas {
                 });
                 None
             }
+        }
+    }
+
+    /// What `value` of `topic` shows as, when `schemas` decode it: its JSON text.
+    pub fn shown(schemas: Option<&Schemas>, topic: &str, value: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        schemas?.show(topic, value, &mut out).map(|_| out)
+    }
+
+    /// What a key of `topic` shows as in `table/` names, when `schemas` decode it: its JSON
+    /// text, or the string itself for a JSON string.
+    pub fn shown_key(schemas: Option<&Schemas>, topic: &str, key: &[u8]) -> Option<Vec<u8>> {
+        let text = Schemas::shown(schemas, topic, key)?;
+        Some(match serde_json::from_slice::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::String(s)) => s.into_bytes(),
+            _ => text,
+        })
+    }
+
+    /// The key of `topic` that shows as `shown` in `table/` names: `shown` (as JSON, else as
+    /// a JSON string) in the key subject's latest schema's wire format. `Ok(None)`: the topic
+    /// has no key subject.
+    pub fn key_for_shown(&self, topic: &str, shown: &[u8]) -> Result<Option<Vec<u8>>, EncodeError> {
+        if !is_decodable_topic(topic) {
+            return Ok(None);
+        }
+        self.refresh();
+        let subject = subject_for(topic, true);
+        if self.registry.latest_id(&subject).is_none() {
+            return Ok(None);
+        }
+        let as_json = serde_json::from_slice::<serde_json::Value>(shown).is_ok();
+        let first = match as_json {
+            true => self.registry.encode(&subject, shown),
+            false => Ok(None),
+        };
+        match (first, std::str::from_utf8(shown)) {
+            (Ok(Some(k)), _) => Ok(Some(k)),
+            (first, Ok(s)) => {
+                let text = serde_json::to_vec(s).unwrap_or_default();
+                match self.registry.encode(&subject, &text) {
+                    Ok(k) => Ok(k),
+                    Err(e) => first.and(Err(e)),
+                }
+            }
+            (first, Err(_)) => first,
         }
     }
 
