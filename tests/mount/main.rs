@@ -30,6 +30,7 @@ mod readme;
 mod readonly;
 mod refusals;
 mod reliability;
+mod schemas;
 mod segments;
 mod symlinks;
 mod table;
