@@ -394,7 +394,7 @@ fn stream_reads(g: &mut BenchmarkGroup<'_, WallTime>) {
     g.bench_function("stream_read_128KiB_requests_20k_records", |b| {
         b.iter(|| {
             let name = LookupName::at_offset(0, Format::Lines);
-            let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+            let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
             let mut pos = 0u64;
             loop {
                 let n = h.read(pos, 128 * 1024).unwrap().len();

@@ -60,6 +60,10 @@ rustup component list --installed 2>/dev/null | grep -q clippy || rustup compone
 python3 -c 'import kafka' 2>/dev/null || python3 -m pip install -q 'kafka-python>=2.2'
 # tests/mount/metrics.rs parses @metrics with Prometheus' own Python parser.
 python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q 'prometheus_client>=0.20'
+# tests/schema_oracle.rs proves the schema codec against Confluent's own serializers; grpcio-tools
+# compiles the test's .proto.
+python3 -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema, grpc_tools' 2>/dev/null \
+    || python3 -m pip install -q 'confluent-kafka[schemaregistry,avro,protobuf,json]>=2.16' 'grpcio-tools>=1.60'
 if [ ! -e /dev/fuse ]; then
     echo "/dev/fuse is missing: the mount tests cannot run" >&2
     exit 1

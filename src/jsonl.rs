@@ -11,6 +11,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::record::{Record, RecordInput, TimestampType};
+use crate::schemas::Schemas;
 
 /// Owned header (key, value) pairs.
 pub type Headers = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -24,7 +25,24 @@ pub struct JsonRecord {
     pub timestamp: Option<i64>,
 }
 
-fn bytes_field(name: &str, v: &Value) -> Result<Option<Vec<u8>>, String> {
+/// What a key (`true`) or value given as JSON (any but null and `{"base64": ...}`) is stored
+/// as: `Ok(Some(bytes))` when its topic's subject encodes it, `Ok(None)` when the topic has
+/// no subject (a string is then stored as its text), `Err(reason)` when it does not match.
+pub type Encode<'a> = dyn FnMut(bool, &Value) -> Result<Option<Vec<u8>>, String> + 'a;
+
+fn bytes_field(
+    name: &str,
+    v: &Value,
+    encode: Option<(&mut Encode<'_>, bool)>,
+) -> Result<Option<Vec<u8>>, String> {
+    let is_base64 = matches!(v, Value::Object(m) if m.len() == 1 && m.contains_key("base64"));
+    if let Some((encode, key)) = encode
+        && !v.is_null()
+        && !is_base64
+        && let Some(bytes) = encode(key, v).map_err(|e| format!("{name}: {e}"))?
+    {
+        return Ok(Some(bytes));
+    }
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s.as_bytes().to_vec())),
@@ -43,6 +61,15 @@ fn bytes_field(name: &str, v: &Value) -> Result<Option<Vec<u8>>, String> {
 
 /// Parses one line (without its newline).
 pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
+    parse_line_with(line, None)
+}
+
+/// [`parse_line`], with the key and value given as JSON stored as `encode` says (a topic
+/// with schemas).
+pub fn parse_line_with(
+    line: &[u8],
+    mut encode: Option<&mut Encode<'_>>,
+) -> Result<JsonRecord, String> {
     let v: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(obj) = v else {
         return Err("expected a JSON object".into());
@@ -50,8 +77,10 @@ pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
     let mut r = JsonRecord::default();
     for (k, v) in &obj {
         match k.as_str() {
-            "key" => r.key = bytes_field("key", v)?,
-            "value" => r.value = bytes_field("value", v)?,
+            "key" => r.key = bytes_field("key", v, encode.as_deref_mut().map(|e| (e, true)))?,
+            "value" => {
+                r.value = bytes_field("value", v, encode.as_deref_mut().map(|e| (e, false)))?
+            }
             "timestamp" => {
                 r.timestamp = match v {
                     Value::Null => None,
@@ -64,7 +93,8 @@ pub fn parse_line(line: &[u8]) -> Result<JsonRecord, String> {
             }
             "headers" => r.headers = parse_headers(v)?,
             // What `format_record` writes besides: output can be fed back.
-            "topic" | "partition" | "offset" | "timestampType" => {}
+            "topic" | "partition" | "offset" | "timestampType" | "keySchemaId"
+            | "valueSchemaId" => {}
             other => return Err(format!("unknown field {other:?}")),
         }
     }
@@ -76,15 +106,16 @@ fn parse_headers(v: &Value) -> Result<Headers, String> {
         Value::Null => Ok(Vec::new()),
         Value::Object(m) => m
             .iter()
-            .map(|(k, v)| Ok((k.as_bytes().to_vec(), bytes_field("header value", v)?)))
+            .map(|(k, v)| Ok((k.as_bytes().to_vec(), bytes_field("header value", v, None)?)))
             .collect(),
         Value::Array(a) => a
             .iter()
             .map(|pair| match pair {
                 Value::Array(kv) if kv.len() == 2 => match &kv[0] {
-                    Value::String(k) => {
-                        Ok((k.as_bytes().to_vec(), bytes_field("header value", &kv[1])?))
-                    }
+                    Value::String(k) => Ok((
+                        k.as_bytes().to_vec(),
+                        bytes_field("header value", &kv[1], None)?,
+                    )),
                     _ => Err("header key must be a string".to_string()),
                 },
                 _ => Err("headers: expected [key, value] pairs".to_string()),
@@ -134,14 +165,35 @@ fn bytes_value(b: Option<&[u8]>) -> Value {
     }
 }
 
+/// A key or value as a JSON line shows it: the JSON of a schema-encoded one that `schemas`
+/// decode (with its schema id), else [`bytes_value`].
+fn shown_value(
+    schemas: Option<&Schemas>,
+    topic: &str,
+    b: Option<&[u8]>,
+    scratch: &mut Vec<u8>,
+) -> (Value, Option<u32>) {
+    if let (Some(s), Some(b)) = (schemas, b) {
+        scratch.clear();
+        if let Some(id) = s.show(topic, b, scratch)
+            && let Ok(v) = serde_json::from_slice(scratch)
+        {
+            return (v, Some(id));
+        }
+    }
+    (bytes_value(b), None)
+}
+
 /// Appends one record of `topic`'s `partition` as a JSON line (with its newline) to `out`:
-/// where it is (`topic`, `partition`, `offset`) first, then what it holds.
+/// where it is (`topic`, `partition`, `offset`) first, then what it holds. A key or value
+/// that `schemas` decode is its JSON, and `keySchemaId`/`valueSchemaId` end the line.
 pub fn format_record(
     topic: &str,
     partition: u32,
     r: &Record<'_>,
     ts_type: TimestampType,
     out: &mut Vec<u8>,
+    schemas: Option<&Schemas>,
 ) {
     let mut m = Map::new();
     m.insert("topic".into(), topic.into());
@@ -149,14 +201,23 @@ pub fn format_record(
     m.insert("offset".into(), r.offset.into());
     m.insert("timestamp".into(), r.timestamp.into());
     m.insert("timestampType".into(), ts_type.name().into());
-    m.insert("key".into(), bytes_value(r.key));
-    m.insert("value".into(), bytes_value(r.value));
+    let mut scratch = Vec::new();
+    let (key, key_id) = shown_value(schemas, topic, r.key, &mut scratch);
+    let (value, value_id) = shown_value(schemas, topic, r.value, &mut scratch);
+    m.insert("key".into(), key);
+    m.insert("value".into(), value);
     let headers: Vec<Value> = r
         .headers()
         .into_iter()
         .map(|(k, v)| Value::Array(vec![bytes_value(Some(k)), bytes_value(v)]))
         .collect();
     m.insert("headers".into(), Value::Array(headers));
+    if let Some(id) = key_id {
+        m.insert("keySchemaId".into(), id.into());
+    }
+    if let Some(id) = value_id {
+        m.insert("valueSchemaId".into(), id.into());
+    }
     serde_json::to_writer(&mut *out, &Value::Object(m)).expect("writing to a Vec");
     out.push(b'\n');
 }
@@ -194,6 +255,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn json_keys_and_values_go_through_the_encoder_base64_and_null_do_not() {
+        let mut seen = Vec::new();
+        let mut enc = |key: bool, v: &Value| -> Result<Option<Vec<u8>>, String> {
+            seen.push((key, v.to_string()));
+            match v {
+                Value::Object(m) if m.contains_key("bad") => Err("field bad: no".into()),
+                Value::String(s) if s == "plain" => Ok(None),
+                _ => Ok(Some(format!("enc:{v}").into_bytes())),
+            }
+        };
+        let r = parse_line_with(
+            br#"{"key":{"id":1},"value":{"n":2},"headers":{"h":"x"}}"#,
+            Some(&mut enc),
+        )
+        .unwrap();
+        assert_eq!(r.key.as_deref(), Some(&br#"enc:{"id":1}"#[..]));
+        assert_eq!(r.value.as_deref(), Some(&br#"enc:{"n":2}"#[..]));
+        assert_eq!(r.headers, vec![(b"h".to_vec(), Some(b"x".to_vec()))]);
+        // Raw bytes and tombstones are stored as they are; a string the encoder leaves is
+        // its text.
+        let r = parse_line_with(
+            br#"{"key":"plain","value":{"base64":"AAE="}}"#,
+            Some(&mut enc),
+        )
+        .unwrap();
+        assert_eq!(r.key.as_deref(), Some(&b"plain"[..]));
+        assert_eq!(r.value.as_deref(), Some(&[0u8, 1][..]));
+        let r = parse_line_with(br#"{"value":null}"#, Some(&mut enc)).unwrap();
+        assert_eq!(r.value, None);
+        // A value that does not match: the field is named.
+        let e = parse_line_with(br#"{"value":{"bad":1}}"#, Some(&mut enc)).unwrap_err();
+        assert!(e.starts_with("value: field bad"), "{e}");
+        assert_eq!(
+            seen,
+            vec![
+                (true, r#"{"id":1}"#.to_string()),
+                (false, r#"{"n":2}"#.to_string()),
+                (true, r#""plain""#.to_string()),
+                (false, r#"{"bad":1}"#.to_string()),
+            ]
+        );
+    }
+
     /// The JSON line `format_record` prints for `r`, stored at offset `offset` of `t`-0.
     fn line_of(offset: i64, r: &RecordInput<'_>) -> Vec<u8> {
         let mut b = BatchBuilder::new();
@@ -204,7 +309,7 @@ mod tests {
         let mut s = Vec::new();
         let rec = v.records(&mut s).unwrap().next().unwrap().unwrap();
         let mut out = Vec::new();
-        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out);
+        format_record("t", 0, &rec, TimestampType::CreateTime, &mut out, None);
         out
     }
 

@@ -122,6 +122,10 @@ pub mod schema;
 #[allow(dead_code)] // until the fs core and the append path use it
 mod schema;
 #[cfg(feature = "internals")]
+pub mod schemas;
+#[cfg(not(feature = "internals"))]
+mod schemas;
+#[cfg(feature = "internals")]
 pub mod storage;
 #[cfg(not(feature = "internals"))]
 mod storage;

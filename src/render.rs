@@ -4,6 +4,7 @@
 
 use crate::jsonl;
 use crate::record::{BatchHeader, Record};
+use crate::schemas::Schemas;
 
 /// How records are written to an append file or shown by a lookup file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,7 +29,9 @@ impl Format {
     }
 }
 
-/// One record as a stream shows it: `value\n`, or a JSON line naming its place.
+/// One record as a stream shows it: `value\n`, or a JSON line naming its place. With
+/// `schemas` (a topic whose keys and values are decoded), a value in the wire format with a
+/// known id shows as its JSON.
 pub fn format_record(
     format: Format,
     topic: &str,
@@ -36,15 +39,33 @@ pub fn format_record(
     h: &BatchHeader,
     r: &Record<'_>,
     out: &mut Vec<u8>,
+    schemas: Option<&Schemas>,
 ) {
     match format {
         // No stream is opened as `.kv` (an append format): its records show as lines.
         Format::Lines | Format::Kv => {
-            out.extend_from_slice(r.value.unwrap_or_default());
+            show_value(schemas, topic, r.value.unwrap_or_default(), out);
             out.push(b'\n');
         }
-        Format::Jsonl => jsonl::format_record(topic, partition, r, h.timestamp_type(), out),
+        Format::Jsonl => {
+            jsonl::format_record(topic, partition, r, h.timestamp_type(), out, schemas)
+        }
     }
+}
+
+/// Appends what `value` shows as: its JSON when `schemas` decode it, else the bytes.
+/// Returns the schema id of a decoded value.
+pub fn show_value(
+    schemas: Option<&Schemas>,
+    topic: &str,
+    value: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<u32> {
+    let id = schemas.and_then(|s| s.show(topic, value, out));
+    if id.is_none() {
+        out.extend_from_slice(value);
+    }
+    id
 }
 
 /// Drops the consumed front of a stream's buffer once it is half the buffer (moving the

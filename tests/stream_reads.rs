@@ -81,7 +81,7 @@ proptest! {
             want.push(b'\n');
         }
         let name = LookupName::at_offset(start, Format::Lines);
-        let mut h = StreamHandle::open("t", Arc::new(log), name).unwrap();
+        let mut h = StreamHandle::open("t", Arc::new(log), name, None).unwrap();
         check_pieces(&mut h, &want, &reads, true)?;
     }
 }
@@ -350,7 +350,7 @@ proptest! {
         }
         for (format, want) in [(Format::Lines, &lines), (Format::Jsonl, &json)] {
             let name = LookupName::at_offset(start, format);
-            let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+            let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
             check_pieces(&mut h, want, &reads, format == Format::Lines)?;
         }
     }
@@ -398,7 +398,7 @@ fn flip_byte(seg: &std::path::Path, at: usize) {
 /// ended it (None at a clean end).
 fn read_stream(log: &Arc<PartitionLog>, start: i64) -> (Vec<u8>, Option<topicfs::Error>) {
     let name = LookupName::at_offset(start, Format::Lines);
-    let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+    let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
     let mut served = Vec::new();
     loop {
         match h.read(served.len() as u64, 128 * 1024) {
@@ -525,7 +525,7 @@ fn a_lookups_batch_is_crc_checked_once_too() {
     let line = |b: usize, i: usize| format!("{b:05}-{i:05}-");
     let lookup = |offset: i64| {
         let name = LookupName::at_offset(offset, Format::Lines);
-        let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+        let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
         h.read(0, 200).map(|b| b.to_vec())
     };
     // A read from batch 30 to the end: one run, however many batches.
@@ -598,7 +598,7 @@ fn a_lookup_by_time_trusts_only_a_batch_that_began_a_run() {
     // Batch 20 begins a run (a lookup by offset, read on to the end); batches 0-14 are the
     // prefix (a read from the start stops at batch 15, changed behind the mount's back).
     let name = LookupName::at_offset(1_010, Format::Lines);
-    let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+    let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
     assert!(h.read(0, 100).unwrap().starts_with(b"00020-00010-"));
     let mut read = 100;
     loop {
@@ -655,7 +655,7 @@ fn batches_larger_than_a_read_stream_whole() {
     let want = append_numbered(&log, 6, 20_000);
     for start in [0i64, 12_345] {
         let name = LookupName::at_offset(start, Format::Lines);
-        let mut h = StreamHandle::open("t", log.clone(), name).unwrap();
+        let mut h = StreamHandle::open("t", log.clone(), name, None).unwrap();
         let from: usize = want
             .split_inclusive(|&b| b == b'\n')
             .take(start as usize)
@@ -718,7 +718,7 @@ proptest! {
         let log = Arc::new(PartitionLog::create(&dir.path().join("t-0"), "t", 0, cfg(1 << 30)).unwrap());
         let want = append_numbered(&log, 120, 100);
         let name = LookupName::at_offset(0, Format::Lines);
-        let open = || StreamHandle::open("t", log.clone(), name).unwrap();
+        let open = || StreamHandle::open("t", log.clone(), name, None).unwrap();
         let mut h = open();
         let mut first = true;
         let mut at = 0u64;

@@ -255,11 +255,12 @@ impl LogConfig {
     }
 
     /// The config of topic `name`: these defaults, then its overrides. `__consumer_offsets`
-    /// is compacted unless its overrides say otherwise (Kafka creates it with
-    /// `cleanup.policy=compact`, so a log dir a broker wrote has it so).
+    /// and the schema registry's `_schemas` are compacted unless their overrides say
+    /// otherwise (Kafka and the registry create them with `cleanup.policy=compact`, so a log
+    /// dir a broker wrote has them so).
     pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
-        if name == crate::consumer_offsets::OFFSETS_TOPIC {
+        if name == crate::consumer_offsets::OFFSETS_TOPIC || name == crate::schema::SCHEMAS_TOPIC {
             c.cleanup_policy = CleanupPolicy::compact();
         }
         for (k, v) in overrides {

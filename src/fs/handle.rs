@@ -10,8 +10,12 @@ use crate::error::{Error, Result};
 use crate::fs::inode::{Format, TopicName};
 use crate::jsonl;
 use crate::record::RecordInput;
+use crate::schemas::Schemas;
 use crate::storage::{PartitionStore, Storage, TopicStore, Unacknowledged};
 use crate::util::clock::now_ms;
+
+mod encode;
+use encode::encode_json;
 
 /// One open file.
 pub enum Handle {
@@ -168,6 +172,9 @@ pub struct AppendHandle {
     /// Write-behind: the records handed to the storage and not yet acknowledged (fsync and
     /// close wait for them).
     unacked: Option<Arc<dyn Unacknowledged>>,
+    /// The mount's schemas, when what is written to the topic may be encoded: JSON lines
+    /// (and JSON values) of a topic with a subject are stored in its wire format.
+    schemas: Option<Arc<Schemas>>,
 }
 
 struct Rejected {
@@ -199,7 +206,30 @@ impl AppendHandle {
             rejected: None,
             appended: 0,
             key_separator: b"\t".to_vec(),
+            schemas: None,
         }
+    }
+
+    /// Stores JSON written to a topic with a subject in its wire format (see [`Schemas`]).
+    pub fn encoded_by(mut self, schemas: &Arc<Schemas>) -> AppendHandle {
+        if schemas.encodes(self.topic_name()) {
+            self.schemas = Some(schemas.clone());
+        }
+        self
+    }
+
+    fn topic_name(&self) -> &str {
+        match &self.target {
+            AppendTarget::Partition(name, _) => name,
+            AppendTarget::Topic(topic) => topic.name(),
+        }
+    }
+
+    /// The schemas encoding this file's values (or keys), when the topic has the subject.
+    fn subject_schemas(&self, key: bool) -> Option<Arc<Schemas>> {
+        self.schemas
+            .clone()
+            .filter(|s| s.has_subject(self.topic_name(), key))
     }
 
     /// Sets what separates a key from its value in `append.kv` lines (default: a TAB).
@@ -374,6 +404,9 @@ impl AppendHandle {
     fn append_lines(&mut self, head: &[u8], lines: &[u8]) -> Result<()> {
         let ts = now_ms();
         match self.format {
+            Format::Lines if let Some(schemas) = self.subject_schemas(false) => {
+                self.append_encoded_lines(&schemas, head, lines, ts)
+            }
             // Each line is encoded as it is found (no record list in between).
             Format::Lines => self.append(Batch::Lines(&[head, lines], ts)),
             Format::Jsonl | Format::Kv => {
@@ -432,8 +465,17 @@ impl AppendHandle {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let r = jsonl::parse_line(line)
-                .map_err(|e| Error::InvalidRecord(format!("JSON line {}: {e}", i + 1)))?;
+            let r = match &self.schemas {
+                None => jsonl::parse_line(line),
+                Some(schemas) => {
+                    let topic = self.topic_name();
+                    jsonl::parse_line_with(
+                        line,
+                        Some(&mut |key, v| encode_json(schemas, topic, key, v)),
+                    )
+                }
+            }
+            .map_err(|e| Error::InvalidRecord(format!("JSON line {}: {e}", i + 1)))?;
             parsed.push(r);
         }
         if parsed.is_empty() {

@@ -133,7 +133,11 @@ impl FsState {
     pub(super) fn delivery(&self, t: &TopicName) -> Arc<Mutex<Delivery>> {
         let mut d = self.mail.deliveries.guard();
         d.entry((t.to_string(), t.incarnation()))
-            .or_insert_with(|| Arc::new(Mutex::new(Delivery::new(self.mail.spill_dir.clone()))))
+            .or_insert_with(|| {
+                let schemas = Some(self.schemas.clone()).filter(|s| s.encodes(t));
+                let d = Delivery::new(self.mail.spill_dir.clone()).encoded_by(schemas);
+                Arc::new(Mutex::new(d))
+            })
             .clone()
     }
 
@@ -269,6 +273,11 @@ impl FsState {
                     .find_new(*p, *o)
                     .or_else(|| mg.find_cur(*p, *o).map(|(s, _)| s));
                 match shown {
+                    // A value that may show as JSON: its length is the JSON's.
+                    Some(s) if self.schemas.decodes(t) => {
+                        let len = self.shown_record(t, *p, *o)?.len() as u64;
+                        Ok((len, record_time(s.timestamp)))
+                    }
                     Some(s) => Ok((s.len, record_time(s.timestamp))),
                     None => tree(libc::ENOENT, format!("{node} was acknowledged")),
                 }
@@ -380,13 +389,19 @@ impl FsState {
                 if access.write {
                     return tree(libc::EACCES, format!("{node}: a record cannot be changed"));
                 }
-                let topic = self.topic(t)?;
-                let value = read_value(&*topic, *p, *o)?;
+                let value = self.shown_record(t, *p, *o)?;
                 let h = TextHandle::new(value, TextTarget::ReadOnly);
                 Ok((Handle::Text(h), false))
             })(),
             _ => return None,
         })
+    }
+
+    /// The file of record `o` of partition `p`: its value, decoded by the topic's schemas.
+    fn shown_record(&self, t: &TopicName, p: u32, o: i64) -> FsResult<Vec<u8>> {
+        let value = read_value(&*self.topic(t)?, p, o)?;
+        let schemas = self.schemas.for_topic(t);
+        Ok(crate::schemas::Schemas::shown(schemas.as_deref(), t, &value).unwrap_or(value))
     }
 
     /// create(2): a file of `<topic>/maildir/tmp/` (held) or `new/` (delivered at its last

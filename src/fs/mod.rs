@@ -149,6 +149,9 @@ pub struct FsState {
     held: held::Held,
     /// The maildirs: held files of each topic, each group's maildir.
     mail: maildir::Mail,
+    /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
+    /// values.
+    schemas: Arc<crate::schemas::Schemas>,
 }
 
 /// How the tree reads and writes records (mount options).
@@ -160,6 +163,8 @@ pub struct FsOptions {
     pub maildir_window: usize,
     /// The tree's owner when not the first log dir's (`-o uid=,gid=`).
     pub service_user: Option<ServiceUser>,
+    /// Whether schema-encoded keys and values are decoded and JSON encoded.
+    pub schemas: crate::schemas::SchemaOptions,
 }
 
 impl Default for FsOptions {
@@ -168,6 +173,7 @@ impl Default for FsOptions {
             key_separator: b"\t".to_vec(),
             maildir_window: crate::maildir::DEFAULT_WINDOW,
             service_user: None,
+            schemas: crate::schemas::SchemaOptions::default(),
         }
     }
 }
@@ -217,6 +223,7 @@ impl FsState {
             .first()
             .cloned()
             .unwrap_or_else(std::env::temp_dir);
+        let schemas = crate::schemas::Schemas::start(storage.clone(), options.schemas);
         let state = Arc::new_cyclic(|me: &std::sync::Weak<FsState>| FsState {
             members: crate::group::Membership::new(groups.clone(), me.clone()),
             storage,
@@ -237,6 +244,7 @@ impl FsState {
             transport: Arc::default(),
             held: held::Held::default(),
             mail: maildir::Mail::new(options.maildir_window, spill_dir),
+            schemas,
         });
         follow::start(&state);
         Ok(state)
@@ -296,6 +304,7 @@ impl FsState {
             }
         }
         self.members.leave_all();
+        self.schemas.shutdown();
         self.storage.shutdown()
     }
 

@@ -35,7 +35,11 @@ impl FsState {
             // A reader of a group: registered while the group's readers are locked.
             let topic = self.topic(t)?;
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-            let opened = |h| self.opened(ino, fh, Some(topic.clone()), Handle::Group(h), pid);
+            let schemas = self.schemas.for_topic(t);
+            let opened = |h: crate::group::GroupHandle| {
+                let h = Handle::Group(h.with_schemas(schemas));
+                self.opened(ino, fh, Some(topic.clone()), h, pid)
+            };
             return self.join_group(&topic, g, (f.follows(), format), fh, opened)?;
         }
         let mut backing = None;
@@ -50,16 +54,7 @@ impl FsState {
                     let h = group_handle::OffsetsHandle::open(topic, g, &*self.groups)?;
                     (Handle::GroupOffsets(h), true)
                 }
-                Node::Lookup(t, p, name) => {
-                    let log = self.partition(t, *p)?;
-                    let stream = StreamHandle::open(t, log, *name)?.kept_live_by(self.topic(t)?);
-                    (Handle::Stream(stream), true)
-                }
-                Node::TopicLookup(t, name) => {
-                    let topic = self.topic(t)?;
-                    let h = super::stream::whole_topic(topic, &t.to_string(), *name)?;
-                    (Handle::Group(h), true)
-                }
+                Node::Lookup(..) | Node::TopicLookup(..) => (self.lookup_open(&node)?, true),
                 Node::Segment(..) => {
                     let file = self.segment_open(&node)?;
                     backing = Some(file.clone());
@@ -92,6 +87,26 @@ impl FsState {
         opened.direct_io = direct_io;
         opened.backing = backing;
         Ok(opened)
+    }
+
+    /// A stream of records a lookup name opens: one partition's, or a whole topic's (read
+    /// as a group's records are); decoded by the topic's schemas.
+    fn lookup_open(&self, node: &Node) -> FsResult<Handle> {
+        Ok(match node {
+            Node::Lookup(t, p, name) => {
+                let log = self.partition(t, *p)?;
+                let schemas = self.schemas.for_topic(t);
+                let stream = StreamHandle::open(t, log, *name, schemas)?;
+                Handle::Stream(stream.kept_live_by(self.topic(t)?))
+            }
+            Node::TopicLookup(t, name) => {
+                let topic = self.topic(t)?;
+                let schemas = self.schemas.for_topic(t);
+                let h = super::stream::whole_topic(topic, &t.to_string(), *name, schemas)?;
+                Handle::Group(h)
+            }
+            node => return tree(libc::EISDIR, format!("{node} is not a stream")),
+        })
     }
 
     /// O_TRUNC (atomic with the open): a maildir's held file is emptied (a `table/` one with
@@ -143,7 +158,9 @@ impl FsState {
             None => AppendTarget::Topic(topic),
             Some(p) => AppendTarget::Partition(topic.name().to_string(), topic.partition(p)?),
         };
-        let h = AppendHandle::new(target, format, max).separated_by(&self.key_separator);
+        let h = AppendHandle::new(target, format, max)
+            .separated_by(&self.key_separator)
+            .encoded_by(&self.schemas);
         Ok(Some(h))
     }
 

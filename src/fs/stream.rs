@@ -14,6 +14,7 @@ use crate::addr::{Address, End, OffsetForm, Start};
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName};
 use crate::render::{compact, format_record};
+use crate::schemas::Schemas;
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
@@ -81,6 +82,9 @@ struct Cursor {
     pending: Option<Error>,
     /// The stream's length up to an offset: (offset, bytes), for `fstat`.
     counted: (i64, u64),
+    /// The topic's schemas, when its keys and values are decoded: its records are then
+    /// formatted one by one (and counted so), never copied as lines.
+    schemas: Option<Arc<Schemas>>,
 }
 
 /// The end of a range, as far as it is known.
@@ -165,6 +169,7 @@ pub fn whole_topic(
     topic: Arc<dyn TopicStore>,
     name: &str,
     lookup: LookupName,
+    schemas: Option<Arc<Schemas>>,
 ) -> Result<crate::group::GroupHandle> {
     let follow = lookup.by == LookupBy::Follow;
     let now = crate::util::clock::now_ms();
@@ -186,18 +191,23 @@ pub fn whole_topic(
         });
     }
     log::debug!("{name}: a whole-topic read of {} partitions", parts.len());
-    crate::group::GroupHandle::whole_topic(topic, lookup.format, follow, parts)
+    Ok(
+        crate::group::GroupHandle::whole_topic(topic, lookup.format, follow, parts)?
+            .with_schemas(schemas),
+    )
 }
 
 impl StreamHandle {
     /// Opens the stream a lookup name asks for in `topic`'s partition `log` (ENOENT-class
-    /// errors when it does not open).
+    /// errors when it does not open); `schemas` decode what it shows.
     pub fn open(
         topic: &str,
         log: Arc<dyn PartitionStore>,
         name: LookupName,
+        schemas: Option<Arc<Schemas>>,
     ) -> Result<StreamHandle> {
-        let cursor = Cursor::open(Arc::from(topic), log.clone(), name)?;
+        let mut cursor = Cursor::open(Arc::from(topic), log.clone(), name)?;
+        cursor.schemas = schemas;
         Ok(StreamHandle {
             follow: cursor.is_follow(),
             cursor: Some(Box::new(cursor)),
@@ -389,6 +399,7 @@ impl Cursor {
             eof_served: false,
             pending: None,
             counted: (start, 0),
+            schemas: None,
         })
     }
 
@@ -551,13 +562,16 @@ impl Cursor {
             }
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
             let (topic, partition) = (&*self.topic, self.log.partition());
+            let schemas = self.schemas.as_deref();
             let more = match format {
-                Format::Lines | Format::Kv => self.reader.next_lines_until(next, end, out, stop),
-                Format::Jsonl => self.reader.next_batch_meta(&mut |h, r| {
+                Format::Lines | Format::Kv if schemas.is_none() => {
+                    self.reader.next_lines_until(next, end, out, stop)
+                }
+                _ => self.reader.next_batch_meta(&mut |h, r| {
                     if r.offset >= end || r.offset < *next {
                         return;
                     }
-                    format_record(format, topic, partition, h, r, out);
+                    format_record(format, topic, partition, h, r, out, schemas);
                     *next = r.offset + 1;
                 }),
             };
@@ -643,10 +657,12 @@ impl Cursor {
     }
 
     /// Whether the stream's length is found without reading its records: lines (not JSON
-    /// lines, formatted to be measured) of a store that keeps line counts (a local log; the
-    /// cluster keeps none).
+    /// lines nor decoded values, formatted to be measured) of a store that keeps line counts
+    /// (a local log; the cluster keeps none).
     fn counts_without_reading(&self) -> bool {
-        self.name.format != Format::Jsonl && self.log.counts_without_reading()
+        self.name.format != Format::Jsonl
+            && self.schemas.is_none()
+            && self.log.counts_without_reading()
     }
 
     /// Whether nothing of the stream was counted, decoded or met yet (a follow stream
@@ -686,9 +702,11 @@ impl Cursor {
         }
         let from = from.max(self.log.log_start_offset());
         bytes += match self.name.format {
-            Format::Lines | Format::Kv => self.log.lines_len(from, limit)?,
-            // JSON lines are formatted to be counted.
-            format @ Format::Jsonl => {
+            Format::Lines | Format::Kv if self.schemas.is_none() => {
+                self.log.lines_len(from, limit)?
+            }
+            // JSON lines and decoded values are formatted to be counted.
+            format => {
                 let mut scratch = Vec::new();
                 let mut reader = self.log.read_from_offset(from)?;
                 measure_records(&mut *reader, from, limit, |h, r| {
@@ -700,6 +718,7 @@ impl Cursor {
                         h,
                         r,
                         &mut scratch,
+                        self.schemas.as_deref(),
                     );
                     scratch.len() as u64
                 })?

@@ -14,6 +14,8 @@ use super::types::{Access, Attr, DirEntry, Kind, Opened};
 use super::{FsResult, FsState, tree};
 use crate::error::Error;
 use crate::record::RecordInput;
+use crate::schema::{EncodeError, subject_for};
+use crate::schemas::Schemas;
 use crate::storage::TopicStore;
 use crate::table::names::{NAME_MAX, key_to_name, name_to_key};
 use crate::table::{KeyIndex, Latest};
@@ -40,6 +42,8 @@ pub struct TableHandle {
     max_record: usize,
     /// Whether anything was written since the last record produced.
     wrote: bool,
+    /// The mount's schemas, when a value written may be encoded (the topic's subject).
+    schemas: Option<Arc<Schemas>>,
     /// The descriptor table (FUSE lock owner) of the process that wrote last: its close
     /// produces the record; a process that only inherited the descriptor (a child exiting)
     /// does not.
@@ -115,10 +119,29 @@ impl TableHandle {
                 max: self.max_record,
             });
         }
-        append_record(&*self.topic, &self.key, Some(&value), self.max_record)?;
+        let encoded = stored_value(self.schemas.as_deref(), self.topic.name(), &value)?;
+        let stored = encoded.as_deref().unwrap_or(&value);
+        append_record(&*self.topic, &self.key, Some(stored), self.max_record)?;
         self.value = value;
         Ok(())
     }
+}
+
+/// What a value written to `table/` (or a maildir) of `topic` is stored as: the topic's
+/// value subject's wire format (`Some`), or as written (`None`: no subject, or no encoding);
+/// EINVAL when it does not match the schema.
+pub(super) fn stored_value(
+    schemas: Option<&Schemas>,
+    topic: &str,
+    value: &[u8],
+) -> crate::error::Result<Option<Vec<u8>>> {
+    let Some(s) = schemas else { return Ok(None) };
+    s.store(topic, false, value).map_err(|e| match e {
+        EncodeError::Invalid { id, reason } => Error::InvalidRecord(format!(
+            "the value does not match schema {id} of {}: {reason}",
+            subject_for(topic, false)
+        )),
+    })
 }
 
 /// Appends one keyed record (a tombstone when `value` is None) through the topic's producer.
@@ -168,19 +191,60 @@ impl FsState {
                 None => tree(libc::ENOENT, format!("{t}/table has no file {name:?}")),
             };
         }
-        let Some(key) = name.to_str().and_then(name_to_key) else {
+        let Some(shown) = name.to_str().and_then(name_to_key) else {
             return tree(libc::ENOENT, format!("{name:?} is not the name of a key"));
         };
-        match self.key_index(&*topic)?.get(&*topic, &key)? {
-            Some(_) => Ok(Node::TableKey(t.clone(), Arc::from(key))),
-            None => tree(libc::ENOENT, format!("{t}/table has no key {name:?}")),
+        let idx = self.key_index(&*topic)?;
+        if idx.get(&*topic, &shown)?.is_some() {
+            return Ok(Node::TableKey(t.clone(), Arc::from(shown)));
+        }
+        // A decoded key's name: the key its JSON encodes to.
+        if self.schemas.decodes(t)
+            && let Ok(Some(key)) = self.schemas.key_for_shown(t, &shown)
+            && idx.get(&*topic, &key)?.is_some()
+        {
+            return Ok(Node::TableKey(t.clone(), Arc::from(key)));
+        }
+        tree(libc::ENOENT, format!("{t}/table has no key {name:?}"))
+    }
+
+    /// The key a new name of `table/` makes: its bytes, or, for a topic with a key subject,
+    /// its JSON (or string) in the subject's wire format (EINVAL when it does not match).
+    fn new_key(&self, t: &TopicName, name: &OsStr) -> FsResult<Vec<u8>> {
+        let Some(shown) = name.to_str().and_then(name_to_key) else {
+            return tree(
+                libc::EINVAL,
+                format!("{name:?} is not the name of a key (see the escaping rule)"),
+            );
+        };
+        if !self.schemas.encodes(t) {
+            return Ok(shown);
+        }
+        match self.schemas.key_for_shown(t, &shown) {
+            Ok(key) => Ok(key.unwrap_or(shown)),
+            Err(EncodeError::Invalid { id, reason }) => tree(
+                libc::EINVAL,
+                format!(
+                    "{name:?} does not match schema {id} of {}: {reason}",
+                    subject_for(t, true)
+                ),
+            ),
         }
     }
 
     /// The size (the value's length) and time (the record's timestamp) of `table/<key>`.
     pub(super) fn table_attr(&self, t: &TopicName, key: &[u8]) -> FsResult<(u64, SystemTime)> {
         let topic = self.topic(t)?;
-        match self.key_index(&*topic)?.get(&*topic, key)? {
+        let idx = self.key_index(&*topic)?;
+        match idx.get(&*topic, key)? {
+            // A value that may show as JSON: its length is the JSON's.
+            Some(l) if l.wire && self.schemas.decodes(t) => {
+                let shown = self.shown_value(t, &idx, &*topic, key)?;
+                Ok((
+                    shown.map_or(l.value_len, |v| v.len() as u64),
+                    record_time(&l),
+                ))
+            }
             Some(l) => Ok((l.value_len, record_time(&l))),
             None => tree(
                 libc::ENOENT,
@@ -216,6 +280,7 @@ impl FsState {
             });
         }
         let idx = self.key_index(&*topic)?;
+        let schemas = self.schemas.for_topic(t);
         let starts = (0..topic.partition_count())
             .map(|p| Ok(topic.partition(p)?.log_start_offset()))
             .collect::<crate::error::Result<Vec<i64>>>()?;
@@ -227,7 +292,8 @@ impl FsState {
             let Some(last) = piece.last() else { break };
             from = last.slot + 1;
             for l in piece {
-                let name = key_to_name(&l.key);
+                let shown = Schemas::shown_key(schemas.as_deref(), t, &l.key);
+                let name = key_to_name(shown.as_deref().unwrap_or(&l.key));
                 // Longer names cannot be looked up: not listed.
                 if name.len() > NAME_MAX {
                     continue;
@@ -254,8 +320,9 @@ impl FsState {
         if access.write {
             self.deliverable(t)?;
         }
-        let value = match self.key_index(&*topic)?.value(&*topic, key)? {
-            Some((v, _)) => v,
+        let idx = self.key_index(&*topic)?;
+        let value = match self.shown_value(t, &idx, &*topic, key)? {
+            Some(v) => v,
             None => {
                 return tree(
                     libc::ENOENT,
@@ -273,6 +340,7 @@ impl FsState {
         value: Vec<u8>,
     ) -> TableHandle {
         let max_record = topic.max_message_bytes();
+        let schemas = Some(self.schemas.clone()).filter(|s| s.encodes(topic.name()));
         TableHandle {
             topic,
             key,
@@ -282,7 +350,25 @@ impl FsState {
             max_record,
             wrote: false,
             writer: None,
+            schemas,
         }
+    }
+
+    /// The value of `key` as `table/` shows it: decoded by the topic's schemas, or as stored.
+    fn shown_value(
+        &self,
+        t: &TopicName,
+        idx: &KeyIndex,
+        topic: &dyn TopicStore,
+        key: &[u8],
+    ) -> FsResult<Option<Vec<u8>>> {
+        let Some((value, _)) = idx.value(topic, key)? else {
+            return Ok(None);
+        };
+        let schemas = self.schemas.for_topic(t);
+        Ok(Some(
+            Schemas::shown(schemas.as_deref(), t, &value).unwrap_or(value),
+        ))
     }
 
     /// create(2) of `table/<name>`: a new key, whose value is produced at close.
@@ -307,13 +393,7 @@ impl FsState {
         if let Some(held) = name.to_str().filter(|n| Held::is_held_name(n)) {
             return self.held_create(t, held, topic.clone(), access, pid);
         }
-        let Some(key) = name.to_str().and_then(name_to_key) else {
-            return tree(
-                libc::EINVAL,
-                format!("{name:?} is not the name of a key (see the escaping rule)"),
-            );
-        };
-        let key: Arc<[u8]> = Arc::from(key);
+        let key: Arc<[u8]> = Arc::from(self.new_key(t, name)?);
         let node = Node::TableKey(t.clone(), key.clone());
         let mut h = self.table_handle(topic.clone(), key, Vec::new());
         // A new key gets a value at close, also an empty one (`touch`).
@@ -398,18 +478,16 @@ impl FsState {
                 self.held.put(t, b, f);
             }
             (Some(a), None) => {
-                let Some(key) = to.to_str().and_then(name_to_key) else {
-                    return tree(
-                        libc::EINVAL,
-                        format!("{to:?} is not the name of a key (see the escaping rule)"),
-                    );
-                };
+                let key = self.new_key(t, to)?;
                 let Some(f) = self.held.get(t, a) else {
                     return tree(libc::ENOENT, format!("{t}/table has no file {a:?}"));
                 };
-                // Over max.message.bytes: EMSGSIZE, and the file stays where it was.
+                // Over max.message.bytes: EMSGSIZE, and the file stays where it was; so
+                // when it does not match the topic's schema (EINVAL).
                 let value = f.guard().bytes(&key, max)?;
-                append_record(topic, &key, Some(&value), max)?;
+                let schemas = Some(&*self.schemas).filter(|s| s.encodes(t));
+                let encoded = stored_value(schemas, t, &value)?;
+                append_record(topic, &key, Some(encoded.as_deref().unwrap_or(&value)), max)?;
                 self.held.remove(t, a);
             }
             (None, Some(b)) => {
@@ -417,7 +495,7 @@ impl FsState {
                     unreachable!("table_child gives a key");
                 };
                 let idx = self.key_index(topic)?;
-                let Some((value, _)) = idx.value(topic, &key)? else {
+                let Some(value) = self.shown_value(t, &idx, topic, &key)? else {
                     return tree(libc::ENOENT, format!("{t}/table has no key {from:?}"));
                 };
                 let f = self.held.get_or_create(t, b, self.mail.spill_dir());
@@ -519,12 +597,7 @@ impl FsState {
         let Node::TableKey(_, old) = self.table_child(t, from)? else {
             unreachable!("table_child gives a key");
         };
-        let Some(new) = to.to_str().and_then(name_to_key) else {
-            return tree(
-                libc::EINVAL,
-                format!("{to:?} is not the name of a key (see the escaping rule)"),
-            );
-        };
+        let new = self.new_key(t, to)?;
         if old[..] == new[..] {
             return Ok(());
         }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::render::{Format, compact, format_record};
+use crate::schemas::Schemas;
 use crate::storage::{GroupMember, GroupStore, PartitionStore, RecordStream, TopicStore};
 
 /// What [`GroupHandle::read_or_wait`] did.
@@ -110,6 +111,8 @@ pub struct GroupHandle {
     commits: bool,
     /// A whole-topic read (`<topic>/follow/<X>`...), not a group's (whose id may be "").
     whole_topic: bool,
+    /// The topic's schemas, when its keys and values are decoded.
+    schemas: Option<Arc<Schemas>>,
 }
 
 impl GroupHandle {
@@ -148,6 +151,7 @@ impl GroupHandle {
             handed_over: false,
             commits: true,
             whole_topic: false,
+            schemas: None,
         };
         h.assign(partitions)?;
         Ok(h)
@@ -181,6 +185,12 @@ impl GroupHandle {
             );
         }
         Ok(h)
+    }
+
+    /// Decodes the topic's keys and values with `schemas`.
+    pub fn with_schemas(mut self, schemas: Option<Arc<Schemas>>) -> GroupHandle {
+        self.schemas = schemas;
+        self
     }
 
     /// A reader that never commits (of an internal topic): each open reads from G's
@@ -646,12 +656,13 @@ impl GroupHandle {
             let reader = c.reader.as_mut().expect("opened above");
             let (out, marks, next) = (&mut self.out, &mut self.marks, &mut c.next);
             let topic = self.topic.name();
+            let schemas = self.schemas.as_deref();
             let out_start = out.len();
             let more = reader.next_batch_meta(&mut |h, r| {
                 if r.offset < *next || r.offset >= limit {
                     return;
                 }
-                format_record(format, topic, p, h, r, out);
+                format_record(format, topic, p, h, r, out, schemas);
                 *next = r.offset + 1;
                 marks.push_back((base + (out.len() - out_start) as u64, p, *next));
             })?;

@@ -10,6 +10,8 @@ use super::held::Held;
 use super::names::key_of;
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
+use crate::schema::{EncodeError, subject_for};
+use crate::schemas::Schemas;
 use crate::storage::TopicStore;
 use crate::util::clock::now_ms;
 use crate::util::sync::MutexExt;
@@ -77,9 +79,17 @@ pub struct Delivery {
     next: u64,
     tmp_changed: SystemTime,
     new_changed: SystemTime,
+    /// The mount's schemas, when a value delivered may be encoded (the topic's subject).
+    schemas: Option<Arc<Schemas>>,
 }
 
 impl Delivery {
+    /// Values delivered to a topic with a value subject are stored in its wire format.
+    pub fn encoded_by(mut self, schemas: Option<Arc<Schemas>>) -> Delivery {
+        self.schemas = schemas;
+        self
+    }
+
     /// No held files; large ones spill into `spill_dir`.
     pub fn new(spill_dir: PathBuf) -> Delivery {
         let now = SystemTime::now();
@@ -92,6 +102,7 @@ impl Delivery {
             next: 1,
             tmp_changed: now,
             new_changed: now,
+            schemas: None,
         }
     }
 
@@ -254,9 +265,18 @@ impl Delivery {
         let max = topic.max_message_bytes();
         let key = key_of(name);
         let value = e.file.guard().bytes(&key, max)?;
+        let encoded = match &self.schemas {
+            Some(s) => s.store(topic.name(), false, &value).map_err(|e| match e {
+                EncodeError::Invalid { id, reason } => Error::InvalidRecord(format!(
+                    "the value does not match schema {id} of {}: {reason}",
+                    subject_for(topic.name(), false)
+                )),
+            })?,
+            None => None,
+        };
         let record = RecordInput {
             key: Some(&key),
-            value: Some(&value),
+            value: Some(encoded.as_deref().unwrap_or(&value)),
             headers: &[],
             timestamp: now_ms(),
         };

@@ -113,8 +113,18 @@ impl LogManager {
 
     /// Creates a topic with `num.partitions` partitions, each on the least-loaded log dir.
     /// All or nothing: when a partition cannot be created, no trace of the topic is left.
+    /// The schema registry's `_schemas` is made as a registry makes it: one partition,
+    /// `cleanup.policy=compact`.
     pub fn create_topic(&self, name: &str) -> Result<Arc<Topic>> {
-        self.create_topic_with_partitions(name, self.config.num_partitions)
+        if name != crate::schema::SCHEMAS_TOPIC {
+            return self.create_topic_with_partitions(name, self.config.num_partitions);
+        }
+        let t = self.create_topic_with_partitions(name, 1)?;
+        // Compacted by its config even without the override (see `LogConfig::for_topic`).
+        if let Err(e) = self.set_topic_configs(name, &[("cleanup.policy", Some("compact"))]) {
+            log::warn!("{name}: cleanup.policy=compact not written: {e}");
+        }
+        Ok(t)
     }
 
     /// Like [`LogManager::create_topic`], with `partitions` partitions (at least 1).
@@ -338,6 +348,12 @@ impl LogManager {
             // Its records are the latest commit of each key: deleting by age loses commits.
             return Err(Error::InvalidConfig(format!(
                 "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"
+            )));
+        }
+        if topic == crate::schema::SCHEMAS_TOPIC && !cfg.cleanup_policy.compact {
+            // Its records are the schemas: deleting by age loses them.
+            return Err(Error::InvalidConfig(format!(
+                "{topic} is the schema registry's topic: its cleanup.policy keeps compact"
             )));
         }
         Ok((ov, cfg))

@@ -7,10 +7,19 @@
 //! fetched some other way ([`Registry::insert`]). It knows nothing of files, topics on disk or
 //! FUSE: the fs core and the append path ask it to decode and encode bytes.
 
-use std::sync::RwLock;
+mod avro;
+mod json;
+mod protobuf;
+mod state;
+#[cfg(test)]
+mod tests;
+mod text;
+
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use crate::util::sync::RwLockExt;
+use state::{Compiled, State};
 
 /// The registry's own topic, as Confluent Schema Registry and Karapace name it.
 pub const SCHEMAS_TOPIC: &str = "_schemas";
@@ -52,9 +61,6 @@ pub enum EncodeError {
     Invalid { id: u32, reason: String },
 }
 
-#[derive(Default)]
-struct State {}
-
 /// The schemas a mount knows. Shared by every thread of a mount (`Arc<Registry>`).
 #[derive(Default)]
 pub struct Registry {
@@ -71,8 +77,12 @@ impl Registry {
     /// a tombstone). Records that are not schemas (`CONFIG`, `MODE`, `NOOP`...) or do not
     /// parse are ignored.
     pub fn apply_record(&self, key: Option<&[u8]>, value: Option<&[u8]>) {
-        let _ = (key, value, self.state.write_guard());
-        self.generation.fetch_add(1, Ordering::Release);
+        let Some(change) = state::parse_record(key, value) else {
+            return;
+        };
+        if self.state.write_guard().apply(change) {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Adds a schema known by its id from elsewhere (the registry's REST API), optionally
@@ -85,15 +95,17 @@ impl Registry {
         schema: &str,
         references: &[Reference],
     ) {
-        let _ = (
-            id,
-            subject,
-            kind,
-            schema,
-            references,
-            self.state.write_guard(),
-        );
-        self.generation.fetch_add(1, Ordering::Release);
+        let entry = state::Entry::new(kind, schema, references.to_vec());
+        let changed = {
+            let mut st = self.state.write_guard();
+            match subject {
+                Some((subject, version)) => st.add_version(subject, version, id, entry),
+                None => st.pin(id, entry),
+            }
+        };
+        if changed {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Counts every change of the known schemas (what a rendering depends on).
@@ -111,32 +123,75 @@ impl Registry {
 
     /// Whether the id is known.
     pub fn knows(&self, id: u32) -> bool {
-        let _ = (id, self.state.read_guard());
-        false
+        self.state.read_guard().knows(id)
+    }
+
+    /// The schema language of a known id.
+    pub fn kind(&self, id: u32) -> Option<Kind> {
+        self.state.read_guard().kind(id)
+    }
+
+    /// The compiled schema of an id, compiled on first use (a failure is kept until the
+    /// schemas change, as a reference it lacked may come later).
+    fn compiled(&self, id: u32) -> Result<Arc<Compiled>, String> {
+        if let Some(c) = self.state.read_guard().cached(id) {
+            return c;
+        }
+        self.state.write_guard().compile(id)
     }
 
     /// Decodes wire-format `bytes` and appends their compact JSON text (no newline) to `out`,
     /// returning the schema id. On an error `out` is left as it was.
     pub fn decode_into(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<u32, DecodeError> {
         let id = Registry::wire_id(bytes).ok_or(DecodeError::NotWire)?;
-        let _ = (out, self.state.read_guard());
-        Err(DecodeError::UnknownId(id))
+        if !self.knows(id) {
+            return Err(DecodeError::UnknownId(id));
+        }
+        let compiled = self
+            .compiled(id)
+            .map_err(|reason| DecodeError::Bad { id, reason })?;
+        let start = out.len();
+        let res = match &*compiled {
+            Compiled::Avro(a) => a.decode(&bytes[5..], out),
+            Compiled::Protobuf(p) => p.decode(&bytes[5..], out),
+            Compiled::Json(_) => json::JsonSchema::decode(&bytes[5..], out),
+        };
+        res.map(|()| id).map_err(|reason| {
+            out.truncate(start);
+            DecodeError::Bad { id, reason }
+        })
     }
 
     /// The latest (not deleted) version's schema id of a subject, if any.
     pub fn latest_id(&self, subject: &str) -> Option<u32> {
-        let _ = (subject, self.state.read_guard());
-        None
+        self.state.read_guard().latest_id(subject)
     }
 
     /// Encodes JSON `text` with the subject's latest schema into the wire format.
     /// `Ok(None)`: the subject has no schema (store the bytes as they are).
     pub fn encode(&self, subject: &str, text: &[u8]) -> Result<Option<Vec<u8>>, EncodeError> {
-        let _ = (subject, text, self.state.read_guard());
-        Ok(None)
+        let Some(id) = self.latest_id(subject) else {
+            return Ok(None);
+        };
+        let invalid = |reason: String| EncodeError::Invalid { id, reason };
+        let compiled = self
+            .compiled(id)
+            .map_err(|e| invalid(format!("the schema does not compile: {e}")))?;
+        let mut out = Vec::with_capacity(text.len() + 8);
+        out.push(WIRE_MAGIC);
+        out.extend_from_slice(&id.to_be_bytes());
+        match &*compiled {
+            Compiled::Avro(a) => {
+                let v: serde_json::Value =
+                    serde_json::from_slice(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+                a.encode(&v, &mut out).map_err(|m| invalid(m.to_string()))?;
+            }
+            Compiled::Protobuf(p) => p.encode(text, &mut out).map_err(invalid)?,
+            Compiled::Json(j) => j.encode(text, &mut out).map_err(invalid)?,
+        }
+        Ok(Some(out))
     }
 }
-
 /// The subject of a topic's values or keys (TopicNameStrategy).
 pub fn subject_for(topic: &str, key: bool) -> String {
     format!("{topic}-{}", if key { "key" } else { "value" })

@@ -26,6 +26,10 @@ use crate::util::sync::MutexExt;
 /// `value_len` of a key whose latest record is a tombstone, or whose record is gone.
 const TOMBSTONE: u32 = u32::MAX;
 
+/// The bit of `value_len` set when the value may be schema-encoded (it starts as
+/// Confluent's wire format does): its shown length is then found by decoding it.
+const WIRE: u32 = 1 << 31;
+
 /// Where the latest record of one key is.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -44,6 +48,8 @@ pub struct Latest {
     pub offset: i64,
     pub timestamp: i64,
     pub value_len: u64,
+    /// The value starts as Confluent's wire format does (it may show as JSON).
+    pub wire: bool,
 }
 
 /// The digests are already uniform: the map uses them as they are.
@@ -97,8 +103,21 @@ impl Inner {
 
     /// A record of `key` at (partition, offset): the key's latest one from now on, unless the
     /// key's latest is in another partition with a later timestamp.
-    fn put(&mut self, key: &[u8], partition: u32, offset: i64, timestamp: i64, value: Option<u64>) {
-        let value_len = value.map_or(TOMBSTONE, |v| v.min(u64::from(TOMBSTONE) - 1) as u32);
+    fn put(
+        &mut self,
+        key: &[u8],
+        partition: u32,
+        offset: i64,
+        timestamp: i64,
+        value: Option<&[u8]>,
+    ) {
+        let value_len = value.map_or(TOMBSTONE, |v| {
+            let len = (v.len() as u64).min(u64::from(WIRE) - 1) as u32;
+            match crate::schema::Registry::wire_id(v) {
+                Some(_) => len | WIRE,
+                None => len,
+            }
+        });
         if let Some(i) = self.find(key) {
             let s = &mut self.slots[i as usize];
             if s.partition != partition && s.timestamp > timestamp {
@@ -171,13 +190,7 @@ impl KeyIndex {
                 if r.offset >= from
                     && let Some(k) = r.key
                 {
-                    inner.put(
-                        k,
-                        p as u32,
-                        r.offset,
-                        r.timestamp,
-                        r.value.map(|v| v.len() as u64),
-                    );
+                    inner.put(k, p as u32, r.offset, r.timestamp, r.value);
                 }
                 reached = reached.max(r.offset + 1);
             })? {}
@@ -285,7 +298,8 @@ fn latest(s: &Slot) -> Latest {
         partition: s.partition,
         offset: s.offset,
         timestamp: s.timestamp,
-        value_len: u64::from(s.value_len),
+        value_len: u64::from(s.value_len & !WIRE),
+        wire: s.value_len & WIRE != 0,
     }
 }
 

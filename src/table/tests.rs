@@ -198,3 +198,28 @@ fn table_values_of_many_keys_in_one_append() {
         }
     }
 }
+
+#[test]
+fn a_value_in_the_wire_format_is_marked_and_keeps_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_mgr, t) = topic(dir.path(), 1);
+    let idx = KeyIndex::new();
+    let wire = [0u8, 0, 0, 0, 7, 2, b'x'];
+    put(&*t, b"w", Some(&wire), 1);
+    // Too short for a schema id, or another first byte: as any value.
+    put(&*t, b"short", Some(&[0, 0, 0, 7]), 2);
+    put(&*t, b"text", Some(b"\x01\0\0\0\x07"), 3);
+    idx.refresh(&*t).unwrap();
+    let w = idx.get(&*t, b"w").unwrap().unwrap();
+    assert!(w.wire);
+    assert_eq!(w.value_len, wire.len() as u64);
+    for k in [&b"short"[..], b"text"] {
+        let l = idx.get(&*t, k).unwrap().unwrap();
+        assert!(!l.wire, "{k:?}");
+        assert_eq!(l.value_len, if k == b"short" { 4 } else { 5 });
+    }
+    // A tombstone stays one.
+    put(&*t, b"w", None, 4);
+    idx.refresh(&*t).unwrap();
+    assert!(idx.get(&*t, b"w").unwrap().is_none());
+}

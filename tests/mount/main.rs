@@ -33,6 +33,7 @@ mod readonly;
 mod refusals;
 mod reliability;
 mod rsyslog;
+mod schemas;
 mod segments;
 mod service_user;
 mod symlinks;

@@ -37,7 +37,8 @@ pub struct MountArgs {
     /// log.segment.bytes=N, num.partitions=N, ...), config=FILE, log_file=FILE,
     /// pid_file=FILE, uid=USER, gid=GROUP, allow_other, allow_untrusted_log_dir,
     /// no_passthrough, io_uring, ro, key.separator=S (append.kv), maildir.window=N (records a
-    /// group's maildir/new/ shows); generic mount flags are ignored
+    /// group's maildir/new/ shows), schema.decode=none, schema.encode=none (schema-encoded
+    /// values shown and written as stored); generic mount flags are ignored
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
 
@@ -372,6 +373,8 @@ pub(super) struct MountFlags {
     key_separator: Option<String>,
     /// `-o maildir.window=N`.
     maildir_window: Option<usize>,
+    /// `-o schema.decode=none`, `-o schema.encode=none`.
+    schemas: crate::schemas::SchemaOptions,
     /// `-o isolation.level=read_committed` / `--isolation-level`.
     pub(super) read_committed: bool,
     /// `-o write_behind` (remote mode).
@@ -390,6 +393,7 @@ impl MountFlags {
         if let Some(w) = self.maildir_window {
             o.maildir_window = w;
         }
+        o.schemas = self.schemas.clone();
         o
     }
 
@@ -416,6 +420,7 @@ impl MountFlags {
             o_client_config: None,
             key_separator: None,
             maildir_window: None,
+            schemas: Default::default(),
             read_committed: false,
             o_write_behind: false,
             uid: args.uid.clone(),
@@ -475,6 +480,8 @@ impl MountFlags {
                     Ok(n) if n > 0 => self.maildir_window = Some(n),
                     _ => return Err(format!("maildir.window: {v:?} is not a positive number")),
                 },
+                ("schema.decode", Some(v)) => self.schemas.decode = schema_switch(key, v)?,
+                ("schema.encode", Some(v)) => self.schemas.encode = schema_switch(key, v)?,
                 // A consumer's property (kafka-console-consumer's `--isolation-level`).
                 ("isolation.level" | "isolation_level", Some(v)) => {
                     self.read_committed = parse_isolation(v)?
@@ -496,6 +503,15 @@ impl MountFlags {
             }
         }
         Ok(o_keys)
+    }
+}
+
+/// `schema.decode`/`schema.encode`: `none` turns it off, `auto` (the default) on.
+fn schema_switch(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "auto" => Ok(true),
+        "none" => Ok(false),
+        _ => Err(format!("{key}: {v:?} is neither auto nor none")),
     }
 }
 

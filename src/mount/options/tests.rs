@@ -201,6 +201,19 @@ fn maildir_window_option_reaches_the_tree() {
 }
 
 #[test]
+fn schema_options_reach_the_tree() {
+    let d = dirs();
+    let o = |extra: &[&str]| plan(&d, extra).map(|p| p.fs.schemas);
+    let on = o(&[]).unwrap();
+    assert!(on.decode && on.encode);
+    let off = o(&["-o", "schema.decode=none,schema.encode=none"]).unwrap();
+    assert!(!off.decode && !off.encode);
+    let one = o(&["-o", "schema.decode=none,schema.encode=auto"]).unwrap();
+    assert!(!one.decode && one.encode);
+    assert!(o(&["-o", "schema.decode=json"]).is_err());
+}
+
+#[test]
 fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
     let d = dirs();
     let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);

@@ -1,0 +1,274 @@
+//! JSON Schema: a body is JSON text, shown compact; JSON written is checked against the
+//! schema's keywords that say what a value may be — `type`, `properties`, `required`,
+//! `additionalProperties`, `items`, `enum`, `const`, `minimum`/`maximum` (and their
+//! exclusive forms), `minLength`/`maxLength`, `minItems`/`maxItems`, `allOf`/`anyOf`/`oneOf`,
+//! `not`, and `$ref` within the schema (`#/definitions/...`, `#/$defs/...`). Other keywords
+//! (`pattern`, `format`...) are not checked.
+
+use serde_json::{Map, Value};
+
+/// How deep a value (or a chain of `$ref`s) may go.
+const MAX_DEPTH: usize = 128;
+
+pub(super) struct JsonSchema {
+    root: Value,
+}
+
+impl JsonSchema {
+    pub(super) fn parse(text: &str) -> Result<JsonSchema, String> {
+        let root: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if !root.is_object() && !root.is_boolean() {
+            return Err("a JSON Schema is an object or a boolean".into());
+        }
+        Ok(JsonSchema { root })
+    }
+
+    /// The body as compact JSON text.
+    pub(super) fn decode(buf: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let v: Value = serde_json::from_slice(buf).map_err(|e| e.to_string())?;
+        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+    }
+
+    /// Checks JSON text against the schema and appends it compact.
+    pub(super) fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        self.check(&self.root, &v, 0).map_err(|(path, what)| {
+            if path.is_empty() {
+                format!("the value: {what}")
+            } else {
+                format!("field {}: {what}", path_text(&path))
+            }
+        })?;
+        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+    }
+
+    fn resolve<'a>(&'a self, schema: &'a Value) -> Result<&'a Value, Failure> {
+        let mut s = schema;
+        for _ in 0..MAX_DEPTH {
+            let Some(r) = s.get("$ref").and_then(Value::as_str) else {
+                return Ok(s);
+            };
+            let pointer = r
+                .strip_prefix('#')
+                .ok_or_else(|| fail(format!("$ref {r} is not local")))?;
+            s = self
+                .root
+                .pointer(pointer)
+                .ok_or_else(|| fail(format!("$ref {r} not found")))?;
+        }
+        Err(fail("$ref chain too long"))
+    }
+
+    fn check(&self, schema: &Value, v: &Value, depth: usize) -> Result<(), Failure> {
+        if depth > MAX_DEPTH {
+            return Err(fail("nested too deeply"));
+        }
+        let schema = self.resolve(schema)?;
+        let obj = match schema {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => return Err(fail("no value is allowed here")),
+            Value::Object(obj) => obj,
+            _ => return Ok(()),
+        };
+        check_type(obj, v)?;
+        check_values(obj, v)?;
+        self.combinators(obj, v, depth)?;
+        match v {
+            Value::Object(map) => self.object(obj, map, depth),
+            Value::Array(list) => {
+                count(obj, list.len(), "minItems", "maxItems", "items")?;
+                if let Some(items) = obj.get("items").filter(|i| i.is_object() || i.is_boolean()) {
+                    for (n, item) in list.iter().enumerate() {
+                        self.check(items, item, depth + 1)
+                            .map_err(|e| at(e, format!("[{n}]")))?;
+                    }
+                }
+                Ok(())
+            }
+            Value::String(s) => count(
+                obj,
+                s.chars().count(),
+                "minLength",
+                "maxLength",
+                "characters",
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    fn combinators(
+        &self,
+        obj: &Map<String, Value>,
+        v: &Value,
+        depth: usize,
+    ) -> Result<(), Failure> {
+        let list = |k: &str| obj.get(k).and_then(Value::as_array).map(Vec::as_slice);
+        for s in list("allOf").unwrap_or_default() {
+            self.check(s, v, depth + 1)?;
+        }
+        if let Some(any) = list("anyOf")
+            && !any.iter().any(|s| self.check(s, v, depth + 1).is_ok())
+        {
+            return Err(fail("matches none of anyOf"));
+        }
+        if let Some(one) = list("oneOf") {
+            let n = one
+                .iter()
+                .filter(|s| self.check(s, v, depth + 1).is_ok())
+                .count();
+            if n != 1 {
+                return Err(fail(format!("matches {n} of oneOf, not exactly one")));
+            }
+        }
+        if let Some(not) = obj.get("not")
+            && self.check(not, v, depth + 1).is_ok()
+        {
+            return Err(fail("matches what \"not\" excludes"));
+        }
+        Ok(())
+    }
+
+    fn object(
+        &self,
+        obj: &Map<String, Value>,
+        map: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<(), Failure> {
+        let props = obj.get("properties").and_then(Value::as_object);
+        for name in obj
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(name) = name.as_str()
+                && !map.contains_key(name)
+            {
+                return Err(at(fail("missing, and it is required"), name.to_owned()));
+            }
+        }
+        let additional = obj.get("additionalProperties");
+        for (k, fv) in map {
+            let res = match (props.and_then(|p| p.get(k)), additional) {
+                (Some(s), _) => self.check(s, fv, depth + 1),
+                (None, Some(Value::Bool(false))) => Err(fail("not in the schema")),
+                (None, Some(s @ Value::Object(_))) => self.check(s, fv, depth + 1),
+                (None, _) => Ok(()),
+            };
+            res.map_err(|e| at(e, k.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The path to the field (innermost first) and what is wrong.
+type Failure = (Vec<String>, String);
+
+fn fail(what: impl Into<String>) -> Failure {
+    (Vec::new(), what.into())
+}
+
+fn at(mut f: Failure, seg: String) -> Failure {
+    f.0.push(seg);
+    f
+}
+
+fn path_text(path: &[String]) -> String {
+    let mut s = String::new();
+    for seg in path.iter().rev() {
+        if !seg.starts_with('[') && !s.is_empty() {
+            s.push('.');
+        }
+        s.push_str(seg);
+    }
+    s
+}
+
+fn type_matches(ty: &str, v: &Value) -> bool {
+    match ty {
+        "null" => v.is_null(),
+        "boolean" => v.is_boolean(),
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => true,
+    }
+}
+
+fn check_type(obj: &Map<String, Value>, v: &Value) -> Result<(), Failure> {
+    let ok = match obj.get("type") {
+        Some(Value::String(t)) => type_matches(t, v),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|t| type_matches(t, v)),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(fail(format!("{v} is not of type {}", obj["type"])))
+    }
+}
+
+fn check_values(obj: &Map<String, Value>, v: &Value) -> Result<(), Failure> {
+    if let Some(list) = obj.get("enum").and_then(Value::as_array)
+        && !list.iter().any(|e| e == v || num_eq(e, v))
+    {
+        return Err(fail(format!(
+            "{v} is not one of {}",
+            Value::Array(list.clone())
+        )));
+    }
+    if let Some(c) = obj.get("const")
+        && c != v
+        && !num_eq(c, v)
+    {
+        return Err(fail(format!("{v} is not {c}")));
+    }
+    let Some(x) = v.as_f64() else { return Ok(()) };
+    let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
+    let checks = [
+        ("minimum", bound("minimum").is_some_and(|m| x < m)),
+        ("maximum", bound("maximum").is_some_and(|m| x > m)),
+        (
+            "exclusiveMinimum",
+            bound("exclusiveMinimum").is_some_and(|m| x <= m),
+        ),
+        (
+            "exclusiveMaximum",
+            bound("exclusiveMaximum").is_some_and(|m| x >= m),
+        ),
+    ];
+    match checks.iter().find(|(_, broken)| *broken) {
+        Some((k, _)) => Err(fail(format!("{v} is out of range ({k} {})", obj[*k]))),
+        None => Ok(()),
+    }
+}
+
+fn num_eq(a: &Value, b: &Value) -> bool {
+    matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y)
+}
+
+fn count(
+    obj: &Map<String, Value>,
+    n: usize,
+    min: &str,
+    max: &str,
+    what: &str,
+) -> Result<(), Failure> {
+    let n = n as u64;
+    if let Some(m) = obj.get(min).and_then(Value::as_u64)
+        && n < m
+    {
+        return Err(fail(format!("{n} {what}, fewer than {min} {m}")));
+    }
+    if let Some(m) = obj.get(max).and_then(Value::as_u64)
+        && n > m
+    {
+        return Err(fail(format!("{n} {what}, more than {max} {m}")));
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! The registry's bookkeeping and its refusals of hostile bytes and JSON. Agreement with
+//! Confluent's own serializers is proven in tests/schema_oracle.rs.
+
+use super::*;
+
+fn key(subject: &str, version: u32) -> Vec<u8> {
+    format!(r#"{{"keytype":"SCHEMA","subject":"{subject}","version":{version},"magic":1}}"#)
+        .into_bytes()
+}
+
+fn value(subject: &str, version: u32, id: u32, schema: &str, kind: Option<&str>) -> Vec<u8> {
+    let mut v = serde_json::json!({"subject": subject, "version": version, "id": id,
+        "schema": schema, "deleted": false});
+    if let Some(k) = kind {
+        v["schemaType"] = k.into();
+    }
+    v.to_string().into_bytes()
+}
+
+fn register(r: &Registry, subject: &str, version: u32, id: u32, schema: &str) {
+    r.apply_record(
+        Some(&key(subject, version)),
+        Some(&value(subject, version, id, schema, None)),
+    );
+}
+
+fn wire(id: u32, body: &[u8]) -> Vec<u8> {
+    let mut v = vec![0];
+    v.extend_from_slice(&id.to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+fn decode(r: &Registry, bytes: &[u8]) -> Result<String, DecodeError> {
+    let mut out = b"kept".to_vec();
+    let res = r.decode_into(bytes, &mut out);
+    if res.is_err() {
+        assert_eq!(out, b"kept", "an error leaves out as it was");
+    }
+    res.map(|_| String::from_utf8(out[4..].to_vec()).unwrap())
+}
+
+const USER: &str = r#"{"type":"record","name":"User","namespace":"t","fields":[
+    {"name":"name","type":"string"},{"name":"age","type":"int"},
+    {"name":"tags","type":{"type":"array","items":"string"},"default":[]},
+    {"name":"score","type":"float","default":1.5}]}"#;
+
+fn bad(res: Result<String, DecodeError>) -> String {
+    match res {
+        Err(DecodeError::Bad { reason, .. }) => reason,
+        other => panic!("expected Bad, got {other:?}"),
+    }
+}
+
+#[test]
+fn records_apply_delete_and_bump_the_generation() {
+    let r = Registry::new();
+    let g0 = r.generation();
+    register(&r, "u-value", 1, 7, USER);
+    assert!(r.generation() > g0);
+    assert_eq!(r.latest_id("u-value"), Some(7));
+    // Ignored record kinds and junk change nothing.
+    let g1 = r.generation();
+    r.apply_record(
+        Some(br#"{"keytype":"CONFIG","subject":null,"magic":0}"#),
+        Some(b"{}"),
+    );
+    r.apply_record(Some(br#"{"keytype":"NOOP","magic":0}"#), None);
+    r.apply_record(Some(b"\xff junk"), Some(b"junk"));
+    r.apply_record(None, Some(b"{}"));
+    assert_eq!(r.generation(), g1);
+    // The same id under a second subject outlives the first's deletion.
+    register(&r, "other-value", 3, 7, USER);
+    r.apply_record(Some(&key("u-value", 1)), None);
+    assert_eq!(r.latest_id("u-value"), None);
+    assert!(r.knows(7));
+    let deleted = serde_json::json!({"subject": "other-value", "version": 3, "id": 7,
+        "schema": USER, "deleted": true});
+    r.apply_record(
+        Some(&key("other-value", 3)),
+        Some(deleted.to_string().as_bytes()),
+    );
+    assert!(!r.knows(7));
+    assert_eq!(
+        decode(&r, &wire(7, b"\x02a\x02\x00\x00\x00\xc0\x3f")),
+        Err(DecodeError::UnknownId(7))
+    );
+}
+
+#[test]
+fn delete_subject_removes_versions_up_to_the_one_named() {
+    let r = Registry::new();
+    for v in 1..=3 {
+        register(&r, "s", v, 10 + v, USER);
+    }
+    r.apply_record(
+        Some(br#"{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}"#),
+        Some(br#"{"subject":"s","version":2}"#),
+    );
+    assert!(!r.knows(11) && !r.knows(12) && r.knows(13));
+    assert_eq!(r.latest_id("s"), Some(13));
+    r.apply_record(
+        Some(br#"{"keytype":"CLEAR_SUBJECT","subject":"s","magic":0}"#),
+        Some(br#"{"subject":"s"}"#),
+    );
+    assert_eq!(r.latest_id("s"), None);
+}
+
+#[test]
+fn ten_thousand_versions_of_one_subject() {
+    let r = Registry::new();
+    for v in 1..=10_000u32 {
+        register(&r, "big", v, v, r#""long""#);
+    }
+    assert_eq!(r.latest_id("big"), Some(10_000));
+    assert_eq!(decode(&r, &wire(5_000, b"\x02")).unwrap(), "1");
+    r.apply_record(
+        Some(br#"{"keytype":"DELETE_SUBJECT","subject":"big","magic":0}"#),
+        Some(br#"{"subject":"big","version":9999}"#),
+    );
+    assert_eq!(r.latest_id("big"), Some(10_000));
+    assert!(!r.knows(5_000));
+}
+
+#[test]
+fn wrong_magic_short_and_truncated_bodies() {
+    let r = Registry::new();
+    register(&r, "u", 1, 1, USER);
+    assert_eq!(
+        decode(&r, b"\x01\x00\x00\x00\x01\x02a"),
+        Err(DecodeError::NotWire)
+    );
+    assert_eq!(decode(&r, b"\x00\x00\x00"), Err(DecodeError::NotWire));
+    let whole = wire(1, b"\x02a\x54\x02\x02x\x00\x00\x00\xc0\x3f");
+    assert_eq!(
+        decode(&r, &whole).unwrap(),
+        r#"{"name":"a","age":42,"tags":["x"],"score":1.5}"#
+    );
+    for cut in 5..whole.len() {
+        bad(decode(&r, &whole[..cut]));
+    }
+    let mut trailing = whole.clone();
+    trailing.push(0);
+    assert!(bad(decode(&r, &trailing)).contains("after the value"));
+}
+
+#[test]
+fn a_schema_that_does_not_parse_fails_only_its_id() {
+    let r = Registry::new();
+    register(
+        &r,
+        "broken",
+        1,
+        1,
+        r#"{"type":"record","name":"X","fields":[{"name":"a","type":"nope"}]}"#,
+    );
+    register(&r, "fine", 1, 2, r#""string""#);
+    bad(decode(&r, &wire(1, b"\x02")));
+    assert_eq!(decode(&r, &wire(2, b"\x04hi")).unwrap(), r#""hi""#);
+    let proto = value(
+        "p",
+        1,
+        3,
+        "syntax = \"proto3\"; message {",
+        Some("PROTOBUF"),
+    );
+    r.apply_record(Some(&key("p", 1)), Some(&proto));
+    bad(decode(&r, &wire(3, b"\x00")));
+    assert!(matches!(
+        r.encode("p", b"{}"),
+        Err(EncodeError::Invalid { id: 3, .. })
+    ));
+}
+
+#[test]
+fn huge_claimed_lengths_and_counts_are_refused() {
+    let r = Registry::new();
+    register(&r, "b", 1, 1, r#""bytes""#);
+    register(&r, "a", 1, 2, r#"{"type":"array","items":"long"}"#);
+    register(&r, "n", 1, 3, r#"{"type":"array","items":"null"}"#);
+    register(&r, "m", 1, 4, r#"{"type":"map","values":"string"}"#);
+    // A length of 2^62 bytes in a 10-byte value.
+    let huge = b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f";
+    assert!(bad(decode(&r, &wire(1, huge))).contains("more than"));
+    assert!(bad(decode(&r, &wire(2, huge))).contains("more than"));
+    assert!(bad(decode(&r, &wire(4, huge))).contains("more than"));
+    // Items that take no bytes are bounded by count.
+    assert!(bad(decode(&r, &wire(3, huge))).contains("too many"));
+    // A negative block count with a byte size that claims too much.
+    assert!(bad(decode(&r, &wire(2, b"\x01\xfe\xff\xff\xff\x0f"))).contains("more than"));
+    // A varint that never ends.
+    bad(decode(&r, &wire(2, &[0xff; 20])));
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let r = Registry::new();
+    let list = r#"{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]}]}"#;
+    register(&r, "l", 1, 1, list);
+    // 100,000 levels of "branch 1" then a null: refused, no stack overflow.
+    let mut body = vec![2u8; 100_000];
+    body.push(0);
+    assert!(bad(decode(&r, &wire(1, &body))).contains("deeply"));
+    assert_eq!(
+        decode(&r, &wire(1, b"\x02\x00")).unwrap(),
+        r#"{"next":{"next":null}}"#
+    );
+    let deep = format!("{}null{}", r#"{"next":"#.repeat(5000), "}".repeat(5000));
+    assert!(r.encode("l", deep.as_bytes()).is_err());
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    register(&r, "j", 1, 2, r#""string""#);
+    assert!(r.encode("j", nested.as_bytes()).is_err());
+    let json = value("js", 1, 3, r#"{"type":"array"}"#, Some("JSON"));
+    r.apply_record(Some(&key("js", 1)), Some(&json));
+    bad(decode(&r, &wire(3, nested.as_bytes())));
+}
+
+fn invalid(r: &Registry, subject: &str, json: &str) -> String {
+    match r.encode(subject, json.as_bytes()) {
+        Err(EncodeError::Invalid { reason, .. }) => reason,
+        other => panic!("{json} encoded: {other:?}"),
+    }
+}
+
+#[test]
+fn json_that_does_not_match_names_the_field() {
+    let r = Registry::new();
+    register(&r, "u", 1, 9, USER);
+    let ok = r.encode("u", br#"{"name":"a","age":42}"#).unwrap().unwrap();
+    assert_eq!(ok, wire(9, b"\x02a\x54\x00\x00\x00\xc0\x3f"));
+    assert_eq!(r.encode("none", b"{}"), Ok(None));
+    assert!(invalid(&r, "u", r#"{"name":"a","age":1,"extra":1}"#).contains("extra"));
+    assert!(invalid(&r, "u", r#"{"name":"a"}"#).contains("field age: missing"));
+    assert!(invalid(&r, "u", r#"{"name":1,"age":1}"#).contains("field name: expected a string"));
+    assert!(invalid(&r, "u", r#"{"name":"a","age":2147483648}"#).contains("out of range"));
+    assert!(invalid(&r, "u", r#"{"name":"a","age":1.5}"#).contains("field age"));
+    assert!(invalid(&r, "u", r#"{"name":"a","age":1,"score":1e39}"#).contains("out of range"));
+    assert!(invalid(&r, "u", r#"{"name":"a","age":1,"tags":["x",2]}"#).contains("tags[1]"));
+    register(&r, "l", 1, 10, r#""long""#);
+    assert!(invalid(&r, "l", "9223372036854775808").contains("out of range"));
+    assert!(invalid(&r, "l", "-9223372036854775809").contains("out of range"));
+    assert!(r.encode("l", b"-9223372036854775808").unwrap().is_some());
+    assert!(invalid(&r, "l", "{").contains("not JSON"));
+}
+
+#[test]
+fn json_schema_subset_checks_the_value() {
+    let r = Registry::new();
+    let schema = r#"{"type":"object","properties":{"id":{"type":"integer","minimum":0},
+        "kind":{"enum":["a","b"]},"tags":{"type":"array","items":{"type":"string"}}},
+        "required":["id"],"additionalProperties":false}"#;
+    let rec = value("j", 1, 5, schema, Some("JSON"));
+    r.apply_record(Some(&key("j", 1)), Some(&rec));
+    let out = r
+        .encode("j", br#"{ "id": 3, "kind": "a" }"#)
+        .unwrap()
+        .unwrap();
+    assert_eq!(out, wire(5, br#"{"id":3,"kind":"a"}"#));
+    assert_eq!(decode(&r, &out).unwrap(), r#"{"id":3,"kind":"a"}"#);
+    assert!(invalid(&r, "j", r#"{"kind":"a"}"#).contains("field id: missing"));
+    assert!(invalid(&r, "j", r#"{"id":-1}"#).contains("field id"));
+    assert!(invalid(&r, "j", r#"{"id":1,"kind":"c"}"#).contains("field kind"));
+    assert!(invalid(&r, "j", r#"{"id":1,"x":1}"#).contains("field x"));
+    assert!(invalid(&r, "j", r#"{"id":1,"tags":[1]}"#).contains("tags[0]"));
+    bad(decode(&r, &wire(5, b"{not json")));
+}
+
+#[test]
+fn protobuf_indexes_are_checked() {
+    let r = Registry::new();
+    let proto = "syntax = \"proto3\"; message A { int64 x = 1; message B { string s = 1; } }";
+    r.apply_record(
+        Some(&key("p", 1)),
+        Some(&value("p", 1, 4, proto, Some("PROTOBUF"))),
+    );
+    assert_eq!(
+        decode(&r, &wire(4, b"\x00\x08\x05")).unwrap(),
+        r#"{"x":"5"}"#
+    );
+    // Indexes [0, 0]: A.B.
+    assert_eq!(
+        decode(&r, &wire(4, b"\x04\x00\x00\x0a\x01z")).unwrap(),
+        r#"{"s":"z"}"#
+    );
+    assert!(bad(decode(&r, &wire(4, b"\x02\x06\x08\x05"))).contains("no message"));
+    assert!(bad(decode(&r, &wire(4, b"\xfe\xff\xff\xff\x0f"))).contains("out of range"));
+    bad(decode(&r, &wire(4, b"\x00\x08")));
+    let enc = r.encode("p", br#"{"x":"7"}"#).unwrap().unwrap();
+    assert_eq!(enc, wire(4, b"\x00\x08\x07"));
+    assert!(invalid(&r, "p", r#"{"y":1}"#).contains('y'));
+}

@@ -1,0 +1,323 @@
+//! A mount's schemas: one [`Registry`] per mount, fed by the registry's own topic
+//! `_schemas` of the mount's storage (its log dir, or its cluster), read whole at start and
+//! followed as it grows; and what the views ask of it: the JSON a key or value shows as
+//! ([`Schemas::show`]), the wire format JSON written by a client is stored as
+//! ([`Schemas::store`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
+
+use crate::schema::{DecodeError, EncodeError, Registry, SCHEMAS_TOPIC, subject_for};
+use crate::storage::{Storage, TopicStore};
+use crate::util::sync::{CondvarExt, MutexExt};
+
+/// What a mount does with schema-encoded keys and values (`-o schema.decode=none`,
+/// `-o schema.encode=none`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaOptions {
+    /// Keys and values in the wire format with a known id are shown as JSON.
+    pub decode: bool,
+    /// JSON written to a topic whose subject exists is stored in the wire format.
+    pub encode: bool,
+}
+
+impl Default for SchemaOptions {
+    fn default() -> Self {
+        SchemaOptions {
+            decode: true,
+            encode: true,
+        }
+    }
+}
+
+/// How often the follow thread looks for records of `_schemas` appended by others (and for
+/// the topic itself, until it exists).
+const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
+/// Where the feed is in `_schemas`: the incarnation of the topic read, and the next offset of
+/// each partition.
+#[derive(Default)]
+struct Feed {
+    incarnation: Option<u64>,
+    next: BTreeMap<u32, i64>,
+}
+
+/// A mount's schemas (shared by every thread of it).
+pub struct Schemas {
+    registry: Arc<Registry>,
+    options: SchemaOptions,
+    storage: Arc<dyn Storage>,
+    feed: Mutex<Feed>,
+    /// (topic, id) pairs already logged as shown raw: one `@log` line each.
+    logged: Mutex<HashSet<(String, u32)>>,
+    /// Set when the mount ends: the follow thread stops.
+    stop: (Mutex<bool>, Condvar),
+}
+
+impl Schemas {
+    /// The schemas of `storage`: its `_schemas` read whole now, then followed by a thread.
+    pub fn start(storage: Arc<dyn Storage>, options: SchemaOptions) -> Arc<Schemas> {
+        let s = Schemas::unfollowed(storage, options);
+        s.catch_up(true);
+        let weak = Arc::downgrade(&s);
+        let spawned = std::thread::Builder::new()
+            .name("schemas".into())
+            .spawn(move || follow(weak));
+        if let Err(e) = spawned {
+            log::error!("{SCHEMAS_TOPIC}: no thread to follow it ({e}): read at opens only");
+        }
+        s
+    }
+
+    /// The schemas of `storage`, read only when asked ([`Schemas::refresh`]).
+    pub fn unfollowed(storage: Arc<dyn Storage>, options: SchemaOptions) -> Arc<Schemas> {
+        Arc::new(Schemas {
+            registry: Arc::new(Registry::new()),
+            options,
+            storage,
+            feed: Mutex::new(Feed::default()),
+            logged: Mutex::new(HashSet::new()),
+            stop: (Mutex::new(false), Condvar::new()),
+        })
+    }
+
+    #[cfg(test)]
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Stops the follow thread.
+    pub fn shutdown(&self) {
+        *self.stop.0.guard() = true;
+        self.stop.1.notify_all();
+    }
+
+    /// Reads what `_schemas` holds past what was read (appends made through the mount are
+    /// seen by the next view opened after them).
+    pub fn refresh(&self) {
+        self.catch_up(false);
+    }
+
+    /// Whether keys and values of `topic` are decoded: decoding is on, the topic is neither
+    /// one of Kafka's internal topics nor `_schemas`, and some schema was ever read (a mount
+    /// without schemas keeps the views' plain paths).
+    pub fn decodes(&self, topic: &str) -> bool {
+        self.options.decode && self.registry.generation() > 0 && is_decodable_topic(topic)
+    }
+
+    /// Whether what is written to `topic` may be encoded.
+    pub fn encodes(&self, topic: &str) -> bool {
+        self.options.encode && is_decodable_topic(topic)
+    }
+
+    /// `Some(self)` for a topic whose keys and values are decoded (see [`Schemas::decodes`]),
+    /// after reading what `_schemas` gained.
+    pub fn for_topic(self: &Arc<Self>, topic: &str) -> Option<Arc<Schemas>> {
+        if !self.options.decode || !is_decodable_topic(topic) {
+            return None;
+        }
+        self.refresh();
+        self.decodes(topic).then(|| self.clone())
+    }
+
+    /// Appends the JSON `bytes` of `topic` show as, when they are in the wire format with a
+    /// known id, and returns the id; otherwise `out` is left as it was (the caller shows the
+    /// bytes raw), and an unknown id or undecodable bytes are logged once per topic and id.
+    pub fn show(&self, topic: &str, bytes: &[u8], out: &mut Vec<u8>) -> Option<u32> {
+        Registry::wire_id(bytes)?;
+        match self.registry.decode_into(bytes, out) {
+            Ok(id) => Some(id),
+            Err(DecodeError::NotWire) => None,
+            Err(DecodeError::UnknownId(id)) => {
+                self.log_once(topic, id, || format!("schema id {id} is not known"));
+                None
+            }
+            Err(DecodeError::Bad { id, reason }) => {
+                self.log_once(topic, id, || {
+                    format!("a value of schema id {id} does not decode: {reason}")
+                });
+                None
+            }
+        }
+    }
+
+    /// What `value` of `topic` shows as, when `schemas` decode it: its JSON text.
+    pub fn shown(schemas: Option<&Schemas>, topic: &str, value: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        schemas?.show(topic, value, &mut out).map(|_| out)
+    }
+
+    /// What a key of `topic` shows as in `table/` names, when `schemas` decode it: its JSON
+    /// text, or the string itself for a JSON string.
+    pub fn shown_key(schemas: Option<&Schemas>, topic: &str, key: &[u8]) -> Option<Vec<u8>> {
+        let text = Schemas::shown(schemas, topic, key)?;
+        Some(match serde_json::from_slice::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::String(s)) => s.into_bytes(),
+            _ => text,
+        })
+    }
+
+    /// The key of `topic` that shows as `shown` in `table/` names: `shown` (as JSON, else as
+    /// a JSON string) in the key subject's latest schema's wire format. `Ok(None)`: the topic
+    /// has no key subject.
+    pub fn key_for_shown(&self, topic: &str, shown: &[u8]) -> Result<Option<Vec<u8>>, EncodeError> {
+        if !is_decodable_topic(topic) {
+            return Ok(None);
+        }
+        self.refresh();
+        let subject = subject_for(topic, true);
+        if self.registry.latest_id(&subject).is_none() {
+            return Ok(None);
+        }
+        let as_json = serde_json::from_slice::<serde_json::Value>(shown).is_ok();
+        let first = match as_json {
+            true => self.registry.encode(&subject, shown),
+            false => Ok(None),
+        };
+        match (first, std::str::from_utf8(shown)) {
+            (Ok(Some(k)), _) => Ok(Some(k)),
+            (first, Ok(s)) => {
+                let text = serde_json::to_vec(s).unwrap_or_default();
+                match self.registry.encode(&subject, &text) {
+                    Ok(k) => Ok(k),
+                    Err(e) => first.and(Err(e)),
+                }
+            }
+            (first, Err(_)) => first,
+        }
+    }
+
+    fn log_once(&self, topic: &str, id: u32, what: impl FnOnce() -> String) {
+        if self.logged.guard().insert((topic.to_string(), id)) {
+            log::warn!("{topic}: {}; shown as stored", what());
+        }
+    }
+
+    /// What JSON `text` written as a key (`key`) or value of `topic` is stored as: the
+    /// subject's latest schema's wire format, or `None` when the topic has no such subject
+    /// (or encoding is off): stored as written.
+    pub fn store(
+        &self,
+        topic: &str,
+        key: bool,
+        text: &[u8],
+    ) -> Result<Option<Vec<u8>>, EncodeError> {
+        if !self.encodes(topic) {
+            return Ok(None);
+        }
+        self.refresh();
+        self.registry.encode(&subject_for(topic, key), text)
+    }
+
+    /// Whether `topic` has a subject for its keys (`key`) or values: what is written to it
+    /// is JSON to encode.
+    pub fn has_subject(&self, topic: &str, key: bool) -> bool {
+        self.encodes(topic) && {
+            self.refresh();
+            self.registry.latest_id(&subject_for(topic, key)).is_some()
+        }
+    }
+
+    /// Applies the records of `_schemas` past those read. `now`: the log end is asked of the
+    /// storage now (the follow thread), not as last known.
+    fn catch_up(&self, now: bool) {
+        // One reader at a time; a view opened meanwhile does not wait for the follow thread.
+        let mut feed = match self.feed.try_lock() {
+            Ok(feed) => feed,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if now => self.feed.guard(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        // Until the topic is found, a cluster is asked only by the follow thread.
+        let local = !self.storage.log_dirs().is_empty();
+        if feed.incarnation.is_none() && !now && !local {
+            return;
+        }
+        let topic = match self.schemas_topic(now) {
+            Some(t) => t,
+            None => return,
+        };
+        if feed.incarnation != Some(topic.incarnation()) {
+            // Made again since: its records are read from the start.
+            *feed = Feed {
+                incarnation: Some(topic.incarnation()),
+                next: BTreeMap::new(),
+            };
+        }
+        for p in 0..topic.partition_count() {
+            if let Err(e) = self.read_partition(&*topic, p, &mut feed, now) {
+                log::warn!("{SCHEMAS_TOPIC}-{p}: {e}");
+            }
+        }
+    }
+
+    /// `_schemas`, when the storage has it (asked of a cluster's listing, which is held, so
+    /// that a cluster without it is not asked at each look).
+    fn schemas_topic(&self, now: bool) -> Option<Arc<dyn TopicStore>> {
+        if now && !self.storage.topics().iter().any(|t| t == SCHEMAS_TOPIC) {
+            return None;
+        }
+        self.storage.topic(SCHEMAS_TOPIC).ok()
+    }
+
+    fn read_partition(
+        &self,
+        topic: &dyn TopicStore,
+        p: u32,
+        feed: &mut Feed,
+        now: bool,
+    ) -> crate::error::Result<()> {
+        let log = topic.partition(p)?;
+        let end = match now {
+            true => log.offsets_now()?.1,
+            false => log.log_end_offset(),
+        };
+        let next = feed.next.entry(p).or_insert(0);
+        let from = (*next).max(log.log_start_offset());
+        if from >= end {
+            return Ok(());
+        }
+        let mut reader = log.read_from_offset(from)?;
+        let mut at = from;
+        while at < end
+            && reader.next_batch_meta(&mut |_, r| {
+                if r.offset >= at && r.offset < end {
+                    self.registry.apply_record(r.key, r.value);
+                    at = r.offset + 1;
+                }
+            })?
+        {}
+        // Past control batches and compacted gaps too.
+        *next = at.max(reader.passed().min(end));
+        Ok(())
+    }
+}
+
+/// Whether a topic's keys and values may be schema-encoded: not Kafka's internal topics nor
+/// the registry's own.
+pub fn is_decodable_topic(topic: &str) -> bool {
+    topic != SCHEMAS_TOPIC && !crate::storage::INTERNAL_TOPICS.contains(&topic)
+}
+
+/// The follow thread: reads what `_schemas` gains, every [`FOLLOW_EVERY`], until the mount
+/// ends.
+fn follow(schemas: Weak<Schemas>) {
+    loop {
+        let Some(s) = schemas.upgrade() else { return };
+        {
+            let stopped = s.stop.0.guard();
+            let stopped = s
+                .stop
+                .1
+                .wait_timeout_while_guard(stopped, FOLLOW_EVERY, |stop| !*stop);
+            if *stopped {
+                return;
+            }
+        }
+        s.catch_up(true);
+    }
+}
+
+#[cfg(test)]
+mod tests;

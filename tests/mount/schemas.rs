@@ -1,0 +1,320 @@
+//! Schema-encoded values through the mount, against Confluent's own Python serdes
+//! (tests/schema/oracle.py: confluent-kafka's AvroSerializer, ProtobufSerializer and
+//! JSONSerializer with its mock registry). The registry's schemas are registered by appending
+//! their `_schemas` records through `append.jsonl`, the serialized values go in raw through
+//! `{"base64": ...}`; `cat`, `.jsonl`, `table/` and a group's maildir show what Confluent's
+//! deserializers return, with the sizes of what they show; JSON written through `append` and
+//! `append.jsonl` is stored so that Confluent's deserializers read it back equal (the bytes
+//! read with `-o schema.decode=none`, not through topicfs's decoder).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::common::mount::TestMount;
+
+fn oracle(mode: &str, input: Option<&Value>) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/oracle.py");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/install-deps.sh installs it)");
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(v) = input {
+        stdin.write_all(v.to_string().as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "oracle.py {mode} failed (are confluent-kafka's serdes installed?):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("oracle.py prints JSON")
+}
+
+/// Writes argv[2] to the file argv[1] and closes it (a failed close fails the script).
+const CLOSE_WRITE: &str = "import sys\nf = open(sys.argv[1], 'w')\nf.write(sys.argv[2])\nf.close()";
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// Appends `lines` (JSON lines) to `path` in the mount, one write.
+fn append(m: &TestMount, path: &str, lines: &[Value]) {
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(&l.to_string());
+        text.push('\n');
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    f.write_all(text.as_bytes())
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+}
+
+/// The size `stat` shows of a file of the mount.
+fn size(m: &TestMount, rel: &str) -> u64 {
+    std::fs::metadata(m.path(rel)).unwrap().len()
+}
+
+/// The schemas registered through `_schemas/append.jsonl`, and the oracle's cases appended
+/// raw: one topic per case kind's topic, the cases of a topic in order, each keyed `k<i>`.
+fn registered_and_produced(m: &TestMount, generated: &Value) -> Vec<(String, usize, Value)> {
+    // Made as a registry makes it: one partition, compacted.
+    m.ok("mkdir _schemas");
+    assert_eq!(m.read("_schemas/partitions").trim(), "1");
+    assert!(m.read("_schemas/config").contains("cleanup.policy=compact"));
+    let records: Vec<Value> = generated["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!({"key": r["key"], "value": r["value"]}))
+        .collect();
+    append(m, "_schemas/append.jsonl", &records);
+    let mut placed = Vec::new();
+    for case in generated["cases"].as_array().unwrap() {
+        let subject = case["subject"].as_str().unwrap();
+        let topic = subject.strip_suffix("-value").unwrap().to_string();
+        if !m.path(&topic).exists() {
+            m.ok(&format!("mkdir {topic} && echo 1 > {topic}/partitions"));
+        }
+        let i = placed.iter().filter(|(t, _, _)| *t == topic).count();
+        let bytes = unhex(case["hex"].as_str().unwrap());
+        append(
+            m,
+            &format!("{topic}/0/append.jsonl"),
+            &[json!({"key": format!("k{i}"), "value": {"base64": b64(&bytes)}})],
+        );
+        placed.push((topic, i, case.clone()));
+    }
+    placed
+}
+
+/// (topic, index in the topic, the oracle's case) of each value appended.
+type Placed = Vec<(String, usize, Value)>;
+
+/// (case kind, (topic, first offset written, the oracle's case)) of each JSON written.
+type Written = Vec<(String, (String, i64, Value))>;
+
+#[test]
+fn confluent_serialized_values_show_as_json_in_every_view_and_json_written_reads_back() {
+    let generated = oracle("generate", None);
+    let mut m = TestMount::start(&[]);
+    let placed = registered_and_produced(&m, &generated);
+    assert!(placed.len() >= 8, "{placed:?}");
+    streams_show_json(&m, &placed);
+    table_and_maildir_show_json(&m, &placed);
+    let written = json_written(&m, &placed);
+    refusals_and_unknown_ids(&m, &placed);
+    read_back_by_confluent(&mut m, &written);
+}
+
+/// Lines, `.jsonl`, whole-topic and group reads.
+fn streams_show_json(m: &TestMount, placed: &Placed) {
+    let topics: Vec<&str> = {
+        let mut t: Vec<&str> = placed.iter().map(|(t, _, _)| t.as_str()).collect();
+        t.dedup();
+        t
+    };
+    // Lines: one compact JSON text per record, as the deserializer returns it.
+    for topic in &topics {
+        let cases: Vec<&Value> = placed
+            .iter()
+            .filter(|(t, _, _)| t == topic)
+            .map(|(_, _, c)| &c["expected"])
+            .collect();
+        let text = m.read(&format!("{topic}/0/by-offset/0"));
+        let shown = json_lines(&text);
+        assert_eq!(shown.iter().collect::<Vec<_>>(), cases, "{topic}: {text}");
+        assert!(!text.contains(": "), "compact: {text}");
+        // The length fstat shows is what is read: `tail -c` seeks by it.
+        let tail = m.ok(&format!("tail -c 20 {topic}/0/by-offset/0"));
+        assert!(text.ends_with(&tail), "{topic}: {tail:?}");
+        // A whole-topic read and a group's read decode too.
+        assert_eq!(
+            json_lines(&m.read(&format!("{topic}/by-offset/earliest"))),
+            shown
+        );
+        assert_eq!(
+            json_lines(&m.read(&format!("{topic}/groups/g/records"))),
+            shown
+        );
+        // .jsonl: the JSON itself, with the schema id.
+        let jl = json_lines(&m.read(&format!("{topic}/0/by-offset/0.jsonl")));
+        for (line, (_, _, case)) in jl.iter().zip(placed.iter().filter(|(t, _, _)| t == topic)) {
+            assert_eq!(line["value"], case["expected"], "{topic}");
+            let bytes = unhex(case["hex"].as_str().unwrap());
+            let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
+            assert_eq!(line["valueSchemaId"], json!(id), "{line}");
+            assert!(line.get("keySchemaId").is_none(), "a string key: {line}");
+        }
+    }
+}
+
+/// `table/` and a group's maildir.
+fn table_and_maildir_show_json(m: &TestMount, placed: &Placed) {
+    // table/: a key's value as JSON, its size that of what is read.
+    let (topic, i, case) = &placed[0];
+    let at = format!("{topic}/table/k{i}");
+    let text = m.read(&at);
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        case["expected"]
+    );
+    assert_eq!(size(m, &at), text.len() as u64);
+    // A group's maildir: each record a file of what it shows.
+    let dir = format!("{topic}/groups/mail/maildir/new");
+    let names = crate::common::mount::file_names(&m.path(&dir));
+    let firsts: Vec<&Value> = placed
+        .iter()
+        .filter(|(t, _, _)| t == topic)
+        .map(|(_, _, c)| &c["expected"])
+        .collect();
+    assert_eq!(names.len(), firsts.len(), "{names:?}");
+    for name in &names {
+        let at = format!("{dir}/{name}");
+        let text = m.read(&at);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(firsts.contains(&&v), "{v}");
+        assert_eq!(size(m, &at), text.len() as u64, "{at}");
+    }
+}
+
+/// JSON in the form shown, written through append lines, append.jsonl values and table/.
+fn json_written(m: &TestMount, placed: &Placed) -> Written {
+    // JSON written in the form shown: through append lines, append.jsonl values, table/.
+    let mut written = Vec::new();
+    for (topic, _, case) in placed {
+        let kind = case["case"].as_str().unwrap();
+        // A nested or second Protobuf message is decoded only (encoding writes the first).
+        if kind == "refund" || kind == "item" || written.iter().any(|(k, _)| k == kind) {
+            continue;
+        }
+        let text = case["expected"].to_string();
+        let before = m.end_offset(topic, 0);
+        m.ok(&format!(
+            "printf '%s\\n' '{}' >> {topic}/append",
+            text.replace('\'', "'\\''")
+        ));
+        append(
+            m,
+            &format!("{topic}/append.jsonl"),
+            &[json!({"value": case["expected"]})],
+        );
+        std::fs::write(m.path(&format!("{topic}/table/w")), &text).unwrap();
+        assert_eq!(m.end_offset(topic, 0), before + 3, "{topic}");
+        written.push((kind.to_string(), (topic.clone(), before, case.clone())));
+    }
+    assert!(written.len() >= 3, "{written:?}");
+
+    written
+}
+
+/// What does not match is refused; an unknown id is shown raw.
+fn refusals_and_unknown_ids(m: &TestMount, placed: &Placed) {
+    // A line that does not match: EINVAL, one @log line naming the line and the field,
+    // nothing of that write stored.
+    let (topic, _, _) = &placed[0];
+    let before = m.end_offset(topic, 0);
+    let two = format!("{}\n{{\"bogus\":1}}\n", placed[0].2["expected"]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path(&format!("{topic}/append")))
+        .unwrap();
+    let err = f.write(two.as_bytes()).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+    drop(f);
+    assert_eq!(
+        m.end_offset(topic, 0),
+        before,
+        "nothing of the write stored"
+    );
+    let log = m.ok("tail -n 50 @log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("append line 2") && l.contains("schema")),
+        "{log}"
+    );
+    // A table/ value that does not match fails its close; nothing stored.
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            CLOSE_WRITE,
+            &format!("{topic}/table/bad"),
+            r#"{"bogus":1}"#,
+        ])
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("Invalid argument"),
+        "{err}"
+    );
+    assert_eq!(m.end_offset(topic, 0), before);
+    // An unknown id is shown raw, never a failed read, with one @log line.
+    let unknown = [0u8, 0, 0, 0x7f, 0x7f, b'r', b'a', b'w'];
+    append(
+        m,
+        &format!("{topic}/0/append.jsonl"),
+        &[json!({"value": {"base64": b64(&unknown)}})],
+    );
+    let raw = std::fs::read(m.path(&format!("{topic}/0/by-offset/{before}"))).unwrap();
+    assert_eq!(raw, [&unknown[..], b"\n"].concat());
+    let log = m.ok("tail -n 50 @log");
+    assert!(log.contains("schema id 32639 is not known"), "{log}");
+}
+
+/// The bytes stored, read without decoding, read back by Confluent's deserializers.
+fn read_back_by_confluent(m: &mut TestMount, written: &Written) {
+    // The bytes stored, read without decoding: Confluent's deserializers read them back.
+    m.unmount();
+    m.set_args(&["-o", "schema.decode=none"]);
+    m.remount();
+    let mut asked = Vec::new();
+    let mut expected = Vec::new();
+    for (kind, (topic, from, case)) in written {
+        let lines = json_lines(&m.read(&format!("{topic}/0/by-offset/{from}.jsonl")));
+        for line in lines.iter().take(3) {
+            let stored = match &line["value"] {
+                Value::Object(o) => base64::engine::general_purpose::STANDARD
+                    .decode(o["base64"].as_str().unwrap())
+                    .unwrap(),
+                Value::String(s) => s.as_bytes().to_vec(),
+                other => panic!("stored as shown raw: {other}"),
+            };
+            assert!(line.get("valueSchemaId").is_none(), "not decoded: {line}");
+            asked.push(json!({"case": kind, "hex": hex(&stored)}));
+            expected.push(case["expected"].clone());
+        }
+    }
+    let read_back = oracle("readback", Some(&Value::Array(asked)));
+    assert_eq!(read_back, Value::Array(expected));
+}
