@@ -194,6 +194,7 @@ fn an_unread_record_is_flagged_and_a_read_one_given_back() {
     fs.rename(new, OsStr::new("0-1"), new, OsStr::new("0-1:2,F"), 0)
         .unwrap();
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-1:2,F"]);
+    fs.shutdown().unwrap();
     drop(fs);
     let fs = state(d.path());
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-1"]);

@@ -70,8 +70,9 @@ pub struct Delivery {
     spill_dir: PathBuf,
     by_name: BTreeMap<(Place, Vec<u8>), u64>,
     files: HashMap<u64, Entry>,
-    /// Names just delivered, by (in `cur/`, name).
+    /// Names just delivered, by (in `cur/`, name), and the name of each by file id.
     recent: HashMap<(bool, Vec<u8>), Delivered>,
+    recent_names: HashMap<u64, (bool, Vec<u8>)>,
     /// When `recent` was last swept.
     swept: Instant,
     next: u64,
@@ -88,6 +89,7 @@ impl Delivery {
             by_name: BTreeMap::new(),
             files: HashMap::new(),
             recent: HashMap::new(),
+            recent_names: HashMap::new(),
             swept: Instant::now(),
             next: 1,
             tmp_changed: now,
@@ -203,7 +205,12 @@ impl Delivery {
         };
         drop(f);
         self.sweep();
-        self.recent.insert((in_cur, name.to_vec()), d);
+        let key = (in_cur, name.to_vec());
+        if let Some(old) = self.recent.insert(key.clone(), d) {
+            self.recent_names.remove(&old.id);
+        }
+        // Linked again under another name: both answer, the last one names it.
+        self.recent_names.insert(id, key);
     }
 
     /// Forgets the names delivered more than [`RECENT`] ago whose files nobody holds (at
@@ -215,6 +222,9 @@ impl Delivery {
         self.swept = Instant::now();
         self.recent
             .retain(|_, d| d.at.elapsed() < RECENT || d.file.strong_count() > 0);
+        let recent = &self.recent;
+        self.recent_names
+            .retain(|id, key| recent.get(key).is_some_and(|d| d.id == *id));
     }
 
     /// The file id a name just delivered in `new/` (or `cur/`) stands for, if it still
@@ -227,7 +237,7 @@ impl Delivery {
     /// File `id` as its name just delivered shows it: the held file while someone holds it,
     /// else its size, time and mode then.
     pub fn delivered_file(&self, id: u64) -> Option<Arc<Mutex<Held>>> {
-        let (_, d) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        let d = self.recent.get(self.recent_names.get(&id)?)?;
         if let Some(f) = d.file.upgrade() {
             return Some(f);
         }
@@ -243,7 +253,7 @@ impl Delivery {
 
     /// The name file `id` was last delivered as: (in `cur/`, name).
     pub fn delivered_name(&self, id: u64) -> Option<(bool, &[u8])> {
-        let ((in_cur, name), _) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        let (in_cur, name) = self.recent_names.get(&id)?;
         Some((*in_cur, name))
     }
 
