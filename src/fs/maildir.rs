@@ -270,7 +270,7 @@ impl FsState {
                     .or_else(|| mg.find_cur(*p, *o).map(|(s, _)| s));
                 match shown {
                     Some(s) => Ok((s.len, record_time(s.timestamp))),
-                    None => tree(libc::ENOENT, format!("{node} was acknowledged")),
+                    None => tree(libc::ENOENT, "the record was acknowledged"),
                 }
             }),
             _ => unreachable!("a maildir node"),
@@ -378,7 +378,10 @@ impl FsState {
             })(),
             Node::MailRecord(t, _, p, o) => (|| {
                 if access.write {
-                    return tree(libc::EACCES, format!("{node}: a record cannot be changed"));
+                    return tree(
+                        libc::EACCES,
+                        "a record cannot be changed (its file is read-only)",
+                    );
                 }
                 let topic = self.topic(t)?;
                 let value = read_value(&*topic, *p, *o)?;

@@ -356,6 +356,18 @@ fn mv_cp_and_rsync_that_fail_change_nothing() {
     );
     // Records are only ever added: none was, by any of them.
     assert_eq!(records_of(&m), records_before);
+    // Each refusal is a line naming the path as the client named it.
+    let log = m.ok("tail -n 1000 @log");
+    for refused in [
+        "open /t/groups/b/maildir/new/0-2: ",
+        "rename /t/groups/a/maildir/new/0-0 to /t/groups/b/maildir/new/0-0: ",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(" INFO ") && l.contains(refused)),
+            "{refused}\n{log}"
+        );
+    }
     // Between topics and from a group to a topic's maildir, mv copies (a delivery there)
     // and removes the source: a move, acknowledged where it came from.
     m.ok("mv t/maildir/tmp/y u/maildir/new/y");
