@@ -52,11 +52,14 @@ impl Entry {
 /// it just made).
 pub const RECENT: Duration = Duration::from_secs(5);
 
-/// A name just delivered into `new/` (or `cur/`, `in_cur`): not listed, but it answers as
-/// the file it was while its file is held (open, or still in `tmp/` after a link) and for
-/// [`RECENT`] after.
+/// A name just delivered into `new/` (or `cur/`, `in_cur`): not listed, but it answers its
+/// deliverer (the process that renamed or linked it) as the file it was while its file is
+/// held (open, or still in `tmp/` after a link) and for [`RECENT`] after. To anyone else it
+/// is not there: the same name delivered again (names are keys) is created anew.
 pub struct Delivered {
     pub id: u64,
+    /// The process that delivered it (0: none known, then it answers no one).
+    pid: u32,
     file: Weak<Mutex<Held>>,
     /// Its size, time and mode when delivered.
     len: u64,
@@ -187,7 +190,7 @@ impl Delivery {
     /// File `id` was delivered as `name` in `new/` (or `cur/`, `in_cur`): that name answers
     /// for a while ([`Delivered`]). `moved` (a rename, not a link): the file is the record
     /// now, and takes no more writes.
-    pub fn delivered(&mut self, id: u64, in_cur: bool, name: &[u8], moved: bool) {
+    pub fn delivered(&mut self, id: u64, in_cur: bool, name: &[u8], moved: bool, pid: u32) {
         let Some(e) = self.files.get(&id) else {
             return;
         };
@@ -197,6 +200,7 @@ impl Delivery {
         }
         let d = Delivered {
             id,
+            pid,
             file: Arc::downgrade(&e.file),
             len: f.len(),
             mtime: f.mtime(),
@@ -228,10 +232,11 @@ impl Delivery {
     }
 
     /// The file id a name just delivered in `new/` (or `cur/`) stands for, if it still
-    /// answers.
-    pub fn find_delivered(&self, in_cur: bool, name: &[u8]) -> Option<u64> {
+    /// answers process `pid`.
+    pub fn find_delivered(&self, in_cur: bool, name: &[u8], pid: u32) -> Option<u64> {
         let d = self.recent.get(&(in_cur, name.to_vec()))?;
-        (d.at.elapsed() < RECENT || d.file.strong_count() > 0).then_some(d.id)
+        let live = d.at.elapsed() < RECENT || d.file.strong_count() > 0;
+        (live && pid != 0 && d.pid == pid).then_some(d.id)
     }
 
     /// File `id` as its name just delivered shows it: the held file while someone holds it,
