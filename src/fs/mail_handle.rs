@@ -141,8 +141,8 @@ impl HeldHandle {
             }),
             None => d.deliver(&*self.topic, self.id, &name),
         };
-        if res.is_ok() {
-            d.delivered(self.id, false, &name, true);
+        if let Some(e) = d.get(self.id) {
+            e.file.guard().mark_delivered();
         }
         d.remove(self.id);
         res

@@ -27,10 +27,9 @@ impl FsState {
     pub(super) fn maildir_rename(
         &self,
         from: &Node,
-        name: &OsStr,
-        to: &Node,
-        newname: &OsStr,
+        (name, to, newname): (&OsStr, &Node, &OsStr),
         flags: u32,
+        pid: u32,
     ) -> Option<FsResult<()>> {
         if !is_mail(from) && !is_mail(to) {
             return None;
@@ -71,7 +70,13 @@ impl FsState {
             let topic = self.topic(t)?;
             let _live = topic.live()?;
             match g {
-                None => self.deliver_rename(&topic, t, (*sub, name), (*sub2, newname), no_replace),
+                None => self.deliver_rename(
+                    &topic,
+                    t,
+                    (*sub, name),
+                    (*sub2, newname),
+                    (no_replace, pid),
+                ),
                 Some(g) => self.group_rename(t, g, (*sub, name), (*sub2, newname)),
             }
         })())
@@ -84,7 +89,7 @@ impl FsState {
         t: &TopicName,
         (sub, name): (MailSub, &OsStr),
         (sub2, newname): (MailSub, &OsStr),
-        no_replace: bool,
+        (no_replace, pid): (bool, u32),
     ) -> FsResult<()> {
         let place = match sub {
             MailSub::Tmp => Place::Tmp,
@@ -119,7 +124,7 @@ impl FsState {
             MailSub::New | MailSub::Cur => {
                 self.deliverable(t)?;
                 d.deliver(&**topic, id, newname.as_bytes())?;
-                d.delivered(id, sub2 == MailSub::Cur, newname.as_bytes(), true);
+                d.delivered(id, sub2 == MailSub::Cur, newname.as_bytes(), true, pid);
                 d.remove(id);
                 Ok(())
             }
@@ -196,7 +201,14 @@ impl FsState {
 
     /// link(2): a file of `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered
     /// (and stays in `tmp/` until unlinked); any other link is as [`FsState::link`] answers.
-    pub fn link_entry(&self, ino: u64, newparent: u64, newname: &OsStr) -> FsResult<(Ttl, Attr)> {
+    /// `pid`: the linking process, whom the name answers a while.
+    pub fn link_entry(
+        &self,
+        ino: u64,
+        newparent: u64,
+        newname: &OsStr,
+        pid: u32,
+    ) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let from = self.node(ino)?;
         let to = self.node(newparent)?;
@@ -229,7 +241,7 @@ impl FsState {
             _ => return tree(libc::ENOENT, format!("{from} was delivered or removed")),
         }
         d.deliver(&*topic, *id, newname.as_bytes())?;
-        d.delivered(*id, *sub == MailSub::Cur, newname.as_bytes(), false);
+        d.delivered(*id, *sub == MailSub::Cur, newname.as_bytes(), false, pid);
         drop(d);
         let attr = self.attr(ino, &from)?;
         Ok((Ttl::both(Duration::ZERO), attr))

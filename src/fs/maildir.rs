@@ -90,6 +90,22 @@ impl FsState {
         Some(format!("{}/{}", dir.name(), String::from_utf8_lossy(name)))
     }
 
+    /// lookup(2) by process `pid` of a name it just delivered into `<topic>/maildir/new/` or
+    /// `cur/` (None: not one): its file, not listed, answering `stat`, `utime` and `chmod`.
+    pub(super) fn just_delivered(&self, parent: &Node, name: &OsStr, pid: u32) -> Option<Node> {
+        let Node::MailSub(t, None, sub) = parent else {
+            return None;
+        };
+        let in_cur = match sub {
+            MailSub::New => false,
+            MailSub::Cur => true,
+            MailSub::Tmp => return None,
+        };
+        let d = self.delivery(t);
+        let id = d.guard().find_delivered(in_cur, name.as_bytes(), pid)?;
+        Some(Node::MailHeld(t.clone(), id))
+    }
+
     /// Where record (p, o) of `g`'s maildir on `t` is listed now (`new/P-O[:2,FLAGS]`,
     /// `cur/P-O:2,FLAGS`), for log lines; None once it is not.
     pub(super) fn record_file_name(
@@ -196,17 +212,12 @@ impl FsState {
             })(),
             Node::MailSub(t, None, sub) => (|| {
                 self.topic(t)?;
-                let d = self.delivery(t);
-                let d = d.guard();
-                // A name just delivered still answers as its file (not listed).
-                let found = match sub {
-                    MailSub::Tmp => d.find(Place::Tmp, bytes),
-                    MailSub::New => d
-                        .find(Place::New, bytes)
-                        .or_else(|| d.find_delivered(false, bytes)),
-                    MailSub::Cur => d.find_delivered(true, bytes),
+                let place = match sub {
+                    MailSub::Tmp => Place::Tmp,
+                    MailSub::New => Place::New,
+                    MailSub::Cur => return missing(),
                 };
-                match found {
+                match self.delivery(t).guard().find(place, bytes) {
                     Some(id) => Ok(Node::MailHeld(t.clone(), id)),
                     None => missing(),
                 }
@@ -279,7 +290,7 @@ impl FsState {
                         Ok((len, record_time(s.timestamp)))
                     }
                     Some(s) => Ok((s.len, record_time(s.timestamp))),
-                    None => tree(libc::ENOENT, format!("{node} was acknowledged")),
+                    None => tree(libc::ENOENT, "the record was acknowledged"),
                 }
             }),
             _ => unreachable!("a maildir node"),
@@ -387,7 +398,10 @@ impl FsState {
             })(),
             Node::MailRecord(t, _, p, o) => (|| {
                 if access.write {
-                    return tree(libc::EACCES, format!("{node}: a record cannot be changed"));
+                    return tree(
+                        libc::EACCES,
+                        "a record cannot be changed (its file is read-only)",
+                    );
                 }
                 let value = self.shown_record(t, *p, *o)?;
                 let h = TextHandle::new(value, TextTarget::ReadOnly);

@@ -384,12 +384,26 @@ impl FsState {
         Ok((ttl, Attr { ino, ..probe }))
     }
 
+    /// lookup(2) by no process in particular (the tests' walks).
+    #[cfg(test)]
     pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<(Ttl, Attr)> {
+        self.lookup_from(parent, name, 0)
+    }
+
+    /// lookup(2) by process `pid`: as [`FsState::lookup`], and a name `pid` just delivered
+    /// into a topic's maildir answers it (see [`FsState::just_delivered`]).
+    pub fn lookup_from(&self, parent: u64, name: &OsStr, pid: u32) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let node = self.child(&parent, name)?;
+        let node = match self.child(&parent, name) {
+            Err(e) if e.errno() == libc::ENOENT => match self.just_delivered(&parent, name, pid) {
+                Some(node) => node,
+                None => return Err(e),
+            },
+            r => r?,
+        };
         self.entry(node)
     }
 

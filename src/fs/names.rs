@@ -83,9 +83,8 @@ impl FsState {
         FsError::Tree(libc::EPERM, "symlinks cannot be created".into())
     }
 
-    /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE): within a
-    /// topic's `table/`, a key's value moves to another key; within a maildir, see
-    /// [`FsState::maildir_rename`]; nothing else can be renamed.
+    /// rename(2) by no process in particular (the tests'), as [`FsState::rename_from`].
+    #[cfg(test)]
     pub fn rename(
         &self,
         parent: u64,
@@ -94,10 +93,26 @@ impl FsState {
         newname: &OsStr,
         flags: u32,
     ) -> FsResult<()> {
+        self.rename_from(parent, name, newparent, newname, flags, 0)
+    }
+
+    /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE) by process `pid`:
+    /// within a topic's `table/`, a key's value moves to another key; within a maildir, see
+    /// [`FsState::maildir_rename`] (a name `pid` delivers answers it a while); nothing else
+    /// can be renamed.
+    pub fn rename_from(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        newparent: u64,
+        newname: &OsStr,
+        flags: u32,
+        pid: u32,
+    ) -> FsResult<()> {
         let _g = self.gate()?;
         let (from, to) = (self.node(parent)?, self.node(newparent)?);
         let _changes = self.changes(&from);
-        if let Some(r) = self.maildir_rename(&from, name, &to, newname, flags) {
+        if let Some(r) = self.maildir_rename(&from, (name, &to, newname), flags, pid) {
             return r;
         }
         match (from, to) {

@@ -194,6 +194,7 @@ fn an_unread_record_is_flagged_and_a_read_one_given_back() {
     fs.rename(new, OsStr::new("0-1"), new, OsStr::new("0-1:2,F"), 0)
         .unwrap();
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-1:2,F"]);
+    fs.shutdown().unwrap();
     drop(fs);
     let fs = state(d.path());
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-1"]);
@@ -210,9 +211,9 @@ fn a_name_just_delivered_answers_stat_utime_and_chmod() {
     let (tmp, new) = (walk(&fs, "t/maildir/tmp"), walk(&fs, "t/maildir/new"));
     let (_, made, o) = fs.create_file(tmp, OsStr::new("x"), WO, me()).unwrap();
     fs.write_at(o.fh, 0, b"saved", Some(7)).unwrap();
-    let (_, linked) = fs.link_entry(made.ino, new, OsStr::new("y")).unwrap();
+    let (_, linked) = fs.link_entry(made.ino, new, OsStr::new("y"), me()).unwrap();
     fs.unlink(tmp, OsStr::new("x")).unwrap();
-    let (_, y) = fs.lookup(new, OsStr::new("y")).unwrap();
+    let (_, y) = fs.lookup_from(new, OsStr::new("y"), me()).unwrap();
     assert_eq!((y.ino, y.size), (linked.ino, 5));
     assert_eq!((y.ino, y.size), (made.ino, 5));
     let same_mode = Owner {
@@ -231,22 +232,32 @@ fn a_name_just_delivered_answers_stat_utime_and_chmod() {
         libc::EPERM
     );
     fs.release(o.fh).unwrap();
-    // Closed: still answered for a few seconds.
-    assert_eq!(fs.lookup(new, OsStr::new("y")).unwrap().1.ino, y.ino);
+    // Closed: still answered for a few seconds, to the process that delivered it only.
+    let y_again = fs.lookup_from(new, OsStr::new("y"), me()).unwrap();
+    assert_eq!(y_again.1.ino, y.ino);
     assert!(names(&fs, "t/maildir/new").is_empty());
+    let other = me() + 1;
+    let r = fs.lookup_from(new, OsStr::new("y"), other);
+    assert_eq!(errno_of(r), libc::ENOENT);
     // Renamed into place, likewise.
     let (_, _, o) = fs.create_file(tmp, OsStr::new("z"), WO, me()).unwrap();
     fs.write_at(o.fh, 0, b"moved", Some(7)).unwrap();
-    fs.rename(tmp, OsStr::new("z"), new, OsStr::new("z"), 0)
+    fs.rename_from(tmp, OsStr::new("z"), new, OsStr::new("z"), 0, me())
         .unwrap();
-    let (_, z) = fs.lookup(new, OsStr::new("z")).unwrap();
+    let (_, z) = fs.lookup_from(new, OsStr::new("z"), me()).unwrap();
     assert_eq!(z.size, 5);
     fs.setattr(z.ino, None, Owner::default(), None).unwrap();
     fs.release(o.fh).unwrap();
     assert!(names(&fs, "t/maildir/new").is_empty());
-    assert_eq!(values(&fs, "t"), ["moved", "saved"]);
+    // Another process delivers the same name (a key) again, straight into new/.
+    let (_, _, o) = fs.create_file(new, OsStr::new("y"), WO, other).unwrap();
+    fs.write_at(o.fh, 0, b"again", Some(8)).unwrap();
+    fs.flush(o.fh, 8).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(values(&fs, "t"), ["again", "moved", "saved"]);
     // A name never delivered is not there.
-    assert_eq!(errno_of(fs.lookup(new, OsStr::new("w"))), libc::ENOENT);
+    let r = fs.lookup_from(new, OsStr::new("w"), me());
+    assert_eq!(errno_of(r), libc::ENOENT);
 }
 
 /// A write to a descriptor whose `tmp/` file was already renamed into `new/` (delivered)

@@ -54,11 +54,14 @@ impl Entry {
 /// it just made).
 pub const RECENT: Duration = Duration::from_secs(5);
 
-/// A name just delivered into `new/` (or `cur/`, `in_cur`): not listed, but it answers as
-/// the file it was while its file is held (open, or still in `tmp/` after a link) and for
-/// [`RECENT`] after.
+/// A name just delivered into `new/` (or `cur/`, `in_cur`): not listed, but it answers its
+/// deliverer (the process that renamed or linked it) as the file it was while its file is
+/// held (open, or still in `tmp/` after a link) and for [`RECENT`] after. To anyone else it
+/// is not there: the same name delivered again (names are keys) is created anew.
 pub struct Delivered {
     pub id: u64,
+    /// The process that delivered it (0: none known, then it answers no one).
+    pid: u32,
     file: Weak<Mutex<Held>>,
     /// Its size, time and mode when delivered.
     len: u64,
@@ -72,8 +75,9 @@ pub struct Delivery {
     spill_dir: PathBuf,
     by_name: BTreeMap<(Place, Vec<u8>), u64>,
     files: HashMap<u64, Entry>,
-    /// Names just delivered, by (in `cur/`, name).
+    /// Names just delivered, by (in `cur/`, name), and the name of each by file id.
     recent: HashMap<(bool, Vec<u8>), Delivered>,
+    recent_names: HashMap<u64, (bool, Vec<u8>)>,
     /// When `recent` was last swept.
     swept: Instant,
     next: u64,
@@ -98,6 +102,7 @@ impl Delivery {
             by_name: BTreeMap::new(),
             files: HashMap::new(),
             recent: HashMap::new(),
+            recent_names: HashMap::new(),
             swept: Instant::now(),
             next: 1,
             tmp_changed: now,
@@ -196,7 +201,7 @@ impl Delivery {
     /// File `id` was delivered as `name` in `new/` (or `cur/`, `in_cur`): that name answers
     /// for a while ([`Delivered`]). `moved` (a rename, not a link): the file is the record
     /// now, and takes no more writes.
-    pub fn delivered(&mut self, id: u64, in_cur: bool, name: &[u8], moved: bool) {
+    pub fn delivered(&mut self, id: u64, in_cur: bool, name: &[u8], moved: bool, pid: u32) {
         let Some(e) = self.files.get(&id) else {
             return;
         };
@@ -206,6 +211,7 @@ impl Delivery {
         }
         let d = Delivered {
             id,
+            pid,
             file: Arc::downgrade(&e.file),
             len: f.len(),
             mtime: f.mtime(),
@@ -214,7 +220,12 @@ impl Delivery {
         };
         drop(f);
         self.sweep();
-        self.recent.insert((in_cur, name.to_vec()), d);
+        let key = (in_cur, name.to_vec());
+        if let Some(old) = self.recent.insert(key.clone(), d) {
+            self.recent_names.remove(&old.id);
+        }
+        // Linked again under another name: both answer, the last one names it.
+        self.recent_names.insert(id, key);
     }
 
     /// Forgets the names delivered more than [`RECENT`] ago whose files nobody holds (at
@@ -226,19 +237,23 @@ impl Delivery {
         self.swept = Instant::now();
         self.recent
             .retain(|_, d| d.at.elapsed() < RECENT || d.file.strong_count() > 0);
+        let recent = &self.recent;
+        self.recent_names
+            .retain(|id, key| recent.get(key).is_some_and(|d| d.id == *id));
     }
 
     /// The file id a name just delivered in `new/` (or `cur/`) stands for, if it still
-    /// answers.
-    pub fn find_delivered(&self, in_cur: bool, name: &[u8]) -> Option<u64> {
+    /// answers process `pid`.
+    pub fn find_delivered(&self, in_cur: bool, name: &[u8], pid: u32) -> Option<u64> {
         let d = self.recent.get(&(in_cur, name.to_vec()))?;
-        (d.at.elapsed() < RECENT || d.file.strong_count() > 0).then_some(d.id)
+        let live = d.at.elapsed() < RECENT || d.file.strong_count() > 0;
+        (live && pid != 0 && d.pid == pid).then_some(d.id)
     }
 
     /// File `id` as its name just delivered shows it: the held file while someone holds it,
     /// else its size, time and mode then.
     pub fn delivered_file(&self, id: u64) -> Option<Arc<Mutex<Held>>> {
-        let (_, d) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        let d = self.recent.get(self.recent_names.get(&id)?)?;
         if let Some(f) = d.file.upgrade() {
             return Some(f);
         }
@@ -254,7 +269,7 @@ impl Delivery {
 
     /// The name file `id` was last delivered as: (in `cur/`, name).
     pub fn delivered_name(&self, id: u64) -> Option<(bool, &[u8])> {
-        let ((in_cur, name), _) = self.recent.iter().find(|(_, d)| d.id == id)?;
+        let (in_cur, name) = self.recent_names.get(&id)?;
         Some((*in_cur, name))
     }
 

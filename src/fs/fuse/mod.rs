@@ -248,8 +248,8 @@ impl Filesystem for TopicFs {
         Ok(())
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = self.state.lookup(parent.0, name);
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = self.state.lookup_from(parent.0, name, req.pid());
         entry(r, "lookup", &self.state.path_in(parent.0, name), reply);
     }
 
@@ -348,7 +348,7 @@ impl Filesystem for TopicFs {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -357,8 +357,14 @@ impl Filesystem for TopicFs {
         reply: ReplyEmpty,
     ) {
         empty(
-            self.state
-                .rename(parent.0, name, newparent.0, newname, flags.bits()),
+            self.state.rename_from(
+                parent.0,
+                name,
+                newparent.0,
+                newname,
+                flags.bits(),
+                req.pid(),
+            ),
             "rename",
             &self
                 .state
@@ -369,13 +375,15 @@ impl Filesystem for TopicFs {
 
     fn link(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let r = self.state.link_entry(ino.0, newparent.0, newname);
+        let r = self
+            .state
+            .link_entry(ino.0, newparent.0, newname, req.pid());
         let what = self.state.link_paths(ino.0, newparent.0, newname);
         entry(r, "link", &what, reply);
     }

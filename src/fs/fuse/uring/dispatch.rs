@@ -278,7 +278,8 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
     match req.h.opcode {
         abi::LOOKUP => {
             let name = req.name();
-            entry(s.lookup(ino, name), "lookup", &s.path_in(ino, name), reply);
+            let r = s.lookup_from(ino, name, req.h.pid);
+            entry(r, "lookup", &s.path_in(ino, name), reply);
         }
         abi::GETATTR => {
             let a: abi::GetattrIn = req.arg();
@@ -337,14 +338,15 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
                 (a.newdir, a.flags)
             };
             let (old, new) = req.names();
-            let r = s.rename(ino, old, newdir, new, flags);
+            let r = s.rename_from(ino, old, newdir, new, flags, req.h.pid);
             empty(r, "rename", &s.rename_paths(ino, old, newdir, new), reply);
         }
         abi::LINK => {
             let a: abi::LinkIn = req.arg();
             let name = req.name();
             let what = s.link_paths(a.oldnodeid, ino, name);
-            entry(s.link_entry(a.oldnodeid, ino, name), "link", &what, reply);
+            let r = s.link_entry(a.oldnodeid, ino, name, req.h.pid);
+            entry(r, "link", &what, reply);
         }
         _ => return Some(reply),
     }
