@@ -1,8 +1,8 @@
-//! Dovecot serving a group's maildir over IMAP (docs/contract.md "The clients people already
-//! run"): started by the test with its own configuration on 127.0.0.1, its index and control
+//! Dovecot serving a group's maildir over IMAP (docs/contract.md "Service users"): started by the test with its own configuration on 127.0.0.1, its index and control
 //! files outside the mount, its mail processes running as the service user (`mail`) that owns
 //! the tree through `-o uid=,gid=`. Python's `imaplib` lists, fetches, flags and expunges; the
-//! records are checked by kafka-protocol, the group's commit through its `offsets` file.
+//! records are checked by kafka-protocol, the group's commit through its `offsets` file and in
+//! `__consumer_offsets`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -89,6 +89,17 @@ fn commit(m: &TestMount) -> Option<i64> {
     let f: Vec<&str> = offsets.split_whitespace().collect();
     assert_eq!(f[0], "0", "{offsets}");
     (f[1] != "-").then(|| f[1].parse().unwrap())
+}
+
+/// The last commit of group `imap` for `inbox` partition 0 in `__consumer_offsets`, as
+/// kafka-protocol reads it.
+fn kafka_commit(m: &TestMount) -> Option<i64> {
+    let p = topicfs::consumer_offsets::partition_for("imap", 50);
+    let commits = crate::groups::offset_commits(&m.partition_dir("__consumer_offsets", p));
+    commits
+        .iter()
+        .rfind(|(g, t, p, _)| g == "imap" && t == "inbox" && *p == 0)
+        .map(|c| c.3)
 }
 
 /// The names in the group's `cur/` and `new/`.
@@ -274,6 +285,8 @@ fn dovecot_lists_fetches_flags_and_expunges_a_groups_maildir_as_a_service_user()
     assert_eq!(r[2].as_array().unwrap().len(), 1, "{r:?}");
     assert_eq!(commit(&m), Some(4), "{}", d.log(&m));
     assert_eq!(names(&m).0, ["0-4:2,", "0-5:2,"]);
+    // The commit in Kafka's format, as kafka-protocol reads __consumer_offsets.
+    assert_eq!(kafka_commit(&m), Some(4));
 
     // Dovecot's mail process ran as the service user: its index files are mail's.
     let index: Vec<_> = std::fs::read_dir(d.state.path().join("index"))

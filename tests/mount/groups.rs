@@ -229,7 +229,7 @@ fn kafkas_other_internal_topics_are_read_but_never_appended_to() {
 /// kafka-protocol, keys and values read by Kafka's schema (OffsetCommitKey: version int16,
 /// group and topic as int16-length strings, partition int32; OffsetCommitValue: version
 /// int16, offset int64...), written here from the schema, not from topicfs's codec.
-fn offset_commits(dir: &std::path::Path) -> Vec<(String, String, i32, i64)> {
+pub(crate) fn offset_commits(dir: &std::path::Path) -> Vec<(String, String, i32, i64)> {
     fn string(b: &[u8], at: &mut usize) -> String {
         let n = i16::from_be_bytes([b[*at], b[*at + 1]]) as usize;
         let s = String::from_utf8(b[*at + 2..*at + 2 + n].to_vec()).unwrap();

@@ -1,7 +1,7 @@
-//! rsyslog's imfile tailing `by-offset/0` of a topic (docs/contract.md "The clients people
-//! already run"): an rsyslogd started by the test in the foreground with its own configuration
-//! (imfile in polling mode and one omfile action to a file outside the mount, no `/dev/log`
-//! input) ships every record once, and each new append within 2 s of it.
+//! rsyslog's imfile tailing `by-offset/0` of a topic (docs/contract.md "Service users"): an
+//! rsyslogd started by the test in the foreground with its own configuration (imfile in
+//! polling mode and one omfile action to a file outside the mount, no `/dev/log` input) ships
+//! every record once, and each new append within 2 s of it.
 
 use std::path::Path;
 use std::process::Command;

@@ -22,9 +22,14 @@ fn as_mail(m: &TestMount, script: &str) -> String {
 #[test]
 fn a_service_user_owns_the_tree_and_does_all_the_owner_may() {
     let (uid, gid) = system_user("mail");
-    let m = TestMount::start(&["-o", "uid=mail,gid=mail", "--num-partitions", "1"]);
-    // The way to the mountpoint is open; the mount itself lets in whom its modes do.
+    let mut m = TestMount::start(&["-o", "uid=mail,gid=mail", "--num-partitions", "1"]);
+    // The way to the mountpoint is open; the mount itself lets in whom its modes do. The log
+    // dir grants group and others r-x whatever the umask made it (the tree takes its bits at
+    // mount).
     std::fs::set_permissions(m.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.unmount();
+    std::fs::set_permissions(&m.log_dirs[0], std::fs::Permissions::from_mode(0o755)).unwrap();
+    m.remount();
     let owner = format!("{uid}:{gid}");
 
     // Creates a topic and appends.
@@ -72,7 +77,25 @@ fn a_service_user_owns_the_tree_and_does_all_the_owner_may() {
         format!("{md}/cur:\n\n{md}/new:\n0-2\n0-3\n")
     );
 
-    // Another user is kept out (allow_other was not given).
+    // The daemon's log and metrics are the owner's: the service user's.
+    assert!(!as_mail(&m, "tail -n 1 @log").is_empty());
+    assert!(as_mail(&m, "cat @metrics").contains("topicfs_"));
+
+    // A member of the group reads what the group bits allow (the log dir grants r-x), and
+    // writes nothing.
+    let member = |script: &str| as_user(&m.mnt, "65534", "mail", script);
+    let read = member("cat t/0/by-offset/0");
+    assert!(read.status.success(), "{read:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout),
+        "one\ntwo\nthree\nfour\n"
+    );
+    let write = member("echo five >> t/append");
+    assert!(!write.status.success());
+    assert!(String::from_utf8_lossy(&write.stderr).contains("Permission denied"));
+
+    // Another user is kept out (allow_other was not given), though the log dir grants others
+    // r-x.
     let other = as_nobody(&m.mnt, "ls");
     assert!(!other.status.success());
     assert!(String::from_utf8_lossy(&other.stderr).contains("Permission denied"));

@@ -8,11 +8,11 @@ use clap::Args;
 
 use crate::fs::fuse::FuseConfig;
 
-mod owner;
-
 use crate::config::{
     BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,
 };
+
+mod owner;
 
 #[derive(Args)]
 #[command(next_help_heading = MOUNT_HEADING)]
