@@ -314,7 +314,10 @@ class Oracle:
             pb.Order(id=5, customer_name="Ann", items=[pb.Order.Item(sku="a", qty=2), pb.Order.Item(sku="b")],
                      counts={"x": 1, "y": -2}, card="visa", status=pb.Order.PAID, blob=b"\x00\xff",
                      total=2.5, gift=True, big=2**64 - 1, delta=-3, notes=["n1", "n2"]),
-            pb.Order(account=-(2**63), customer_name="", created_at={"seconds": 1796378400, "nanos": 123000000}),
+            pb.Order(account=-(2**63), customer_name="", created_at={"seconds": 1796378400, "nanos": 123000000},
+                     wrapped={"value": 0}, ratio=0.1, by_id={-4: pb.Order.Item(sku="m")},
+                     meta={"a": [1.5, "x", None, True], "b": {"c": "d"}},
+                     history=[pb.Order.NEW, pb.Order.SHIPPED]),
             pb.Order(),
         ]
         for o in orders:
