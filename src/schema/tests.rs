@@ -405,3 +405,13 @@ fn hostile_protobuf_bodies_and_big_decimals() {
         r#""5708990770823839524233143877797980545530986.496""#
     );
 }
+
+#[test]
+fn json_schema_combinators_over_themselves_are_bounded() {
+    let r = Registry::new();
+    let schema = r##"{"anyOf":[{"$ref":"#/definitions/x"},{"$ref":"#/definitions/x"}],
+        "definitions":{"x":{"anyOf":[{"$ref":"#"},{"$ref":"#"},{"type":"null"}]}}}"##;
+    let rec = value("loop", 1, 1, schema, Some("JSON"));
+    r.apply_record(Some(&key("loop", 1)), Some(&rec));
+    assert!(invalid(&r, "loop", "1").contains("too many checks"));
+}
