@@ -415,3 +415,24 @@ fn json_schema_combinators_over_themselves_are_bounded() {
     r.apply_record(Some(&key("loop", 1)), Some(&rec));
     assert!(invalid(&r, "loop", "1").contains("too many checks"));
 }
+
+#[test]
+fn one_registry_serves_every_thread() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Registry>();
+    let r = std::sync::Arc::new(Registry::new());
+    register(&r, "u", 1, 1, USER);
+    let body = wire(1, b"\x02a\x54\x00\x00\x00\xc0\x3f");
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (r, body) = (r.clone(), body.clone());
+            std::thread::spawn(move || decode(&r, &body).unwrap())
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(
+            t.join().unwrap(),
+            r#"{"name":"a","age":42,"tags":[],"score":1.5}"#
+        );
+    }
+}
