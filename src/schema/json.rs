@@ -10,6 +10,10 @@ use serde_json::{Map, Value};
 /// How deep a value (or a chain of `$ref`s) may go.
 const MAX_DEPTH: usize = 128;
 
+/// How many (sub)schema checks one value may take: combinators over `$ref`s to themselves
+/// would otherwise branch without end.
+const MAX_STEPS: usize = 1 << 16;
+
 pub(super) struct JsonSchema {
     root: Value,
 }
@@ -32,13 +36,14 @@ impl JsonSchema {
     /// Checks JSON text against the schema and appends it compact.
     pub(super) fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-        self.check(&self.root, &v, 0).map_err(|(path, what)| {
-            if path.is_empty() {
-                format!("the value: {what}")
-            } else {
-                format!("field {}: {what}", path_text(&path))
-            }
-        })?;
+        self.check(&self.root, &v, 0, &mut 0)
+            .map_err(|(path, what)| {
+                if path.is_empty() {
+                    format!("the value: {what}")
+                } else {
+                    format!("field {}: {what}", path_text(&path))
+                }
+            })?;
         serde_json::to_writer(out, &v).map_err(|e| e.to_string())
     }
 
@@ -59,9 +64,16 @@ impl JsonSchema {
         Err(fail("$ref chain too long"))
     }
 
-    fn check(&self, schema: &Value, v: &Value, depth: usize) -> Result<(), Failure> {
-        if depth > MAX_DEPTH {
-            return Err(fail("nested too deeply"));
+    fn check(
+        &self,
+        schema: &Value,
+        v: &Value,
+        depth: usize,
+        steps: &mut usize,
+    ) -> Result<(), Failure> {
+        *steps += 1;
+        if depth > MAX_DEPTH || *steps > MAX_STEPS {
+            return Err(fail("nested too deeply, or too many checks"));
         }
         let schema = self.resolve(schema)?;
         let obj = match schema {
@@ -72,14 +84,14 @@ impl JsonSchema {
         };
         check_type(obj, v)?;
         check_values(obj, v)?;
-        self.combinators(obj, v, depth)?;
+        self.combinators(obj, v, depth, steps)?;
         match v {
-            Value::Object(map) => self.object(obj, map, depth),
+            Value::Object(map) => self.object(obj, map, depth, steps),
             Value::Array(list) => {
                 count(obj, list.len(), "minItems", "maxItems", "items")?;
                 if let Some(items) = obj.get("items").filter(|i| i.is_object() || i.is_boolean()) {
                     for (n, item) in list.iter().enumerate() {
-                        self.check(items, item, depth + 1)
+                        self.check(items, item, depth + 1, steps)
                             .map_err(|e| at(e, format!("[{n}]")))?;
                     }
                 }
@@ -101,28 +113,35 @@ impl JsonSchema {
         obj: &Map<String, Value>,
         v: &Value,
         depth: usize,
+        steps: &mut usize,
     ) -> Result<(), Failure> {
         let list = |k: &str| obj.get(k).and_then(Value::as_array).map(Vec::as_slice);
         for s in list("allOf").unwrap_or_default() {
-            self.check(s, v, depth + 1)?;
+            self.check(s, v, depth + 1, steps)?;
         }
-        if let Some(any) = list("anyOf")
-            && !any.iter().any(|s| self.check(s, v, depth + 1).is_ok())
-        {
+        let any =
+            list("anyOf").map(|l| l.iter().any(|s| self.check(s, v, depth + 1, steps).is_ok()));
+        let one = list("oneOf").map(|l| {
+            l.iter()
+                .filter(|s| self.check(s, v, depth + 1, steps).is_ok())
+                .count()
+        });
+        if *steps > MAX_STEPS {
+            return Err(fail("too many checks"));
+        }
+        if any == Some(false) {
             return Err(fail("matches none of anyOf"));
         }
-        if let Some(one) = list("oneOf") {
-            let n = one
-                .iter()
-                .filter(|s| self.check(s, v, depth + 1).is_ok())
-                .count();
-            if n != 1 {
-                return Err(fail(format!("matches {n} of oneOf, not exactly one")));
-            }
+        if let Some(n) = one.filter(|&n| n != 1) {
+            return Err(fail(format!("matches {n} of oneOf, not exactly one")));
         }
-        if let Some(not) = obj.get("not")
-            && self.check(not, v, depth + 1).is_ok()
-        {
+        let not = obj
+            .get("not")
+            .map(|n| self.check(n, v, depth + 1, steps).is_ok());
+        if *steps > MAX_STEPS {
+            return Err(fail("too many checks"));
+        }
+        if not == Some(true) {
             return Err(fail("matches what \"not\" excludes"));
         }
         Ok(())
@@ -133,6 +152,7 @@ impl JsonSchema {
         obj: &Map<String, Value>,
         map: &Map<String, Value>,
         depth: usize,
+        steps: &mut usize,
     ) -> Result<(), Failure> {
         let props = obj.get("properties").and_then(Value::as_object);
         for name in obj
@@ -150,9 +170,9 @@ impl JsonSchema {
         let additional = obj.get("additionalProperties");
         for (k, fv) in map {
             let res = match (props.and_then(|p| p.get(k)), additional) {
-                (Some(s), _) => self.check(s, fv, depth + 1),
+                (Some(s), _) => self.check(s, fv, depth + 1, steps),
                 (None, Some(Value::Bool(false))) => Err(fail("not in the schema")),
-                (None, Some(s @ Value::Object(_))) => self.check(s, fv, depth + 1),
+                (None, Some(s @ Value::Object(_))) => self.check(s, fv, depth + 1, steps),
                 (None, _) => Ok(()),
             };
             res.map_err(|e| at(e, k.clone()))?;

@@ -133,9 +133,9 @@ impl Registry {
 
     /// The compiled schema of an id, compiled on first use (a failure is kept until the
     /// schemas change, as a reference it lacked may come later).
-    fn compiled(&self, id: u32) -> Result<Arc<Compiled>, String> {
+    fn compiled(&self, id: u32) -> Result<Option<Arc<Compiled>>, String> {
         if let Some(c) = self.state.read_guard().cached(id) {
-            return c;
+            return c.map(Some);
         }
         self.state.write_guard().compile(id)
     }
@@ -144,12 +144,10 @@ impl Registry {
     /// returning the schema id. On an error `out` is left as it was.
     pub fn decode_into(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<u32, DecodeError> {
         let id = Registry::wire_id(bytes).ok_or(DecodeError::NotWire)?;
-        if !self.knows(id) {
-            return Err(DecodeError::UnknownId(id));
-        }
         let compiled = self
             .compiled(id)
-            .map_err(|reason| DecodeError::Bad { id, reason })?;
+            .map_err(|reason| DecodeError::Bad { id, reason })?
+            .ok_or(DecodeError::UnknownId(id))?;
         let start = out.len();
         let res = match &*compiled {
             Compiled::Avro(a) => a.decode(&bytes[5..], out),
@@ -176,7 +174,8 @@ impl Registry {
         let invalid = |reason: String| EncodeError::Invalid { id, reason };
         let compiled = self
             .compiled(id)
-            .map_err(|e| invalid(format!("the schema does not compile: {e}")))?;
+            .map_err(|e| invalid(format!("the schema does not compile: {e}")))?
+            .ok_or_else(|| invalid("the schema is not known".into()))?;
         let mut out = Vec::with_capacity(text.len() + 8);
         out.push(WIRE_MAGIC);
         out.extend_from_slice(&id.to_be_bytes());

@@ -260,14 +260,17 @@ impl State {
         self.compiled.get(&id).cloned()
     }
 
-    pub(super) fn compile(&mut self, id: u32) -> Result<Arc<Compiled>, String> {
+    /// The compiled schema of an id (`None`: not known), compiled now if it was not.
+    pub(super) fn compile(&mut self, id: u32) -> Result<Option<Arc<Compiled>>, String> {
         if let Some(c) = self.cached(id) {
-            return c;
+            return c.map(Some);
         }
-        let entry = &self.ids.get(&id).ok_or("unknown id")?.entry;
-        let res = self.build(entry).map(Arc::new);
+        let Some(slot) = self.ids.get(&id) else {
+            return Ok(None);
+        };
+        let res = self.build(&slot.entry).map(Arc::new);
         self.compiled.insert(id, res.clone());
-        res
+        res.map(Some)
     }
 
     fn build(&self, entry: &Entry) -> Result<Compiled, String> {

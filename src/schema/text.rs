@@ -108,7 +108,9 @@ pub(super) fn date(out: &mut Vec<u8>, days: i64) -> Result<(), String> {
     if !(1..=9999).contains(&y) {
         return Err(format!("date {days} is outside years 1-9999"));
     }
-    out.extend_from_slice(format!("\"{y:04}-{m:02}-{d:02}\"").as_bytes());
+    out.push(b'"');
+    ymd(out, y, m, d);
+    out.push(b'"');
     Ok(())
 }
 
@@ -128,10 +130,37 @@ pub(super) fn timestamp(
     if !(1..=9999).contains(&y) {
         return Err(format!("timestamp {count} is outside years 1-9999"));
     }
-    let (h, mi, s) = (sod / 3600, sod / 60 % 60, sod % 60);
-    let text = format!("\"{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{frac:0digits$}Z\"");
-    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+    ymd(out, y, mo, d);
+    out.push(b'T');
+    digits_of(out, sod / 3600, 2);
+    out.push(b':');
+    digits_of(out, sod / 60 % 60, 2);
+    out.push(b':');
+    digits_of(out, sod % 60, 2);
+    out.push(b'.');
+    digits_of(out, frac, digits);
+    out.extend_from_slice(b"Z\"");
     Ok(())
+}
+
+/// `YYYY-MM-DD` of a year 1-9999.
+fn ymd(out: &mut Vec<u8>, y: i64, m: u32, d: u32) {
+    digits_of(out, y, 4);
+    out.push(b'-');
+    digits_of(out, i64::from(m), 2);
+    out.push(b'-');
+    digits_of(out, i64::from(d), 2);
+}
+
+/// A non-negative number as exactly `n` digits (zero-padded; `v` has no more than `n`).
+fn digits_of(out: &mut Vec<u8>, mut v: i64, n: usize) {
+    let start = out.len();
+    out.resize(start + n, b'0');
+    for slot in out[start..].iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// Parses `YYYY-MM-DD` into days since the epoch.

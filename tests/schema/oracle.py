@@ -80,8 +80,13 @@ AVRO = {
         {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
         {"name": "t_ms", "type": {"type": "int", "logicalType": "time-millis"}},
         {"name": "local_ms", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+        {"name": "t_us", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "local_us", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "span", "type": {"type": "fixed", "name": "Span", "size": 12, "logicalType": "duration"}},
         {"name": "lines", "type": {"type": "array", "items": LINE}},
         {"name": "maybe_card", "type": ["null", "shop.Card"]},
+        {"name": "choice", "type": ["int", {"type": "array", "items": "string"}, {"type": "map", "values": "double"}]},
+        {"name": "either", "type": ["string", "null"]},
         {"name": "extra", "type": "string", "default": "x"},
     ],
 }
@@ -111,9 +116,14 @@ def avro_samples():
         "uid": uuid.UUID("12345678-1234-5678-1234-567812345678"),
         "t_ms": datetime.time(12, 30, 1, 5000),
         "local_ms": datetime.datetime(2026, 1, 2, 3, 4, 5, 6000),
+        "t_us": datetime.time(23, 59, 59, 999999),
+        "local_us": datetime.datetime(1969, 12, 31, 23, 59, 59, 1),
+        "span": b"\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00",
         "lines": [],
         "maybe_card": None,
         "extra": "y",
+        "choice": 7,
+        "either": "there",
     }
     second = dict(base)
     second.update(
@@ -139,7 +149,8 @@ def avro_samples():
         maybe_card={"last4": "0000", "expires": datetime.date(1970, 1, 1)},
     )
     third = dict(base)
-    third.update(payment="cash", amount=decimal.Decimal("0.01"), fee=decimal.Decimal("0"))
+    second.update(choice=["p", "q"], either=None)
+    third.update(choice={"w": 0.125}, payment="cash", amount=decimal.Decimal("0.01"), fee=decimal.Decimal("0"))
     fourth = dict(base)
     fourth.update(payment=2**40, amount=decimal.Decimal("-0.10"))
     return [base, second, third, fourth]
@@ -181,6 +192,8 @@ def python_type_fits(schema, v, names):
     t = schema if isinstance(schema, str) else schema["type"]
     if isinstance(v, dict):
         return t in ("record", "map")
+    if isinstance(v, list):
+        return t == "array"
     if isinstance(v, bool):
         return t == "boolean"
     if isinstance(v, int):
@@ -223,6 +236,11 @@ def avro_shown(schema, v, names):
     if logical == "local-timestamp-millis":
         epoch = datetime.datetime(1970, 1, 1)
         return (v - epoch) // datetime.timedelta(milliseconds=1)
+    if logical == "time-micros":
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000000 + v.microsecond
+    if logical == "local-timestamp-micros":
+        epoch = datetime.datetime(1970, 1, 1)
+        return (v - epoch) // datetime.timedelta(microseconds=1)
     if t == "record":
         return {f["name"]: avro_shown(f["type"], v[f["name"]], names) for f in schema["fields"]}
     if t == "fixed":
@@ -296,7 +314,10 @@ class Oracle:
             pb.Order(id=5, customer_name="Ann", items=[pb.Order.Item(sku="a", qty=2), pb.Order.Item(sku="b")],
                      counts={"x": 1, "y": -2}, card="visa", status=pb.Order.PAID, blob=b"\x00\xff",
                      total=2.5, gift=True, big=2**64 - 1, delta=-3, notes=["n1", "n2"]),
-            pb.Order(account=-(2**63), customer_name="", created_at={"seconds": 1796378400, "nanos": 123000000}),
+            pb.Order(account=-(2**63), customer_name="", created_at={"seconds": 1796378400, "nanos": 123000000},
+                     wrapped={"value": 0}, ratio=0.1, by_id={-4: pb.Order.Item(sku="m")},
+                     meta={"a": [1.5, "x", None, True], "b": {"c": "d"}},
+                     history=[pb.Order.NEW, pb.Order.SHIPPED]),
             pb.Order(),
         ]
         for o in orders:
