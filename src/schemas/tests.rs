@@ -102,6 +102,7 @@ fn the_switches_turn_decoding_and_encoding_off() {
     let off = SchemaOptions {
         decode: false,
         encode: false,
+        ..SchemaOptions::default()
     };
     let schemas = Schemas::start(s.clone(), off);
     assert_eq!(schemas.registry().generation(), 1);

@@ -318,3 +318,133 @@ fn read_back_by_confluent(m: &mut TestMount, written: &Written) {
     let read_back = oracle("readback", Some(&Value::Array(asked)));
     assert_eq!(read_back, Value::Array(expected));
 }
+
+/// The registry stand-in (tests/schema/registry_server.py), stopped when dropped.
+struct RegistryServer {
+    child: std::process::Child,
+    port: u16,
+    asked: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl RegistryServer {
+    fn start(generated: &Value) -> RegistryServer {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("generated.json");
+        std::fs::write(&file, generated.to_string()).unwrap();
+        let asked = dir.path().join("asked");
+        std::fs::write(&asked, "").unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/registry_server.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(&file)
+            .arg(&asked)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the server prints its port");
+        RegistryServer {
+            child,
+            port,
+            asked,
+            _dir: dir,
+        }
+    }
+
+    /// The paths asked so far.
+    fn asked(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.asked)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for RegistryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Without `_schemas`, `schema.registry.url` (with basic auth) is asked: an id once, the
+/// values shown as Confluent's deserializer returns them, JSON written stored in the
+/// subject's latest schema (read back by Confluent's deserializer).
+#[test]
+fn a_registry_url_is_asked_once_per_id_where_schemas_is_missing() {
+    let generated = oracle("generate", None);
+    let server = RegistryServer::start(&generated);
+    let url = format!(
+        "schema.registry.url=http://127.0.0.1:1;http://127.0.0.1:{},schema.registry.basic.auth.user.info=user:secret",
+        server.port
+    );
+    let mut m = TestMount::start(&["-o", &url]);
+    m.ok("mkdir orders");
+    let cases: Vec<&Value> = generated["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["case"] == "avro")
+        .collect();
+    let lines: Vec<Value> = cases
+        .iter()
+        .map(|c| json!({"value": {"base64": b64(&unhex(c["hex"].as_str().unwrap()))}}))
+        .collect();
+    append(&m, "orders/0/append.jsonl", &lines);
+    let expected: Vec<&Value> = cases.iter().map(|c| &c["expected"]).collect();
+    for _ in 0..2 {
+        let shown = json_lines(&m.read("orders/0/by-offset/0"));
+        assert_eq!(shown.iter().collect::<Vec<_>>(), expected);
+    }
+    let id = u32::from_be_bytes(
+        unhex(cases[0]["hex"].as_str().unwrap())[1..5]
+            .try_into()
+            .unwrap(),
+    );
+    let by_id = format!("/schemas/ids/{id}");
+    assert_eq!(
+        server.asked().iter().filter(|p| **p == by_id).count(),
+        1,
+        "{:?}",
+        server.asked()
+    );
+    // Written: the subject's latest version asked, the JSON stored as its wire format.
+    let text = cases[0]["expected"].to_string();
+    append(
+        &m,
+        "orders/append.jsonl",
+        &[json!({"value": cases[0]["expected"]})],
+    );
+    assert!(
+        server
+            .asked()
+            .iter()
+            .any(|p| p == "/subjects/orders-value/versions/latest"),
+        "{:?}",
+        server.asked()
+    );
+    let at = cases.len();
+    assert_eq!(m.read(&format!("orders/0/by-offset/{at}")).trim_end(), text);
+    m.unmount();
+    m.set_args(&["-o", "schema.decode=none"]);
+    m.remount();
+    let line = &json_lines(&m.read(&format!("orders/0/by-offset/{at}.jsonl")))[0];
+    let stored = match &line["value"] {
+        Value::Object(o) => base64::engine::general_purpose::STANDARD
+            .decode(o["base64"].as_str().unwrap())
+            .unwrap(),
+        Value::String(s) => s.as_bytes().to_vec(),
+        other => panic!("{other}"),
+    };
+    let back = oracle(
+        "readback",
+        Some(&json!([{"case": "avro", "hex": hex(&stored)}])),
+    );
+    assert_eq!(back, json!([cases[0]["expected"]]));
+}
