@@ -448,3 +448,63 @@ fn a_registry_url_is_asked_once_per_id_where_schemas_is_missing() {
     );
     assert_eq!(back, json!([cases[0]["expected"]]));
 }
+
+/// A `_schemas` record of `subject`, version 1, as a registry writes it.
+fn schema_record(subject: &str, id: u32, schema: &Value) -> Value {
+    let key = json!({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1});
+    let value = json!({"subject": subject, "version": 1, "id": id, "schema": schema.to_string(), "deleted": false});
+    json!({"key": key.to_string(), "value": value.to_string()})
+}
+
+/// A topic with a key subject: `table/` names are the keys' JSON, a new name is stored as the
+/// key subject's wire format (fastavro reads it back), `.jsonl` shows the key's JSON and id.
+#[test]
+fn keys_with_a_schema_are_named_by_their_json_in_table() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir _schemas keyed && echo 1 > keyed/partitions");
+    let key_schema =
+        json!({"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}]});
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[
+            schema_record("keyed-key", 1000, &key_schema),
+            schema_record("keyed-value", 1001, &json!("string")),
+        ],
+    );
+    // Written by name: the key is `{"id":5}` in Avro, the value the JSON string in Avro.
+    m.ok(r#"printf '"hello"' > 'keyed/table/{"id":5}'"#);
+    assert_eq!(m.ok("ls keyed/table"), "{\"id\":5}\n");
+    assert_eq!(m.read(r#"keyed/table/{"id":5}"#), "\"hello\"");
+    let line = &json_lines(&m.read("keyed/0/by-offset/0.jsonl"))[0];
+    assert_eq!(line["key"], json!({"id": 5}), "{line}");
+    assert_eq!(line["value"], json!("hello"), "{line}");
+    assert_eq!(line["keySchemaId"], json!(1000), "{line}");
+    assert_eq!(line["valueSchemaId"], json!(1001), "{line}");
+    // A name that does not match the key schema: EINVAL, nothing stored.
+    let before = m.end_offset("keyed", 0);
+    m.fails_with(r#"printf x > 'keyed/table/{"id":"x"}'"#, "Invalid argument");
+    assert_eq!(m.end_offset("keyed", 0), before);
+    // The stored key and value, as fastavro reads them (Confluent's framing: 0, the id).
+    let raw = m.python(
+        r#"
+import base64, io, json, sys, fastavro
+from kafka.record.memory_records import MemoryRecords
+import glob
+data = open(glob.glob(sys.argv[1] + "/*.log")[0], "rb").read()
+batch = MemoryRecords(data).next_batch()
+r = next(iter(batch))
+k, v = r.key, r.value
+assert k[0] == 0 and int.from_bytes(k[1:5], "big") == 1000, k
+assert v[0] == 0 and int.from_bytes(v[1:5], "big") == 1001, v
+ks = fastavro.parse_schema(json.loads(sys.argv[2]))
+print(json.dumps(fastavro.schemaless_reader(io.BytesIO(k[5:]), ks)))
+print(json.dumps(fastavro.schemaless_reader(io.BytesIO(v[5:]), "string")))
+"#,
+        &[
+            m.partition_dir("keyed", 0).to_str().unwrap(),
+            &key_schema.to_string(),
+        ],
+    );
+    assert_eq!(raw, "{\"id\": 5}\n\"hello\"\n");
+}
