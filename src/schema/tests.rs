@@ -289,3 +289,119 @@ fn protobuf_indexes_are_checked() {
     assert_eq!(enc, wire(4, b"\x00\x08\x07"));
     assert!(invalid(&r, "p", r#"{"y":1}"#).contains('y'));
 }
+
+fn register_with_refs(
+    r: &Registry,
+    subject: &str,
+    id: u32,
+    schema: &str,
+    kind: Option<&str>,
+    refs: serde_json::Value,
+) {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&value(subject, 1, id, schema, kind)).unwrap();
+    v["references"] = refs;
+    r.apply_record(Some(&key(subject, 1)), Some(v.to_string().as_bytes()));
+}
+
+#[test]
+fn references_resolve_through_the_subjects_named() {
+    let r = Registry::new();
+    // Referenced after the referring schema: the id compiles once the reference is there.
+    let refs = serde_json::json!([{"name": "t.Money", "subject": "money", "version": 1}]);
+    let order = r#"{"type":"record","name":"Order","namespace":"t","fields":[{"name":"m","type":"Money"}]}"#;
+    register_with_refs(&r, "order-value", 2, order, None, refs);
+    bad(decode(&r, &wire(2, b"\x02\x06EUR")));
+    let money = r#"{"type":"record","name":"Money","namespace":"t","fields":[
+        {"name":"cents","type":"long"},{"name":"ccy","type":"string"}]}"#;
+    register(&r, "money", 1, 1, money);
+    assert_eq!(
+        decode(&r, &wire(2, b"\x02\x06EUR")).unwrap(),
+        r#"{"m":{"cents":1,"ccy":"EUR"}}"#
+    );
+
+    let common = "syntax = \"proto3\"; package c; message Money { int64 cents = 1; }";
+    register_with_refs(
+        &r,
+        "common.proto",
+        3,
+        common,
+        Some("PROTOBUF"),
+        serde_json::json!([]),
+    );
+    let pay =
+        "syntax = \"proto3\"; import \"common.proto\"; import \"google/protobuf/duration.proto\";
+        message Pay { c.Money amount = 1; google.protobuf.Duration wait = 2; }";
+    let refs =
+        serde_json::json!([{"name": "common.proto", "subject": "common.proto", "version": -1}]);
+    register_with_refs(&r, "pay-value", 4, pay, Some("PROTOBUF"), refs);
+    let enc = r
+        .encode("pay-value", br#"{"amount":{"cents":"12"},"wait":"1.5s"}"#)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        decode(&r, &enc).unwrap(),
+        r#"{"amount":{"cents":"12"},"wait":"1.500s"}"#
+    );
+}
+
+#[test]
+fn inserted_ids_stay_and_subject_versions_count() {
+    let r = Registry::new();
+    let g = r.generation();
+    r.insert(40, None, Kind::Avro, r#""int""#, &[]);
+    r.insert(
+        41,
+        Some(("s-value", 3)),
+        Kind::Json,
+        r#"{"type":"string"}"#,
+        &[],
+    );
+    assert!(r.generation() >= g + 2);
+    assert_eq!(r.kind(41), Some(Kind::Json));
+    assert_eq!(decode(&r, &wire(40, b"\x54")).unwrap(), "42");
+    assert_eq!(r.latest_id("s-value"), Some(41));
+    let g = r.generation();
+    r.insert(40, None, Kind::Avro, r#""int""#, &[]);
+    assert_eq!(r.generation(), g, "the same schema again changes nothing");
+    assert!(invalid(&r, "s-value", "1").contains("not of type"));
+}
+
+#[test]
+fn hostile_protobuf_bodies_and_big_decimals() {
+    let r = Registry::new();
+    let proto = "syntax = \"proto3\"; message A { string s = 1; A next = 2; }";
+    r.apply_record(
+        Some(&key("p", 1)),
+        Some(&value("p", 1, 1, proto, Some("PROTOBUF"))),
+    );
+    // A string claiming 2^40 bytes.
+    bad(decode(&r, &wire(1, b"\x00\x0a\x80\x80\x80\x80\x80\x20")));
+    // 2,000 nested messages: refused by depth, no stack overflow.
+    let mut body: Vec<u8> = Vec::new();
+    for _ in 0..2_000 {
+        let mut outer = vec![0x12];
+        let mut n = body.len();
+        while n >= 0x80 {
+            outer.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        outer.push(n as u8);
+        outer.extend_from_slice(&body);
+        body = outer;
+    }
+    bad(decode(&r, &wire(1, &[&[0u8][..], &body].concat())));
+    // A 20-byte decimal (beyond 128 bits) is shown exactly.
+    let dec = r#"{"type":"bytes","logicalType":"decimal","precision":60,"scale":3}"#;
+    register(&r, "d", 1, 2, dec);
+    let mut body = vec![40u8];
+    body.extend_from_slice(&[0xff; 20]);
+    assert_eq!(decode(&r, &wire(2, &body)).unwrap(), r#""-0.001""#);
+    // 2^152, checked in Python.
+    let mut body = vec![40u8, 0x01];
+    body.extend_from_slice(&[0; 19]);
+    assert_eq!(
+        decode(&r, &wire(2, &body)).unwrap(),
+        r#""5708990770823839524233143877797980545530986.496""#
+    );
+}
