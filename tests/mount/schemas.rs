@@ -489,6 +489,21 @@ fn keys_with_a_schema_are_named_by_their_json_in_table() {
     let before = m.end_offset("keyed", 0);
     m.fails_with(r#"printf x > 'keyed/table/{"id":"x"}'"#, "Invalid argument");
     assert_eq!(m.end_offset("keyed", 0), before);
+    // A maildir delivery that does not match the value schema fails its rename, nothing
+    // stored, the file still in tmp/; one that matches is stored encoded.
+    m.ok(r#"printf '{"not":"a string"}' > keyed/maildir/tmp/bad && printf '"fine"' > keyed/maildir/tmp/good"#);
+    // (mv words rename's EINVAL as a move into a subdirectory: the errno is checked.)
+    let errno = m.python(
+        "import os, sys\ntry:\n    os.rename(sys.argv[1], sys.argv[2])\nexcept OSError as e:\n    print(e.errno)",
+        &["keyed/maildir/tmp/bad", "keyed/maildir/new/bad"],
+    );
+    assert_eq!(errno.trim(), libc::EINVAL.to_string());
+    assert_eq!(m.end_offset("keyed", 0), before);
+    assert_eq!(m.ok("ls keyed/maildir/tmp"), "bad\ngood\n");
+    m.ok("mv keyed/maildir/tmp/good keyed/maildir/new/good");
+    let shown = json_lines(&m.read(&format!("keyed/0/by-offset/{before}.jsonl")));
+    assert_eq!(shown[0]["value"], json!("fine"), "{:?}", shown);
+    assert_eq!(shown[0]["valueSchemaId"], json!(1001));
     // The stored key and value, as fastavro reads them (Confluent's framing: 0, the id).
     let raw = m.python(
         r#"
