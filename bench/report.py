@@ -317,6 +317,15 @@ def rows(r, failures):
         held = m("maildir.held_anon")
         out.append(Row("13", "… daemon anonymous RSS a held 1 KiB file of tmp/ costs", held,
                        None, "", "B", None, "report", None))
+    # 15. Schema-encoded values: Avro shown as JSON against Confluent's Python deserializer.
+    add_ratio("15", "Avro values of ~100 bytes shown as JSON by `cat` of a topic vs "
+              "confluent-kafka's Python `AvroDeserializer` on the same bytes (in memory)",
+              "avro cat vs Python deserializer", "avro.cat.json", "avro.python",
+              "Python deserializer", "values/s", goal=10)
+    add_ratio("15", "… the same `cat` against `cat` of the same topic with "
+              "`-o schema.decode=none` (the bytes as stored)",
+              "avro cat vs decode=none", "avro.cat.json", "avro.cat.raw",
+              "schema.decode=none", "values/s")
     add_ratio("14", "one-line writes over io_uring vs /dev/fuse (same build)",
               "small writes io_uring vs /dev/fuse", "uring.small.io_uring",
               "uring.small.dev_fuse", "/dev/fuse", "records/s", 1.2)

@@ -35,6 +35,7 @@
 #   BENCH_READ_PASSES=4/2     figure 4: passes over the file each timed stream read makes (one
 #                             pass of 256 MiB takes about 50 ms: too short to time alone)
 #   BENCH_READ_RUNS=7/3       figure 4: alternating runs of the stream reads
+#   BENCH_AVRO_N=1000000/100000  figure 15: Avro values of ~100 bytes shown as JSON by `cat`
 #   BENCH_URING_MB=64/16     figure 14: MiB of 100-byte lines read as a stream on each transport
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
 #   BENCH_TMPDIR=/var/tmp     where the log dirs, plain files and mountpoints go (a disk)
@@ -69,6 +70,7 @@ REMOTE_MB=${BENCH_REMOTE_MB:-$BULK_MB}
 TABLE_KEYS=${BENCH_TABLE_KEYS:-1000000}
 TABLE_LOOKUPS=${BENCH_TABLE_LOOKUPS:-$(pick 2000 300)}
 MAILDIR_N=${BENCH_MAILDIR_N:-$(pick 10000 2000)}
+AVRO_N=${BENCH_AVRO_N:-$(pick 1000000 100000)}
 MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
 URING_MB=${BENCH_URING_MB:-$(pick 64 16)}
 READ_PASSES=${BENCH_READ_PASSES:-$(pick 4 2)}
@@ -905,6 +907,56 @@ if fig 13; then
     alternate maildir_consume_topicfs maildir_consume_plain
 fi
 unmount "$MNT2" "$EXTRA_PID"
+
+# ---- 15. schema-encoded values -------------------------------------------------------------
+if fig 15; then
+    say "15. Avro: cat of $AVRO_N values of ~100 bytes as JSON vs Confluent's Python deserializer, and vs cat with -o schema.decode=none"
+    # The values are written by fastavro in Confluent's wire format (schema id 1), registered
+    # by appending the registry's record to `_schemas`; the Python side is confluent-kafka's
+    # AvroDeserializer over the same bytes, held in memory (its time only). The same topic is
+    # then read by a mount with -o schema.decode=none (mounted after the decoding runs: one
+    # log dir takes one mount at a time).
+    LOG15=$WORK/logs15
+    MNT15=$WORK/mnt15
+    python3 "$HERE/avro.py" gen "$WORK/avro" "$AVRO_N"
+    mount_topicfs avro "$MNT15" "$LOG15"
+    AVRO_PID=$TFS_PID
+    mkdir "$MNT15/_schemas" "$MNT15/avro"
+    cat "$WORK/avro.schemas.jsonl" >>"$MNT15/_schemas/append.jsonl"
+    cat "$WORK/avro.values.jsonl" >"$MNT15/avro/0/append.jsonl"
+    leo=$(cat "$MNT15/avro/0/log-end-offset")
+    [ "$leo" = "$AVRO_N" ] || die "avro: log end offset $leo, expected $AVRO_N"
+    # What topicfs shows is what the deserializer returns (the first 1000 values).
+    head -n 1000 "$MNT15/avro/0/by-offset/0" >"$WORK/avro.shown"
+    python3 "$HERE/avro.py" first "$WORK/avro" 1000 >"$WORK/avro.python"
+    python3 - "$WORK/avro.shown" "$WORK/avro.python" <<'PYEOF' || die "avro: topicfs shows other values than the deserializer"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+sys.exit(a != b or not a)
+PYEOF
+    avro_json() {
+        local t0 t1
+        t0=$(now); cat "$MNT15/avro/0/by-offset/0" >/dev/null; t1=$(now)
+        record avro.cat.json "$1" "$(div "$AVRO_N" "$(elapsed "$t0" "$t1")")"
+    }
+    avro_python() {
+        local s
+        s=$(python3 "$HERE/avro.py" deserialize "$WORK/avro")
+        record avro.python "$1" "$(div "$AVRO_N" "$s")"
+    }
+    alternate avro_json avro_python
+    unmount "$MNT15" "$AVRO_PID"
+    mount_topicfs avro-raw "$MNT15" "$LOG15" -o schema.decode=none
+    AVRO_PID=$TFS_PID
+    avro_raw() {
+        local t0 t1
+        t0=$(now); cat "$MNT15/avro/0/by-offset/0" >/dev/null; t1=$(now)
+        record avro.cat.raw "$1" "$(div "$AVRO_N" "$(elapsed "$t0" "$t1")")"
+    }
+    for ((r = 1; r <= RUNS; r++)); do avro_raw "$r"; done
+    unmount "$MNT15" "$AVRO_PID"
+fi
 
 # ---- 11. remote mode -----------------------------------------------------------------------
 if [ "$REMOTE" = 1 ] && fig 11; then

@@ -49,6 +49,9 @@
 #      `topicfs dump-log` = DumpLogSegments on all of it, the mount reads every record of
 #      __share_group_state and __consumer_offsets, the group's commit, read_committed = Kafka's,
 #      and the broker and a consumer-protocol consumer go on from topicfs's commit.
+#  17. Schema-encoded values in remote mode (part17-schemas.sh): `_schemas` and an Avro topic
+#      produced by confluent-kafka's Producer with its AvroSerializer show as JSON in the
+#      mount; JSON appended through the mount is read by its Consumer and AvroDeserializer.
 #
 # Ends with one line "N passed, N failed"; exit 1 if any check failed. Mounts are always
 # unmounted and brokers always stopped (trap), every wait is bounded.
@@ -886,6 +889,11 @@ want_part 15 && part15
 section "16. The newer protocols' records: consumer-protocol and share groups, transactions v2"
 . "$INTEROP_DIR/part16-newer-protocols.sh"
 want_part 16 && part16
+
+# =============================================================================================
+section "17. Schema-encoded values in remote mode: confluent-kafka's Avro serdes on both sides"
+. "$INTEROP_DIR/part17-schemas.sh"
+want_part 17 && part17
 
 # =============================================================================================
 section

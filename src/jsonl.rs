@@ -357,11 +357,22 @@ mod tests {
         m.keys().cloned().collect()
     }
 
+    /// What a JSON sample of the docs is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Sample {
+        /// A record as `.jsonl` shows it.
+        Shown,
+        /// A line written to `append.jsonl`.
+        Written,
+        /// Other JSON (a decoded value, a line written to `append`).
+        Json,
+    }
+
     /// The JSON samples of the docs: the lines of code blocks that start with `{` (a record
-    /// as shown), the quoted argument of an `echo '{...}'` in a code block (a line written),
-    /// and inline spans that start with `{"topic"` (a record as shown). (doc, line, text,
-    /// whether it is a record as shown).
-    fn doc_samples() -> Vec<(&'static str, usize, String, bool)> {
+    /// as shown when it starts with `{"topic"`), the quoted argument of an `echo '{...}'` in a
+    /// code block (a line written when it goes to an `append.jsonl`), and inline spans that
+    /// start with `{"topic"` (a record as shown). (doc, line, text, what it is).
+    fn doc_samples() -> Vec<(&'static str, usize, String, Sample)> {
         let docs = [
             ("README.md", include_str!("../README.md")),
             ("docs/contract.md", include_str!("../docs/contract.md")),
@@ -380,15 +391,23 @@ mod tests {
                     continue;
                 }
                 if in_code && line.starts_with('{') {
-                    out.push((doc, i + 1, line.to_string(), true));
+                    let kind = match line.starts_with("{\"topic\"") {
+                        true => Sample::Shown,
+                        false => Sample::Json,
+                    };
+                    out.push((doc, i + 1, line.to_string(), kind));
                 } else if in_code && let Some(at) = line.find("echo '{") {
                     let rest = &line[at + "echo '".len()..];
                     let end = rest.find('\'').expect("the quote closes");
-                    out.push((doc, i + 1, rest[..end].to_string(), false));
+                    let kind = match rest[end..].contains("append.jsonl") {
+                        true => Sample::Written,
+                        false => Sample::Json,
+                    };
+                    out.push((doc, i + 1, rest[..end].to_string(), kind));
                 } else if !in_code {
                     for span in line.split('`').skip(1).step_by(2) {
                         if span.starts_with("{\"topic\"") {
-                            out.push((doc, i + 1, span.to_string(), true));
+                            out.push((doc, i + 1, span.to_string(), Sample::Shown));
                         }
                     }
                 }
@@ -398,27 +417,46 @@ mod tests {
     }
 
     /// Every JSON sample of the docs parses; a record as shown has exactly the fields the
-    /// code prints, in its order; a line written is one `append.jsonl` takes.
+    /// code prints, in its order (and the schema ids of decoded ones after them); a line
+    /// written is one `append.jsonl` takes.
     #[test]
     fn the_docs_json_samples_parse_with_the_fields_in_the_printed_order() {
         let fields = printed_fields();
         let samples = doc_samples();
-        assert!(samples.iter().filter(|s| s.3).count() >= 4, "{samples:?}");
-        assert!(samples.iter().any(|s| !s.3), "{samples:?}");
-        for (doc, line, text, shown) in samples {
+        let count = |k: Sample| samples.iter().filter(|s| s.3 == k).count();
+        assert!(count(Sample::Shown) >= 4, "{samples:?}");
+        assert!(count(Sample::Written) >= 1, "{samples:?}");
+        for (doc, line, text, kind) in samples {
             let at = format!("{doc}:{line}: {text}");
             let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
-            if shown {
-                let Value::Object(m) = &v else {
-                    panic!("{at}: not an object")
-                };
-                let keys: Vec<String> = m.keys().cloned().collect();
-                assert_eq!(keys, fields, "{at}");
-                assert!(m["headers"].is_array(), "{at}");
-                // What is shown can be written back.
-                parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
-            } else {
-                parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
+            match kind {
+                Sample::Shown => {
+                    let Value::Object(m) = &v else {
+                        panic!("{at}: not an object")
+                    };
+                    let keys: Vec<String> = m
+                        .keys()
+                        .filter(|k| *k != "keySchemaId" && *k != "valueSchemaId")
+                        .cloned()
+                        .collect();
+                    assert_eq!(keys, fields, "{at}");
+                    let ids: Vec<&String> = m.keys().skip(fields.len()).collect();
+                    assert!(
+                        ids.iter()
+                            .all(|k| *k == "keySchemaId" || *k == "valueSchemaId"),
+                        "{at}"
+                    );
+                    assert!(m["headers"].is_array(), "{at}");
+                    // What is shown as stored can be written back (a decoded value needs
+                    // its topic's schema).
+                    if ids.is_empty() {
+                        parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
+                    }
+                }
+                Sample::Written => {
+                    parse_line(text.as_bytes()).unwrap_or_else(|e| panic!("{at}: {e}"));
+                }
+                Sample::Json => {}
             }
         }
     }

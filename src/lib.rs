@@ -119,7 +119,6 @@ mod render;
 #[cfg(feature = "internals")]
 pub mod schema;
 #[cfg(not(feature = "internals"))]
-#[allow(dead_code)] // until the fs core and the append path use it
 mod schema;
 #[cfg(feature = "internals")]
 pub mod schemas;

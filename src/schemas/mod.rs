@@ -8,9 +8,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use crate::schema::{DecodeError, EncodeError, Registry, SCHEMAS_TOPIC, subject_for};
+use crate::schema::{DecodeError, EncodeError, Kind, Registry, SCHEMAS_TOPIC, subject_for};
 use crate::storage::{Storage, TopicStore};
 use crate::util::sync::{CondvarExt, MutexExt};
+
+pub mod rest;
+pub use rest::RestConfig;
 
 /// What a mount does with schema-encoded keys and values (`-o schema.decode=none`,
 /// `-o schema.encode=none`).
@@ -20,6 +23,9 @@ pub struct SchemaOptions {
     pub decode: bool,
     /// JSON written to a topic whose subject exists is stored in the wire format.
     pub encode: bool,
+    /// A registry's REST API, asked for what `_schemas` does not hold
+    /// (`schema.registry.url`...).
+    pub rest: RestConfig,
 }
 
 impl Default for SchemaOptions {
@@ -27,6 +33,7 @@ impl Default for SchemaOptions {
         SchemaOptions {
             decode: true,
             encode: true,
+            rest: RestConfig::default(),
         }
     }
 }
@@ -53,6 +60,8 @@ pub struct Schemas {
     logged: Mutex<HashSet<(String, u32)>>,
     /// Set when the mount ends: the follow thread stops.
     stop: (Mutex<bool>, Condvar),
+    /// The registry's REST API, when the mount names one.
+    rest: Option<rest::Rest>,
 }
 
 impl Schemas {
@@ -72,7 +81,14 @@ impl Schemas {
 
     /// The schemas of `storage`, read only when asked ([`Schemas::refresh`]).
     pub fn unfollowed(storage: Arc<dyn Storage>, options: SchemaOptions) -> Arc<Schemas> {
+        let rest = match options.rest.urls.is_empty() {
+            true => None,
+            false => rest::Rest::new(&options.rest)
+                .inspect_err(|e| log::error!("schema registry not asked: {e}"))
+                .ok(),
+        };
         Arc::new(Schemas {
+            rest,
             registry: Arc::new(Registry::new()),
             options,
             storage,
@@ -103,7 +119,9 @@ impl Schemas {
     /// one of Kafka's internal topics nor `_schemas`, and some schema was ever read (a mount
     /// without schemas keeps the views' plain paths).
     pub fn decodes(&self, topic: &str) -> bool {
-        self.options.decode && self.registry.generation() > 0 && is_decodable_topic(topic)
+        self.options.decode
+            && (self.registry.generation() > 0 || self.rest.is_some())
+            && is_decodable_topic(topic)
     }
 
     /// Whether what is written to `topic` may be encoded.
@@ -125,8 +143,15 @@ impl Schemas {
     /// known id, and returns the id; otherwise `out` is left as it was (the caller shows the
     /// bytes raw), and an unknown id or undecodable bytes are logged once per topic and id.
     pub fn show(&self, topic: &str, bytes: &[u8], out: &mut Vec<u8>) -> Option<u32> {
-        Registry::wire_id(bytes)?;
-        match self.registry.decode_into(bytes, out) {
+        let id = Registry::wire_id(bytes)?;
+        let mut answer = self.registry.decode_into(bytes, out);
+        if answer == Err(DecodeError::UnknownId(id))
+            && let Some(rest) = &self.rest
+            && rest.fetch_id(&self.registry, id)
+        {
+            answer = self.registry.decode_into(bytes, out);
+        }
+        match answer {
             Ok(id) => Some(id),
             Err(DecodeError::NotWire) => None,
             Err(DecodeError::UnknownId(id)) => {
@@ -135,7 +160,13 @@ impl Schemas {
             }
             Err(DecodeError::Bad { id, reason }) => {
                 self.log_once(topic, id, || {
-                    format!("a value of schema id {id} does not decode: {reason}")
+                    let kind = match self.registry.kind(id) {
+                        Some(Kind::Avro) => "an Avro value",
+                        Some(Kind::Protobuf) => "a Protobuf value",
+                        Some(Kind::Json) => "a JSON Schema value",
+                        None => "a value",
+                    };
+                    format!("{kind} of schema id {id} does not decode: {reason}")
                 });
                 None
             }
@@ -165,8 +196,8 @@ impl Schemas {
         if !is_decodable_topic(topic) {
             return Ok(None);
         }
-        self.refresh();
         let subject = subject_for(topic, true);
+        self.refresh_subject(&subject);
         if self.registry.latest_id(&subject).is_none() {
             return Ok(None);
         }
@@ -206,16 +237,27 @@ impl Schemas {
         if !self.encodes(topic) {
             return Ok(None);
         }
+        let subject = subject_for(topic, key);
+        self.refresh_subject(&subject);
+        self.registry.encode(&subject, text)
+    }
+
+    /// Reads what `_schemas` gained, and asks the REST API (once a while) for the
+    /// subject's latest version.
+    fn refresh_subject(&self, subject: &str) {
         self.refresh();
-        self.registry.encode(&subject_for(topic, key), text)
+        if let Some(rest) = &self.rest {
+            rest.fetch_latest(&self.registry, subject);
+        }
     }
 
     /// Whether `topic` has a subject for its keys (`key`) or values: what is written to it
     /// is JSON to encode.
     pub fn has_subject(&self, topic: &str, key: bool) -> bool {
         self.encodes(topic) && {
-            self.refresh();
-            self.registry.latest_id(&subject_for(topic, key)).is_some()
+            let subject = subject_for(topic, key);
+            self.refresh_subject(&subject);
+            self.registry.latest_id(&subject).is_some()
         }
     }
 

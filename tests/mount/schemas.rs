@@ -318,3 +318,212 @@ fn read_back_by_confluent(m: &mut TestMount, written: &Written) {
     let read_back = oracle("readback", Some(&Value::Array(asked)));
     assert_eq!(read_back, Value::Array(expected));
 }
+
+/// The registry stand-in (tests/schema/registry_server.py), stopped when dropped.
+struct RegistryServer {
+    child: std::process::Child,
+    port: u16,
+    asked: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl RegistryServer {
+    fn start(generated: &Value) -> RegistryServer {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("generated.json");
+        std::fs::write(&file, generated.to_string()).unwrap();
+        let asked = dir.path().join("asked");
+        std::fs::write(&asked, "").unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/registry_server.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(&file)
+            .arg(&asked)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the server prints its port");
+        RegistryServer {
+            child,
+            port,
+            asked,
+            _dir: dir,
+        }
+    }
+
+    /// The paths asked so far.
+    fn asked(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.asked)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for RegistryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Without `_schemas`, `schema.registry.url` (with basic auth) is asked: an id once, the
+/// values shown as Confluent's deserializer returns them, JSON written stored in the
+/// subject's latest schema (read back by Confluent's deserializer).
+#[test]
+fn a_registry_url_is_asked_once_per_id_where_schemas_is_missing() {
+    let generated = oracle("generate", None);
+    let server = RegistryServer::start(&generated);
+    let url = format!(
+        "schema.registry.url=http://127.0.0.1:1;http://127.0.0.1:{},schema.registry.basic.auth.user.info=user:secret",
+        server.port
+    );
+    let mut m = TestMount::start(&["-o", &url]);
+    m.ok("mkdir orders");
+    let cases: Vec<&Value> = generated["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["case"] == "avro")
+        .collect();
+    let lines: Vec<Value> = cases
+        .iter()
+        .map(|c| json!({"value": {"base64": b64(&unhex(c["hex"].as_str().unwrap()))}}))
+        .collect();
+    append(&m, "orders/0/append.jsonl", &lines);
+    let expected: Vec<&Value> = cases.iter().map(|c| &c["expected"]).collect();
+    for _ in 0..2 {
+        let shown = json_lines(&m.read("orders/0/by-offset/0"));
+        assert_eq!(shown.iter().collect::<Vec<_>>(), expected);
+    }
+    let id = u32::from_be_bytes(
+        unhex(cases[0]["hex"].as_str().unwrap())[1..5]
+            .try_into()
+            .unwrap(),
+    );
+    let by_id = format!("/schemas/ids/{id}");
+    assert_eq!(
+        server.asked().iter().filter(|p| **p == by_id).count(),
+        1,
+        "{:?}",
+        server.asked()
+    );
+    // Written: the subject's latest version asked, the JSON stored as its wire format.
+    let text = cases[0]["expected"].to_string();
+    append(
+        &m,
+        "orders/append.jsonl",
+        &[json!({"value": cases[0]["expected"]})],
+    );
+    assert!(
+        server
+            .asked()
+            .iter()
+            .any(|p| p == "/subjects/orders-value/versions/latest"),
+        "{:?}",
+        server.asked()
+    );
+    let at = cases.len();
+    assert_eq!(m.read(&format!("orders/0/by-offset/{at}")).trim_end(), text);
+    m.unmount();
+    m.set_args(&["-o", "schema.decode=none"]);
+    m.remount();
+    let line = &json_lines(&m.read(&format!("orders/0/by-offset/{at}.jsonl")))[0];
+    let stored = match &line["value"] {
+        Value::Object(o) => base64::engine::general_purpose::STANDARD
+            .decode(o["base64"].as_str().unwrap())
+            .unwrap(),
+        Value::String(s) => s.as_bytes().to_vec(),
+        other => panic!("{other}"),
+    };
+    let back = oracle(
+        "readback",
+        Some(&json!([{"case": "avro", "hex": hex(&stored)}])),
+    );
+    assert_eq!(back, json!([cases[0]["expected"]]));
+}
+
+/// A `_schemas` record of `subject`, version 1, as a registry writes it.
+fn schema_record(subject: &str, id: u32, schema: &Value) -> Value {
+    let key = json!({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1});
+    let value = json!({"subject": subject, "version": 1, "id": id, "schema": schema.to_string(), "deleted": false});
+    json!({"key": key.to_string(), "value": value.to_string()})
+}
+
+/// A topic with a key subject: `table/` names are the keys' JSON, a new name is stored as the
+/// key subject's wire format (fastavro reads it back), `.jsonl` shows the key's JSON and id.
+#[test]
+fn keys_with_a_schema_are_named_by_their_json_in_table() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir _schemas keyed && echo 1 > keyed/partitions");
+    let key_schema =
+        json!({"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}]});
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[
+            schema_record("keyed-key", 1000, &key_schema),
+            schema_record("keyed-value", 1001, &json!("string")),
+        ],
+    );
+    // `_schemas` itself is never decoded: its records show as the registry wrote them.
+    let reg = &json_lines(&m.read("_schemas/0/by-offset/0.jsonl"))[0];
+    assert!(reg["key"].as_str().unwrap().contains("keyed-key"), "{reg}");
+    assert!(reg.get("keySchemaId").is_none(), "{reg}");
+    // Written by name: the key is `{"id":5}` in Avro, the value the JSON string in Avro.
+    m.ok(r#"printf '"hello"' > 'keyed/table/{"id":5}'"#);
+    assert_eq!(m.ok("ls keyed/table"), "{\"id\":5}\n");
+    assert_eq!(m.read(r#"keyed/table/{"id":5}"#), "\"hello\"");
+    let line = &json_lines(&m.read("keyed/0/by-offset/0.jsonl"))[0];
+    assert_eq!(line["key"], json!({"id": 5}), "{line}");
+    assert_eq!(line["value"], json!("hello"), "{line}");
+    assert_eq!(line["keySchemaId"], json!(1000), "{line}");
+    assert_eq!(line["valueSchemaId"], json!(1001), "{line}");
+    // A name that does not match the key schema: EINVAL, nothing stored.
+    let before = m.end_offset("keyed", 0);
+    m.fails_with(r#"printf x > 'keyed/table/{"id":"x"}'"#, "Invalid argument");
+    assert_eq!(m.end_offset("keyed", 0), before);
+    // A maildir delivery that does not match the value schema fails its rename, nothing
+    // stored, the file still in tmp/; one that matches is stored encoded.
+    m.ok(r#"printf '{"not":"a string"}' > keyed/maildir/tmp/bad && printf '"fine"' > keyed/maildir/tmp/good"#);
+    // (mv words rename's EINVAL as a move into a subdirectory: the errno is checked.)
+    let errno = m.python(
+        "import os, sys\ntry:\n    os.rename(sys.argv[1], sys.argv[2])\nexcept OSError as e:\n    print(e.errno)",
+        &["keyed/maildir/tmp/bad", "keyed/maildir/new/bad"],
+    );
+    assert_eq!(errno.trim(), libc::EINVAL.to_string());
+    assert_eq!(m.end_offset("keyed", 0), before);
+    assert_eq!(m.ok("ls keyed/maildir/tmp"), "bad\ngood\n");
+    m.ok("mv keyed/maildir/tmp/good keyed/maildir/new/good");
+    let shown = json_lines(&m.read(&format!("keyed/0/by-offset/{before}.jsonl")));
+    assert_eq!(shown[0]["value"], json!("fine"), "{:?}", shown);
+    assert_eq!(shown[0]["valueSchemaId"], json!(1001));
+    // The stored key and value, as fastavro reads them (Confluent's framing: 0, the id).
+    let raw = m.python(
+        r#"
+import base64, io, json, sys, fastavro
+from kafka.record.memory_records import MemoryRecords
+import glob
+data = open(glob.glob(sys.argv[1] + "/*.log")[0], "rb").read()
+batch = MemoryRecords(data).next_batch()
+r = next(iter(batch))
+k, v = r.key, r.value
+assert k[0] == 0 and int.from_bytes(k[1:5], "big") == 1000, k
+assert v[0] == 0 and int.from_bytes(v[1:5], "big") == 1001, v
+ks = fastavro.parse_schema(json.loads(sys.argv[2]))
+print(json.dumps(fastavro.schemaless_reader(io.BytesIO(k[5:]), ks)))
+print(json.dumps(fastavro.schemaless_reader(io.BytesIO(v[5:]), "string")))
+"#,
+        &[
+            m.partition_dir("keyed", 0).to_str().unwrap(),
+            &key_schema.to_string(),
+        ],
+    );
+    assert_eq!(raw, "{\"id\": 5}\n\"hello\"\n");
+}

@@ -375,6 +375,8 @@ pub(super) struct MountFlags {
     maildir_window: Option<usize>,
     /// `-o schema.decode=none`, `-o schema.encode=none`.
     schemas: crate::schemas::SchemaOptions,
+    /// `-o schema.registry.*=...`, in their order (they win over the client config file's).
+    o_registry: Vec<(String, String)>,
     /// `-o isolation.level=read_committed` / `--isolation-level`.
     pub(super) read_committed: bool,
     /// `-o write_behind` (remote mode).
@@ -394,6 +396,9 @@ impl MountFlags {
             o.maildir_window = w;
         }
         o.schemas = self.schemas.clone();
+        for (k, v) in &self.o_registry {
+            o.schemas.rest.set(k, v);
+        }
         o
     }
 
@@ -421,6 +426,7 @@ impl MountFlags {
             key_separator: None,
             maildir_window: None,
             schemas: Default::default(),
+            o_registry: Vec::new(),
             read_committed: false,
             o_write_behind: false,
             uid: args.uid.clone(),
@@ -482,6 +488,13 @@ impl MountFlags {
                 },
                 ("schema.decode", Some(v)) => self.schemas.decode = schema_switch(key, v)?,
                 ("schema.encode", Some(v)) => self.schemas.encode = schema_switch(key, v)?,
+                // Commas separate options, so several URLs are separated by ';' here.
+                (k, Some(v)) if k.starts_with("schema.registry.") => {
+                    if !crate::schemas::RestConfig::default().set(k, v) {
+                        return Err(format!("unknown option {k}={v}"));
+                    }
+                    self.o_registry.push((k.to_string(), v.to_string()));
+                }
                 // A consumer's property (kafka-console-consumer's `--isolation-level`).
                 ("isolation.level" | "isolation_level", Some(v)) => {
                     self.read_committed = parse_isolation(v)?
@@ -504,6 +517,28 @@ impl MountFlags {
         }
         Ok(o_keys)
     }
+}
+
+/// The `schema.registry.*` keys of the client config file are the mount's (librdkafka
+/// knows none of them): taken out of the clients' properties into the tree's options, the
+/// `-o` ones winning over them.
+fn registry_from_client_config(
+    mut cluster: crate::storage::ClusterConfig,
+    flags: &MountFlags,
+) -> (crate::storage::ClusterConfig, crate::fs::FsOptions) {
+    let mut fs = flags.fs_options();
+    let (registry, client): (Vec<_>, Vec<_>) = std::mem::take(&mut cluster.client)
+        .into_iter()
+        .partition(|(k, _)| k.starts_with("schema.registry."));
+    cluster.client = client;
+    let mut rest = crate::schemas::RestConfig::default();
+    for (k, v) in registry.iter().chain(&flags.o_registry) {
+        if !rest.set(k, v) {
+            log::warn!("client config: {k} is not a schema registry setting topicfs knows");
+        }
+    }
+    fs.schemas.rest = rest;
+    (cluster, fs)
 }
 
 /// `schema.decode`/`schema.encode`: `none` turns it off, `auto` (the default) on.
@@ -647,6 +682,7 @@ impl MountPlan {
             let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
             let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
             let fuse = fuse_config(&cluster.bootstrap_servers, &flags);
+            let (cluster, fs) = registry_from_client_config(cluster, &flags);
             return Ok(MountPlan {
                 mountpoint,
                 broker,

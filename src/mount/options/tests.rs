@@ -214,6 +214,48 @@ fn schema_options_reach_the_tree() {
 }
 
 #[test]
+fn schema_registry_settings_from_o_and_the_client_config_file() {
+    let d = dirs();
+    let rest = |extra: &[&str]| plan(&d, extra).map(|p| p.fs.schemas.rest);
+    assert!(rest(&[]).unwrap().urls.is_empty());
+    let r = rest(&[
+        "-o",
+        "schema.registry.url=http://a:8081/;https://b,schema.registry.basic.auth.user.info=u:p",
+    ])
+    .unwrap();
+    assert_eq!(r.urls, ["http://a:8081", "https://b"]);
+    assert_eq!(r.basic_auth.as_deref(), Some("u:p"));
+    assert!(rest(&["-o", "schema.registry.bogus=1"]).is_err());
+    // Remote mode: the client config file's keys are the tree's, never librdkafka's; -o wins.
+    let file = d.mnt.parent().unwrap().join("client.properties");
+    std::fs::write(
+        &file,
+        "schema.registry.url=https://reg\nschema.registry.ssl.ca.location=/ca.pem\n\
+         schema.registry.basic.auth.user.info=file:secret\nclient.id=x\n",
+    )
+    .unwrap();
+    let argv = [
+        "topicfs",
+        d.mnt.to_str().unwrap(),
+        "--bootstrap-servers",
+        "127.0.0.1:9",
+        "--client-config",
+        file.to_str().unwrap(),
+        "-o",
+        "schema.registry.basic.auth.user.info=o:wins",
+    ];
+    let p = MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args).unwrap();
+    let remote = p.remote.unwrap();
+    assert_eq!(remote.client, [("client.id".to_string(), "x".to_string())]);
+    assert_eq!(p.fs.schemas.rest.urls, ["https://reg"]);
+    assert_eq!(
+        p.fs.schemas.rest.ca_location.as_deref(),
+        Some(std::path::Path::new("/ca.pem"))
+    );
+    assert_eq!(p.fs.schemas.rest.basic_auth.as_deref(), Some("o:wins"));
+}
+
+#[test]
 fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
     let d = dirs();
     let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);
