@@ -38,6 +38,9 @@ rustup component list --installed 2>/dev/null | grep -q clippy || rustup compone
 python3 -c 'import kafka' 2>/dev/null || python3 -m pip install -q 'kafka-python>=2.2'
 # tests/mount/metrics.rs parses @metrics with Prometheus' own Python parser.
 python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q 'prometheus_client>=0.20'
+# tests/mount/mmap.rs maps files as dataframe and array libraries do: polars, numpy.memmap.
+python3 -c 'import polars' 2>/dev/null || python3 -m pip install -q 'polars>=1.0'
+python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q 'numpy>=1.26'
 if [ ! -e /dev/fuse ]; then
     echo "/dev/fuse is missing: the mount tests cannot run" >&2
     exit 1

@@ -24,6 +24,7 @@ mod lifecycle;
 mod log_file;
 mod maildir;
 mod metrics;
+mod mmap;
 mod passthrough;
 mod read;
 mod readme;
