@@ -64,6 +64,9 @@ python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q '
 # compiles the test's .proto.
 python3 -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema, grpc_tools' 2>/dev/null \
     || python3 -m pip install -q 'confluent-kafka[schemaregistry,avro,protobuf,json]>=2.16' 'grpcio-tools>=1.60'
+# tests/mount/mmap.rs maps files as dataframe and array libraries do: polars, numpy.memmap.
+python3 -c 'import polars' 2>/dev/null || python3 -m pip install -q 'polars>=1.0'
+python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q 'numpy>=1.26'
 if [ ! -e /dev/fuse ]; then
     echo "/dev/fuse is missing: the mount tests cannot run" >&2
     exit 1

@@ -24,7 +24,7 @@ use kafka_protocol::records::{
 use proptest::prelude::*;
 use topicfs::config::LogConfig;
 use topicfs::fs::inode::{Format, LookupName};
-use topicfs::fs::stream::{FIRST_READ_MAX, StreamHandle};
+use topicfs::fs::stream::{FIRST_READ_MAX, StreamHandle, first_read_capped};
 use topicfs::log::{LoadParams, PartitionLog};
 use topicfs::record::RecordInput;
 
@@ -199,8 +199,9 @@ fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
 /// `measured` without reading (lines); otherwise (JSON lines) it is `want`'s or 0 at open
 /// (`want`'s when the first read's bytes hold it all), never less than what was read nor
 /// more than `want`'s while reading, and `want`'s at the end. Every read is
-/// answered in full up to the end, except the first of the open file, which answers at most
-/// `FIRST_READ_MAX` bytes (a stdio lookup decodes no more than that).
+/// answered in full up to the end, except a first read of the open file of `st_blksize` or
+/// more, which answers at most `FIRST_READ_MAX` bytes (a stdio lookup decodes no more than
+/// that).
 fn check_pieces(
     h: &mut StreamHandle,
     want: &[u8],
@@ -219,8 +220,8 @@ fn check_pieces(
     for (i, (at, size)) in reads.iter().enumerate() {
         let offset = at.index(want.len() + 100) as u64;
         let got = h.read(offset, *size).unwrap().to_vec();
-        let size = if i == 0 {
-            (*size).min(FIRST_READ_MAX)
+        let size = if i == 0 && first_read_capped(*size) {
+            FIRST_READ_MAX
         } else {
             *size
         };
@@ -724,7 +725,7 @@ proptest! {
         let mut at = 0u64;
         let check = |h: &mut StreamHandle, at: u64, size: usize, first: &mut bool| {
             let got = h.read(at, size).unwrap().to_vec();
-            let size = if std::mem::take(first) { size.min(FIRST_READ_MAX) } else { size };
+            let size = if std::mem::take(first) && first_read_capped(size) { FIRST_READ_MAX } else { size };
             let from = (at as usize).min(want.len());
             let to = (from + size).min(want.len());
             prop_assert!(got == want[from..to], "read({at}, {size}): {} bytes, want {}", got.len(), to - from);

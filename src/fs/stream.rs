@@ -45,12 +45,25 @@ pub struct StreamHandle {
 /// lookup such as `head -n 1` reads little and stops: it gets no read-ahead).
 const READ_AHEAD_MIN: usize = 64 * 1024;
 
-/// The first read of an open stream answers at most this much, even when it asked for more:
-/// a buffered reader asks for `st_blksize` (1 MiB) at its first `readline`, and a lookup must
-/// not decode (nor copy) a mebibyte of records for one line. Reads of up to this size are
-/// answered in full (`tail` and `tar` read 8 or 10 KiB at a time and take a short read for
-/// the end); the reads after the first are filled to the size asked.
+/// The first read of an open stream answers at most this much when it asks for more than
+/// [`MAP_READ_MAX`]: a buffered reader asks for `st_blksize` (1 MiB, [`crate::fs::IO_SIZE`])
+/// at its first `readline` (the kernel may split it where the buffer is not page-aligned,
+/// into requests still far over that), and a lookup must not decode (nor copy) a mebibyte of
+/// records for one line. Smaller reads are answered in full (`tail` and `tar` read 8 or 10
+/// KiB at a time and take a short read for the end), and so are the kernel's reads for a
+/// memory map, to which a short answer is the end of the file: a map past it would die of
+/// SIGBUS. The reads after the first are filled to the size asked.
 pub const FIRST_READ_MAX: usize = 32 * 1024;
+
+/// The largest read the kernel makes for a memory map: its read-ahead, which the mount sets
+/// to this (`max_readahead` at INIT; the kernel's own default).
+pub const MAP_READ_MAX: usize = 128 * 1024;
+
+/// Whether a stream's first read of `size` bytes is answered with at most
+/// [`FIRST_READ_MAX`]: a buffered reader's first, never a memory map's.
+pub fn first_read_capped(size: usize) -> bool {
+    size > MAP_READ_MAX
+}
 
 /// Where a stream is and the bytes it prepared.
 struct Cursor {
@@ -280,7 +293,7 @@ impl StreamHandle {
     /// caller hands these to the reader.
     pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
         let size = match self.last_end {
-            u64::MAX => size.min(FIRST_READ_MAX),
+            u64::MAX if first_read_capped(size) => FIRST_READ_MAX,
             _ => size,
         };
         let follow = self.follow;

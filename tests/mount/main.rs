@@ -26,6 +26,7 @@ mod log_file;
 mod mail_clients;
 mod maildir;
 mod metrics;
+mod mmap;
 mod passthrough;
 mod read;
 mod readme;

@@ -214,6 +214,11 @@ impl Filesystem for TopicFs {
         if let Err(nearest) = config.set_max_write(MAX_WRITE) {
             let _ = config.set_max_write(nearest);
         }
+        // The kernel's reads for a memory map are at most its read-ahead: kept at or under
+        // what a stream answers in full at its first read (stream::first_read_capped).
+        if let Err(nearest) = config.set_max_readahead(crate::fs::stream::MAP_READ_MAX as u32) {
+            let _ = config.set_max_readahead(nearest);
+        }
         // O_TRUNC comes with the open (not as a truncation before it): an open of a `table/`
         // key that truncates and writes nothing stores an empty value.
         if config

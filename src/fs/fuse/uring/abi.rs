@@ -2,8 +2,8 @@
 //! the ring entry's header block, the request header, each served operation's argument
 //! struct, and the reply structs. Only what topicfs serves is here.
 
-
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
 /// Size of the ring entry's header block: `in_out` (the request or reply header), `op_in`
 /// (the operation's argument struct), then `ring_ent_in_out`.
 pub const HEADERS_LEN: usize = 288;
