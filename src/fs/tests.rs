@@ -33,7 +33,7 @@ fn state(dir: &std::path::Path, partitions: u32) -> Arc<FsState> {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = partitions;
-    FsState::new(LogManager::open(c).unwrap()).unwrap()
+    FsState::new(LogManager::open_in_test(c)).unwrap()
 }
 
 /// What a read answered.

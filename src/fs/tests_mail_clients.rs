@@ -16,7 +16,7 @@ fn state(dir: &std::path::Path) -> Arc<FsState> {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = 1;
-    FsState::new(LogManager::open(c).unwrap()).unwrap()
+    FsState::new(LogManager::open_in_test(c)).unwrap()
 }
 
 fn names(fs: &FsState, dir: &str) -> Vec<String> {

@@ -18,7 +18,7 @@ fn state(dir: &std::path::Path) -> Arc<FsState> {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = 2;
-    FsState::new(LogManager::open(c).unwrap()).unwrap()
+    FsState::new(LogManager::open_in_test(c)).unwrap()
 }
 
 #[derive(Clone, Debug)]
@@ -263,7 +263,7 @@ fn new_shows_nothing_past_what_the_commit_metadata_holds() {
         maildir_window: 100_000,
         ..super::FsOptions::default()
     };
-    let fs = FsState::with_options(LogManager::open(c).unwrap(), options).unwrap();
+    let fs = FsState::with_options(LogManager::open_in_test(c), options).unwrap();
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     let total = SPAN as usize + 100;
     let lines: String = (0..total).map(|i| format!("{i}\n")).collect();

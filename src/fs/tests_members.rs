@@ -189,7 +189,7 @@ fn item13_readers_opening_together_never_share_a_partition() {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![d.path().to_path_buf()];
     c.num_partitions = 8;
-    let fs = FsState::new(LogManager::open(c).unwrap()).unwrap();
+    let fs = FsState::new(LogManager::open_in_test(c)).unwrap();
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     let follow = walk(&fs, "t/groups/g/follow");
     for round in 0..100 {

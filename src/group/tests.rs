@@ -45,7 +45,7 @@ fn host(dir: &std::path::Path) -> (Arc<Host>, Arc<dyn TopicStore>) {
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = 4;
-    let log = LogManager::open(c).unwrap();
+    let log = LogManager::open_in_test(c);
     let topic = Storage::create_topic(&*log, "t").unwrap();
     let store = log.open_groups().unwrap();
     let host = Arc::new_cyclic(|me: &Weak<Host>| Host {

@@ -27,6 +27,23 @@ struct FoundDir {
 type Loaded = BTreeMap<String, BTreeMap<u32, Arc<PartitionLog>>>;
 
 impl LogManager {
+    /// [`LogManager::open`] as a unit test opens a log dir it opened before: a child that
+    /// another test thread forked still holds, between its fork and its exec, a copy of the
+    /// lock's descriptor (an open file description's lock lives as long as any copy), so a
+    /// taken lock is tried again for up to 30 s. Any other error is the test's.
+    #[cfg(test)]
+    pub fn open_in_test(config: BrokerConfig) -> Arc<LogManager> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match LogManager::open(config.clone()) {
+                Err(crate::Error::LogDirLocked(_)) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                r => return r.expect("open the test's log dir"),
+            }
+        }
+    }
+
     /// Locks every log dir, creates the root files of new ones, loads every partition
     /// (recovering it after an unclean shutdown), and starts the checkpoint and retention tasks.
     pub fn open(config: BrokerConfig) -> Result<Arc<LogManager>> {

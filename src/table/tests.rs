@@ -11,7 +11,7 @@ fn topic(dir: &std::path::Path, partitions: u32) -> (Arc<LogManager>, Arc<dyn To
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = partitions;
-    let mgr = LogManager::open(c).unwrap();
+    let mgr = LogManager::open_in_test(c);
     let t: Arc<dyn TopicStore> = mgr.create_topic("t").unwrap();
     (mgr, t)
 }
