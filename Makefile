@@ -1,6 +1,7 @@
 # make install: builds topicfs (cargo builds what is missing or stale) and installs
-#   $(BINDIR)/topicfs                       the command
-#   $(SBINDIR)/mount.topicfs                the helper mount(8) runs for `-t topicfs`
+#   $(BINDIR)/topicfs                       the command, stripped of its debug info
+#   $(SBINDIR)/mount.topicfs                the helper mount(8) runs for `-t topicfs`, which
+#                                           runs $(BINDIR)/topicfs
 #   $(MANDIR)/man1/topicfs.1                the man page (`topicfs man`)
 #   bash, zsh and fish completions          (`topicfs completions SHELL`)
 # under $(DESTDIR) when it is set (for packaging). make uninstall removes them.
@@ -8,7 +9,8 @@
 #   make install                            PREFIX=/usr/local, a release build
 #   make install PREFIX=/usr DESTDIR=pkg    staged for a package
 #   make install PROFILE=dev                the debug build (target/debug/topicfs)
-#   make install BIN=path/to/topicfs        a binary built elsewhere, as it is (no build)
+#   make install BIN=path/to/topicfs        a binary built elsewhere (no build)
+#   make install STRIP=                     the binary with its debug info
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -23,6 +25,7 @@ FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 PROFILE ?= release
 INSTALL ?= install
+STRIP ?= strip
 
 ifeq ($(PROFILE),dev)
 PROFILE_DIR := debug
@@ -47,7 +50,10 @@ install: build
 		$(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(ZSH_COMPLETION_DIR) \
 		$(DESTDIR)$(FISH_COMPLETION_DIR)
 	$(INSTALL) -m 755 $(BIN) $(DESTDIR)$(BINDIR)/topicfs
-	$(INSTALL) -m 755 mount-scripts/mount.topicfs $(DESTDIR)$(SBINDIR)/mount.topicfs
+	$(if $(STRIP),$(STRIP) --strip-debug $(DESTDIR)$(BINDIR)/topicfs)
+	sed 's|^installed=.*|installed=$(BINDIR)/topicfs|' mount-scripts/mount.topicfs \
+		> $(DESTDIR)$(SBINDIR)/mount.topicfs
+	chmod 755 $(DESTDIR)$(SBINDIR)/mount.topicfs
 	$(BIN) man > $(DESTDIR)$(MANDIR)/man1/topicfs.1
 	$(BIN) completions bash > $(DESTDIR)$(BASH_COMPLETION_DIR)/topicfs
 	$(BIN) completions zsh > $(DESTDIR)$(ZSH_COMPLETION_DIR)/_topicfs

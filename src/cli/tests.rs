@@ -314,3 +314,65 @@ fn zsh_and_fish_completions_name_every_subcommand() {
     assert!(zsh.contains("--segment-bytes"));
     assert!(fish.contains("-l segment-bytes"));
 }
+
+/// What the bash completion offers for the last of `words` (`topicfs mount ...`), run in a
+/// directory that holds a file, so offering file names shows.
+fn bash_complete(words: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("topicfs.bash");
+    std::fs::write(&path, completions(clap_complete::Shell::Bash)).unwrap();
+    let run = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(
+            r#"source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+_topicfs topicfs "${@: -1}" "${@: -2:1}"
+printf '%s\n' "${COMPREPLY[@]}""#,
+        )
+        .arg("bash")
+        .arg(&path)
+        .args(words)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completion_offers_a_keys_values_and_no_file_names_for_values() {
+    let offered = |words: &[&str]| {
+        let mut got = bash_complete(words);
+        got.sort();
+        got
+    };
+    let mut codecs = crate::config::COMPRESSION_TYPES.to_vec();
+    codecs.sort_unstable();
+    assert_eq!(
+        offered(&["topicfs", "mount", "--compression-type", ""]),
+        codecs
+    );
+    assert_eq!(
+        offered(&["topicfs", "mount", "--cleanup-policy", "c"]),
+        ["compact", "compact,delete"]
+    );
+    assert_eq!(
+        offered(&["topicfs", "mount", "--message-timestamp-type", ""]),
+        ["CreateTime", "LogAppendTime"]
+    );
+    // A value with no fixed set: never the file names of the directory.
+    for option in ["-o", "--segment-bytes", "--retention-ms"] {
+        let got = offered(&["topicfs", "mount", option, "to"]);
+        assert!(
+            !got.iter().any(|g| g.contains("topicfs.bash")),
+            "{option}: {got:?}"
+        );
+    }
+    // Where a file is wanted, files are offered.
+    let got = offered(&["topicfs", "mount", "--config", "to"]);
+    assert_eq!(got, ["topicfs.bash"]);
+}

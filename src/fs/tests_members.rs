@@ -243,11 +243,11 @@ fn item3_a_group_waiting_on_the_storage_holds_no_other_group() {
             let _ = done.send(Ok(u64::MAX));
         });
         let other = opened
-            .recv_timeout(Duration::from_secs(5))
+            .recv_timeout(Duration::from_secs(30))
             .expect("group other waited for group slow's storage call");
         let other = other.unwrap();
         assert_eq!(
-            opened.recv_timeout(Duration::from_secs(5)),
+            opened.recv_timeout(Duration::from_secs(30)),
             Ok(Ok(u64::MAX)),
             "the report on group g waited for group slow's storage call"
         );

@@ -280,6 +280,18 @@ pub fn run(args: MountArgs) -> i32 {
     if plan.remote.is_none() {
         lifecycle::wait_for_closing_daemons(&plan.broker.log_dirs);
     }
+    // Mounting over files hides them (mount(8) allows it): said once, on the terminal (a
+    // detached daemon's log is elsewhere) and in the log.
+    let crowded = std::fs::read_dir(&plan.mountpoint).is_ok_and(|mut d| d.next().is_some());
+    let crowded = crowded.then(|| {
+        format!(
+            "mountpoint {} is not empty: what it holds is hidden while topicfs is mounted there",
+            plan.mountpoint.display()
+        )
+    });
+    if let (Some(why), false) = (&crowded, args.foreground) {
+        eprintln!("topicfs: warning: {why}");
+    }
     let reporter = if args.foreground {
         if let Some(f) = &plan.log_file
             && let Err(e) = log_to_file(f)
@@ -302,6 +314,9 @@ pub fn run(args: MountArgs) -> i32 {
             }
         }
     };
+    if let Some(why) = crowded {
+        log::warn!("{why}");
+    }
     serve(plan, reporter)
 }
 

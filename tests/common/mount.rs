@@ -366,7 +366,7 @@ impl TestMount {
     ///
     /// The mount tests share one process: a child that another test forks inherits every open
     /// descriptor until its exec, so on a loaded machine `umount` can briefly find the mount
-    /// busy. A mount still busy after 5 s fails, naming the processes that hold it.
+    /// busy. A mount still busy after 30 s fails, naming the processes that hold it.
     pub fn unmount(&mut self) -> Option<ExitStatus> {
         let started = Instant::now();
         loop {
@@ -378,7 +378,7 @@ impl TestMount {
                 break;
             }
             let err = String::from_utf8_lossy(&out.stderr).into_owned();
-            if !err.contains("busy") || started.elapsed() > Duration::from_secs(5) {
+            if !err.contains("busy") || started.elapsed() > Duration::from_secs(30) {
                 panic!("umount failed: {err}{}", holders(&self.mnt));
             }
             std::thread::sleep(Duration::from_millis(100));

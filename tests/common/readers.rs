@@ -59,3 +59,17 @@ pub fn exits_within(child: &mut Child, within: Duration) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Waits until `child` holds `rel` (a path in the mount) open: its open(2) returned, so what
+/// is appended from now on is after its open.
+pub fn wait_open(m: &TestMount, child: &Child, rel: &str) {
+    let want = m.path(rel);
+    super::mount::wait_until(&format!("{rel} open"), || {
+        std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .map(|fds| {
+                fds.filter_map(Result::ok)
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == want))
+            })
+            .unwrap_or(false)
+    });
+}

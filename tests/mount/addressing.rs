@@ -202,9 +202,9 @@ fn time_forms_now_and_durations_before_now() {
     assert_eq!(m.read("t/0/by-time/now"), "");
     // follow/@now: only what comes after the open.
     let mut head = spawn(&m, "exec head -n 1 t/0/follow/@now");
-    std::thread::sleep(Duration::from_millis(300));
+    crate::common::readers::wait_open(&m, &head, "t/0/follow/@now");
     m.ok("echo d >> t/0/append");
-    let st = exits_within(&mut head, Duration::from_secs(5));
+    let st = exits_within(&mut head, Duration::from_secs(30));
     assert!(st.success());
     let mut out = String::new();
     std::io::Read::read_to_string(head.stdout.as_mut().unwrap(), &mut out).unwrap();
@@ -388,9 +388,9 @@ fn whole_topic_reads_without_a_group() {
     );
     // follow/latest: only what comes after the open, from any partition.
     let mut head = spawn(&m, "exec head -n 1 t/follow/latest");
-    std::thread::sleep(Duration::from_millis(300));
+    crate::common::readers::wait_open(&m, &head, "t/follow/latest");
     m.ok("echo new >> t/2/append");
-    assert!(exits_within(&mut head, Duration::from_secs(5)).success());
+    assert!(exits_within(&mut head, Duration::from_secs(30)).success());
     let mut out = String::new();
     std::io::Read::read_to_string(head.stdout.as_mut().unwrap(), &mut out).unwrap();
     assert_eq!(out, "new\n");
@@ -411,7 +411,7 @@ fn earliest_and_count_follow_retention_moving_the_log_start() {
     let mut early = spawn(&m, "exec cat t/0/follow/earliest");
     let rx = crate::common::readers::lines_of(&mut early);
     assert_eq!(
-        crate::common::readers::next_line(&rx, Duration::from_secs(5)).as_deref(),
+        crate::common::readers::next_line(&rx, Duration::from_secs(30)).as_deref(),
         Some("0")
     );
     m.ok("echo retention.bytes=700 >> t/config");
@@ -429,7 +429,7 @@ fn earliest_and_count_follow_retention_moving_the_log_start() {
     m.ok("echo after >> t/0/append");
     let mut got = vec!["0".to_string()];
     while got.last().map(String::as_str) != Some("after") {
-        match crate::common::readers::next_line(&rx, Duration::from_secs(5)) {
+        match crate::common::readers::next_line(&rx, Duration::from_secs(30)) {
             Some(l) => got.push(l),
             None => panic!("the early stream stopped after {got:?}"),
         }

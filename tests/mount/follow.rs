@@ -7,26 +7,31 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::common::mount::{TestMount, wait_until};
-use crate::common::readers::{exits_within, kill, lines_of, next_line, spawn};
+use crate::common::readers::{exits_within, kill, lines_of, next_line, spawn, wait_open};
 
 #[test]
-fn cat_of_follow_gets_old_and_new_records_within_a_second_and_never_eof() {
+fn cat_of_follow_gets_old_and_new_records_as_they_come_and_never_eof() {
     let m = TestMount::start(&[]);
     m.ok("mkdir t && printf 'a\\nb\\n' >> t/0/append");
     let mut cat = spawn(&m, "exec cat t/0/follow/earliest");
     let rx = lines_of(&mut cat);
-    let second = Duration::from_secs(1);
-    assert_eq!(next_line(&rx, Duration::from_secs(5)).as_deref(), Some("a"));
-    assert_eq!(next_line(&rx, second).as_deref(), Some("b"));
+    // Each record comes as it is appended (in well under a second on an idle machine); the
+    // bound leaves room for a loaded one.
+    let within = Duration::from_secs(10);
+    assert_eq!(
+        next_line(&rx, Duration::from_secs(30)).as_deref(),
+        Some("a")
+    );
+    assert_eq!(next_line(&rx, within).as_deref(), Some("b"));
     for i in 0..5 {
         let sent = Instant::now();
         m.ok(&format!("echo live-{i} >> t/0/append"));
         assert_eq!(
-            next_line(&rx, second).as_deref(),
+            next_line(&rx, within).as_deref(),
             Some(format!("live-{i}").as_str())
         );
         assert!(
-            sent.elapsed() < second,
+            sent.elapsed() < within,
             "record {i} took {:?}",
             sent.elapsed()
         );
@@ -39,7 +44,7 @@ fn cat_of_follow_gets_old_and_new_records_within_a_second_and_never_eof() {
     );
     // Deleting the topic ends the file: cat sees EOF and exits 0.
     m.ok("rmdir t");
-    let st = exits_within(&mut cat, Duration::from_secs(5));
+    let st = exits_within(&mut cat, Duration::from_secs(30));
     let mut err = String::new();
     cat.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(st.success(), "cat: {st} {err}");
@@ -53,9 +58,9 @@ fn follow_names_start_where_they_say() {
     assert_eq!(m.ok("head -n 1 t/0/follow/earliest"), "0\n");
     // `latest` shows only records appended after the open.
     let mut latest = spawn(&m, "exec head -n 1 t/0/follow/latest");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(&m, &latest, "t/0/follow/latest");
     m.ok("echo four >> t/0/append");
-    let st = exits_within(&mut latest, Duration::from_secs(5));
+    let st = exits_within(&mut latest, Duration::from_secs(30));
     assert!(st.success());
     let mut out = String::new();
     latest
@@ -86,10 +91,10 @@ fn killed_and_terminated_readers_end_at_once() {
     m.ok("mkdir t");
     for sig in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT] {
         let mut r = spawn(&m, "exec cat t/0/follow/earliest");
-        std::thread::sleep(Duration::from_millis(300));
+        wait_open(&m, &r, "t/0/follow/earliest");
         assert!(r.try_wait().unwrap().is_none());
         kill(&r, sig);
-        exits_within(&mut r, Duration::from_secs(3));
+        exits_within(&mut r, Duration::from_secs(30));
     }
     // The mount is fine afterwards.
     m.ok("echo x >> t/0/append");
@@ -156,7 +161,7 @@ fn tail_f_follows_by_offset_and_follow_files() {
     ] {
         let mut tail = spawn(&m, &format!("exec tail -n 2 -f {file}"));
         let rx = lines_of(&mut tail);
-        let wait = Duration::from_secs(5);
+        let wait = Duration::from_secs(30);
         // A JSON line's value.
         let value = |l: Option<String>| -> Option<String> {
             let l = l?;
@@ -186,7 +191,7 @@ fn tail_f_follows_by_offset_and_follow_files() {
             );
         }
         kill(&tail, libc::SIGTERM);
-        exits_within(&mut tail, Duration::from_secs(3));
+        exits_within(&mut tail, Duration::from_secs(30));
         let mut err = String::new();
         tail.stderr
             .take()
@@ -209,7 +214,7 @@ fn tail_f_follows_a_short_json_lines_stream() {
     m.ok("mkdir t && seq 1 100 > t/0/append");
     let mut tail = spawn(&m, "exec tail -f t/0/by-offset/98.jsonl");
     let rx = lines_of(&mut tail);
-    let wait = Duration::from_secs(5);
+    let wait = Duration::from_secs(30);
     let offset = |l: Option<String>| -> Option<i64> {
         let v: serde_json::Value = serde_json::from_str(&l?).ok()?;
         v["offset"].as_i64()
@@ -220,7 +225,7 @@ fn tail_f_follows_a_short_json_lines_stream() {
     // tail polls every second.
     assert_eq!(offset(next_line(&rx, wait)), Some(100));
     kill(&tail, libc::SIGTERM);
-    exits_within(&mut tail, Duration::from_secs(3));
+    exits_within(&mut tail, Duration::from_secs(30));
 }
 
 #[test]
@@ -251,14 +256,14 @@ print("data", os.read(fd, 100).decode().strip(), flush=True)
     );
     m.ok("echo polled >> t/0/append");
     assert_eq!(
-        next_line(&rx, Duration::from_secs(5)).as_deref(),
+        next_line(&rx, Duration::from_secs(30)).as_deref(),
         Some("ready [(True, True)]")
     );
     assert_eq!(
-        next_line(&rx, Duration::from_secs(5)).as_deref(),
+        next_line(&rx, Duration::from_secs(30)).as_deref(),
         Some("data polled")
     );
-    assert!(exits_within(&mut py, Duration::from_secs(5)).success());
+    assert!(exits_within(&mut py, Duration::from_secs(30)).success());
 }
 
 #[test]
@@ -268,12 +273,12 @@ fn unmount_ends_follow_readers_with_eof() {
     let mut cat = spawn(&m, "exec cat t/0/follow/0");
     let rx = lines_of(&mut cat);
     assert_eq!(
-        next_line(&rx, Duration::from_secs(5)).as_deref(),
+        next_line(&rx, Duration::from_secs(30)).as_deref(),
         Some("one")
     );
     m.signal(libc::SIGTERM);
     // EOF, and a clean close.
-    let st = exits_within(&mut cat, Duration::from_secs(5));
+    let st = exits_within(&mut cat, Duration::from_secs(30));
     let mut err = String::new();
     cat.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(st.success(), "cat: {st} {err}");

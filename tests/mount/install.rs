@@ -78,11 +78,21 @@ fn make_install_puts_every_file_in_place_and_topicfs_umount_works_after_it() {
     assert_eq!(mode(&bin), 0o755);
     assert_eq!(mode(&helper), 0o755);
     assert_eq!(mode(&man), 0o644);
-    assert_eq!(std::fs::read(&bin).unwrap(), std::fs::read(BIN).unwrap());
+    // Stripped of its debug info (readelf, an independent reader of ELF), and the same
+    // command.
+    assert!(sections(BIN).contains(".debug_info"));
+    assert!(!sections(&bin).contains(".debug_info"), "not stripped");
+    let version = |b: &Path| Command::new(b).arg("--version").output().unwrap().stdout;
+    assert_eq!(version(&bin), version(Path::new(BIN)));
+    // The helper names where topicfs was installed (without DESTDIR, where it will run).
+    let source =
+        std::fs::read_to_string(Path::new(ROOT).join("mount-scripts/mount.topicfs")).unwrap();
+    let installed = std::fs::read_to_string(&helper).unwrap();
     assert_eq!(
-        std::fs::read(&helper).unwrap(),
-        std::fs::read(Path::new(ROOT).join("mount-scripts/mount.topicfs")).unwrap()
+        installed,
+        source.replace("\ninstalled=\n", "\ninstalled=/usr/local/bin/topicfs\n")
     );
+    assert_ne!(installed, source);
     check_page_and_completions(&dest, &man);
 
     // The installed helper finds the installed topicfs on the PATH, and `topicfs umount`
@@ -138,6 +148,45 @@ fn make_install_puts_every_file_in_place_and_topicfs_umount_works_after_it() {
     for f in [&bin, &helper, &man] {
         assert!(!f.exists(), "{}", f.display());
     }
+}
+
+/// The section names of an ELF file, as `readelf -S` lists them.
+fn sections(file: impl AsRef<Path>) -> String {
+    let out = Command::new("readelf")
+        .args(["-S", "--wide"])
+        .arg(file.as_ref())
+        .output()
+        .expect("readelf (binutils)");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_helper_mount_runs_finds_topicfs_where_make_install_put_it() {
+    // PREFIX elsewhere than /usr/local or /usr, the helper in a directory of its own (for
+    // /sbin): mount(8) runs it with PATH=/sbin:/bin:/usr/sbin:/usr/bin only.
+    let dir = tempfile::tempdir().unwrap();
+    let (prefix, sbin) = (dir.path().join("p"), dir.path().join("sbin"));
+    let out = make(&[
+        "install",
+        &format!("PREFIX={}", prefix.display()),
+        &format!("SBINDIR={}", sbin.display()),
+        &format!("BIN={BIN}"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let out = Command::new(sbin.join("mount.topicfs"))
+        .args(["/var/lib/topicfs", "/mnt/topics", "-f", "-o", "ro"])
+        .env_clear()
+        .env("PATH", "/sbin:/bin:/usr/sbin:/usr/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let want = format!(
+        "would run: {}/bin/topicfs mount /mnt/topics",
+        prefix.display()
+    );
+    assert!(err.contains(&want), "{err}");
 }
 
 #[test]

@@ -483,3 +483,46 @@ fn a_partition_costs_one_descriptor() {
         "the active .log files should stay open"
     );
 }
+
+#[test]
+fn a_mountpoint_that_is_not_empty_is_warned_of_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mnt, logs, log_file) = (
+        dir.path().join("mnt"),
+        dir.path().join("logs"),
+        dir.path().join("topicfs.log"),
+    );
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::write(mnt.join("hidden"), "x").unwrap();
+    let out = Command::new(BIN)
+        .arg("mount")
+        .arg(&mnt)
+        .arg("--log-dir")
+        .arg(&logs)
+        .arg("--log-file")
+        .arg(&log_file)
+        .output()
+        .unwrap();
+    let mounted = is_mounted(&mnt);
+    let at_log = std::fs::read_to_string(mnt.join("@log")).unwrap_or_default();
+    let umount = Command::new(BIN).arg("umount").arg(&mnt).output().unwrap();
+    if is_mounted(&mnt) {
+        crate::common::mount::force_unmount(&mnt);
+    }
+    assert!(out.status.success() && mounted, "{out:?}");
+    assert!(umount.status.success(), "{umount:?}");
+    let warned = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!("mountpoint {} is not empty", mnt.display())))
+            .count()
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(warned(&stderr), 1, "{stderr}");
+    assert!(stderr.contains("warning"), "{stderr}");
+    let file = std::fs::read_to_string(&log_file).unwrap();
+    assert_eq!(warned(&file), 1, "{file}");
+    assert!(file.contains(" WARN "), "{file}");
+    assert_eq!(warned(&at_log), 1, "{at_log}");
+    // Hidden while mounted, there again after.
+    assert_eq!(std::fs::read_to_string(mnt.join("hidden")).unwrap(), "x");
+}

@@ -13,14 +13,9 @@ const README: &str = include_str!("../../README.md");
 
 #[test]
 fn every_console_example_of_the_readme_runs_as_shown() {
-    // The dump-log section says the session ran with --index-interval-bytes 200; the cleaner
-    // is woken sooner than its 15 s (nothing shown depends on it).
-    let mut m = TestMount::start(&[
-        "--index-interval-bytes",
-        "200",
-        "--log-cleaner-backoff-ms",
-        "200",
-    ]);
+    // The mount command of the README; the cleaner is woken sooner than its 15 s (nothing
+    // shown depends on it).
+    let mut m = TestMount::start(&["--log-cleaner-backoff-ms", "200"]);
     let mnt = m.mnt.display().to_string();
     let logs = m.log_dirs[0].display().to_string();
     let here = |s: &str| {

@@ -39,7 +39,7 @@ pub struct MountArgs {
     /// no_passthrough, io_uring, ro, key.separator=S (append.kv), maildir.window=N (records a
     /// group's maildir/new/ shows), schema.decode=none, schema.encode=none (schema-encoded
     /// values shown and written as stored); generic mount flags are ignored
-    #[arg(short = 'o', value_name = "OPTIONS")]
+    #[arg(short = 'o', value_name = "OPTIONS", value_hint = clap::ValueHint::Other)]
     options: Vec<String>,
 
     /// Write the daemon's pid to FILE (removed at shutdown)
@@ -157,7 +157,12 @@ impl Args for KafkaArgs {
                 .value_name(k.unit)
                 .help(k.cli_help())
                 .help_heading(k.help_heading())
-                .action(clap::ArgAction::Set);
+                .action(clap::ArgAction::Set)
+                .value_hint(clap::ValueHint::Other);
+            if let Some(values) = offered_values(k.broker) {
+                // Offered by the shells' completion; the key's validator judges the value.
+                arg = arg.value_parser(Offered(values)).hide_possible_values(true);
+            }
             if let Some(alias) = k.alias {
                 arg = arg.alias(alias);
             }
@@ -167,6 +172,43 @@ impl Args for KafkaArgs {
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         Self::augment_args(cmd)
+    }
+}
+
+/// The values a shell's completion offers for the long option of `key`, where Kafka names
+/// them all.
+fn offered_values(key: &str) -> Option<&'static [&'static str]> {
+    match key {
+        "compression.type" => Some(crate::config::COMPRESSION_TYPES),
+        "log.cleanup.policy" => Some(&["delete", "compact", "compact,delete"]),
+        "log.message.timestamp.type" => Some(&["CreateTime", "LogAppendTime"]),
+        _ => None,
+    }
+}
+
+/// A value parser that takes any text (the key's own validator judges it, with Kafka's
+/// message) and tells the completion scripts which values to offer.
+#[derive(Clone)]
+struct Offered(&'static [&'static str]);
+
+impl clap::builder::TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().map(|v| clap::builder::PossibleValue::new(*v)),
+        ))
     }
 }
 
