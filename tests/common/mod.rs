@@ -4,6 +4,7 @@
 //! - [`drain`]: a partition's reader drained into records;
 //! - [`readers`]: background readers of a mount (lines over a channel, signals, bounded waits).
 //! - [`readme`]: the README's console examples (blocks, a bash session, the comparison);
+//! - [`schema`]: Confluent's own serdes (tests/schema/oracle.py) as an oracle;
 //! - [`service`]: servers a test starts with its own configuration (dovecot, rsyslogd).
 
 #![allow(dead_code)]
@@ -13,4 +14,5 @@ pub mod drain;
 pub mod mount;
 pub mod readers;
 pub mod readme;
+pub mod schema;
 pub mod service;

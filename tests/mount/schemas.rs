@@ -15,47 +15,13 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::common::mount::TestMount;
-
-fn oracle(mode: &str, input: Option<&Value>) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/oracle.py");
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .arg(mode)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs (scripts/install-deps.sh installs it)");
-    let mut stdin = child.stdin.take().unwrap();
-    if let Some(v) = input {
-        stdin.write_all(v.to_string().as_bytes()).unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "oracle.py {mode} failed (are confluent-kafka's serdes installed?):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle.py prints JSON")
-}
+use crate::common::schema::{hex, oracle, unhex};
 
 /// Writes argv[2] to the file argv[1] and closes it (a failed close fails the script).
 const CLOSE_WRITE: &str = "import sys\nf = open(sys.argv[1], 'w')\nf.write(sys.argv[2])\nf.close()";
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn json_lines(s: &str) -> Vec<Value> {
