@@ -409,10 +409,14 @@ impl Membership {
             if count == gm.seen {
                 continue;
             }
-            gm.seen = count;
             log::info!("group {group} of {name}: the topic has {count} partitions now");
-            if let Err(e) = rebalance(readers, &topic, &group, &gm.readers, None, None) {
-                log::error!("group {group} of {name}: rebalance over new partitions failed: {e}");
+            // Seen only once rebalanced: a partition not yet open to a reader (still being
+            // made) is tried again at the next refresh, not left out for good.
+            match rebalance(readers, &topic, &group, &gm.readers, None, None) {
+                Ok(_) => gm.seen = count,
+                Err(e) => log::warn!(
+                    "group {group} of {name}: rebalance over new partitions failed, tried again in a second: {e}"
+                ),
             }
             let moved = gm.readers.clone();
             drop(g);
