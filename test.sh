@@ -18,10 +18,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 # Includes tests/powercut.rs (200 power cuts) in the debug build.
 cargo test --all-targets
 # The mount tests of the core operations again, every mount serving over FUSE io_uring
-# (--io-uring; about two minutes): names, reads, appends, follow, groups, passthrough, table/,
-# maildir/, @metrics, @log.
-TOPICFS_TEST_TRANSPORT=io_uring cargo test --test mount -- files:: tree:: read:: append:: \
-  follow:: groups:: passthrough:: table:: maildir:: metrics:: log_file::
+# (--io-uring; about three minutes): names, reads, memory maps, appends, follow, groups,
+# passthrough, table/, maildir/ and the mail clients, schema-encoded values, @metrics, @log.
+TOPICFS_TEST_TRANSPORT=io_uring cargo test --test mount -- files:: tree:: read:: mmap:: \
+  append:: follow:: groups:: passthrough:: table:: maildir:: mail_clients:: schemas:: \
+  metrics:: log_file::
 # The fault-injecting file system the power-cut tests run on (tools/faultfs).
 cargo test -p faultfs
 # Apache Kafka's own tools, kafka-python and a real broker against topicfs (interop/README.md):
