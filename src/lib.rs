@@ -41,6 +41,10 @@ pub mod addr;
 #[cfg(not(feature = "internals"))]
 mod addr;
 #[cfg(feature = "internals")]
+pub mod base;
+#[cfg(not(feature = "internals"))]
+mod base;
+#[cfg(feature = "internals")]
 pub mod checkpoint;
 #[cfg(not(feature = "internals"))]
 mod checkpoint;
