@@ -41,7 +41,7 @@ pub trait Storage: Send + Sync {
     /// Creates a topic with the default partition count and configs.
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
     fn delete_topic(&self, name: &str) -> Result<()>;
-    /// Grows a topic to `count` partitions (never shrinks: [`partition_growth`]).
+    /// Grows a topic to `count` partitions (never shrinks: [`crate::base::partition_growth`]).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
     /// Whether this change of a topic's overrides (`Some` sets, `None` removes) would be
     /// accepted whole by [`Storage::set_topic_configs`]; nothing changes. A file of config
@@ -253,7 +253,8 @@ pub trait PartitionStore: Send + Sync {
         Ok((self.log_start_offset(), self.log_end_offset()))
     }
     /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange: the
-    /// partition's offsets (as fresh as the storage needs them) held to [`offset_in_range`].
+    /// partition's offsets (as fresh as the storage needs them) held to
+    /// [`crate::base::offset_in_range`].
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>>;
