@@ -21,12 +21,10 @@ pub enum OffsetForm {
 
 impl OffsetForm {
     /// The offset in a log of [start, end). None for a decimal offset outside it (the
-    /// by-offset range rule, [`crate::storage::offset_in_range`]).
+    /// by-offset range rule, [`crate::base::offset_in_range`]).
     pub fn resolve(self, start: i64, end: i64) -> Option<i64> {
         match self {
-            OffsetForm::At(n) => crate::storage::offset_in_range(n, start, end)
-                .ok()
-                .map(|_| n),
+            OffsetForm::At(n) => crate::base::offset_in_range(n, start, end).ok().map(|_| n),
             OffsetForm::Earliest => Some(start),
             OffsetForm::Latest => Some(end),
             OffsetForm::Last(k) => Some(end.saturating_sub(k).max(start)),

@@ -1,27 +1,33 @@
 //! topicfs: Kafka topics stored exactly as a Kafka broker stores them, under a mountpoint.
 //!
-//! The layers, data flowing down (docs/architecture.md describes each file):
+//! The layers, data flowing down; each module imports only those of the lines below its own
+//! (docs/architecture.md, "Imports one way", which tests/architecture.rs holds the code to):
+//! - `cli`: the command line;
 //! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
-//!   touches process-wide state;
+//!   touches process-wide state; `dump`: dump-log, Kafka's dump of a segment's records;
 //! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse/` its thin FUSE adapter (the only
 //!   user of fuser: the session and the mount configuration too), and
-//!   `fs/errno.rs` the one place an error becomes an errno; `addr`: the names that address
-//!   records, resolved against given bounds;
+//!   `fs/errno.rs` the one place an error becomes an errno;
 //! - `group`: the consumer-group engine the fs core calls (a group's readers, their
 //!   membership and rebalances, offsets files), no inodes and no FUSE;
+//! - `render` (a record as a reader's line), over `jsonl`; `maildir` (a topic as a Maildir);
+//! - `schemas` (a mount's schema registry, fed from `_schemas`), `table` (a topic's latest
+//!   value per key);
 //! - `storage`: the one interface the fs core is built on (local log, or a Kafka cluster);
-//! - `table` (a topic's latest value per key), `maildir` (a topic as a Maildir), `metrics`
-//!   (counters and `@metrics`), `produce`
-//!   (a write's records into batches, keyed routing);
-//! - `manager` (log dirs, topics, load, the background tasks) and `consumer_offsets` (the
-//!   local store of consumer-group offsets, `__consumer_offsets`);
+//! - `consumer_offsets`: the local store of consumer-group offsets, `__consumer_offsets`;
+//! - `manager`: log dirs, topics, load, the background tasks;
+//! - `produce`: a write's records into batches, keyed routing;
 //! - `log`: one partition's segments and indexes, shaped like Kafka's storage module;
-//! - `record`: RecordBatch v2 bytes, no files.
-//!
-//! Beside them: `dump` (dump-log over `record`), `os` (`safe_fs`: file operations that never
-//! follow a symlink; `logdir_trust`: a log dir checked before use), `checkpoint`, `config`,
-//! `jsonl`, `render` (a record as a reader's line), `logtail` (`@log`), `util` (`read_window`,
-//! `sync`: the one path to a lock, `clock`), `error`.
+//!   `checkpoint`;
+//! - `os` (`safe_fs`: file operations that never follow a symlink; `logdir_trust`: a log dir
+//!   checked before use), `config`, `addr` (the names that address records, resolved
+//!   against given bounds);
+//! - `base`: the shared bottom (the topic-name rule, the internal topics' names, the default
+//!   log dir, a segment file, the waker, an append's answer, the rules every storage shares);
+//! - `error`, `schema` (schema-encoded values, a pure library), `metrics` (counters and
+//!   `@metrics`), `logtail` (`@log`);
+//! - `record`: RecordBatch v2 bytes, no files; `util` (`read_window`, `sync`: the one path to
+//!   a lock, `clock`).
 //!
 //! The modules are private; the library's face is [`main`] (the `topicfs` command) and
 //! [`Error`]/[`Result`]. The `internals` feature opens the modules to the crate's own tests,
@@ -40,6 +46,10 @@
 pub mod addr;
 #[cfg(not(feature = "internals"))]
 mod addr;
+#[cfg(feature = "internals")]
+pub mod base;
+#[cfg(not(feature = "internals"))]
+mod base;
 #[cfg(feature = "internals")]
 pub mod checkpoint;
 #[cfg(not(feature = "internals"))]

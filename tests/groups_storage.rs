@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use topicfs::base::OFFSETS_TOPIC;
 use topicfs::config::BrokerConfig;
 use topicfs::consumer_offsets::codec::{self, OffsetCommitKey, OffsetCommitValue};
-use topicfs::consumer_offsets::{GroupOffsets, OFFSETS_TOPIC, partition_for};
+use topicfs::consumer_offsets::{GroupOffsets, partition_for};
 use topicfs::manager::LogManager;
 use topicfs::record::RecordInput;
 

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::mount::TestMount;
+use topicfs::base::Waker;
 use topicfs::config::LogConfig;
 use topicfs::log::{LoadParams, PartitionLog};
 use topicfs::record::{BatchBuilder, BatchOptions, RecordInput};
 use topicfs::storage::PartitionStore;
-use topicfs::storage::Waker;
 
 const T0: i64 = 1_700_000_000_000;
 

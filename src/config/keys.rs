@@ -145,7 +145,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
             Some("log-dir"),
             List,
             "DIR",
-            Some(super::DEFAULT_LOG_DIR),
+            Some(crate::base::DEFAULT_LOG_DIR),
             "the log dirs (repeat the option; ',' in server.properties, ':' in -o)",
         ),
         |c, k, v| {

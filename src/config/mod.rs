@@ -9,7 +9,6 @@ use crate::record::{Compression, TimestampType};
 
 mod keys;
 
-pub const DEFAULT_LOG_DIR: &str = "/tmp/topicfs-logs";
 const HOUR_MS: i64 = 3_600_000;
 
 /// The effective configuration of one topic's logs.
@@ -260,7 +259,7 @@ impl LogConfig {
     /// dir a broker wrote has them so).
     pub fn for_topic(&self, name: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         let mut c = self.clone();
-        if name == crate::consumer_offsets::OFFSETS_TOPIC || name == crate::schema::SCHEMAS_TOPIC {
+        if name == crate::base::OFFSETS_TOPIC || name == crate::schema::SCHEMAS_TOPIC {
             c.cleanup_policy = CleanupPolicy::compact();
         }
         for (k, v) in overrides {

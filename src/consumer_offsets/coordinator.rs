@@ -16,14 +16,13 @@ use std::sync::{Arc, Mutex};
 use super::codec::{
     self, OffsetCommitKey, OffsetCommitValue, RecordKey, decode_key, decode_offset_value,
 };
+use crate::base::OFFSETS_TOPIC;
 use crate::error::{Error, Result};
 use crate::manager::LogManager;
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::util::clock::now_ms;
 use crate::util::sync::MutexExt;
 
-/// The internal topic of committed offsets.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// `offsets.topic.segment.bytes`, which Kafka gives the topic as `segment.bytes`.
 pub const OFFSETS_TOPIC_SEGMENT_BYTES: u64 = 104_857_600;
 

@@ -14,7 +14,7 @@ pub(crate) mod coordinator;
 pub use assignor::range_assign;
 #[cfg(feature = "internals")]
 pub use codec::{OffsetCommitKey, OffsetCommitValue, partition_for};
-pub use coordinator::{GroupOffsets, OFFSETS_TOPIC};
+pub use coordinator::GroupOffsets;
 #[cfg(feature = "internals")]
 pub use coordinator::{LoadStats, OffsetsStorage};
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::read::Read;
 use super::types::ReadReply;
 use super::{FsState, OpenFile};
-use crate::storage::Waker;
+use crate::base::Waker;
 use crate::util::sync::MutexExt;
 
 /// How long a parked read waits before its thread's signals are looked at, and how often.

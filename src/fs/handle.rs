@@ -661,7 +661,7 @@ impl TextHandle {
                             "{topic}/partitions: {line:?} is not a partition count"
                         ))
                     })?;
-                    crate::storage::partition_growth(topic, count, n)?;
+                    crate::base::partition_growth(topic, count, n)?;
                     count = n;
                     any = true;
                 }

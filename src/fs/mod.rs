@@ -39,8 +39,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
+use crate::base::SegmentFile;
 use crate::error::Error;
-use crate::storage::{GroupStore, Live, PartitionStore, SegmentFile, Storage, TopicStore};
+use crate::storage::{GroupStore, Live, PartitionStore, Storage, TopicStore};
 
 use crate::util::sync::{MutexExt, RwLockExt};
 use handle::Handle;

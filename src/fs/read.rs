@@ -391,7 +391,7 @@ impl FsState {
                 .get(&fh)
                 .and_then(|of| of.poll_waker.guard().take());
             if let Some(w) = waker {
-                crate::storage::Waker::wake(&*w);
+                crate::base::Waker::wake(&*w);
             }
             for p in self.parking.take_of(fh) {
                 self.read_parked(p);

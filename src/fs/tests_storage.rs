@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::base::{AppendResult, Appended, Waker};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
 use crate::storage::{
-    AppendResult, Appended, GroupMember, GroupStore, Live, MemberEvents, PartitionStore,
-    RecordStream, Storage, TopicStore, Unacknowledged, Waker,
+    GroupMember, GroupStore, Live, MemberEvents, PartitionStore, RecordStream, Storage, TopicStore,
+    Unacknowledged,
 };
 use crate::util::sync::MutexExt;
 
@@ -280,7 +281,7 @@ impl PartitionStore for MockPartition {
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         self.0.answer()?;
-        crate::storage::offset_in_range(offset, 0, self.log_end_offset())
+        crate::base::offset_in_range(offset, 0, self.log_end_offset())
     }
     fn offset_for_time(&self, _ts: i64) -> Result<Option<i64>> {
         self.0.answer().map(|()| None)

@@ -40,7 +40,7 @@ impl FsState {
         log: &dyn crate::storage::PartitionStore,
         name: &str,
         node: &Node,
-    ) -> FsResult<crate::storage::SegmentFile> {
+    ) -> FsResult<crate::base::SegmentFile> {
         match self
             .segments_of(log)?
             .into_iter()

@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use self::segment::{BatchPos, Check};
+use crate::base::{SegmentFile, Waker};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::os::safe_fs::{Access, Dir};
 use crate::record::BatchBuilder;
-use crate::storage::{SegmentFile, Waker};
 use crate::util::clock::now_ms;
 use crate::util::read_window::ReadWindow;
 use crate::util::sync::{MutexExt, RwLockExt};
@@ -470,7 +470,7 @@ impl PartitionLog {
     /// `by-offset/N` exists when log-start-offset <= N <= log-end-offset. Returns the log end.
     pub fn check_offset(&self, offset: i64) -> Result<i64> {
         let end = self.log_end_offset();
-        crate::storage::offset_in_range(offset, self.log_start_offset(), end)
+        crate::base::offset_in_range(offset, self.log_start_offset(), end)
     }
 
     /// The first offset whose record has a timestamp >= `ts` (Kafka's `fetchOffsetByTimestamp`).

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::storage::Waker;
+use crate::base::Waker;
 use crate::util::sync::MutexExt;
 
 #[derive(Default)]

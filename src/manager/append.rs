@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::Topic;
+use crate::base::{AppendResult, Appended};
 use crate::log::validator;
 use crate::produce::{append_batch, append_lines, route};
 use crate::record::RecordInput;
 use crate::record::lines::line_record;
-use crate::storage::{AppendResult, Appended};
 use crate::util::clock::now_ms;
 
 impl Topic {
@@ -53,5 +53,74 @@ impl Topic {
             appended = appended.then(append_batch(&log, &recs))?;
         }
         Ok(appended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::base::Appended;
+    use crate::config::BrokerConfig;
+    use crate::error::Error;
+    use crate::manager::LogManager;
+    use crate::produce::partition_for_key;
+    use crate::record::RecordInput;
+    use crate::util::clock::now_ms;
+
+    fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
+        RecordInput {
+            key,
+            value: Some(value),
+            headers: &[],
+            timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn item3_appended_holds_what_a_write_stored_before_a_later_partition_failed() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.log_dirs = vec![d.path().to_path_buf()];
+        c.num_partitions = 2;
+        let mgr = LogManager::open(c).unwrap();
+        let t = mgr.create_topic("t").unwrap();
+        // A compacted topic refuses a record without a key.
+        mgr.set_topic_config("t", "cleanup.policy", Some("compact"))
+            .unwrap();
+        // The next unkeyed write goes to partition 1; the key goes to partition 0.
+        while t.next_round_robin() != 0 {}
+        let key = (0..)
+            .map(|i| format!("k{i}"))
+            .find(|k| partition_for_key(k.as_bytes(), 2) == 0)
+            .unwrap();
+        let now = now_ms();
+        let records = [
+            RecordInput {
+                timestamp: now,
+                ..rec(Some(key.as_bytes()), b"a")
+            },
+            RecordInput {
+                timestamp: now,
+                ..rec(None, b"b")
+            },
+        ];
+        let err = t.append_routed(&records, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err.error, Error::InvalidRecord(_)),
+            "{:?}",
+            err.error
+        );
+        assert_eq!(err.appended, Appended::to(0, 1));
+        assert_eq!(t.partition(0).unwrap().log_end_offset(), 1);
+        // Every partition of a write that all went in.
+        let ok = t
+            .append_routed(
+                &[RecordInput {
+                    timestamp: now,
+                    ..rec(Some(key.as_bytes()), b"c")
+                }],
+                1 << 20,
+            )
+            .unwrap();
+        assert_eq!(ok, Appended::to(0, 1));
     }
 }

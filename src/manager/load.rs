@@ -343,7 +343,7 @@ fn load_partition(
     );
     let log = PartitionLog::load(&d.path, t, d.partition, cfg, params)?;
     // A log topicfs creates holds no transaction: only loaded ones are scanned.
-    if config.read_committed && t != crate::consumer_offsets::OFFSETS_TOPIC {
+    if config.read_committed && t != crate::base::OFFSETS_TOPIC {
         log.set_read_committed()?;
     }
     Ok(log)

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, Weak};
 use std::time::{Duration, Instant};
 
+use crate::base::validate_topic_name;
 use crate::checkpoint::{self, Offsets};
 use crate::config::{BrokerConfig, LogConfig, TOPIC_KEYS};
 use crate::error::{Error, Result};
@@ -36,22 +37,6 @@ pub const TOPIC_CONFIG_FILE: &str = "topicfs-topic-configs";
 /// Present (in every log dir) while partitions are being created: `<topic> <from> <to>`. A
 /// load that finds it removes those partitions: a creation cut short by a crash is undone.
 pub const CREATING_FILE: &str = "topicfs-creating-partitions";
-
-/// Kafka's topic name rule: 1..249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn validate_topic_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidTopicName(name.to_string()))
-    }
-}
 
 /// `orders-3` -> ("orders", 3); None for Kafka's `-delete`, `-future`, `-stray` dirs and others.
 pub fn parse_partition_dir(name: &str) -> Option<(String, u32)> {

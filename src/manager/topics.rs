@@ -130,7 +130,7 @@ impl LogManager {
     /// Like [`LogManager::create_topic`], with `partitions` partitions (at least 1).
     pub fn create_topic_with_partitions(&self, name: &str, partitions: u32) -> Result<Arc<Topic>> {
         validate_topic_name(name)?;
-        crate::storage::partition_growth(name, 0, partitions)?;
+        crate::base::partition_growth(name, 0, partitions)?;
         self.writable()?;
         let _admin = self.admin.guard();
         if self.topics.read_guard().contains_key(name) {
@@ -173,7 +173,7 @@ impl LogManager {
     /// topic stays as it was.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.writable()?;
-        if name == crate::consumer_offsets::OFFSETS_TOPIC {
+        if name == crate::base::OFFSETS_TOPIC {
             return Err(Error::InternalTopic(format!(
                 "{name} is the consumer groups' internal topic: it cannot be deleted"
             )));
@@ -258,7 +258,7 @@ impl LogManager {
     /// or none.
     pub fn set_partition_count(&self, topic: &str, n: u32) -> Result<()> {
         self.writable()?;
-        if topic == crate::consumer_offsets::OFFSETS_TOPIC {
+        if topic == crate::base::OFFSETS_TOPIC {
             // A group's partition is its hash modulo the count: growing it moves groups.
             return Err(Error::InternalTopic(format!(
                 "{topic} is the consumer groups' internal topic: its partition count is fixed"
@@ -267,7 +267,7 @@ impl LogManager {
         let _admin = self.admin.guard();
         let t = self.topic(topic)?;
         let current = t.partition_count();
-        if !crate::storage::partition_growth(topic, current, n)? {
+        if !crate::base::partition_growth(topic, current, n)? {
             return Ok(());
         }
         let made = {
@@ -344,7 +344,7 @@ impl LogManager {
             }
         }
         let cfg = self.config.log.for_topic(topic, &ov)?;
-        if topic == crate::consumer_offsets::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
+        if topic == crate::base::OFFSETS_TOPIC && !cfg.cleanup_policy.compact {
             // Its records are the latest commit of each key: deleting by age loses commits.
             return Err(Error::InvalidConfig(format!(
                 "{topic} is the consumer groups' internal topic: its cleanup.policy keeps compact"

@@ -120,7 +120,7 @@ fn create(dir: &Path, me: u32, allow_untrusted: bool) -> Result<()> {
             format!("cannot create log dir {}: {e}", dir.display()),
         ))
     };
-    let mut shared = dir == Path::new(crate::config::DEFAULT_LOG_DIR);
+    let mut shared = dir == Path::new(crate::base::DEFAULT_LOG_DIR);
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(cannot)?;
         let md = std::fs::metadata(parent).map_err(cannot)?;

@@ -7,11 +7,11 @@ pub mod partitioner;
 
 pub use partitioner::partition_for_key;
 
+use crate::base::{AppendResult, Appended};
 use crate::error::{Error, Result};
 use crate::log::PartitionLog;
 use crate::record::lines::line_records;
 use crate::record::{HEADER_SIZE, RecordInput, encode_record};
-use crate::storage::{AppendResult, Appended};
 
 /// Kafka's producer routing of one topic-level write, for every storage: each keyed record
 /// goes to its murmur2 partition of `count`, the unkeyed ones together to one partition,
@@ -171,7 +171,6 @@ mod tests {
             );
         }
     }
-    use crate::util::clock::now_ms;
     use std::cell::Cell;
 
     fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
@@ -224,56 +223,5 @@ mod tests {
         assert_eq!(next.get(), 0, "no partition taken by a refused write");
         // Unkeyed records go to one partition, split there as they fit: no check here.
         assert_eq!(route(&[rec(None, &big)], 3, 150, rr).unwrap(), vec![0]);
-    }
-
-    #[test]
-    fn item3_appended_holds_what_a_write_stored_before_a_later_partition_failed() {
-        use crate::config::BrokerConfig;
-        use crate::manager::LogManager;
-        let d = tempfile::tempdir().unwrap();
-        let mut c = BrokerConfig::default();
-        c.log_dirs = vec![d.path().to_path_buf()];
-        c.num_partitions = 2;
-        let mgr = LogManager::open(c).unwrap();
-        let t = mgr.create_topic("t").unwrap();
-        // A compacted topic refuses a record without a key.
-        mgr.set_topic_config("t", "cleanup.policy", Some("compact"))
-            .unwrap();
-        // The next unkeyed write goes to partition 1; the key goes to partition 0.
-        while t.next_round_robin() != 0 {}
-        let key = (0..)
-            .map(|i| format!("k{i}"))
-            .find(|k| partition_for_key(k.as_bytes(), 2) == 0)
-            .unwrap();
-        let now = now_ms();
-        let records = [
-            RecordInput {
-                timestamp: now,
-                ..rec(Some(key.as_bytes()), b"a")
-            },
-            RecordInput {
-                timestamp: now,
-                ..rec(None, b"b")
-            },
-        ];
-        let err = t.append_routed(&records, 1 << 20).unwrap_err();
-        assert!(
-            matches!(err.error, Error::InvalidRecord(_)),
-            "{:?}",
-            err.error
-        );
-        assert_eq!(err.appended, Appended::to(0, 1));
-        assert_eq!(t.partition(0).unwrap().log_end_offset(), 1);
-        // Every partition of a write that all went in.
-        let ok = t
-            .append_routed(
-                &[RecordInput {
-                    timestamp: now,
-                    ..rec(Some(key.as_bytes()), b"c")
-                }],
-                1 << 20,
-            )
-            .unwrap();
-        assert_eq!(ok, Appended::to(0, 1));
     }
 }

@@ -339,7 +339,7 @@ impl Schemas {
 /// Whether a topic's keys and values may be schema-encoded: not Kafka's internal topics nor
 /// the registry's own.
 pub fn is_decodable_topic(topic: &str) -> bool {
-    topic != SCHEMAS_TOPIC && !crate::storage::INTERNAL_TOPICS.contains(&topic)
+    topic != SCHEMAS_TOPIC && !crate::base::INTERNAL_TOPICS.contains(&topic)
 }
 
 /// The follow thread: reads what `_schemas` gains, every [`FOLLOW_EVERY`], until the mount

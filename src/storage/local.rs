@@ -6,10 +6,8 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{
-    AppendResult, GroupStore, Live, PartitionStore, RecordStream, SegmentFile, Storage, TopicStore,
-    Waker,
-};
+use super::{GroupStore, Live, PartitionStore, RecordStream, Storage, TopicStore};
+use crate::base::{AppendResult, SegmentFile, Waker};
 use crate::consumer_offsets::GroupOffsets;
 use crate::error::Result;
 use crate::log::{LogReader, PartitionLog};
@@ -170,7 +168,7 @@ impl PartitionStore for PartitionLog {
             PartitionLog::log_start_offset(self),
             PartitionLog::read_end(self),
         );
-        crate::storage::offset_in_range(offset, start, end)
+        crate::base::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
         PartitionLog::fetchable_offset_for_time(self, ts)

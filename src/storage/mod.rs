@@ -12,103 +12,14 @@ mod local;
 pub use cluster::ClusterStorage;
 pub use cluster_config::ClusterConfig;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard};
 
-use crate::error::{Error, Result};
+use crate::base::{AppendResult, INTERNAL_TOPICS, SegmentFile, Waker};
+use crate::error::Result;
 use crate::record::{BatchHeader, Record, RecordInput};
-
-/// Kafka's internal topics, as Kafka's `Topic.isInternal` knows them (`Topic.INTERNAL_TOPICS`):
-/// shown and read as they are, never appended to through the tree. Kafka's coordinators write
-/// them; topicfs writes `__consumer_offsets` itself, for its groups' commits, and leaves the
-/// transactions' and share groups' state alone. Any other name, `__`-prefixed or not, is a
-/// topic like any other, as in Kafka.
-pub const INTERNAL_TOPICS: [&str; 3] = [
-    crate::consumer_offsets::OFFSETS_TOPIC,
-    "__transaction_state",
-    "__share_group_state",
-];
-
-/// A file of the partition directory shown under `segments/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SegmentFile {
-    pub name: String,
-    pub path: PathBuf,
-}
-
-/// Something to wake once (a reader waiting past a partition's log end). `is_stale` lets a
-/// registry drop waiters nobody waits on any more (a reader that was answered another way).
-pub trait Waker: Send + Sync {
-    fn wake(&self);
-    fn is_stale(&self) -> bool {
-        false
-    }
-}
-
-/// What one append stored: the first `records` records of the write, in `partitions`.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Appended {
-    pub records: usize,
-    pub partitions: BTreeSet<u32>,
-}
-
-impl Appended {
-    /// `records` records stored in partition `p` (none: no partition).
-    pub fn to(p: u32, records: usize) -> Appended {
-        Appended {
-            records,
-            partitions: (records > 0).then_some(p).into_iter().collect(),
-        }
-    }
-
-    /// What the write stored so far and then `next` of it: everything when `next` failed too.
-    pub fn then(mut self, next: AppendResult) -> AppendResult {
-        let (more, error) = match next {
-            Ok(a) => (a, None),
-            Err(e) => (e.appended, Some(e.error)),
-        };
-        self.records += more.records;
-        self.partitions.extend(more.partitions);
-        match error {
-            None => Ok(self),
-            Some(error) => Err(self.stopped(error)),
-        }
-    }
-
-    /// The write stopped at `error`, with this much of it stored.
-    pub fn stopped(self, error: Error) -> AppendError {
-        AppendError {
-            appended: self,
-            error,
-        }
-    }
-}
-
-/// An append that stopped at `error` after it stored `appended` (the first records of the
-/// write; none after them).
-#[derive(Debug)]
-pub struct AppendError {
-    pub appended: Appended,
-    pub error: Error,
-}
-
-/// Failed before anything was stored.
-impl From<Error> for AppendError {
-    fn from(error: Error) -> AppendError {
-        Appended::default().stopped(error)
-    }
-}
-
-impl From<AppendError> for Error {
-    fn from(e: AppendError) -> Error {
-        e.error
-    }
-}
-
-/// An append's answer: what it stored, or where it stopped and what it stored before.
-pub type AppendResult = std::result::Result<Appended, AppendError>;
 
 /// Holds a topic live (not deleted) while its storage is used: deletion waits for it.
 pub struct Live<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, bool>>);
@@ -130,7 +41,7 @@ pub trait Storage: Send + Sync {
     /// Creates a topic with the default partition count and configs.
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>>;
     fn delete_topic(&self, name: &str) -> Result<()>;
-    /// Grows a topic to `count` partitions (never shrinks: [`partition_growth`]).
+    /// Grows a topic to `count` partitions (never shrinks: [`crate::base::partition_growth`]).
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()>;
     /// Whether this change of a topic's overrides (`Some` sets, `None` removes) would be
     /// accepted whole by [`Storage::set_topic_configs`]; nothing changes. A file of config
@@ -342,7 +253,8 @@ pub trait PartitionStore: Send + Sync {
         Ok((self.log_start_offset(), self.log_end_offset()))
     }
     /// Ok(log end) when log-start <= `offset` <= log-end, else OffsetOutOfRange: the
-    /// partition's offsets (as fresh as the storage needs them) held to [`offset_in_range`].
+    /// partition's offsets (as fresh as the storage needs them) held to
+    /// [`crate::base::offset_in_range`].
     fn check_offset(&self, offset: i64) -> Result<i64>;
     /// The first offset whose record has a timestamp >= `ts`.
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>>;
@@ -424,34 +336,6 @@ pub trait PartitionStore: Send + Sync {
     }
 }
 
-/// The by-offset range rule, for every storage: `by-offset/N` (and a stream from N) exists
-/// when log-start <= N <= log-end, the log end itself naming the empty stream that grows.
-/// Ok(log end), else OffsetOutOfRange.
-pub fn offset_in_range(offset: i64, log_start: i64, log_end: i64) -> Result<i64> {
-    if offset < log_start || offset > log_end {
-        return Err(crate::error::Error::OffsetOutOfRange {
-            offset,
-            log_start,
-            log_end,
-        });
-    }
-    Ok(log_end)
-}
-
-/// Partition counts only grow, as Kafka's CreatePartitions allows, for every storage:
-/// Ok(true) when `requested` adds partitions to `current`, Ok(false) when it is `current`;
-/// fewer, or none, is InvalidPartitionCount. (A new topic grows from 0.)
-pub fn partition_growth(topic: &str, current: u32, requested: u32) -> Result<bool> {
-    if requested < current || requested == 0 {
-        return Err(crate::error::Error::InvalidPartitionCount {
-            topic: topic.to_string(),
-            current,
-            requested,
-        });
-    }
-    Ok(requested > current)
-}
-
 /// The sum of `measure` over the data records `reader` (opened at `from`) gives at offsets
 /// in [from, to), each record once; it stops reading once it passed `to`.
 pub fn measure_records(
@@ -516,7 +400,7 @@ pub trait RecordStream: Send {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::base::{offset_in_range, partition_growth};
     use crate::error::Error;
 
     #[test]

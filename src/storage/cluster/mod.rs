@@ -24,10 +24,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use super::cluster_config::KAFKA_MAX_MESSAGE_BYTES;
-use super::{
-    AppendResult, Appended, ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore,
-    Unacknowledged,
-};
+use super::{ClusterConfig, GroupStore, Live, PartitionStore, Storage, TopicStore, Unacknowledged};
+use crate::base::{AppendResult, Appended};
 use crate::error::{Error, Result};
 use crate::record::RecordInput;
 use crate::util::sync::MutexExt;
@@ -435,7 +433,7 @@ impl Storage for ClusterStorage {
         Ok(self.0.topic(name, false)?)
     }
     fn create_topic(&self, name: &str) -> Result<Arc<dyn TopicStore>> {
-        crate::manager::validate_topic_name(name)?;
+        crate::base::validate_topic_name(name)?;
         admin::create_topic(&self.0, name)?;
         self.0.expire(None);
         // The controller created it; wait until the metadata a broker serves shows it.
@@ -468,7 +466,7 @@ impl Storage for ClusterStorage {
     fn set_partition_count(&self, topic: &str, count: u32) -> Result<()> {
         let t = self.0.topic(topic, true)?;
         let current = t.partition_count();
-        if !crate::storage::partition_growth(topic, current, count)? {
+        if !crate::base::partition_growth(topic, current, count)? {
             return Ok(());
         }
         admin::create_partitions(&self.0, topic, count)?;

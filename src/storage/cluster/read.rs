@@ -12,9 +12,10 @@ use rdkafka::{Offset, Timestamp, TopicPartitionList};
 use super::batch::{Batches, Taken};
 use super::produce::{Stamped, Unacked};
 use super::{Inner, kafka};
+use crate::base::{AppendResult, Appended, Waker};
 use crate::error::{Error, Result};
 use crate::record::{BatchHeader, Record, RecordInput};
-use crate::storage::{AppendResult, Appended, PartitionStore, RecordStream, Unacknowledged, Waker};
+use crate::storage::{PartitionStore, RecordStream, Unacknowledged};
 use crate::util::sync::{CondvarExt, MutexExt};
 
 /// How long a partition's watermarks are reused.
@@ -188,7 +189,7 @@ impl PartitionStore for ClusterPartition {
     }
     fn check_offset(&self, offset: i64) -> Result<i64> {
         let (start, end) = self.marks(true)?;
-        crate::storage::offset_in_range(offset, start, end)
+        crate::base::offset_in_range(offset, start, end)
     }
     fn offset_for_time(&self, ts: i64) -> Result<Option<i64>> {
         let mut tpl = TopicPartitionList::new();
