@@ -237,9 +237,22 @@ impl Schemas {
         if !self.encodes(topic) {
             return Ok(None);
         }
-        let subject = subject_for(topic, key);
-        self.refresh_subject(&subject);
-        self.registry.encode(&subject, text)
+        self.refresh_subject(&subject_for(topic, key));
+        self.store_known(topic, key, text)
+    }
+
+    /// [`Schemas::store`] with the schemas as last read: for the lines of one write, after
+    /// [`Schemas::has_subject`] read what `_schemas` gained once for all of them.
+    pub fn store_known(
+        &self,
+        topic: &str,
+        key: bool,
+        text: &[u8],
+    ) -> Result<Option<Vec<u8>>, EncodeError> {
+        if !self.encodes(topic) {
+            return Ok(None);
+        }
+        self.registry.encode(&subject_for(topic, key), text)
     }
 
     /// Reads what `_schemas` gained, and asks the REST API (once a while) for the

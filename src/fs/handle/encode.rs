@@ -10,7 +10,8 @@ use crate::schemas::Schemas;
 impl AppendHandle {
     /// Lines of a topic whose values have a subject: each line is JSON in the form shown,
     /// stored as the subject's latest schema's wire format; every line is encoded before
-    /// anything is appended (a line that does not match fails the write with EINVAL).
+    /// anything is appended (a line that does not match fails the write with EINVAL). The
+    /// schemas are those `subject_schemas` just read, once for the write.
     pub(super) fn append_encoded_lines(
         &mut self,
         schemas: &Schemas,
@@ -27,7 +28,7 @@ impl AppendHandle {
             let body = part.strip_suffix(b"\n").unwrap_or(part);
             for line in body.split(|&b| b == b'\n') {
                 let n = values.len() + 1;
-                match schemas.store(&topic, false, line) {
+                match schemas.store_known(&topic, false, line) {
                     Ok(Some(v)) => values.push(v),
                     Ok(None) => values.push(line.to_vec()),
                     Err(EncodeError::Invalid { id, reason }) => {
@@ -63,7 +64,7 @@ pub(super) fn encode_json(
         return Ok(None);
     }
     let text = serde_json::to_vec(v).map_err(|e| e.to_string())?;
-    schemas.store(topic, key, &text).map_err(|e| match e {
+    schemas.store_known(topic, key, &text).map_err(|e| match e {
         EncodeError::Invalid { id, reason } => format!(
             "does not match schema {id} of {}: {reason}",
             subject_for(topic, key)
