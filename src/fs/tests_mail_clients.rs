@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::FsState;
 use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
+use super::tests_maildir::names;
 use super::types::Owner;
 use crate::config::BrokerConfig;
 use crate::manager::LogManager;
@@ -17,18 +18,6 @@ fn state(dir: &std::path::Path) -> Arc<FsState> {
     c.log_dirs = vec![dir.to_path_buf()];
     c.num_partitions = 1;
     FsState::new(LogManager::open_in_test(c)).unwrap()
-}
-
-fn names(fs: &FsState, dir: &str) -> Vec<String> {
-    let mut v: Vec<String> = fs
-        .readdir(walk(fs, dir), 0, 0)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .filter(|n| n != "." && n != "..")
-        .collect();
-    v.sort();
-    v
 }
 
 fn content(fs: &FsState, path: &str) -> Vec<u8> {

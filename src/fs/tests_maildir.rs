@@ -51,7 +51,7 @@ enum Status {
 }
 
 /// The names of a directory, sorted.
-fn names(fs: &FsState, dir: &str) -> Vec<String> {
+pub(super) fn names(fs: &FsState, dir: &str) -> Vec<String> {
     let mut v: Vec<String> = fs
         .readdir(walk(fs, dir), 0, 0)
         .unwrap()
