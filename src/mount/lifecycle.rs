@@ -250,16 +250,22 @@ pub fn wait_for_closing_daemons(log_dirs: &[PathBuf]) {
 /// the mount can be made again. Returns whether one was.
 pub fn detach_dead_mount(mnt: &Path) -> bool {
     let mnt = resolved(mnt);
-    match std::fs::metadata(&mnt) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {}
-        _ => return false,
-    }
     let Some(entry) = topicfs_mount(&mnt) else {
         return false;
     };
     let Ok(c) = CString::new(mnt.as_os_str().as_bytes()) else {
         return false;
     };
+    // statfs(2) always asks the daemon; stat(2) may be answered from attributes the kernel
+    // still holds for a second after the daemon died, which would leave the mount dead.
+    // SAFETY: an all-zero statfs is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: NUL-terminated path; statfs(2) writes only into `st`, which is ours.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0
+        || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOTCONN)
+    {
+        return false;
+    }
     // SAFETY: NUL-terminated path.
     if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
         log::error!(
