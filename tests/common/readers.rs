@@ -8,16 +8,26 @@ use std::time::{Duration, Instant};
 
 use super::mount::TestMount;
 
-/// `sh -c script` in the mountpoint, stdout and stderr piped.
+/// `sh -c script` in the mountpoint, stdout and stderr piped. The reader takes SIGINT and
+/// SIGQUIT as a program started from a terminal does, whatever the tests were started with (a
+/// script's `cargo test &` ignores both, and an ignored signal stays ignored across exec).
 pub fn spawn(m: &TestMount, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
         .arg(script)
         .current_dir(m.path(""))
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn reader")
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as a pre_exec hook must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn reader")
 }
 
 /// The child's stdout lines, read on a thread of their own.
