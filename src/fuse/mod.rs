@@ -26,8 +26,8 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use super::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
-use super::{FsResult, FsState, MAX_WRITE, report};
+use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
+use crate::fs::{FsResult, FsState, MAX_WRITE, report};
 use crate::util::sync::MutexExt;
 
 /// The `fuser::Filesystem`: one short match per callback over [`FsState`].
