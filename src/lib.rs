@@ -5,9 +5,9 @@
 //! - `cli`: the command line;
 //! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
 //!   touches process-wide state; `dump`: dump-log, Kafka's dump of a segment's records;
-//! - `fuse`: the kernel's FUSE requests, over `/dev/fuse` (fuser) or io_uring, answered by
-//!   asking the fs core (the only user of fuser: the session and the mount configuration
-//!   too);
+//! - `fuse`: the kernel's FUSE requests, over `/dev/fuse` (fuser) or io_uring, answered
+//!   through one reply layer over the fs core (the only user of fuser: the session and the
+//!   mount configuration too);
 //! - `fs`: the tree, the fs core (`FsState`), which knows nothing of FUSE, and
 //!   `fs/errno.rs` the one place an error becomes an errno;
 //! - `group`: the consumer-group engine the fs core calls (a group's readers, their

@@ -1,202 +1,212 @@
-//! The FUSE adapter: `fuser::Filesystem` over the fs core ([`FsState`]). Each callback
-//! converts its arguments, asks the core, and turns the answer into fuser's reply; errors
-//! were already logged by the core. `fuse/` is the only module that uses fuser: the
-//! session (`session.rs`) and the mount configuration (`config.rs`) are here too.
+//! The FUSE adapters over the fs core ([`FsState`](crate::fs::FsState)). Both transports
+//! answer every request through one layer: [`ops`] asks the core and turns its answer into
+//! the kernel's reply ([`reply`]: the reply kinds and the conversions, [`backing`]: the
+//! passthrough registrations, [`abi`]: the kernel's structs). What each transport keeps is
+//! its own: here `TopicFs`, fuser's `Filesystem` (its callbacks' arguments, fuser's `Reply*`
+//! types, the INIT handshake); in `uring/` the rings and the decoding of their entries.
+//! `fuse/` is the only module that uses fuser: the session (`session.rs`) and the mount
+//! configuration (`config.rs`) are here too.
 
+mod abi;
+mod backing;
 mod config;
+mod ops;
+mod reply;
 mod session;
 mod uring;
 
 pub use config::FuseConfig;
 pub use session::{FUSER_LOG_TARGET, Session, unanswered_reply};
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::fs::File;
-use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags, PollEvents,
-    PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags,
+    PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
 
-use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
-use crate::fs::{FsResult, FsState, MAX_WRITE, report};
-use crate::util::sync::MutexExt;
+use crate::fs::MAX_WRITE;
+use crate::fs::types::{Owner, ReadReply, Ttl};
+use ops::Ops;
+use reply::{
+    AttrReply, CreateReply, DirReply, EmptyReply, EntryReply, Fail, IoctlReply, LseekReply,
+    OpenReply, PollReply, StatfsReply, WriteReply, XattrReply,
+};
 
-/// The `fuser::Filesystem`: one short match per callback over [`FsState`].
+/// The `fuser::Filesystem`: each callback hands its arguments to [`Ops`].
 pub struct TopicFs {
-    state: Arc<FsState>,
-    /// Whether opens of files backed by a real file (`segments/`) are handed to the kernel
-    /// (FUSE passthrough: it then reads the real file itself, no request reaches us). Asked
-    /// for at mount, cleared when the kernel lacks it or refuses a backing file (shared with
-    /// the session, whose io_uring transport asks it after INIT).
-    passthrough: Arc<AtomicBool>,
-    backings: Mutex<Backings>,
+    ops: Ops,
     /// Whether the io_uring transport is asked for at INIT; cleared when the kernel does
     /// not offer it.
     io_uring: Arc<AtomicBool>,
 }
 
-/// The real files registered with the kernel for passthrough. The kernel takes one backing
-/// file per inode at a time, so the opens of an inode share one registration, kept until
-/// the last of them is released.
-#[derive(Default)]
-struct Backings {
-    by_ino: HashMap<u64, Backing>,
-    /// The inode of each passthrough open file.
-    ino_of: HashMap<u64, u64>,
-}
-
-struct Backing {
-    id: BackingId,
-    /// The real file's (device, inode).
-    file: (u64, u64),
-    opens: usize,
-}
-
-/// (device, inode) of a real file.
-fn identity(f: &File) -> std::io::Result<(u64, u64)> {
-    let md = f.metadata()?;
-    Ok((md.dev(), md.ino()))
-}
-
 impl TopicFs {
-    /// `passthrough`: let the kernel read `segments/` files itself where it can.
     /// `io_uring`: ask the kernel for the io_uring transport at INIT (cleared if it has none).
-    pub fn new(
-        state: Arc<FsState>,
-        passthrough: Arc<AtomicBool>,
-        io_uring: Arc<AtomicBool>,
-    ) -> TopicFs {
-        TopicFs {
-            state,
-            passthrough,
-            backings: Mutex::new(Backings::default()),
-            io_uring,
-        }
-    }
-
-    /// Replies to the open of `ino` (handle `fh`, backed by `file`) with passthrough to the
-    /// real file when the kernel takes it; otherwise the daemon serves its reads.
-    fn open_backed(&self, ino: u64, fh: u64, file: &File, flags: FopenFlags, reply: ReplyOpen) {
-        let mut b = self.backings.guard();
-        if let Some(shared) = b.by_ino.get_mut(&ino) {
-            if identity(file).ok() == Some(shared.file) {
-                shared.opens += 1;
-                b.ino_of.insert(fh, ino);
-                log::debug!("open file {fh}: passthrough to the real file (shared)");
-                return reply.opened_passthrough(FileHandle(fh), flags, &b.by_ino[&ino].id);
-            }
-            // The core gives another file another inode (the cleaner's rewrite of a segment),
-            // so this is not expected; the kernel takes only one backing file per inode, and
-            // only passthrough opens of it: it is told to look the name up again.
-            let _ = self.state.release(fh);
-            log::info!("open of inode {ino}: its file changed under an open passthrough file");
-            return reply.error(Errno::from_i32(libc::ESTALE));
-        }
-        if !self.passthrough.load(Ordering::Acquire) {
-            return reply.opened(FileHandle(fh), flags);
-        }
-        let registered = identity(file).and_then(|key| Ok((key, reply.open_backing(file)?)));
-        match registered {
-            Ok((key, id)) => {
-                log::debug!("open file {fh}: passthrough to the real file");
-                reply.opened_passthrough(FileHandle(fh), flags, &id);
-                b.ino_of.insert(fh, ino);
-                b.by_ino.insert(
-                    ino,
-                    Backing {
-                        id,
-                        file: key,
-                        opens: 1,
-                    },
-                );
-            }
-            Err(e) => {
-                if self.passthrough.swap(false, Ordering::AcqRel) {
-                    log::warn!(
-                        "passthrough refused by the kernel ({e}): segments/ files are read through the daemon from now on"
-                    );
-                }
-                reply.opened(FileHandle(fh), flags)
-            }
-        }
-    }
-
-    /// The release of `fh`: the last open of an inode unregisters its backing file.
-    fn release_backing(&self, fh: u64) {
-        let mut b = self.backings.guard();
-        let Some(ino) = b.ino_of.remove(&fh) else {
-            return;
-        };
-        if let Some(shared) = b.by_ino.get_mut(&ino) {
-            shared.opens -= 1;
-            if shared.opens == 0 {
-                // Dropping the id closes it in the kernel.
-                b.by_ino.remove(&ino);
-            }
-        }
+    pub fn new(ops: Ops, io_uring: Arc<AtomicBool>) -> TopicFs {
+        TopicFs { ops, io_uring }
     }
 }
 
-fn file_type(kind: Kind) -> FileType {
-    match kind {
-        Kind::Directory => FileType::Directory,
-        Kind::File => FileType::RegularFile,
-    }
-}
-
-fn file_attr(a: &Attr) -> FileAttr {
+/// fuser's attributes of the kernel's: the same fields, times and type read back.
+fn file_attr(a: &abi::Attr) -> FileAttr {
+    let time = |secs: u64, nsec: u32| {
+        let at = UNIX_EPOCH + Duration::new(0, nsec);
+        let secs = secs as i64;
+        if secs < 0 {
+            at - Duration::from_secs(secs.unsigned_abs())
+        } else {
+            at + Duration::from_secs(secs as u64)
+        }
+    };
     FileAttr {
         ino: INodeNo(a.ino),
         size: a.size,
         blocks: a.blocks,
-        atime: a.time,
-        mtime: a.time,
-        ctime: a.time,
-        crtime: a.time,
-        kind: file_type(a.kind),
-        perm: a.perm,
+        atime: time(a.atime, a.atimensec),
+        mtime: time(a.mtime, a.mtimensec),
+        ctime: time(a.ctime, a.ctimensec),
+        crtime: time(a.ctime, a.ctimensec),
+        kind: file_type(a.mode),
+        perm: (a.mode & 0o7777) as u16,
         nlink: a.nlink,
         uid: a.uid,
         gid: a.gid,
-        rdev: 0,
-        blksize: a.io_size,
-        flags: 0,
+        rdev: a.rdev,
+        blksize: a.blksize,
+        flags: a.flags,
     }
 }
 
-fn errno(code: i32) -> Errno {
-    Errno::from_i32(code)
+/// fuser's file type of a mode's type bits (S_IFDIR, S_IFREG).
+fn file_type(mode: u32) -> FileType {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => FileType::Directory,
+        _ => FileType::RegularFile,
+    }
 }
 
-fn entry(r: FsResult<(Ttl, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEntry) {
-    match r {
-        Ok((ttl, attr)) => {
-            reply.entry_with_ttls(&ttl.attr, &ttl.entry, &file_attr(&attr), Generation(0))
+macro_rules! fails {
+    ($($t:ty),*) => {$(
+        impl Fail for $t {
+            fn fail(self, errno: i32) {
+                self.error(Errno::from_i32(errno));
+            }
         }
-        Err(e) => reply.error(errno(report(op, what, e))),
+    )*};
+}
+
+fails!(
+    ReplyEntry,
+    ReplyAttr,
+    ReplyEmpty,
+    ReplyOpen,
+    ReplyCreate,
+    ReplyWrite,
+    ReplyLseek,
+    ReplyPoll,
+    ReplyStatfs,
+    ReplyIoctl,
+    ReplyXattr,
+    ReplyDirectory
+);
+
+impl EntryReply for ReplyEntry {
+    fn send_entry(self, ttl: Ttl, attr: &abi::Attr) {
+        self.entry_with_ttls(&ttl.attr, &ttl.entry, &file_attr(attr), Generation(0));
     }
 }
 
-fn attr(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: ReplyAttr) {
-    match r {
-        Ok((ttl, attr)) => reply.attr(&ttl, &file_attr(&attr)),
-        Err(e) => reply.error(errno(report(op, what, e))),
+impl AttrReply for ReplyAttr {
+    fn send_attr(self, ttl: Duration, attr: &abi::Attr) {
+        self.attr(&ttl, &file_attr(attr));
     }
 }
 
-fn empty(r: FsResult<()>, op: &str, what: &dyn std::fmt::Display, reply: ReplyEmpty) {
-    match r {
-        Ok(()) => reply.ok(),
-        Err(e) => reply.error(errno(report(op, what, e))),
+impl EmptyReply for ReplyEmpty {
+    fn send_empty(self) {
+        self.ok();
+    }
+}
+
+impl OpenReply for ReplyOpen {
+    fn send_open(self, fh: u64, flags: u32, backing: Option<u32>) {
+        let Some(id) = backing else {
+            return self.opened(FileHandle(fh), FopenFlags::from_bits_retain(flags));
+        };
+        // fuser sets FOPEN_PASSTHROUGH itself.
+        let flags = FopenFlags::from_bits_retain(flags & !abi::FOPEN_PASSTHROUGH);
+        // SAFETY: `id` was registered on this connection (Backings) and is closed only at
+        // the release of its inode's last open, after this reply; the wrapper is given back
+        // (`into_raw`) before it could close it.
+        let id = unsafe { self.wrap_backing(id) };
+        self.opened_passthrough(FileHandle(fh), flags, &id);
+        let _ = id.into_raw();
+    }
+}
+
+impl CreateReply for ReplyCreate {
+    fn send_created(self, ttl: Duration, attr: &abi::Attr, fh: u64, flags: u32) {
+        let flags = FopenFlags::from_bits_retain(flags);
+        self.created(&ttl, &file_attr(attr), Generation(0), FileHandle(fh), flags);
+    }
+}
+
+impl WriteReply for ReplyWrite {
+    fn send_written(self, size: u32) {
+        self.written(size);
+    }
+}
+
+impl LseekReply for ReplyLseek {
+    fn send_offset(self, offset: i64) {
+        self.offset(offset);
+    }
+}
+
+impl PollReply for ReplyPoll {
+    fn send_revents(self, revents: u32) {
+        self.poll(PollEvents::from_bits_retain(revents));
+    }
+}
+
+impl StatfsReply for ReplyStatfs {
+    fn send_statfs(self, s: &abi::StatfsOut) {
+        let (blocks, bfree, bavail, files, ffree) = (s.blocks, s.bfree, s.bavail, s.files, s.ffree);
+        self.statfs(
+            blocks, bfree, bavail, files, ffree, s.bsize, s.namelen, s.frsize,
+        );
+    }
+}
+
+impl IoctlReply for ReplyIoctl {
+    fn send_ioctl(self) {
+        self.ioctl(0, &[]);
+    }
+}
+
+impl XattrReply for ReplyXattr {
+    fn send_xattr_size(self, size: u32) {
+        self.size(size);
+    }
+    fn send_xattr_data(self, data: &[u8]) {
+        self.data(data);
+    }
+}
+
+impl DirReply for ReplyDirectory {
+    fn push(&mut self, ino: u64, next: u64, kind: u32, name: &str) -> bool {
+        // fuser's add says whether the reply is full.
+        !self.add(INodeNo(ino), next, file_type(kind << 12), name)
+    }
+    fn send_dir(self) {
+        self.ok();
     }
 }
 
@@ -205,7 +215,7 @@ impl ReadReply for ReplyData {
         (*self).data(data)
     }
     fn error(self: Box<Self>, code: i32) {
-        (*self).error(errno(code))
+        (*self).error(Errno::from_i32(code))
     }
 }
 
@@ -237,14 +247,14 @@ impl Filesystem for TopicFs {
                 "io_uring transport not used (the kernel offers none at INIT): requests come over /dev/fuse"
             );
         }
-        if self.passthrough.load(Ordering::Acquire) {
+        if self.ops.backings().on() {
             // Depth 1: the backing files are on a plain filesystem (not a stacked one such as
             // overlayfs), and this mount may itself be stacked under one.
             let taken = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
                 && config.set_max_stack_depth(1).is_ok();
             if !taken {
                 let _ = config.set_max_stack_depth(0);
-                self.passthrough.store(false, Ordering::Release);
+                self.ops.backings().turn_off();
                 log::warn!(
                     "the kernel has no FUSE passthrough: segments/ files are read through the daemon"
                 );
@@ -254,17 +264,15 @@ impl Filesystem for TopicFs {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = self.state.lookup_from(parent.0, name, req.pid());
-        entry(r, "lookup", &self.state.path_in(parent.0, name), reply);
+        self.ops.lookup(parent.0, name, req.pid(), reply);
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.state.forget(ino.0, nlookup);
+        self.ops.state().forget(ino.0, nlookup);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        let r = self.state.getattr(ino.0, fh.map(|f| f.0), req.pid());
-        attr(r, "getattr", &self.state.path(ino.0), reply);
+        self.ops.getattr(ino.0, fh.map(|f| f.0), req.pid(), reply);
     }
 
     fn setattr(
@@ -286,12 +294,7 @@ impl Filesystem for TopicFs {
         reply: ReplyAttr,
     ) {
         let owner = Owner { mode, uid, gid };
-        attr(
-            self.state.setattr(ino.0, fh.map(|f| f.0), owner, size),
-            "setattr",
-            &self.state.path(ino.0),
-            reply,
-        );
+        self.ops.setattr(ino.0, fh.map(|f| f.0), owner, size, reply);
     }
 
     fn mknod(
@@ -304,12 +307,7 @@ impl Filesystem for TopicFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        let e = self.state.create(parent.0, name);
-        reply.error(errno(report(
-            "mknod",
-            &self.state.path_in(parent.0, name),
-            e,
-        )));
+        self.ops.mknod(parent.0, name, reply);
     }
 
     fn mkdir(
@@ -321,18 +319,15 @@ impl Filesystem for TopicFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.state.mkdir(parent.0, name);
-        entry(r, "mkdir", &self.state.path_in(parent.0, name), reply);
+        self.ops.mkdir(parent.0, name, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self.state.unlink(parent.0, name);
-        empty(r, "unlink", &self.state.path_in(parent.0, name), reply);
+        self.ops.unlink(parent.0, name, reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self.state.rmdir(parent.0, name);
-        empty(r, "rmdir", &self.state.path_in(parent.0, name), reply);
+        self.ops.rmdir(parent.0, name, reply);
     }
 
     fn symlink(
@@ -343,12 +338,7 @@ impl Filesystem for TopicFs {
         _target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        let e = self.state.symlink(parent.0, link_name);
-        reply.error(errno(report(
-            "symlink",
-            &self.state.path_in(parent.0, link_name),
-            e,
-        )));
+        self.ops.symlink(parent.0, link_name, reply);
     }
 
     fn rename(
@@ -361,21 +351,9 @@ impl Filesystem for TopicFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        empty(
-            self.state.rename_from(
-                parent.0,
-                name,
-                newparent.0,
-                newname,
-                flags.bits(),
-                req.pid(),
-            ),
-            "rename",
-            &self
-                .state
-                .rename_paths(parent.0, name, newparent.0, newname),
-            reply,
-        );
+        let (pid, flags) = (req.pid(), flags.bits());
+        self.ops
+            .rename(parent.0, name, newparent.0, newname, flags, pid, reply);
     }
 
     fn link(
@@ -386,34 +364,11 @@ impl Filesystem for TopicFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let r = self
-            .state
-            .link_entry(ino.0, newparent.0, newname, req.pid());
-        let what = self.state.link_paths(ino.0, newparent.0, newname);
-        entry(r, "link", &what, reply);
+        self.ops.link(ino.0, newparent.0, newname, req.pid(), reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self
-            .state
-            .open(ino.0, Access::from_flags(flags.0), req.pid())
-        {
-            Ok(o) => {
-                let mut fopen = if o.direct_io {
-                    FopenFlags::FOPEN_DIRECT_IO
-                } else {
-                    FopenFlags::empty()
-                };
-                if !o.flush {
-                    fopen |= FopenFlags::FOPEN_NOFLUSH;
-                }
-                match &o.backing {
-                    Some(file) => self.open_backed(ino.0, o.fh, file, fopen, reply),
-                    None => reply.opened(FileHandle(o.fh), fopen),
-                }
-            }
-            Err(e) => reply.error(errno(report("open", &self.state.path(ino.0), e))),
-        }
+        self.ops.open(ino.0, flags.0, req.pid(), reply);
     }
 
     fn read(
@@ -427,10 +382,8 @@ impl Filesystem for TopicFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        // The open file's flags as they are now (fcntl F_SETFL included).
-        let nonblock = flags.0 & libc::O_NONBLOCK != 0;
-        self.state
-            .read_file(fh.0, offset, size, req.pid(), nonblock, Box::new(reply));
+        self.ops
+            .read(fh.0, offset, size, flags.0, req.pid(), Box::new(reply));
     }
 
     fn write(
@@ -445,14 +398,8 @@ impl Filesystem for TopicFs {
         lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        // Only a held file uses the offset: every other write appends.
-        match self
-            .state
-            .write_at(fh.0, offset, data, lock_owner.map(|o| o.0))
-        {
-            Ok(n) => reply.written(n),
-            Err(e) => reply.error(errno(report("write", &self.state.path(ino.0), e))),
-        }
+        let owner = lock_owner.map(|o| o.0);
+        self.ops.write(ino.0, fh.0, offset, data, owner, reply);
     }
 
     fn flush(
@@ -463,12 +410,7 @@ impl Filesystem for TopicFs {
         lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        empty(
-            self.state.flush(fh.0, lock_owner.0),
-            "flush",
-            &self.state.path(ino.0),
-            reply,
-        );
+        self.ops.flush(ino.0, fh.0, lock_owner.0, reply);
     }
 
     fn release(
@@ -481,13 +423,7 @@ impl Filesystem for TopicFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.release_backing(fh.0);
-        empty(
-            self.state.release(fh.0),
-            "release",
-            &self.state.path(ino.0),
-            reply,
-        );
+        self.ops.release(ino.0, fh.0, reply);
     }
 
     fn lseek(
@@ -499,10 +435,8 @@ impl Filesystem for TopicFs {
         whence: i32,
         reply: ReplyLseek,
     ) {
-        match self.state.lseek(ino.0, fh.0, offset, whence, req.pid()) {
-            Ok(at) => reply.offset(at),
-            Err(e) => reply.error(errno(report("lseek", &self.state.path(ino.0), e))),
-        }
+        self.ops
+            .lseek(ino.0, fh.0, offset, whence, req.pid(), reply);
     }
 
     fn fsync(
@@ -513,19 +447,11 @@ impl Filesystem for TopicFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        empty(
-            self.state.fsync(fh.0),
-            "fsync",
-            &self.state.path(ino.0),
-            reply,
-        );
+        self.ops.fsync(ino.0, fh.0, reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.state.opendir(ino.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(errno(report("opendir", &self.state.path(ino.0), e))),
-        }
+        self.ops.opendir(ino.0, reply);
     }
 
     fn releasedir(
@@ -536,8 +462,7 @@ impl Filesystem for TopicFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.state.releasedir(fh.0);
-        reply.ok();
+        self.ops.releasedir(fh.0, reply);
     }
 
     fn readdir(
@@ -546,19 +471,9 @@ impl Filesystem for TopicFs {
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
-        match self.state.readdir(ino.0, fh.0, offset) {
-            Ok(entries) => {
-                for e in entries {
-                    if reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name) {
-                        break;
-                    }
-                }
-                reply.ok();
-            }
-            Err(e) => reply.error(errno(report("readdir", &self.state.path(ino.0), e))),
-        }
+        self.ops.readdir(ino.0, fh.0, offset, reply);
     }
 
     fn poll(
@@ -576,15 +491,9 @@ impl Filesystem for TopicFs {
                 log::debug!("poll notification not taken: {e}");
             }
         });
-        match self.state.poll(fh.0, notify) {
-            Ok(true) => reply.poll(PollEvents::POLLIN | PollEvents::POLLRDNORM),
-            Ok(false) => reply.poll(PollEvents::empty()),
-            Err(e) => reply.error(errno(report("poll", &self.state.path(ino.0), e))),
-        }
+        self.ops.poll(ino.0, fh.0, notify, reply);
     }
 
-    /// See [`FsState::ioctl`]. ENOTTY is the common answer (`isatty` of every other file):
-    /// not logged.
     fn ioctl(
         &self,
         _req: &Request,
@@ -596,28 +505,15 @@ impl Filesystem for TopicFs {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        match self.state.ioctl(fh.0, cmd) {
-            Ok(()) => reply.ioctl(0, &[]),
-            Err(e) => reply.error(errno(e.errno())),
-        }
+        self.ops.ioctl(fh.0, cmd, reply);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.state.statfs() {
-            Ok(s) => reply.statfs(
-                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, 255, s.bsize,
-            ),
-            Err(e) => reply.error(errno(report("statfs", &"/", e))),
-        }
+        self.ops.statfs(reply);
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        empty(
-            self.state.access(ino.0, mask.bits()),
-            "access",
-            &self.state.path(ino.0),
-            reply,
-        );
+        self.ops.access(ino.0, mask.bits(), reply);
     }
 
     fn getxattr(
@@ -628,17 +524,11 @@ impl Filesystem for TopicFs {
         _size: u32,
         reply: ReplyXattr,
     ) {
-        // ENOSYS: the kernel then knows there are no extended attributes and stops asking
-        // (`ls -l` asks for ACLs on every file); callers get EOPNOTSUPP.
-        reply.error(Errno::from_i32(libc::ENOSYS));
+        self.ops.getxattr(reply);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if size == 0 {
-            reply.size(0);
-        } else {
-            reply.data(&[]);
-        }
+        self.ops.listxattr(size, reply);
     }
 
     fn fallocate(
@@ -651,8 +541,7 @@ impl Filesystem for TopicFs {
         _mode: i32,
         reply: ReplyEmpty,
     ) {
-        let e = self.state.fallocate(ino.0, offset, length);
-        reply.error(errno(report("fallocate", &self.state.path(ino.0), e)));
+        self.ops.fallocate(ino.0, offset, length, reply);
     }
 
     fn create(
@@ -665,25 +554,46 @@ impl Filesystem for TopicFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self
-            .state
-            .create_file(parent.0, name, Access::from_flags(flags), req.pid());
-        match r {
-            Ok((ttl, attr, o)) => {
-                let fopen = FopenFlags::FOPEN_DIRECT_IO;
-                reply.created(
-                    &ttl,
-                    &file_attr(&attr),
-                    Generation(0),
-                    FileHandle(o.fh),
-                    fopen,
-                );
-            }
-            Err(e) => reply.error(errno(report(
-                "create",
-                &self.state.path_in(parent.0, name),
-                e,
-            ))),
+        self.ops.create(parent.0, name, flags, req.pid(), reply);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::types::{Attr, Kind};
+
+    /// fuser is given the attributes the kernel's struct carries: every field, the time to
+    /// the nanosecond (before 1970 too), the type and permission bits apart.
+    #[test]
+    fn fusers_attributes_are_the_kernels() {
+        for (kind, time) in [
+            (Kind::File, UNIX_EPOCH + Duration::new(1_700_000_000, 5)),
+            (Kind::Directory, UNIX_EPOCH - Duration::new(86_400, 1)),
+        ] {
+            let a = Attr {
+                ino: 7,
+                size: 4096,
+                blocks: 8,
+                kind,
+                perm: 0o640,
+                nlink: 3,
+                uid: 10,
+                gid: 20,
+                time,
+                io_size: 1 << 20,
+            };
+            let f = file_attr(&reply::wire_attr(&a));
+            assert_eq!((f.ino, f.size, f.blocks), (INodeNo(7), 4096, 8));
+            assert_eq!((f.perm, f.nlink, f.uid, f.gid), (0o640, 3, 10, 20));
+            assert_eq!((f.rdev, f.blksize, f.flags), (0, 1 << 20, 0));
+            assert_eq!([f.atime, f.mtime, f.ctime, f.crtime], [time; 4]);
+            let want = match kind {
+                Kind::File => FileType::RegularFile,
+                Kind::Directory => FileType::Directory,
+            };
+            assert_eq!(f.kind, want);
+            assert_eq!(file_type(reply::dirent_type(kind) << 12), want);
         }
     }
 }

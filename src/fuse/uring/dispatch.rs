@@ -1,43 +1,42 @@
-//! The requests that come over the ring, answered as the fuser adapter (`fuse/mod.rs`)
-//! answers them: decode the kernel's structs, ask the fs core, encode its answer into the
-//! entry's buffers. Operations topicfs does not serve are ENOSYS, as fuser answers them.
+//! The requests that come over the ring: the kernel's structs decoded from the entry, the
+//! request handed to the operations the fuser adapter calls too (`fuse/ops.rs`), and their
+//! answer written into the entry's buffers (the reply kinds of `fuse/reply.rs`, implemented
+//! by [`Reply`]). Operations topicfs does not serve are ENOSYS, as fuser answers them.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use super::Queue;
-use super::abi::{self, InHeader, Plain};
-use super::backing::{Backings, Open};
-use crate::fs::types::{Access, Attr, Kind, Owner, ReadReply, Ttl};
-use crate::fs::{FsResult, FsState, report};
+use crate::fs::types::{Owner, ReadReply, Ttl};
+use crate::fuse::abi::{self, InHeader, Plain};
+use crate::fuse::ops::Ops;
+use crate::fuse::reply::{
+    AttrReply, CreateReply, DirReply, EmptyReply, EntryReply, Fail, IoctlReply, LseekReply,
+    OpenReply, PollReply, StatfsReply, WriteReply, XattrReply,
+};
 
-/// What every queue's thread shares: the core, and the /dev/fuse notifier (poll wake-ups).
+/// What every queue's thread shares: the operations, and the /dev/fuse notifier (poll
+/// wake-ups).
 pub struct Ctx {
-    state: Arc<FsState>,
+    ops: Ops,
     notifier: fuser::Notifier,
-    backings: Backings,
 }
 
 impl Ctx {
-    pub fn new(state: Arc<FsState>, notifier: fuser::Notifier, backings: Backings) -> Ctx {
-        Ctx {
-            state,
-            notifier,
-            backings,
-        }
+    pub fn new(ops: Ops, notifier: fuser::Notifier) -> Ctx {
+        Ctx { ops, notifier }
     }
 
     pub fn count_request(&self) {
-        let t = self.state.transport();
+        let t = self.ops.state().transport();
         t.ring_requests.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A queue's thread went on SCHED_IDLE (`aside`) or took its own policy back.
     pub fn count_aside(&self, aside: bool, back: bool) {
-        let t = self.state.transport();
+        let t = self.ops.state().transport();
         if aside {
             t.rings_aside.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -100,14 +99,6 @@ impl Reply {
     fn ok<T: Plain>(self, t: &T) {
         self.send(0, &[abi::bytes(t)]);
     }
-
-    fn empty(self) {
-        self.send(0, &[]);
-    }
-
-    fn error(self, code: i32) {
-        self.send(code, &[]);
-    }
 }
 
 impl Drop for Reply {
@@ -120,7 +111,7 @@ impl Drop for Reply {
                 sent: false,
             };
             self.sent = true;
-            r.error(libc::EIO);
+            r.fail(libc::EIO);
         }
     }
 }
@@ -193,103 +184,169 @@ pub fn dispatch(ctx: &Ctx, q: &'static Queue, idx: usize) {
         unique: h.unique,
         sent: false,
     };
-    let Some(reply) = names_and_attrs(ctx, &req, reply) else {
+    let Some(reply) = names_and_attrs(&ctx.ops, &req, reply) else {
         return;
     };
-    let Some(reply) = files(ctx, &req, reply) else {
+    let Some(reply) = files(&ctx.ops, &req, reply) else {
         return;
     };
     if let Some(reply) = misc(ctx, &req, reply) {
-        reply.error(libc::ENOSYS);
+        reply.fail(libc::ENOSYS);
     }
 }
 
-fn fuse_attr(a: &Attr) -> abi::Attr {
-    let t = a
-        .time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let kind = match a.kind {
-        Kind::Directory => libc::S_IFDIR,
-        Kind::File => libc::S_IFREG,
-    };
-    abi::Attr {
-        ino: a.ino,
-        size: a.size,
-        blocks: a.blocks,
-        atime: t.as_secs(),
-        mtime: t.as_secs(),
-        ctime: t.as_secs(),
-        atimensec: t.subsec_nanos(),
-        mtimensec: t.subsec_nanos(),
-        ctimensec: t.subsec_nanos(),
-        mode: kind | u32::from(a.perm),
-        nlink: a.nlink,
-        uid: a.uid,
-        gid: a.gid,
-        rdev: 0,
-        blksize: a.io_size,
-        flags: 0,
+impl Fail for Reply {
+    fn fail(self, errno: i32) {
+        self.send(errno, &[]);
     }
 }
 
-fn entry_out(ttl: Ttl, a: &Attr) -> abi::EntryOut {
+impl EntryReply for Reply {
+    fn send_entry(self, ttl: Ttl, attr: &abi::Attr) {
+        self.ok(&entry_out(ttl, attr));
+    }
+}
+
+fn entry_out(ttl: Ttl, attr: &abi::Attr) -> abi::EntryOut {
     abi::EntryOut {
-        nodeid: a.ino,
+        nodeid: attr.ino,
         generation: 0,
         entry_valid: ttl.entry.as_secs(),
         attr_valid: ttl.attr.as_secs(),
         entry_valid_nsec: ttl.entry.subsec_nanos(),
         attr_valid_nsec: ttl.attr.subsec_nanos(),
-        attr: fuse_attr(a),
+        attr: *attr,
     }
 }
 
-fn entry(r: FsResult<(Ttl, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: Reply) {
-    match r {
-        Ok((ttl, a)) => reply.ok(&entry_out(ttl, &a)),
-        Err(e) => reply.error(report(op, what, e)),
-    }
-}
-
-fn attr(r: FsResult<(Duration, Attr)>, op: &str, what: &dyn std::fmt::Display, reply: Reply) {
-    match r {
-        Ok((ttl, a)) => reply.ok(&abi::AttrOut {
+impl AttrReply for Reply {
+    fn send_attr(self, ttl: Duration, attr: &abi::Attr) {
+        self.ok(&abi::AttrOut {
             attr_valid: ttl.as_secs(),
             attr_valid_nsec: ttl.subsec_nanos(),
             dummy: 0,
-            attr: fuse_attr(&a),
-        }),
-        Err(e) => reply.error(report(op, what, e)),
+            attr: *attr,
+        });
     }
 }
 
-fn empty(r: FsResult<()>, op: &str, what: &dyn std::fmt::Display, reply: Reply) {
-    match r {
-        Ok(()) => reply.empty(),
-        Err(e) => reply.error(report(op, what, e)),
+impl EmptyReply for Reply {
+    fn send_empty(self) {
+        self.send(0, &[]);
+    }
+}
+
+impl OpenReply for Reply {
+    fn send_open(self, fh: u64, flags: u32, backing: Option<u32>) {
+        self.ok(&abi::OpenOut {
+            fh,
+            open_flags: flags,
+            backing_id: backing.map_or(0, |id| id as i32),
+        });
+    }
+}
+
+impl CreateReply for Reply {
+    fn send_created(self, ttl: Duration, attr: &abi::Attr, fh: u64, flags: u32) {
+        self.ok(&abi::CreateOut {
+            entry: entry_out(Ttl::both(ttl), attr),
+            open: abi::OpenOut {
+                fh,
+                open_flags: flags,
+                backing_id: 0,
+            },
+        });
+    }
+}
+
+impl WriteReply for Reply {
+    fn send_written(self, size: u32) {
+        self.ok(&abi::WriteOut { size, padding: 0 });
+    }
+}
+
+impl LseekReply for Reply {
+    fn send_offset(self, offset: i64) {
+        self.ok(&abi::LseekOut {
+            offset: offset as u64,
+        });
+    }
+}
+
+impl PollReply for Reply {
+    fn send_revents(self, revents: u32) {
+        self.ok(&abi::PollOut {
+            revents,
+            padding: 0,
+        });
+    }
+}
+
+impl StatfsReply for Reply {
+    fn send_statfs(self, st: &abi::StatfsOut) {
+        self.ok(st);
+    }
+}
+
+impl IoctlReply for Reply {
+    fn send_ioctl(self) {
+        self.ok(&abi::IoctlOut::default());
+    }
+}
+
+impl XattrReply for Reply {
+    fn send_xattr_size(self, size: u32) {
+        self.ok(&abi::GetxattrOut { size, padding: 0 });
+    }
+    fn send_xattr_data(self, data: &[u8]) {
+        self.send(0, &[data]);
+    }
+}
+
+/// A READDIR's reply: the entries written into a buffer of at most `max` bytes first.
+struct Dir {
+    reply: Reply,
+    out: Vec<u8>,
+    max: usize,
+}
+
+impl Dir {
+    /// The kernel's size is a u32 it chose: the reply never holds more than the entry's
+    /// payload buffer, so neither is more reserved.
+    fn new(reply: Reply, size: u32) -> Dir {
+        let max = (size as usize).min(reply.capacity());
+        Dir {
+            reply,
+            out: Vec::with_capacity(max),
+            max,
+        }
+    }
+}
+
+impl Fail for Dir {
+    fn fail(self, errno: i32) {
+        self.reply.fail(errno);
+    }
+}
+
+impl DirReply for Dir {
+    fn push(&mut self, ino: u64, next: u64, kind: u32, name: &str) -> bool {
+        abi::push_dirent(&mut self.out, self.max, ino, next, kind, name.as_bytes())
+    }
+    fn send_dir(self) {
+        self.reply.send(0, &[&self.out]);
     }
 }
 
 /// Lookups, attributes and names. None: answered; Some(reply): not one of these.
-fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
-    let s = &*ctx.state;
-    let ino = req.h.nodeid;
+fn names_and_attrs(ops: &Ops, req: &Req, reply: Reply) -> Option<Reply> {
+    let (ino, pid) = (req.h.nodeid, req.h.pid);
     match req.h.opcode {
-        abi::LOOKUP => {
-            let name = req.name();
-            let r = s.lookup_from(ino, name, req.h.pid);
-            entry(r, "lookup", &s.path_in(ino, name), reply);
-        }
+        abi::LOOKUP => ops.lookup(ino, req.name(), pid, reply),
         abi::GETATTR => {
             let a: abi::GetattrIn = req.arg();
             let fh = (a.getattr_flags & abi::GETATTR_FH != 0).then_some(a.fh);
-            attr(
-                s.getattr(ino, fh, req.h.pid),
-                "getattr",
-                &s.path(ino),
-                reply,
-            );
+            ops.getattr(ino, fh, pid, reply);
         }
         abi::SETATTR => {
             let a: abi::SetattrIn = req.arg();
@@ -301,35 +358,13 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
             };
             let fh = has(abi::FATTR_FH).then_some(a.fh);
             let size = has(abi::FATTR_SIZE).then_some(a.size);
-            attr(
-                s.setattr(ino, fh, owner, size),
-                "setattr",
-                &s.path(ino),
-                reply,
-            );
+            ops.setattr(ino, fh, owner, size, reply);
         }
-        abi::MKNOD => {
-            let name = req.name();
-            let e = s.create(ino, name);
-            reply.error(report("mknod", &s.path_in(ino, name), e));
-        }
-        abi::MKDIR => {
-            let name = req.name();
-            entry(s.mkdir(ino, name), "mkdir", &s.path_in(ino, name), reply);
-        }
-        abi::UNLINK => {
-            let name = req.name();
-            empty(s.unlink(ino, name), "unlink", &s.path_in(ino, name), reply);
-        }
-        abi::RMDIR => {
-            let name = req.name();
-            empty(s.rmdir(ino, name), "rmdir", &s.path_in(ino, name), reply);
-        }
-        abi::SYMLINK => {
-            let name = req.name();
-            let e = s.symlink(ino, name);
-            reply.error(report("symlink", &s.path_in(ino, name), e));
-        }
+        abi::MKNOD => ops.mknod(ino, req.name(), reply),
+        abi::MKDIR => ops.mkdir(ino, req.name(), reply),
+        abi::UNLINK => ops.unlink(ino, req.name(), reply),
+        abi::RMDIR => ops.rmdir(ino, req.name(), reply),
+        abi::SYMLINK => ops.symlink(ino, req.name(), reply),
         abi::RENAME | abi::RENAME2 => {
             let (newdir, flags) = if req.h.opcode == abi::RENAME {
                 (req.arg::<abi::RenameIn>().newdir, 0)
@@ -338,15 +373,11 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
                 (a.newdir, a.flags)
             };
             let (old, new) = req.names();
-            let r = s.rename_from(ino, old, newdir, new, flags, req.h.pid);
-            empty(r, "rename", &s.rename_paths(ino, old, newdir, new), reply);
+            ops.rename(ino, old, newdir, new, flags, pid, reply);
         }
         abi::LINK => {
             let a: abi::LinkIn = req.arg();
-            let name = req.name();
-            let what = s.link_paths(a.oldnodeid, ino, name);
-            let r = s.link_entry(a.oldnodeid, ino, name, req.h.pid);
-            entry(r, "link", &what, reply);
+            ops.link(a.oldnodeid, ino, req.name(), pid, reply);
         }
         _ => return Some(reply),
     }
@@ -354,62 +385,34 @@ fn names_and_attrs(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
 }
 
 /// Opens, reads, writes and closes of files.
-fn files(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
-    let s = &*ctx.state;
-    let ino = req.h.nodeid;
+fn files(ops: &Ops, req: &Req, reply: Reply) -> Option<Reply> {
+    let (ino, pid) = (req.h.nodeid, req.h.pid);
     match req.h.opcode {
-        abi::OPEN => open(ctx, req, reply),
+        abi::OPEN => ops.open(ino, req.arg::<abi::OpenIn>().flags as i32, pid, reply),
         abi::CREATE => {
             let a: abi::CreateIn = req.arg();
-            let name = req.name();
-            match s.create_file(ino, name, Access::from_flags(a.flags as i32), req.h.pid) {
-                Ok((ttl, at, o)) => reply.ok(&abi::CreateOut {
-                    entry: entry_out(Ttl::both(ttl), &at),
-                    open: abi::OpenOut {
-                        fh: o.fh,
-                        open_flags: abi::FOPEN_DIRECT_IO,
-                        backing_id: 0,
-                    },
-                }),
-                Err(e) => reply.error(report("create", &s.path_in(ino, name), e)),
-            }
+            ops.create(ino, req.name(), a.flags as i32, pid, reply);
         }
         abi::READ => {
             let a: abi::ReadIn = req.arg();
-            let nonblock = a.flags as i32 & libc::O_NONBLOCK != 0;
-            s.read_file(a.fh, a.offset, a.size, req.h.pid, nonblock, Box::new(reply));
+            let flags = a.flags as i32;
+            ops.read(a.fh, a.offset, a.size, flags, pid, Box::new(reply));
         }
         abi::WRITE => {
             let a: abi::WriteIn = req.arg();
             let owner = (a.write_flags & abi::WRITE_LOCKOWNER != 0).then_some(a.lock_owner);
             let data = &req.payload()[..(a.size as usize).min(req.payload_len)];
-            match s.write_at(a.fh, a.offset, data, owner) {
-                Ok(n) => reply.ok(&abi::WriteOut {
-                    size: n,
-                    padding: 0,
-                }),
-                Err(e) => reply.error(report("write", &s.path(ino), e)),
-            }
+            ops.write(ino, a.fh, a.offset, data, owner, reply);
         }
         abi::FLUSH => {
             let a: abi::FlushIn = req.arg();
-            empty(s.flush(a.fh, a.lock_owner), "flush", &s.path(ino), reply);
+            ops.flush(ino, a.fh, a.lock_owner, reply);
         }
-        abi::RELEASE => {
-            let a: abi::ReleaseIn = req.arg();
-            ctx.backings.release(a.fh);
-            empty(s.release(a.fh), "release", &s.path(ino), reply);
-        }
-        abi::FSYNC => {
-            let a: abi::FsyncIn = req.arg();
-            empty(s.fsync(a.fh), "fsync", &s.path(ino), reply);
-        }
+        abi::RELEASE => ops.release(ino, req.arg::<abi::ReleaseIn>().fh, reply),
+        abi::FSYNC => ops.fsync(ino, req.arg::<abi::FsyncIn>().fh, reply),
         abi::LSEEK => {
             let a: abi::LseekIn = req.arg();
-            match s.lseek(ino, a.fh, a.offset as i64, a.whence as i32, req.h.pid) {
-                Ok(at) => reply.ok(&abi::LseekOut { offset: at as u64 }),
-                Err(e) => reply.error(report("lseek", &s.path(ino), e)),
-            }
+            ops.lseek(ino, a.fh, a.offset as i64, a.whence as i32, pid, reply);
         }
         _ => return Some(reply),
     }
@@ -418,149 +421,38 @@ fn files(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
 
 /// Directories, poll, ioctl, statfs, access, xattrs, fallocate.
 fn misc(ctx: &Ctx, req: &Req, reply: Reply) -> Option<Reply> {
-    let s = &*ctx.state;
+    let ops = &ctx.ops;
     let ino = req.h.nodeid;
     match req.h.opcode {
-        abi::OPENDIR => match s.opendir(ino) {
-            Ok(fh) => reply.ok(&abi::OpenOut {
-                fh,
-                open_flags: 0,
-                backing_id: 0,
-            }),
-            Err(e) => reply.error(report("opendir", &s.path(ino), e)),
-        },
-        abi::RELEASEDIR => {
-            s.releasedir(req.arg::<abi::ReleaseIn>().fh);
-            reply.empty();
+        abi::OPENDIR => ops.opendir(ino, reply),
+        abi::RELEASEDIR => ops.releasedir(req.arg::<abi::ReleaseIn>().fh, reply),
+        abi::READDIR => {
+            let a: abi::ReadIn = req.arg();
+            ops.readdir(ino, a.fh, a.offset, Dir::new(reply, a.size));
         }
-        abi::READDIR => readdir(s, req, reply),
-        abi::POLL => poll(ctx, req, reply),
+        abi::POLL => {
+            let a: abi::PollIn = req.arg();
+            let (notifier, kh) = (ctx.notifier.clone(), a.kh);
+            let notify = Box::new(move || {
+                if let Err(e) = notifier.poll(fuser::PollHandle(kh)) {
+                    log::debug!("poll notification not taken: {e}");
+                }
+            });
+            ops.poll(ino, a.fh, notify, reply);
+        }
         abi::IOCTL => {
             let a: abi::IoctlIn = req.arg();
-            // As fuse/mod.rs answers it: ENOTTY is not logged.
-            match s.ioctl(a.fh, a.cmd) {
-                Ok(()) => reply.ok(&abi::IoctlOut::default()),
-                Err(e) => reply.error(e.errno()),
-            }
+            ops.ioctl(a.fh, a.cmd, reply);
         }
-        abi::STATFS => match s.statfs() {
-            Ok(st) => reply.ok(&abi::StatfsOut {
-                blocks: st.blocks,
-                bfree: st.bfree,
-                bavail: st.bavail,
-                files: st.files,
-                ffree: st.ffree,
-                bsize: st.bsize,
-                namelen: 255,
-                frsize: st.bsize,
-                ..Default::default()
-            }),
-            Err(e) => reply.error(report("statfs", &"/", e)),
-        },
-        abi::ACCESS => {
-            let a: abi::AccessIn = req.arg();
-            empty(s.access(ino, a.mask as i32), "access", &s.path(ino), reply);
-        }
-        // ENOSYS: the kernel then asks no more (see the fuser adapter's getxattr).
-        abi::GETXATTR => reply.error(libc::ENOSYS),
-        abi::LISTXATTR => {
-            if req.arg::<abi::GetxattrIn>().size == 0 {
-                reply.ok(&abi::GetxattrOut::default());
-            } else {
-                reply.empty();
-            }
-        }
+        abi::STATFS => ops.statfs(reply),
+        abi::ACCESS => ops.access(ino, req.arg::<abi::AccessIn>().mask as i32, reply),
+        abi::GETXATTR => ops.getxattr(reply),
+        abi::LISTXATTR => ops.listxattr(req.arg::<abi::GetxattrIn>().size, reply),
         abi::FALLOCATE => {
             let a: abi::FallocateIn = req.arg();
-            let e = s.fallocate(ino, a.offset, a.length);
-            reply.error(report("fallocate", &s.path(ino), e));
+            ops.fallocate(ino, a.offset, a.length, reply);
         }
         _ => return Some(reply),
     }
     None
-}
-
-fn readdir(s: &FsState, req: &Req, reply: Reply) {
-    let ino = req.h.nodeid;
-    let a: abi::ReadIn = req.arg();
-    match s.readdir(ino, a.fh, a.offset) {
-        Ok(entries) => {
-            // The kernel's size is a u32 it chose: the reply never holds more than the
-            // entry's payload buffer, so neither is more reserved.
-            let max = (a.size as usize).min(reply.capacity());
-            let mut out = Vec::with_capacity(max);
-            for e in entries {
-                let kind = match e.kind {
-                    Kind::Directory => libc::DT_DIR,
-                    Kind::File => libc::DT_REG,
-                };
-                let name = e.name.as_bytes();
-                if !abi::push_dirent(&mut out, max, e.ino, e.next, u32::from(kind), name) {
-                    break;
-                }
-            }
-            reply.send(0, &[&out]);
-        }
-        Err(e) => reply.error(report("readdir", &s.path(ino), e)),
-    }
-}
-
-/// A poll: ready now, or a notification over /dev/fuse once records come.
-fn poll(ctx: &Ctx, req: &Req, reply: Reply) {
-    let s = &*ctx.state;
-    let a: abi::PollIn = req.arg();
-    let notifier = ctx.notifier.clone();
-    let kh = a.kh;
-    let notify = Box::new(move || {
-        if let Err(e) = notifier.poll(fuser::PollHandle(kh)) {
-            log::debug!("poll notification not taken: {e}");
-        }
-    });
-    let revents = (libc::POLLIN | libc::POLLRDNORM) as u32;
-    match s.poll(a.fh, notify) {
-        Ok(ready) => reply.ok(&abi::PollOut {
-            revents: if ready { revents } else { 0 },
-            padding: 0,
-        }),
-        Err(e) => reply.error(report("poll", &s.path(req.h.nodeid), e)),
-    }
-}
-
-/// An open: passthrough to the real file where it has one and the kernel takes it.
-fn open(ctx: &Ctx, req: &Req, reply: Reply) {
-    let s = &*ctx.state;
-    let ino = req.h.nodeid;
-    let a: abi::OpenIn = req.arg();
-    match s.open(ino, Access::from_flags(a.flags as i32), req.h.pid) {
-        Ok(o) => {
-            let mut flags = if o.direct_io { abi::FOPEN_DIRECT_IO } else { 0 };
-            if !o.flush {
-                flags |= abi::FOPEN_NOFLUSH;
-            }
-            let backing = match &o.backing {
-                None => Open::Daemon,
-                Some(file) => ctx.backings.open(ino, o.fh, file),
-            };
-            match backing {
-                Open::Daemon => reply.ok(&abi::OpenOut {
-                    fh: o.fh,
-                    open_flags: flags,
-                    backing_id: 0,
-                }),
-                Open::Passthrough(id) => reply.ok(&abi::OpenOut {
-                    fh: o.fh,
-                    open_flags: flags | abi::FOPEN_PASSTHROUGH,
-                    backing_id: id as i32,
-                }),
-                Open::Stale => {
-                    let _ = s.release(o.fh);
-                    log::info!(
-                        "open of inode {ino}: its file changed under an open passthrough file"
-                    );
-                    reply.error(libc::ESTALE);
-                }
-            }
-        }
-        Err(e) => reply.error(report("open", &s.path(ino), e)),
-    }
 }
