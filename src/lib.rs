@@ -5,8 +5,10 @@
 //! - `cli`: the command line;
 //! - `mount`: `topicfs mount` (options, daemon, `topicfs umount`, logging), the only code that
 //!   touches process-wide state; `dump`: dump-log, Kafka's dump of a segment's records;
-//! - `fs`: the tree, the fs core (`FsState`) with `fs/fuse/` its thin FUSE adapter (the only
-//!   user of fuser: the session and the mount configuration too), and
+//! - `fuse`: the kernel's FUSE requests, over `/dev/fuse` (fuser) or io_uring, answered
+//!   through one reply layer over the fs core (the only user of fuser: the session and the
+//!   mount configuration too);
+//! - `fs`: the tree, the fs core (`FsState`), which knows nothing of FUSE, and
 //!   `fs/errno.rs` the one place an error becomes an errno;
 //! - `group`: the consumer-group engine the fs core calls (a group's readers, their
 //!   membership and rebalances, offsets files), no inodes and no FUSE;
@@ -78,6 +80,10 @@ mod error;
 pub mod fs;
 #[cfg(not(feature = "internals"))]
 mod fs;
+#[cfg(feature = "internals")]
+pub mod fuse;
+#[cfg(not(feature = "internals"))]
+mod fuse;
 #[cfg(feature = "internals")]
 pub mod group;
 #[cfg(not(feature = "internals"))]

@@ -10,7 +10,6 @@ pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
 mod follow;
-pub(crate) mod fuse;
 mod gate;
 pub(crate) mod group_handle;
 mod groups;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::lifecycle;
 use super::options::{MountArgs, MountPlan};
 use crate::fs::FsState;
-use crate::fs::fuse::Session;
+use crate::fuse::Session;
 use crate::manager::LogManager;
 use crate::storage::Storage;
 

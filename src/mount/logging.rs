@@ -9,7 +9,7 @@ use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Mutex, OnceLock};
 
-use crate::fs::fuse::{FUSER_LOG_TARGET, unanswered_reply};
+use crate::fuse::{FUSER_LOG_TARGET, unanswered_reply};
 use crate::util::sync::MutexExt;
 
 use log::{Level, Log, Metadata, Record};

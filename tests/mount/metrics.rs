@@ -282,17 +282,22 @@ fn the_transport_is_the_one_asked_for() {
     }
 }
 
+/// The start of each probe below: `t(name, f)` notes what `f` answers, or its errno's name.
+const ANSWERS: &str = r#"
+import os, errno
+out = []
+def t(name, f):
+    try: out.append(f"{name} {f()}")
+    except OSError as e: out.append(f"{name} {errno.errorcode[e.errno]}")
+"#;
+
 /// What a mount answers to the operations the io_uring dispatcher decodes itself, as plain
 /// text: attributes (size, blocks, st_blksize, mode, nlink), statfs, TCGETS, lseek
 /// (SEEK_DATA, SEEK_HOLE, SEEK_END), xattrs, access, the refused operations and their
 /// errnos (mknod, symlink, link, fallocate, renameat2 flags), a write and its read back,
 /// a poll, and a listing of 150 topics (three pages of entries) with its types.
 const PROBE: &str = r#"
-import os, errno, select, ctypes
-out = []
-def t(name, f):
-    try: out.append(f"{name} {f()}")
-    except OSError as e: out.append(f"{name} {errno.errorcode[e.errno]}")
+import select, ctypes
 def st(p):
     s = os.stat(p); return (s.st_size, s.st_blocks, s.st_blksize, oct(s.st_mode), s.st_nlink)
 for p in ["t", "t/0/append", "t/0/by-offset/0", "t/groups/g/records",
@@ -339,8 +344,67 @@ with os.scandir(".") as it:
 print("\n".join(out))
 "#;
 
-/// The io_uring transport answers every operation as /dev/fuse does: the same probe on a
-/// mount of each gives the same text.
+/// What a mount answers in each view's files, as plain text: `table/` (a key written, read,
+/// truncated at open, a held `.name` renamed to a key, removed; the listing; a refused link),
+/// a topic's maildir (a delivery through tmp/, a file created in new/, refusals), a group's
+/// maildir (the records listed, read, taken to cur/ with a flag, the refused renames into
+/// and out of it, a refused link), a group's `offsets` and `records` (busy while its maildir
+/// has taken records), `@log` and `@metrics` (their modes), and the modes and sizes of all
+/// of them.
+const VIEWS: &str = r#"
+def st(p):
+    s = os.stat(p); return (s.st_size, oct(s.st_mode), s.st_nlink)
+def put(p, data, mode="w"):
+    with open(p, mode) as f: return f.write(data)
+def get(p):
+    with open(p) as f: return f.read()
+t("table write", lambda: put("v/table/k1", "one"))
+t("table read", lambda: get("v/table/k1"))
+t("table stat", lambda: st("v/table/k1"))
+t("table held", lambda: put("v/table/.k2.swp", "two"))
+t("table held stat", lambda: st("v/table/.k2.swp"))
+t("table rename", lambda: os.rename("v/table/.k2.swp", "v/table/k2"))
+t("table read2", lambda: get("v/table/k2"))
+t("table truncate", lambda: put("v/table/k1", ""))
+t("table read3", lambda: get("v/table/k1"))
+t("table unlink", lambda: os.unlink("v/table/k2"))
+t("table ls", lambda: sorted(os.listdir("v/table")))
+t("table link", lambda: os.link("v/table/k1", "v/table/k3"))
+for d in ["v/maildir", "v/maildir/tmp", "v/maildir/new", "v/maildir/cur"]:
+    t("stat " + d, lambda: st(d))
+t("tmp write", lambda: put("v/maildir/tmp/m1", "Subject: a\n\nbody one\n"))
+t("tmp stat", lambda: st("v/maildir/tmp/m1"))
+t("deliver", lambda: os.rename("v/maildir/tmp/m1", "v/maildir/new/m1"))
+t("new write", lambda: put("v/maildir/new/m2", "Subject: b\n\nbody two\n"))
+t("cur write", lambda: put("v/maildir/cur/m3", "x"))
+t("table to maildir", lambda: os.rename("v/table/k1", "v/maildir/new/k1"))
+t("table ls2", lambda: sorted(os.listdir("v/table")))
+g = "v/groups/g/maildir"
+for d in [g, g + "/new", g + "/cur", g + "/tmp"]:
+    t("stat " + d, lambda: st(d))
+names = sorted(os.listdir(g + "/new"))
+out.append(f"group new {names}")
+for n in names:
+    t("read " + n, lambda: get(g + "/new/" + n))
+    t("stat " + n, lambda: st(g + "/new/" + n))
+if names:
+    t("take", lambda: os.rename(g + "/new/" + names[0], g + "/cur/" + names[0] + ":2,S"))
+t("group cur", lambda: sorted(os.listdir(g + "/cur")))
+t("group new2", lambda: sorted(os.listdir(g + "/new")))
+t("into group", lambda: os.rename("v/table/m1", g + "/new/m1"))
+t("link into group", lambda: os.link("v/table/m1", g + "/new/m4"))
+t("out of group", lambda: os.rename(g + "/cur/" + names[0] + ":2,S", "v/table/x"))
+t("group tmp write", lambda: put(g + "/tmp/x", "x"))
+t("records", lambda: get("v/groups/g/records"))
+t("offsets", lambda: get("v/groups/g/offsets"))
+t("groups ls", lambda: sorted(os.listdir("v/groups/g")))
+for p in ["@log", "@metrics"]:
+    t("mode " + p, lambda: oct(os.stat(p).st_mode))
+print("\n".join(out))
+"#;
+
+/// The io_uring transport answers every operation as /dev/fuse does: the same probes on a
+/// mount of each give the same text (every view's files too).
 #[test]
 fn both_transports_answer_alike() {
     let setup = "mkdir t && printf 'a\\nb\\n' >> t/0/append && cat t/groups/g/records > /dev/null \
@@ -350,8 +414,14 @@ fn both_transports_answer_alike() {
     let ring = TestMount::start(&["-o", "io_uring"]);
     ring.ok(setup);
     let (_, before) = transport(&ring);
-    let answered = ring.python(PROBE, &[]);
-    assert_eq!(dev.python(PROBE, &[]), answered);
+    let probe = [ANSWERS, PROBE].concat();
+    let answered = ring.python(&probe, &[]);
+    assert_eq!(dev.python(&probe, &[]), answered);
+    dev.ok("mkdir v");
+    ring.ok("mkdir v");
+    let probe = [ANSWERS, VIEWS].concat();
+    let views = ring.python(&probe, &[]);
+    assert_eq!(dev.python(&probe, &[]), views);
     let (kind, after) = transport(&ring);
     assert_eq!(kind, "topicfs_fuse_transport{kind=io_uring}");
     assert!(after - before > 100.0, "{before} -> {after}");
@@ -362,6 +432,11 @@ fn both_transports_answer_alike() {
         answered.contains("('topic-with-a-long-name-150', True)"),
         "{answered}"
     );
+    // The views' probe reached them: a delivery, a take, a rename refused by the rule of
+    // a group's maildir.
+    assert!(views.contains("deliver None"), "{views}");
+    assert!(views.contains("group cur ['0-0:2,S']"), "{views}");
+    assert!(views.contains("into group EPERM"), "{views}");
 }
 
 /// Rings whose buffers cannot be had (an address-space limit here; strict overcommit

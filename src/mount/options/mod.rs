@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::fs::fuse::FuseConfig;
+use crate::fuse::FuseConfig;
 
 use crate::config::{
     BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,

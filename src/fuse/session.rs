@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::TopicFs;
+use super::backing::Backings;
 use super::config::FuseConfig;
+use super::ops::Ops;
 use super::uring::Rings;
 use crate::fs::FsState;
 
@@ -38,11 +40,10 @@ impl crate::fs::KernelCache for KernelAttrs {
 /// A mounted session. Dropping it before [`Session::run`] unmounts.
 pub struct Session {
     fuser: fuser::Session<TopicFs>,
-    state: Arc<FsState>,
+    /// What both transports answer with: the core and the passthrough registrations.
+    ops: Ops,
     /// The rings of `--io-uring`, when the kernel took the io_uring transport at INIT.
     rings: Option<Rings>,
-    /// Passthrough as asked at mount and as INIT left it (the kernel may lack it).
-    passthrough: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -60,18 +61,16 @@ impl Session {
             None
         };
         let uring = Arc::new(AtomicBool::new(rings.is_some()));
-        let passthrough = Arc::new(AtomicBool::new(passthrough));
-        let fs = TopicFs::new(state.clone(), passthrough.clone(), uring.clone());
+        let ops = Ops::new(state.clone(), Arc::new(Backings::new(passthrough)));
+        let fs = TopicFs::new(ops.clone(), uring.clone());
         let fuser = fuser::Session::new(fs, mountpoint, &config.fuser_config())?;
+        // The INIT handshake is done (the kernel said whether it has passthrough); the first
+        // open comes once the session runs.
+        ops.backings().attach(fuser.as_fd())?;
         state.set_kernel_cache(Box::new(KernelAttrs(fuser.notifier())));
         // The kernel took the io_uring transport at INIT (else TopicFs::init said why not).
         let rings = rings.filter(|_| uring.load(Ordering::Acquire));
-        Ok(Session {
-            fuser,
-            state,
-            rings,
-            passthrough,
-        })
+        Ok(Session { fuser, ops, rings })
     }
 
     /// Serves the kernel's requests until the mount goes away (Ok) or the session fails.
@@ -82,20 +81,15 @@ impl Session {
                 let dev = self.fuser.as_fd().as_raw_fd();
                 // Set first: the kernel holds every request until the rings are ready, and
                 // the first may be a read of @metrics.
-                self.state.transport().set_io_uring(true);
-                match rings.start(
-                    dev,
-                    self.state.clone(),
-                    self.fuser.notifier(),
-                    self.passthrough.load(Ordering::Acquire),
-                ) {
+                self.ops.state().transport().set_io_uring(true);
+                match rings.start(dev, self.ops.clone(), self.fuser.notifier()) {
                     Ok(t) => {
                         log::info!("FUSE requests come over io_uring (one ring per CPU)");
                         Some(t)
                     }
                     // A refused registration: the kernel goes on with /dev/fuse.
                     Err(e) if e.refused => {
-                        self.state.transport().set_io_uring(false);
+                        self.ops.state().transport().set_io_uring(false);
                         log::warn!(
                             "io_uring transport not used (the kernel refused the rings: {}): requests come over /dev/fuse",
                             e.why
@@ -106,7 +100,7 @@ impl Session {
                     // request until the rings are registered, so the mount would hang every
                     // caller. It ends instead (dropping the fuser session unmounts).
                     Err(e) => {
-                        self.state.transport().set_io_uring(false);
+                        self.ops.state().transport().set_io_uring(false);
                         return Err(std::io::Error::other(format!(
                             "the io_uring rings could not be started ({}), and after an INIT that took io_uring the kernel serves no request until they are",
                             e.why

@@ -1,6 +1,7 @@
-//! The kernel's FUSE ABI as the io_uring transport carries it (include/uapi/linux/fuse.h):
-//! the ring entry's header block, the request header, each served operation's argument
-//! struct, and the reply structs. Only what topicfs serves is here.
+//! The kernel's FUSE ABI (include/uapi/linux/fuse.h) as topicfs speaks it: the reply structs
+//! both transports answer in (fuser writes the same ones over /dev/fuse), and for the io_uring
+//! transport the ring entry's header block, the request header and each served operation's
+//! argument struct. Only what topicfs serves is here.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 

@@ -6,11 +6,9 @@
 //! interrupts and notifications stay on /dev/fuse, served by fuser's session as before.
 //!
 //! fuser has no way to hand it a request read elsewhere, so the requests that come over the
-//! ring are decoded here ([`abi`]) and answered by [`dispatch`], which asks the fs core as
-//! the fuser adapter (`fuse/mod.rs`) does.
+//! ring are decoded here ([`dispatch`], with the kernel's structs of `fuse/abi.rs`) and
+//! answered through the same operations as the fuser adapter's (`fuse/ops.rs`).
 
-mod abi;
-mod backing;
 mod dispatch;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -22,7 +20,9 @@ use std::thread::{JoinHandle, ThreadId};
 use io_uring::squeue::Entry128;
 use io_uring::{IoUring, opcode, types};
 
-use crate::fs::{FsState, MAX_WRITE};
+use super::abi;
+use super::ops::Ops;
+use crate::fs::MAX_WRITE;
 use crate::util::sync::MutexExt;
 
 /// The module parameter that lets FUSE connections use io_uring.
@@ -98,9 +98,8 @@ impl Rings {
     pub fn start(
         self,
         dev: RawFd,
-        state: Arc<FsState>,
+        ops: Ops,
         notifier: fuser::Notifier,
-        passthrough: bool,
     ) -> Result<RingThreads, StartError> {
         // SAFETY: `dev` is the session's open /dev/fuse fd; dup gives a new fd or -1.
         let fd = unsafe { libc::dup(dev) };
@@ -110,7 +109,6 @@ impl Rings {
         }
         // SAFETY: `fd` was just made by dup and is owned by nothing else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
-        let backings = backing::Backings::new(dev.as_raw_fd(), passthrough);
         // The threads a ring's thread starts take these back (os::cpu::as_the_process; a
         // cluster client is made as the process, see storage::cluster::Config). In remote
         // mode a request waits for the cluster and is woken several times (acknowledgements,
@@ -118,8 +116,8 @@ impl Rings {
         // and the check that takes the policy back acts between requests only. The rings keep
         // their policy there.
         crate::os::cpu::remember_process();
-        let step_aside = state.data_is_local();
-        let ctx = Arc::new(dispatch::Ctx::new(state, notifier, backings));
+        let step_aside = ops.state().data_is_local();
+        let ctx = Arc::new(dispatch::Ctx::new(ops, notifier));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let mut queues = Vec::new();
