@@ -1,6 +1,7 @@
 use super::{command, completions, man_page};
 use crate::config::{BROKER_DEFAULTS_HEADING, CONFIG_KEYS, TOPIC_DEFAULTS_HEADING};
-use crate::mount::options::{MOUNT_HEADING, REMOTE_HEADING};
+use crate::mount::options::MOUNT_HEADING;
+use crate::mount::remote::REMOTE_HEADING;
 
 const README: &str = include_str!("../../README.md");
 

@@ -76,3 +76,26 @@ pub(super) fn index_oob(index: usize, limit: usize, width: usize) -> JavaExcepti
         format_args!("Index {index} out of bounds for length {}", len.max(0)),
     )
 }
+
+/// What `GZIPInputStream`'s constructor would throw for this stream, if anything.
+pub(super) fn gzip_header_error(data: &[u8]) -> Option<JavaException> {
+    let wrap = |m: &str| exc(KAFKA, m);
+    if data.len() < 2 {
+        return Some(wrap("java.io.EOFException"));
+    }
+    if data[0] != 0x1f || data[1] != 0x8b {
+        return Some(wrap("java.util.zip.ZipException: Not in GZIP format"));
+    }
+    if data.len() < 3 {
+        return Some(wrap("java.io.EOFException"));
+    }
+    if data[2] != 8 {
+        return Some(wrap(
+            "java.util.zip.ZipException: Unsupported compression method",
+        ));
+    }
+    if data.len() < 10 {
+        return Some(wrap("java.io.EOFException"));
+    }
+    None
+}

@@ -15,7 +15,8 @@ use crate::record::be::{i16_at, i32_at, i64_at};
 use crate::util::read_window::FileWindow;
 
 const WINDOW: usize = 1 << 20;
-use super::records::{Rec, for_each_record};
+use super::rec::Rec;
+use super::records::for_each_record;
 
 struct IndexReader {
     r: FileWindow,

@@ -1,10 +1,11 @@
 //! Legacy (magic 0 / 1) message sets.
 
 use super::exception::{
-    CORRUPT_RECORD, ILLEGAL_ARGUMENT, JavaException, KAFKA, Res, exc, invalid_record,
+    CORRUPT_RECORD, ILLEGAL_ARGUMENT, JavaException, KAFKA, Res, exc, gzip_header_error,
+    invalid_record,
 };
 use super::file_records::{FileBatch, RECORD_OVERHEAD_V0, codec_name, get_int, legacy_is_valid};
-use super::records::{Rec, gzip_header_error};
+use super::rec::Rec;
 use crate::record::Compression;
 use crate::record::be::{i32_at, i64_at, u32_at};
 use crate::record::compression::decompress;

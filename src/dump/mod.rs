@@ -23,7 +23,8 @@
 //! `.checkpoint` dump and the record lines); `exception` the Java exceptions; `java` Java and
 //! Scala behaviour (paths, number parsing, sequences, hash map order); `print_stream` the output
 //! streams; `file_records` `FileRecords` and
-//! batch headers; `records` v2 records and control records; `legacy` magic 0/1 message sets;
+//! batch headers; `rec` a record as the dump prints it; `records` a batch's records, v2
+//! records and control records; `legacy` magic 0/1 message sets;
 //! `kraft` the KRaft control records; `index` the `.index`, `.timeindex` and `.txnindex`
 //! dumps; `snapshot` producer-state snapshots and snapshot names.
 
@@ -37,6 +38,7 @@ mod java;
 mod kraft;
 mod legacy;
 mod print_stream;
+mod rec;
 mod records;
 mod snapshot;
 
@@ -47,7 +49,8 @@ use java::{
     java_utf8, optional_long, parse_java_long, utf16_len,
 };
 use print_stream::PrintStream;
-use records::{Rec, control_suffix, for_each_record};
+use rec::Rec;
+use records::{control_suffix, for_each_record};
 use snapshot::parse_snapshot_id;
 
 /// `--max-message-size` default (5 MiB).

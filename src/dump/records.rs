@@ -2,34 +2,16 @@
 
 use super::exception::{
     BUFFER_UNDERFLOW, ILLEGAL_ARGUMENT, JavaException, KAFKA, NULL_POINTER, Res, bare, exc,
-    index_oob, invalid_record,
+    gzip_header_error, index_oob, invalid_record,
 };
 use super::file_records::{FileBatch, codec_name, parse_v2_header};
 use super::java::increment_sequence;
 use super::kraft;
 use super::legacy::legacy_for_each_record;
+use super::rec::Rec;
 use crate::record::be::{i16_at, i32_at};
 use crate::record::compression::decompress;
 use crate::record::{BatchView, Compression, HEADER_SIZE, TimestampType};
-
-/// One record, with what DumpLogSegments prints of it.
-#[derive(Debug)]
-pub(super) struct Rec<'a> {
-    pub(super) offset: i64,
-    pub(super) timestamp: i64,
-    pub(super) key_size: i32,
-    pub(super) value_size: i32,
-    pub(super) key: Option<&'a [u8]>,
-    pub(super) value: Option<&'a [u8]>,
-    pub(super) sequence: i32,
-    pub(super) header_keys: Vec<&'a [u8]>,
-    /// Legacy (v0/v1) records: `isValid` and `checksum`.
-    pub(super) legacy: Option<(bool, u32)>,
-    /// Legacy records: what reading the sizes would throw (metadata part of the line).
-    pub(super) meta_err: Option<JavaException>,
-    /// Legacy records: what reading key/value would throw (`--print-data-log` part).
-    pub(super) data_err: Option<JavaException>,
-}
 
 /// Java `ByteUtils.readVarint(ByteBuffer)` failure kinds.
 pub(super) enum VarintErr {
@@ -248,29 +230,6 @@ fn v2_stream<'a>(data: &'a [u8], count: i32, c: &V2Ctx) -> Res<Vec<Rec<'a>>> {
         recs.push(r);
     }
     Ok(recs)
-}
-
-/// What `GZIPInputStream`'s constructor would throw for this stream, if anything.
-pub(super) fn gzip_header_error(data: &[u8]) -> Option<JavaException> {
-    let wrap = |m: &str| exc(KAFKA, m);
-    if data.len() < 2 {
-        return Some(wrap("java.io.EOFException"));
-    }
-    if data[0] != 0x1f || data[1] != 0x8b {
-        return Some(wrap("java.util.zip.ZipException: Not in GZIP format"));
-    }
-    if data.len() < 3 {
-        return Some(wrap("java.io.EOFException"));
-    }
-    if data[2] != 8 {
-        return Some(wrap(
-            "java.util.zip.ZipException: Unsupported compression method",
-        ));
-    }
-    if data.len() < 10 {
-        return Some(wrap("java.io.EOFException"));
-    }
-    None
 }
 
 /// Calls `f` for each record of a batch, in Kafka's order, then fails as Kafka's iterator

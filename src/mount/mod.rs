@@ -6,7 +6,7 @@ pub(crate) mod daemon;
 pub mod lifecycle;
 pub mod logging;
 pub(crate) mod options;
-mod remote;
+pub(crate) mod remote;
 
 pub use daemon::run;
 pub use options::MountArgs;

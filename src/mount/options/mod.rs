@@ -12,6 +12,8 @@ use crate::config::{
     BrokerConfig, COARSE_TIME_KEYS, CONFIG_KEYS, by_kafka_precedence, coarse_time_ms,
 };
 
+use super::remote::RemoteArgs;
+
 mod owner;
 
 #[derive(Args)]
@@ -23,7 +25,7 @@ pub struct MountArgs {
 
     /// A log dir (Kafka's log.dirs); repeat for several [default: /tmp/topicfs-logs]
     #[arg(long = "log-dir", value_name = "DIR")]
-    pub(super) log_dirs: Vec<PathBuf>,
+    log_dirs: Vec<PathBuf>,
 
     /// A Kafka server.properties file; command-line options win over it
     #[arg(long, value_name = "FILE")]
@@ -94,33 +96,12 @@ pub struct MountArgs {
     #[command(flatten)]
     kafka: KafkaArgs,
 
-    /// Serve the topics of a live Kafka cluster instead of log dirs (remote mode)
-    #[arg(
-        long,
-        value_name = "HOST:PORT[,HOST:PORT...]",
-        conflicts_with = "log_dirs",
-        help_heading = REMOTE_HEADING
-    )]
-    pub(crate) bootstrap_servers: Option<String>,
-
-    /// A file of Kafka client properties (security.protocol, sasl.*, ssl.*,
-    /// timeouts) for every client of the mount
-    #[arg(long, value_name = "FILE", help_heading = REMOTE_HEADING)]
-    pub(crate) client_config: Option<PathBuf>,
-
-    /// The replication factor of topics made by mkdir [default: the cluster's]
-    #[arg(long, value_name = "N", help_heading = REMOTE_HEADING)]
-    pub(crate) replication_factor: Option<i32>,
-
-    /// write() returns once its records are handed to the producer; fsync()
-    /// and close() wait until every record written through the file is acknowledged
-    #[arg(long, help_heading = REMOTE_HEADING)]
-    pub(crate) write_behind: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
-/// The `--help` headings of the options that are not Kafka keys.
+/// The `--help` heading of the options that are neither Kafka keys nor remote mode's.
 pub const MOUNT_HEADING: &str = "Mount options";
-pub const REMOTE_HEADING: &str = "Remote mode";
 
 /// The Kafka long options, built from [`CONFIG_KEYS`]: one option per key of the table that
 /// has one (but `--log-dir`, which repeats and so is a field of its own), with its name,
@@ -221,12 +202,26 @@ impl KafkaArgs {
 
 impl MountArgs {
     /// The value of a Kafka long option (by server.properties key), if given.
-    pub(super) fn kafka_value(&self, key: &str) -> Option<&str> {
+    fn kafka_value(&self, key: &str) -> Option<&str> {
         self.kafka
             .pairs()
             .into_iter()
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v)
+    }
+
+    /// The cluster to serve, when the long options or `-o` name one (remote mode).
+    fn cluster_config(
+        &self,
+        flags: &MountFlags,
+    ) -> Result<Option<crate::storage::ClusterConfig>, String> {
+        let log_dir_given = !self.log_dirs.is_empty() || !flags.o_log_dirs.is_empty();
+        self.remote.cluster_config(
+            &flags.o_remote,
+            log_dir_given,
+            self.kafka_value("num.partitions"),
+            flags.read_committed,
+        )
     }
 }
 
@@ -407,10 +402,9 @@ pub(super) struct MountFlags {
     no_passthrough: bool,
     io_uring: bool,
     /// `-o log.dirs=...` (the long `--log-dir` wins over it).
-    pub(super) o_log_dirs: Vec<PathBuf>,
-    /// `-o bootstrap.servers=...` and `-o client_config=FILE` (remote mode).
-    pub(super) o_bootstrap: Option<String>,
-    pub(super) o_client_config: Option<PathBuf>,
+    o_log_dirs: Vec<PathBuf>,
+    /// `-o bootstrap.servers=...`, `-o client_config=FILE`, `-o write_behind` (remote mode).
+    o_remote: RemoteArgs,
     /// `-o key.separator=S`.
     key_separator: Option<String>,
     /// `-o maildir.window=N`.
@@ -420,9 +414,7 @@ pub(super) struct MountFlags {
     /// `-o schema.registry.*=...`, in their order (they win over the client config file's).
     o_registry: Vec<(String, String)>,
     /// `-o isolation.level=read_committed` / `--isolation-level`.
-    pub(super) read_committed: bool,
-    /// `-o write_behind` (remote mode).
-    pub(super) o_write_behind: bool,
+    read_committed: bool,
     /// `uid=` and `gid=` as given (`--uid`, `--gid` win), resolved by [`owner::service_user`].
     uid: Option<String>,
     gid: Option<String>,
@@ -463,14 +455,12 @@ impl MountFlags {
             no_passthrough: args.no_passthrough,
             io_uring: args.io_uring,
             o_log_dirs: Vec::new(),
-            o_bootstrap: None,
-            o_client_config: None,
+            o_remote: RemoteArgs::default(),
             key_separator: None,
             maildir_window: None,
             schemas: Default::default(),
             o_registry: Vec::new(),
             read_committed: false,
-            o_write_behind: false,
             uid: args.uid.clone(),
             gid: args.gid.clone(),
         }
@@ -485,6 +475,9 @@ impl MountFlags {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (*item, None),
             };
+            if self.o_remote.apply_o(key, value) {
+                continue;
+            }
             match (key, value) {
                 // Read before anything else (see `MountPlan::from_args`).
                 ("config", Some(_)) => {}
@@ -512,11 +505,6 @@ impl MountFlags {
                         .parse()
                         .map_err(|_| format!("fuse_threads: {v:?} is not a number"))?
                 }
-                // Commas separate options, so several servers are separated by ';' here.
-                ("bootstrap.servers" | "bootstrap_servers", Some(v)) => {
-                    self.o_bootstrap = Some(v.replace(';', ","))
-                }
-                ("client_config", Some(v)) => self.o_client_config = Some(PathBuf::from(v)),
                 // kafka-console-producer's property; `\t` may be written as such.
                 ("key.separator", Some(v)) => {
                     if v.is_empty() {
@@ -541,7 +529,6 @@ impl MountFlags {
                 ("isolation.level" | "isolation_level", Some(v)) => {
                     self.read_committed = parse_isolation(v)?
                 }
-                ("write_behind", None) => self.o_write_behind = true,
                 // Commas separate options, so several dirs are separated by ':' here.
                 ("log.dirs" | "log.dir", Some(v)) => self
                     .o_log_dirs
@@ -720,7 +707,7 @@ impl MountPlan {
         }
         let mut fs = flags.fs_options();
         flags.resolve_owner(&mut fs)?;
-        if let Some(cluster) = super::remote::cluster_config(args, &flags)? {
+        if let Some(cluster) = args.cluster_config(&flags)? {
             let pid_file = flags.pid_file.as_deref().map(absolute).transpose()?;
             let log_file = flags.log_file.as_deref().map(absolute).transpose()?;
             let fuse = fuse_config(&cluster.bootstrap_servers, &flags);

@@ -256,6 +256,51 @@ fn schema_registry_settings_from_o_and_the_client_config_file() {
 }
 
 #[test]
+fn remote_mode_from_the_long_options_or_o() {
+    let d = dirs();
+    let remote = |extra: &[&str]| {
+        let mut argv = vec!["topicfs", d.mnt.to_str().unwrap()];
+        argv.extend(extra);
+        MountPlan::from_args(&Cmd::try_parse_from(argv).unwrap().args).map(|p| p.remote)
+    };
+    assert!(remote(&[]).unwrap().is_none());
+    // Commas separate `-o`'s options, so `;` separates its servers.
+    let c = remote(&["-o", "bootstrap.servers=a:1;b:2,write_behind"])
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.bootstrap_servers, "a:1,b:2");
+    assert!(c.write_behind);
+    // The long option wins over `-o`.
+    let long = [
+        "-o",
+        "bootstrap_servers=a:1",
+        "--bootstrap-servers",
+        "c:3",
+        "--num-partitions",
+        "3",
+        "--replication-factor",
+        "2",
+    ];
+    let c = remote(&long).unwrap().unwrap();
+    assert_eq!(c.bootstrap_servers, "c:3");
+    assert_eq!((c.num_partitions, c.replication_factor), (Some(3), Some(2)));
+    assert!(!c.write_behind);
+    // Remote mode's options without servers, a log dir with them, no server, a bad number.
+    let refused: [&[&str]; 7] = [
+        &["-o", "write_behind"],
+        &["--write-behind"],
+        &["--replication-factor", "2"],
+        &["-o", "client_config=/nonexistent"],
+        &["-o", "bootstrap.servers=a:1,log.dirs=/tmp/x"],
+        &["--bootstrap-servers", " "],
+        &["--bootstrap-servers", "a:1", "--replication-factor", "0"],
+    ];
+    for extra in refused {
+        assert!(remote(extra).is_err(), "{extra:?}");
+    }
+}
+
+#[test]
 fn item8_isolation_level_reaches_the_log_manager_and_the_cluster_clients() {
     let d = dirs();
     let rc = |extra: &[&str]| plan(&d, extra).map(|p| p.broker.read_committed);
