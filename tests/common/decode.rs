@@ -19,10 +19,42 @@ pub fn decode_log(bytes: &[u8], name: &str) -> Vec<Record> {
 
 /// Every record of every `.log` in a directory, in file order, as kafka-protocol's records.
 pub fn decode_dir_records(dir: &Path) -> Vec<Record> {
-    log_files(dir)
+    read_logs(dir)
         .iter()
-        .flat_map(|n| decode_log(&std::fs::read(dir.join(n)).unwrap(), n))
+        .flat_map(|(n, bytes)| decode_log(bytes, n))
         .collect()
+}
+
+/// The `.log` files of a directory and their bytes, as one snapshot: read again while a
+/// cleaner or retention swaps or deletes segments between the listing and the reads (a file
+/// gone, or the listing's names and inodes not the same after the reads as before).
+pub fn read_logs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let listing = || -> Vec<(String, Option<u64>)> {
+        log_files(dir)
+            .into_iter()
+            .map(|n| {
+                let ino = std::fs::metadata(dir.join(&n)).ok().map(|m| m.ino());
+                (n, ino)
+            })
+            .collect()
+    };
+    let mut snapshot = Vec::new();
+    super::mount::wait_until("a still listing of the segments", || {
+        let before = listing();
+        let read: Option<Vec<(String, Vec<u8>)>> = before
+            .iter()
+            .map(|(n, _)| Some((n.clone(), std::fs::read(dir.join(n)).ok()?)))
+            .collect();
+        match read {
+            Some(files) if listing() == before => {
+                snapshot = files;
+                true
+            }
+            _ => false,
+        }
+    });
+    snapshot
 }
 
 /// The batches of a `.log` file: (base offset, record count, values).
@@ -74,8 +106,7 @@ pub fn log_files(dir: &Path) -> Vec<String> {
 /// kafka-protocol (a file it cannot decode fails the test).
 pub fn decode_partition_dir(dir: &Path) -> Vec<Decoded> {
     let mut out = Vec::new();
-    for n in log_files(dir) {
-        let bytes = std::fs::read(dir.join(&n)).unwrap();
+    for (n, bytes) in read_logs(dir) {
         for r in decode_log(&bytes, &n) {
             out.push(Decoded {
                 offset: r.offset,
