@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::inode::Node;
 use super::types::{DirEntry, Kind};
-use super::{FsResult, FsState};
+use super::view::view_of;
+use super::{FsResult, FsState, tree};
 use crate::util::sync::MutexExt;
 
 impl FsState {
@@ -29,10 +30,8 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        if let Node::Table(t) = &node {
-            return self.table_readdir(ino, t, offset);
-        }
-        if let Some(r) = self.maildir_readdir(ino, &node, offset) {
+        // A view may list with offsets of its own (`table/`'s never move).
+        if let Some(r) = view_of(&node).readdir(self, ino, &node, offset) {
             return r;
         }
         let kept = match offset {
@@ -52,7 +51,10 @@ impl FsState {
 
     /// The whole listing of directory `node` (inode `ino`), `.` and `..` first.
     fn listing(&self, ino: u64, node: &Node) -> FsResult<Vec<DirEntry>> {
-        let entries = self.entries(node)?;
+        let entries = match view_of(node).entries(self, node) {
+            Some(entries) => entries?,
+            None => return tree(libc::ENOTDIR, format!("{node} is not a directory")),
+        };
         let parent_ino = self.inodes.listed(&node.parent());
         let dots = [(ino, "."), (parent_ino, "..")]
             .into_iter()

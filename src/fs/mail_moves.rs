@@ -199,23 +199,18 @@ impl FsState {
         }
     }
 
-    /// link(2): a file of `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered
-    /// (and stays in `tmp/` until unlinked); any other link is as [`FsState::link`] answers.
-    /// `pid`: the linking process, whom the name answers a while.
-    pub fn link_entry(
+    /// link(2) of maildir file `from` (inode `ino`) into maildir directory `to`: a file of
+    /// `<topic>/maildir/tmp/` linked into `new/` or `cur/` is delivered (and stays in `tmp/`
+    /// until unlinked); any other link is EPERM. `pid`: the linking process, whom the name
+    /// answers a while.
+    pub(super) fn maildir_link(
         &self,
-        ino: u64,
-        newparent: u64,
+        (ino, from): (u64, &Node),
+        to: &Node,
         newname: &OsStr,
         pid: u32,
     ) -> FsResult<(Ttl, Attr)> {
-        let _g = self.gate()?;
-        let from = self.node(ino)?;
-        let to = self.node(newparent)?;
-        if !is_mail(&from) && !is_mail(&to) {
-            return Err(self.link(ino, newname));
-        }
-        let (Node::MailHeld(t, id), Node::MailSub(t2, g, sub)) = (&from, &to) else {
+        let (Node::MailHeld(t, id), Node::MailSub(t2, g, sub)) = (from, to) else {
             return tree(
                 libc::EPERM,
                 format!("{from} -> {to}: only a file of tmp/ is linked, into new/ or cur/"),
@@ -243,13 +238,13 @@ impl FsState {
         d.deliver(&*topic, *id, newname.as_bytes())?;
         d.delivered(*id, *sub == MailSub::Cur, newname.as_bytes(), false, pid);
         drop(d);
-        let attr = self.attr(ino, &from)?;
+        let attr = self.attr(ino, from)?;
         Ok((Ttl::both(Duration::ZERO), attr))
     }
 }
 
 /// The topic and group of a group's maildir or a directory of it (None: not one).
-fn group_maildir(node: &Node) -> Option<(&TopicName, &str)> {
+pub(super) fn group_maildir(node: &Node) -> Option<(&TopicName, &str)> {
     match node {
         Node::Maildir(t, Some(g)) | Node::MailSub(t, Some(g), _) => Some((t, g)),
         _ => None,

@@ -14,7 +14,9 @@ use std::time::{Duration, SystemTime};
 use super::handle::{Handle, TextHandle, TextTarget};
 use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
-use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::mail_moves::group_maildir;
+use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
+use super::view::{self, Mine, View};
 use super::{FsResult, FsState, tree};
 use crate::maildir::delivery::{Delivery, Place};
 use crate::maildir::group::{MailGroup, Refused};
@@ -418,31 +420,37 @@ impl FsState {
         Ok(crate::schemas::Schemas::shown(schemas.as_deref(), t, &value).unwrap_or(value))
     }
 
-    /// create(2): a file of `<topic>/maildir/tmp/` (held) or `new/` (delivered at its last
-    /// close); anything else is as [`FsState::create_open`] answers.
-    pub fn create_file(
+    /// create(2) in a maildir (None: `parent_node` is not a directory of one): a file of
+    /// `<topic>/maildir/tmp/` (held) or `new/` (delivered at its last close).
+    fn maildir_create(
         &self,
-        parent: u64,
+        parent_node: &Node,
         name: &OsStr,
-        access: Access,
         pid: u32,
-    ) -> FsResult<(Duration, Attr, Opened)> {
-        let parent_node = {
-            let _g = self.gate()?;
-            self.node(parent)?
-        };
-        let (t, sub) = match &parent_node {
+    ) -> Mine<(Duration, Attr, Opened)> {
+        let (t, sub) = match parent_node {
             Node::MailSub(t, None, sub) => (t, *sub),
             Node::MailSub(_, Some(_), _) => {
-                return tree(
+                return Some(tree(
                     libc::EPERM,
                     format!(
                         "{parent_node}: a group's maildir takes no files (deliver to the topic's maildir)"
                     ),
-                );
+                ));
             }
-            _ => return self.create_open(parent, name, access, pid),
+            _ => return None,
         };
+        Some(self.held_create_in(parent_node, (t, sub), name, pid))
+    }
+
+    /// create(2) of `name` in `sub` (`tmp/` or `new/`) of `t`'s maildir.
+    fn held_create_in(
+        &self,
+        parent_node: &Node,
+        (t, sub): (&TopicName, MailSub),
+        name: &OsStr,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
         let _g = self.gate()?;
         name_fits(name)?;
         listable(name)?;
@@ -634,5 +642,149 @@ fn record_time(ts: i64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_millis(ts as u64)
     } else {
         SystemTime::UNIX_EPOCH
+    }
+}
+
+/// The maildirs: `<topic>/maildir/` (delivery) and `<topic>/groups/<G>/maildir/`.
+pub(super) struct MailView;
+
+impl View for MailView {
+    fn name(&self) -> &'static str {
+        "maildir"
+    }
+
+    fn owns(&self, node: &Node) -> bool {
+        is_mail(node)
+    }
+
+    fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
+        fs.maildir_child(parent, name)
+    }
+
+    fn lookup(&self, fs: &FsState, parent: &Node, name: &OsStr, pid: u32) -> Mine<Node> {
+        match self.child(fs, parent, name) {
+            // A name `pid` just delivered answers it.
+            Some(Err(e)) if e.errno() == libc::ENOENT => {
+                Some(fs.just_delivered(parent, name, pid).ok_or(e))
+            }
+            r => r,
+        }
+    }
+
+    fn size_and_time(&self, fs: &FsState, node: &Node) -> Mine<(u64, Option<SystemTime>)> {
+        fs.maildir_attr(node)
+            .map(|r| r.map(|(size, at)| (size, Some(at))))
+    }
+
+    fn held(&self, fs: &FsState, node: &Node) -> Mine<super::held::Shared> {
+        let Node::MailHeld(t, id) = node else {
+            return None;
+        };
+        Some(fs.mail_held(t, *id))
+    }
+
+    fn ttl(&self, node: &Node) -> Option<Duration> {
+        match node {
+            // A maildir's listings and held files change with every delivery, take and
+            // removal.
+            Node::MailSub(..) | Node::MailHeld(..) => Some(Duration::ZERO),
+            // A group's record file never changes (its value, size and time are the
+            // record's), and it goes only by a rename or unlink the kernel sees: cached like
+            // a directory, it saves a Maildir reader's repeated `stat`s their requests.
+            Node::MailRecord(..) => Some(super::DIR_TTL),
+            _ => None,
+        }
+    }
+
+    fn entry_ttl(&self, node: &Node) -> Option<Duration> {
+        // `tmp/`, `new/` and `cur/` exist as long as their maildir and change only their
+        // attributes (their mtime, never cached): their entries are kept like any
+        // directory's, so a path through them costs no lookup of them.
+        matches!(node, Node::MailSub(..)).then_some(super::DIR_TTL)
+    }
+
+    fn readdir(&self, fs: &FsState, ino: u64, node: &Node, offset: u64) -> Mine<Vec<DirEntry>> {
+        fs.maildir_readdir(ino, node, offset)
+    }
+
+    fn open(&self, fs: &FsState, ino: u64, node: &Node, access: Access, pid: u32) -> Mine<Opened> {
+        let made = fs.maildir_open(node, access)?;
+        Some(made.and_then(|(h, direct_io)| fs.open_as(ino, node, h, direct_io, pid)))
+    }
+
+    fn open_truncate(&self, fs: &FsState, node: &Node) -> Mine<()> {
+        fs.maildir_truncate(node, 0)
+    }
+
+    fn truncate(&self, fs: &FsState, node: &Node, size: u64, _: Option<u64>) -> Mine<()> {
+        fs.maildir_truncate(node, size)
+    }
+
+    fn create(
+        &self,
+        fs: &FsState,
+        (_, parent): (u64, &Node),
+        name: &OsStr,
+        _: Access,
+        pid: u32,
+    ) -> Mine<(Duration, Attr, Opened)> {
+        fs.maildir_create(parent, name, pid)
+    }
+
+    fn unlink(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<()> {
+        fs.maildir_unlink(parent, name)
+    }
+
+    fn rename(
+        &self,
+        fs: &FsState,
+        (from, name): view::Place<'_>,
+        (to, newname): view::Place<'_>,
+        flags: u32,
+        pid: u32,
+    ) -> Mine<()> {
+        fs.maildir_rename(from, (name, to, newname), flags, pid)
+    }
+
+    fn link(
+        &self,
+        fs: &FsState,
+        from: (u64, &Node),
+        to: &Node,
+        newname: &OsStr,
+        pid: u32,
+    ) -> Mine<(Ttl, Attr)> {
+        Some(fs.maildir_link(from, to, newname, pid))
+    }
+
+    fn across(&self, node: &Node, into: bool) -> Option<i32> {
+        // Into a group's maildir from anywhere else, EPERM: on EXDEV `mv` would remove the
+        // destination (acknowledging that group's record) before failing to create it.
+        // Between any other maildir and anything else, EXDEV (`mv` then copies, which
+        // delivers).
+        Some(match group_maildir(node) {
+            Some(_) if into => libc::EPERM,
+            _ => libc::EXDEV,
+        })
+    }
+
+    fn topic_deleted(&self, fs: &FsState, name: &str) {
+        fs.mail.topic_deleted(name);
+    }
+
+    fn write(
+        &self,
+        _: &FsState,
+        _: &super::OpenFile,
+        h: &mut Handle,
+        (offset, data): (u64, &[u8]),
+        owner: Option<u64>,
+    ) -> Mine<u32> {
+        let Handle::Mail(m) = h else { return None };
+        Some(
+            m.write(offset, data, owner)
+                .map(|()| data.len() as u32)
+                .map_err(Into::into),
+        )
     }
 }

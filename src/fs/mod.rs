@@ -30,6 +30,7 @@ pub mod stream;
 pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
+mod view;
 mod windows;
 
 use std::collections::HashMap;
@@ -181,7 +182,9 @@ impl Default for FsOptions {
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
 /// checks that the topic is not deleted, and holds it so while the handle works.
-struct OpenFile {
+pub(super) struct OpenFile {
+    /// The view that opened it: it answers for the handle.
+    view: &'static dyn view::View,
     topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
     ino: u64,
@@ -391,19 +394,17 @@ impl FsState {
         self.lookup_from(parent, name, 0)
     }
 
-    /// lookup(2) by process `pid`: as [`FsState::lookup`], and a name `pid` just delivered
-    /// into a topic's maildir answers it (see [`FsState::just_delivered`]).
+    /// lookup(2) by process `pid`: as [`FsState::lookup`], and a view may answer `pid` a
+    /// name it shows no one else (a name `pid` just delivered into a topic's maildir).
     pub fn lookup_from(&self, parent: u64, name: &OsStr, pid: u32) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let node = match self.child(&parent, name) {
-            Err(e) if e.errno() == libc::ENOENT => match self.just_delivered(&parent, name, pid) {
-                Some(node) => node,
-                None => return Err(e),
-            },
-            r => r?,
+        let node = match view::view_of(&parent).lookup(self, &parent, name, pid) {
+            Some(node) => node?,
+            None if name.to_str().is_none() => return tree(libc::ENOENT, "name is not UTF-8"),
+            None => return tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         };
         self.entry(node)
     }
@@ -418,11 +419,8 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let mut attr = match self.attr(ino, &node) {
-            // A key created by this open file has no value before its close.
-            Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
-            r => r?,
-        };
+        // A key created by this open file has no value before its close.
+        let mut attr = self.attr_or_created(ino, &node)?;
         if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }
@@ -462,49 +460,37 @@ impl FsState {
             None => owner,
         };
         if owner != types::Owner::default() {
-            let now = match self.attr(ino, &node) {
-                Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
-                r => r?,
-            };
+            let now = self.attr_or_created(ino, &node)?;
             if !self.owner.unchanged(owner, now.perm) {
                 return tree(libc::EPERM, "modes and owners are fixed");
             }
         }
         if let Some(size) = size {
-            if let Node::TableHeld(t, name) = &node {
-                let Some(f) = self.held.get(t, name) else {
-                    return tree(libc::ENOENT, format!("{node} was removed"));
-                };
-                f.guard().truncate(size)?;
-            } else if let Some(r) = self.maildir_truncate(&node, size) {
-                r?;
-            } else {
-                Self::may_truncate(&node, size)?;
-            }
-            if let Node::TableKey(t, key) = &node {
-                self.table_truncate(t, key, fh)?;
+            match view::view_of(&node).truncate(self, &node, size, fh) {
+                Some(r) => r?,
+                None => Self::may_truncate(&node, size)?,
             }
         }
-        match self.attr(ino, &node) {
-            // `touch` sets the times of the key it created before its close.
-            Err(_) if self.key_being_created(ino, &node) => {
-                Ok((Self::ttl(&node), self.new_key_attr(ino, &node)))
-            }
-            r => Ok((Self::ttl(&node), r?)),
+        // `touch` sets the times of the key it created before its close.
+        Ok((Self::ttl(&node), self.attr_or_created(ino, &node)?))
+    }
+
+    /// The attributes of `node`, or, where it exists only in an open file that creates it
+    /// (a key before its close), what its view shows of it then.
+    fn attr_or_created(&self, ino: u64, node: &Node) -> FsResult<Attr> {
+        match self.attr(ino, node) {
+            Err(e) => match view::view_of(node).being_created(self, ino, node) {
+                Some(attr) => Ok(attr),
+                None => Err(e),
+            },
+            r => r,
         }
     }
 
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
     /// not yet delivered); None for any other node.
     pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<held::Shared>> {
-        match node {
-            Node::TableHeld(t, name) => Some(match self.held.get(t, name) {
-                Some(f) => Ok(f),
-                None => tree(libc::ENOENT, format!("{node} was removed")),
-            }),
-            Node::MailHeld(t, id) => Some(self.mail_held(t, *id)),
-            _ => None,
-        }
+        view::view_of(node).held(self, node)
     }
 
     /// Whether `node` may be truncated to `size`: only to 0, and only what takes writes
@@ -538,25 +524,10 @@ impl FsState {
         let _changes = self.changes_of(&of);
         let _live = of.live()?;
         let mut h = of.handle.guard();
-        match &mut *h {
-            Handle::Held(f) => f.guard().write_at(offset, data)?,
-            Handle::Mail(m) => m.write(offset, data, owner)?,
-            Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
-            Handle::Text(t) => t.write(&*self.storage, data, owner)?,
-            Handle::Table(t) => t.write(data, owner)?,
-            Handle::GroupOffsets(o) => {
-                if let Err(e) = self.offsets_movable(&of, o) {
-                    // As a bad line does, a refused write fails the whole open.
-                    o.fail(e.to_string());
-                    return Err(e);
-                }
-                o.write(&*self.groups, data, owner)?
-            }
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) | Handle::Log(_) => {
-                return tree(libc::EBADF, "read-only file");
-            }
+        match of.view.write(self, &of, &mut h, (offset, data), owner) {
+            Some(written) => written,
+            None => tree(libc::EBADF, "read-only file"),
         }
-        Ok(data.len() as u32)
     }
 
     /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has

@@ -3,11 +3,12 @@
 
 use std::ffi::OsStr;
 
+use std::time::Duration;
+
 use super::inode::{Node, TopicName};
-use super::types::{Attr, Ttl};
-use super::{FsError, FsResult, FsState, no_new_files, tree};
+use super::types::{Access, Attr, Opened, Ttl};
+use super::{FsError, FsResult, FsState, no_new_files, tree, view};
 use crate::error::Error;
-use crate::util::sync::MutexExt;
 
 impl FsState {
     pub fn mkdir(&self, parent: u64, name: &OsStr) -> FsResult<(Ttl, Attr)> {
@@ -42,10 +43,10 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.storage.delete_topic(name)?;
-        // Its key index (`table/`) and held files go with it.
-        self.tables.guard().retain(|(n, _), _| n != name);
-        self.held.forget_topic(name);
-        self.mail.topic_deleted(name);
+        // What the views keep of it (`table/`'s key index, held files) goes with it.
+        for view in view::views() {
+            view.topic_deleted(self, name);
+        }
         // The topic is gone whatever happens to its commits: a failure is logged.
         if let Err(e) = self.groups.topic_deleted(name) {
             log::error!("topic {name} deleted, but its groups' commits were not: {e}");
@@ -67,11 +68,8 @@ impl FsState {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let _changes = self.changes(&parent);
-        if let Some(r) = self.maildir_unlink(&parent, name) {
+        if let Some(r) = view::view_of(&parent).unlink(self, &parent, name) {
             return r;
-        }
-        if let Node::Table(t) = parent {
-            return self.table_unlink(&t, name);
         }
         tree(
             libc::EPERM,
@@ -97,9 +95,9 @@ impl FsState {
     }
 
     /// rename(2) (`flags`: renameat2's RENAME_NOREPLACE, RENAME_EXCHANGE) by process `pid`:
-    /// within a topic's `table/`, a key's value moves to another key; within a maildir, see
-    /// [`FsState::maildir_rename`] (a name `pid` delivers answers it a while); nothing else
-    /// can be renamed.
+    /// between two directories of one view, as that view answers (within a topic's `table/`,
+    /// a key's value moves to another key; within a maildir, see [`FsState::maildir_rename`]);
+    /// between two views, refused here (see [`view::across`]); nothing else can be renamed.
     pub fn rename_from(
         &self,
         parent: u64,
@@ -112,26 +110,65 @@ impl FsState {
         let _g = self.gate()?;
         let (from, to) = (self.node(parent)?, self.node(newparent)?);
         let _changes = self.changes(&from);
-        if let Some(r) = self.maildir_rename(&from, (name, &to, newname), flags, pid) {
-            return r;
+        let view = view::view_of(&from);
+        if !view::same(view, view::view_of(&to)) {
+            return Err(view::across(&from, &to));
         }
-        match (from, to) {
-            (Node::Table(t), Node::Table(u)) if t == u => {
-                self.table_rename(&t, name, newname, flags)
-            }
-            (Node::Table(_), Node::Table(_)) => tree(
-                libc::EXDEV,
-                "a key moves within its own topic's table/ only",
-            ),
-            _ => tree(
+        match view.rename(self, (&from, name), (&to, newname), flags, pid) {
+            Some(r) => r,
+            None => tree(
                 libc::EPERM,
                 "nothing can be renamed but keys within their table/ and files within a maildir",
             ),
         }
     }
 
-    pub fn link(&self, _ino: u64, _newname: &OsStr) -> FsError {
-        FsError::Tree(libc::EPERM, "hard links cannot be created".into())
+    /// link(2) of `ino` as `newname` in `newparent` by process `pid` (whom the name may
+    /// answer a while): as the view of both ends answers (a file of `<topic>/maildir/tmp/`
+    /// linked into `new/` or `cur/` is delivered); between two views, or where the view
+    /// has no links, EPERM.
+    pub fn link_entry(
+        &self,
+        ino: u64,
+        newparent: u64,
+        newname: &OsStr,
+        pid: u32,
+    ) -> FsResult<(Ttl, Attr)> {
+        let _g = self.gate()?;
+        let from = self.node(ino)?;
+        let to = self.node(newparent)?;
+        let view = view::view_of(&from);
+        if !view::same(view, view::view_of(&to)) {
+            return tree(
+                libc::EPERM,
+                format!("{from} -> {to}: no link between two parts of the tree"),
+            );
+        }
+        match view.link(self, (ino, &from), &to, newname, pid) {
+            Some(r) => r,
+            None => tree(libc::EPERM, "hard links cannot be created"),
+        }
+    }
+
+    /// create(2) of `name` in `parent`, opened (the open's `access`) by process `pid`: as
+    /// the parent's view answers (`table/` keys, a maildir's `tmp/` and `new/`); anywhere
+    /// else, files are never created.
+    pub fn create_file(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        access: Access,
+        pid: u32,
+    ) -> FsResult<(Duration, Attr, Opened)> {
+        let parent_node = {
+            let _g = self.gate()?;
+            self.node(parent)?
+        };
+        let view = view::view_of(&parent_node);
+        match view.create(self, (parent, &parent_node), name, access, pid) {
+            Some(r) => r,
+            None => Err(no_new_files()),
+        }
     }
 
     /// Preallocation means nothing here, and EOPNOTSUPP (or ENOSYS, which the kernel turns

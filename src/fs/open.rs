@@ -7,12 +7,17 @@ use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
 use super::inode::{Format, Node, PartitionFile, TopicFile};
 use super::stream::StreamHandle;
 use super::types::{Access, Opened};
-use super::{FsResult, FsState, OpenFile, group_handle, offset_text, tree};
+use super::view::{Mine, View, view_of};
+use super::{FsResult, FsState, OpenFile, offset_text, tree};
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
+/// The view of an open file whose inode is gone (forgotten meanwhile): the tree's.
+const VIEWLESS: &dyn View = &super::tree::TopicsView;
+
 impl FsState {
-    /// Opens `ino` for the process of thread `pid`.
+    /// Opens `ino` for the process of thread `pid`: the mode bits and O_TRUNC checked here,
+    /// the handle made by the node's view.
     pub fn open(&self, ino: u64, access: Access, pid: u32) -> FsResult<Opened> {
         let _g = self.gate()?;
         let node = self.node(ino)?;
@@ -20,73 +25,71 @@ impl FsState {
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         self.may_open(ino, &node, access)?;
+        let view = view_of(&node);
         if access.truncate {
-            self.truncate_at_open(&node)?;
-        }
-        if let Node::GroupFile(t, g, f) = &node
-            && let Some(format) = f.format()
-        {
-            if self.maildir_taken(t, g) {
-                return tree(
-                    libc::EBUSY,
-                    format!("group {g} of {t} has records taken in its maildir"),
-                );
+            // O_TRUNC (atomic with the open): what cannot be truncated refuses the open.
+            match view.open_truncate(self, &node) {
+                Some(r) => r?,
+                None => Self::may_truncate(&node, 0)?,
             }
-            // A reader of a group: registered while the group's readers are locked.
-            let topic = self.topic(t)?;
-            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-            let schemas = self.schemas.for_topic(t);
-            let opened = |h: crate::group::GroupHandle| {
-                let h = Handle::Group(h.with_schemas(schemas));
-                self.opened(ino, fh, Some(topic.clone()), h, pid)
-            };
-            return self.join_group(&topic, g, (f.follows(), format), fh, opened)?;
         }
-        let mut backing = None;
-        let (handle, direct_io) = if let Some(h) = self.append_handle(&node)? {
-            (Handle::Append(h), true)
-        } else if let Some(h) = self.text_handle(&node)? {
-            (Handle::Text(h), true)
-        } else {
-            match &node {
-                Node::GroupFile(t, g, _) => {
-                    let topic = self.topic(t)?;
-                    let h = group_handle::OffsetsHandle::open(topic, g, &*self.groups)?;
-                    (Handle::GroupOffsets(h), true)
-                }
-                Node::Lookup(..) | Node::TopicLookup(..) => (self.lookup_open(&node)?, true),
-                Node::Segment(..) => {
-                    let file = self.segment_open(&node)?;
-                    backing = Some(file.clone());
-                    (Handle::Segment(file), false)
-                }
-                Node::Log => (Handle::Log(super::handle::LogHandle::open()), true),
-                Node::TableHeld(t, name) => {
-                    let Some(f) = self.held.get(t, name) else {
-                        return tree(libc::ENOENT, format!("{node} was removed"));
-                    };
-                    if access.truncate {
-                        f.guard().truncate(0)?;
-                    }
-                    (Handle::Held(f), true)
-                }
-                Node::TableKey(t, key) => {
-                    let mut h = self.table_open(t, key, access)?;
-                    if let (Handle::Table(h), true) = (&mut h, access.truncate) {
-                        h.truncate();
-                    }
-                    (h, true)
-                }
-                node if let Some(h) = self.maildir_open(node, access) => h?,
-                // Every file was handled above: the rest are directories.
-                _ => return tree(libc::EISDIR, format!("{node} is a directory")),
-            }
-        };
+        match view.open(self, ino, &node, access, pid) {
+            Some(opened) => opened,
+            // Every file is some view's: the rest are directories.
+            None => tree(libc::EISDIR, format!("{node} is a directory")),
+        }
+    }
+
+    /// Registers `handle` as a new open file of `node` (inode `ino`) by thread `pid`;
+    /// `direct_io`: the kernel bypasses its page cache.
+    pub(super) fn open_as(
+        &self,
+        ino: u64,
+        node: &Node,
+        handle: Handle,
+        direct_io: bool,
+        pid: u32,
+    ) -> FsResult<Opened> {
+        let topic = self.topic_of(node)?;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let mut opened = self.opened(ino, fh, topic.clone(), handle, pid)?;
+        let mut opened = self.opened(ino, fh, topic, handle, pid)?;
         opened.direct_io = direct_io;
-        opened.backing = backing;
         Ok(opened)
+    }
+
+    /// open(2) of a file of the topics' tree (None: not one): append and text files, lookup
+    /// names, segment files (their real file, for passthrough).
+    pub(super) fn tree_open(&self, ino: u64, node: &Node, _: Access, pid: u32) -> Mine<Opened> {
+        let made = (|| {
+            Ok(if let Some(h) = self.append_handle(node)? {
+                Some((Handle::Append(h), true, None))
+            } else if let Some(h) = self.text_handle(node)? {
+                Some((Handle::Text(h), true, None))
+            } else {
+                match node {
+                    Node::Lookup(..) | Node::TopicLookup(..) => {
+                        Some((self.lookup_open(node)?, true, None))
+                    }
+                    Node::Segment(..) => {
+                        let file = self.segment_open(node)?;
+                        Some((Handle::Segment(file.clone()), false, Some(file)))
+                    }
+                    _ => None,
+                }
+            })
+        })();
+        let (handle, direct_io, backing) = match made {
+            Ok(Some(made)) => made,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(
+            self.open_as(ino, node, handle, direct_io, pid)
+                .map(|mut opened| {
+                    opened.backing = backing;
+                    opened
+                }),
+        )
     }
 
     /// A stream of records a lookup name opens: one partition's, or a whole topic's (read
@@ -107,19 +110,6 @@ impl FsState {
             }
             node => return tree(libc::EISDIR, format!("{node} is not a stream")),
         })
-    }
-
-    /// O_TRUNC (atomic with the open): a maildir's held file is emptied (a `table/` one with
-    /// its handle), a key's value is replaced at close, append and text files keep what they
-    /// have; what cannot be truncated refuses the open.
-    fn truncate_at_open(&self, node: &Node) -> FsResult<()> {
-        match node {
-            Node::TableHeld(..) => Ok(()),
-            _ => match self.maildir_truncate(node, 0) {
-                Some(r) => r,
-                None => Self::may_truncate(node, 0),
-            },
-        }
     }
 
     /// Who may open what: the mode bits (EACCES), and the append files of an internal topic
@@ -165,7 +155,7 @@ impl FsState {
     }
 
     /// The handle of a file whose content is read at open (`partitions`, `config`, the offset
-    /// files, `count`, `replicas`, `@metrics`); None for other nodes.
+    /// files, `count`, `replicas`); None for other nodes.
     fn text_handle(&self, node: &Node) -> FsResult<Option<TextHandle>> {
         let read_only =
             |content: String| TextHandle::new(content.into_bytes(), TextTarget::ReadOnly);
@@ -191,7 +181,6 @@ impl FsState {
             Node::PartitionFile(t, p, PartitionFile::Replicas) => {
                 read_only(self.partition(t, *p)?.replicas_text()?)
             }
-            Node::Metrics => read_only(self.metrics_text()),
             _ => return Ok(None),
         }))
     }
@@ -247,7 +236,9 @@ impl FsState {
                 .or_default()
                 .push((fh, tgid));
         }
+        let view = self.inodes.get(ino).map_or(VIEWLESS, |n| view_of(&n));
         let of = OpenFile {
+            view,
             topic,
             handle: Mutex::new(handle),
             ino,

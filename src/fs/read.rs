@@ -251,24 +251,20 @@ impl FsState {
         }
     }
 
-    /// ioctl(2) `cmd` on `fh`: answered (with no data) only by a file that hands out one line
-    /// a read, as a terminal in canonical mode does (a group's record file that commits what
-    /// it delivers): `isatty` (TCGETS) succeeds, so programs that read a terminal line by line
-    /// (mawk) read it so and use every line they take; setting the terminal's modes (TCSETS,
-    /// TCSETSW, TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the
-    /// line discipline is the file's own. Anything else: ENOTTY.
+    /// ioctl(2) `cmd` on `fh`: as the view that opened it answers (a group's record file,
+    /// read a line at a time, answers the terminal's: see `groups::terminal_ioctl`);
+    /// anything else: ENOTTY.
     pub fn ioctl(&self, fh: u64, cmd: u32) -> FsResult<()> {
-        let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
-        let by_line = self
+        let answer = self
             .handle(fh)
-            .is_ok_and(|of| matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line()));
-        if by_line && terminal.contains(&u64::from(cmd)) {
-            Ok(())
-        } else {
-            Err(FsError::Tree(
+            .ok()
+            .and_then(|of| of.view.ioctl(&of.handle.guard(), cmd));
+        match answer {
+            Some(r) => r,
+            None => Err(FsError::Tree(
                 libc::ENOTTY,
                 format!("ioctl {cmd:#x}: not a terminal"),
-            ))
+            )),
         }
     }
 

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
-use super::held::Held;
+use super::held::{self, Held};
 use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, Kind, Opened};
+use super::view::{Mine, Place, View};
 use super::{FsResult, FsState, tree};
 use crate::error::Error;
 use crate::record::RecordInput;
@@ -635,5 +636,157 @@ fn record_time(l: &Latest) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_millis(l.timestamp as u64)
     } else {
         SystemTime::UNIX_EPOCH
+    }
+}
+
+/// `<topic>/table/`: its keys and the files it holds (names starting with `.`).
+pub(super) struct TableView;
+
+impl View for TableView {
+    fn name(&self) -> &'static str {
+        "table"
+    }
+
+    fn owns(&self, node: &Node) -> bool {
+        matches!(
+            node,
+            Node::Table(_) | Node::TableKey(..) | Node::TableHeld(..)
+        )
+    }
+
+    fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
+        let Node::Table(t) = parent else { return None };
+        Some(fs.table_child(t, name))
+    }
+
+    fn size_and_time(&self, fs: &FsState, node: &Node) -> Mine<(u64, Option<SystemTime>)> {
+        Some((|| {
+            Ok(match node {
+                Node::TableKey(t, key) => {
+                    let (size, at) = fs.table_attr(t, key)?;
+                    (size, Some(at))
+                }
+                Node::TableHeld(..) => {
+                    let f = self.held(fs, node).expect("a held file")?;
+                    let f = f.guard();
+                    (f.len(), Some(f.mtime()))
+                }
+                Node::Table(t) => (0, fs.topic(t)?.modified()),
+                _ => unreachable!("a node of table/"),
+            })
+        })())
+    }
+
+    fn being_created(&self, fs: &FsState, ino: u64, node: &Node) -> Option<Attr> {
+        fs.key_being_created(ino, node)
+            .then(|| fs.new_key_attr(ino, node))
+    }
+
+    fn held(&self, fs: &FsState, node: &Node) -> Mine<held::Shared> {
+        let Node::TableHeld(t, name) = node else {
+            return None;
+        };
+        Some(match fs.held.get(t, name) {
+            Some(f) => Ok(f),
+            None => tree(libc::ENOENT, format!("{node} was removed")),
+        })
+    }
+
+    fn readdir(&self, fs: &FsState, ino: u64, node: &Node, offset: u64) -> Mine<Vec<DirEntry>> {
+        let Node::Table(t) = node else { return None };
+        Some(fs.table_readdir(ino, t, offset))
+    }
+
+    fn open(&self, fs: &FsState, ino: u64, node: &Node, access: Access, pid: u32) -> Mine<Opened> {
+        let handle = match node {
+            Node::TableHeld(..) => self.held(fs, node)?.and_then(|f| {
+                if access.truncate {
+                    f.guard().truncate(0)?;
+                }
+                Ok(Handle::Held(f))
+            }),
+            Node::TableKey(t, key) => fs.table_open(t, key, access).map(|mut h| {
+                if let (Handle::Table(h), true) = (&mut h, access.truncate) {
+                    h.truncate();
+                }
+                h
+            }),
+            _ => return None,
+        };
+        Some(handle.and_then(|h| fs.open_as(ino, node, h, true, pid)))
+    }
+
+    fn open_truncate(&self, _: &FsState, node: &Node) -> Mine<()> {
+        // A held file is emptied with its handle; a key's value is replaced at close.
+        matches!(node, Node::TableHeld(..)).then_some(Ok(()))
+    }
+
+    fn truncate(&self, fs: &FsState, node: &Node, size: u64, fh: Option<u64>) -> Mine<()> {
+        Some(match node {
+            Node::TableHeld(..) => self
+                .held(fs, node)?
+                .and_then(|f| Ok(f.guard().truncate(size)?)),
+            Node::TableKey(t, key) => {
+                FsState::may_truncate(node, size).and_then(|()| fs.table_truncate(t, key, fh))
+            }
+            _ => return None,
+        })
+    }
+
+    fn create(
+        &self,
+        fs: &FsState,
+        (parent_ino, parent): (u64, &Node),
+        name: &OsStr,
+        access: Access,
+        pid: u32,
+    ) -> Mine<(Duration, Attr, Opened)> {
+        let Node::Table(_) = parent else { return None };
+        Some(fs.create_open(parent_ino, name, access, pid))
+    }
+
+    fn unlink(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<()> {
+        let Node::Table(t) = parent else { return None };
+        Some(fs.table_unlink(t, name))
+    }
+
+    fn rename(
+        &self,
+        fs: &FsState,
+        (from, name): Place<'_>,
+        (to, newname): Place<'_>,
+        flags: u32,
+        _: u32,
+    ) -> Mine<()> {
+        Some(match (from, to) {
+            (Node::Table(t), Node::Table(u)) if t == u => fs.table_rename(t, name, newname, flags),
+            (Node::Table(_), Node::Table(_)) => tree(
+                libc::EXDEV,
+                "a key moves within its own topic's table/ only",
+            ),
+            _ => return None,
+        })
+    }
+
+    fn topic_deleted(&self, fs: &FsState, name: &str) {
+        // Its key index and held files go with it.
+        fs.tables.guard().retain(|(n, _), _| n != name);
+        fs.held.forget_topic(name);
+    }
+
+    fn write(
+        &self,
+        _: &FsState,
+        _: &super::OpenFile,
+        h: &mut Handle,
+        (offset, data): (u64, &[u8]),
+        owner: Option<u64>,
+    ) -> Mine<u32> {
+        let res = match h {
+            Handle::Held(f) => f.guard().write_at(offset, data),
+            Handle::Table(t) => t.write(data, owner),
+            _ => return None,
+        };
+        Some(res.map(|()| data.len() as u32).map_err(Into::into))
     }
 }

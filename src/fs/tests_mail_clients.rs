@@ -140,6 +140,39 @@ fn a_rename_into_a_group_maildir_from_elsewhere_is_eperm_and_changes_nothing() {
     assert_eq!(values(&fs, "u"), ["u's"]);
 }
 
+/// The core refuses a rename between two views before either is asked: EXDEV where one end
+/// is a maildir (`mv` copies), EPERM between a topic's files and its `table/`; a link between
+/// two views, or within one that makes none (`table/`), is EPERM. Nothing changes.
+#[test]
+fn renames_and_links_between_views_are_refused_by_the_core() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path());
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    deliver(&fs, "t", "k", "v");
+    let (topic, table) = (walk(&fs, "t"), walk(&fs, "t/table"));
+    let (tmp, g_new) = (
+        walk(&fs, "t/maildir/tmp"),
+        walk(&fs, "t/groups/g/maildir/new"),
+    );
+    let renames: [(u64, &str, u64, &str, i32); 4] = [
+        (table, "k", tmp, "k", libc::EXDEV),
+        (g_new, "0-0", table, "x", libc::EXDEV),
+        (topic, "append", table, "x", libc::EPERM),
+        (table, "k", topic, "k", libc::EPERM),
+    ];
+    for (from, name, to, newname, errno) in renames {
+        let r = fs.rename(from, OsStr::new(name), to, OsStr::new(newname), 0);
+        assert_eq!(errno_of(r), errno, "{name} -> {newname}");
+    }
+    let key = walk(&fs, "t/table/k");
+    for (to, name) in [(tmp, "k"), (table, "k2")] {
+        let r = fs.link_entry(key, to, OsStr::new(name), me());
+        assert_eq!(errno_of(r), libc::EPERM, "link as {name}");
+    }
+    assert_eq!(names(&fs, "t/maildir/tmp"), Vec::<String>::new());
+    assert_eq!(values(&fs, "t"), ["v"]);
+}
+
 /// A mail reader flags an unread record (`new/X` -> `new/X:2,F`: still untaken) and marks a
 /// read one unread (`cur/X:2,FS` -> `new/X:2,F`: given back to the group's readers).
 #[test]
