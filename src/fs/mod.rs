@@ -20,7 +20,6 @@ pub mod inode;
 mod mail_handle;
 mod mail_moves;
 mod maildir;
-mod metrics;
 mod names;
 mod open;
 pub(crate) mod owner;
@@ -31,6 +30,7 @@ pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
 mod view;
+mod views;
 mod windows;
 
 use std::collections::HashMap;
@@ -202,6 +202,11 @@ impl OpenFile {
 }
 
 impl FsState {
+    /// The FUSE transport's figures, set by the FUSE layer.
+    pub fn transport(&self) -> &Arc<crate::metrics::TransportCounters> {
+        &self.transport
+    }
+
     /// Whether the topics' data is in local log dirs (not in a cluster).
     pub fn data_is_local(&self) -> bool {
         !self.storage.log_dirs().is_empty()

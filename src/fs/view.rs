@@ -13,21 +13,11 @@ use super::handle::Handle;
 use super::held;
 use super::inode::Node;
 use super::types::{Access, Attr, DirEntry, Opened, Ttl};
+use super::views::VIEWS;
 use super::{FsError, FsResult, FsState, OpenFile};
 
 /// A view's answer: `None` when the request is not the view's.
 pub(super) type Mine<T> = Option<FsResult<T>>;
-
-/// The views, asked in this order which owns a node: one registration line each. The tree
-/// of topics and partitions comes last and owns every node the others do not.
-static VIEWS: [&dyn View; 6] = [
-    &super::metrics::MetricsView,
-    &super::metrics::LogView,
-    &super::groups::GroupsView,
-    &super::table::TableView,
-    &super::maildir::MailView,
-    &super::tree::TopicsView,
-];
 
 /// The view that owns `node`.
 pub(super) fn view_of(node: &Node) -> &'static dyn View {
