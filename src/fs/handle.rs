@@ -22,7 +22,7 @@ pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
     Group(crate::group::GroupHandle),
-    GroupOffsets(super::group_handle::OffsetsHandle),
+    GroupOffsets(super::views::groups::offsets::OffsetsHandle),
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),

@@ -16,7 +16,7 @@ use super::inode::{MailSub, Node, TopicName};
 pub use super::mail_handle::HeldHandle;
 use super::mail_moves::group_maildir;
 use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
-use super::view::{self, Mine, View};
+use super::view::{self, Closing, Mine, View};
 use super::{FsResult, FsState, tree};
 use crate::maildir::delivery::{Delivery, Place};
 use crate::maildir::group::{MailGroup, Refused};
@@ -53,12 +53,12 @@ impl Mail {
         }
     }
 
-    /// Topic `name` was deleted: its held files and group maildirs go with it.
     /// Where held files spill when they grow large (the first log dir's root).
     pub(super) fn spill_dir(&self) -> &std::path::Path {
         &self.spill_dir
     }
 
+    /// Topic `name` was deleted: its held files and group maildirs go with it.
     pub(super) fn topic_deleted(&self, name: &str) {
         self.deliveries.guard().retain(|(n, _), _| n != name);
         self.groups.guard().retain(|(n, _, _), _| n != name);
@@ -760,8 +760,7 @@ impl View for MailView {
     fn across(&self, node: &Node, into: bool) -> Option<i32> {
         // Into a group's maildir from anywhere else, EPERM: on EXDEV `mv` would remove the
         // destination (acknowledging that group's record) before failing to create it.
-        // Between any other maildir and anything else, EXDEV (`mv` then copies, which
-        // delivers).
+        // Between any other maildir and anything else, EXDEV: `mv` copies (delivers).
         Some(match group_maildir(node) {
             Some(_) if into => libc::EPERM,
             _ => libc::EXDEV,
@@ -770,6 +769,20 @@ impl View for MailView {
 
     fn topic_deleted(&self, fs: &FsState, name: &str) {
         fs.mail.topic_deleted(name);
+    }
+
+    fn close(&self, _: &FsState, _: &super::OpenFile, h: &mut Handle, c: Closing) -> Mine<()> {
+        // A file still being written into a maildir's new/ may be partial: it is not
+        // delivered at the shutdown (held files do not outlive the daemon).
+        (matches!(h, Handle::Mail(_)) && c == Closing::Shutdown).then_some(Ok(()))
+    }
+
+    fn group_taken(&self, fs: &FsState, t: &TopicName, g: &str) -> bool {
+        fs.maildir_taken(t, g)
+    }
+
+    fn group_reset(&self, fs: &FsState, t: &TopicName, g: &str) {
+        fs.mail.group_reset(t, g);
     }
 
     fn write(
@@ -781,10 +794,7 @@ impl View for MailView {
         owner: Option<u64>,
     ) -> Mine<u32> {
         let Handle::Mail(m) = h else { return None };
-        Some(
-            m.write(offset, data, owner)
-                .map(|()| data.len() as u32)
-                .map_err(Into::into),
-        )
+        let written = m.write(offset, data, owner).map(|()| data.len() as u32);
+        Some(written.map_err(Into::into))
     }
 }

@@ -12,7 +12,6 @@ pub use errno::report;
 mod follow;
 pub(crate) mod fuse;
 mod gate;
-pub(crate) mod group_handle;
 mod groups;
 pub mod handle;
 mod held;
@@ -301,12 +300,9 @@ impl FsState {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
             let mut h = of.handle.guard();
-            let res = match &mut *h {
-                Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
-                // A file still being written into a maildir's new/ may be partial: it is
-                // not delivered (held files do not outlive the daemon).
-                Handle::Mail(_) => Ok(()),
-                h => h.finish(&*self.storage).map_err(Into::into),
+            let res = match of.view.close(self, &of, &mut h, view::Closing::Shutdown) {
+                Some(res) => res,
+                None => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {
                 log::error!("shutdown: what open file {fh} wrote was not applied: {e}");
@@ -535,53 +531,6 @@ impl FsState {
         }
     }
 
-    /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
-    /// active members elsewhere (remote mode).
-    fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
-        let topic = of.topic.as_ref().expect("a topic's file");
-        let t = TopicName::new(topic.name(), topic.incarnation());
-        if self.maildir_taken(&t, o.group()) {
-            return tree(
-                libc::EBUSY,
-                format!(
-                    "group {} of {t} has records taken in its maildir: offsets not moved",
-                    o.group()
-                ),
-            );
-        }
-        if self.group_busy(&t, o.group()) {
-            return tree(
-                libc::EBUSY,
-                format!("group {} of {t} has a reader: offsets not moved", o.group()),
-            );
-        }
-        self.groups.check_idle(o.group())?;
-        Ok(())
-    }
-
-    /// Applies the lines written through an `offsets` open (see [`handle::OneChange`]).
-    fn apply_offsets(
-        &self,
-        of: &OpenFile,
-        o: &mut group_handle::OffsetsHandle,
-        closer: Option<u64>,
-    ) -> FsResult<()> {
-        if !o.pending() {
-            return Ok(());
-        }
-        if let Err(e) = self.offsets_movable(of, o) {
-            // Nothing of the open is applied.
-            o.discard();
-            return Err(e);
-        }
-        o.apply(&*self.groups, closer)?;
-        if let Some(topic) = &of.topic {
-            let t = TopicName::new(topic.name(), topic.incarnation());
-            self.mail.group_reset(&t, o.group());
-        }
-        Ok(())
-    }
-
     /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
     /// pending line: after shutdown (which appended every pending line) or after its topic
     /// was deleted, a reader's close succeeds.
@@ -605,8 +554,11 @@ impl FsState {
             return Ok(());
         }
         let _live = live?;
-        if let Handle::GroupOffsets(o) = &mut *h {
-            return self.apply_offsets(&of, o, Some(owner));
+        if let Some(res) = of
+            .view
+            .close(self, &of, &mut h, view::Closing::Descriptor(owner))
+        {
+            return res;
         }
         Ok(h.flush(&*self.storage, owner)?)
     }
@@ -649,8 +601,8 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        if let Handle::GroupOffsets(o) = &mut *h {
-            return self.apply_offsets(&of, o, None);
+        if let Some(res) = of.view.close(self, &of, &mut h, view::Closing::Release) {
+            return res;
         }
         // A group reader committed above, then the others take over its partitions.
         let res = match last_commit {

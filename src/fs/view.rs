@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
 use super::held;
-use super::inode::Node;
+use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, Opened, Ttl};
 use super::views::VIEWS;
 use super::{FsError, FsResult, FsState, OpenFile};
@@ -33,6 +33,20 @@ pub(super) fn views() -> impl Iterator<Item = &'static dyn View> {
     VIEWS.iter().copied()
 }
 
+/// Whether a view holds records of group `g` of `t` taken (a group's maildir): its record
+/// files and `offsets` wait.
+pub(super) fn group_taken(fs: &FsState, t: &TopicName, g: &str) -> bool {
+    views().any(|v| v.group_taken(fs, t, g))
+}
+
+/// Group `g`'s commits on `t` were set from outside the views (its `offsets`): each starts
+/// again from them.
+pub(super) fn group_reset(fs: &FsState, t: &TopicName, g: &str) {
+    for v in views() {
+        v.group_reset(fs, t, g);
+    }
+}
+
 /// Whether `a` and `b` are the same view (by name: views hold no data, and references to
 /// values without size may share an address).
 pub(super) fn same(a: &dyn View, b: &dyn View) -> bool {
@@ -52,6 +66,15 @@ pub(super) fn across(from: &Node, to: &Node) -> FsError {
         _ => "nothing moves there from another part of the tree",
     };
     FsError::Tree(errno, format!("{from} -> {to}: {why}"))
+}
+
+/// Which close of an open file: of one descriptor (by the descriptor table it names), the
+/// last one (release), or the daemon's shutdown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Closing {
+    Descriptor(u64),
+    Release,
+    Shutdown,
 }
 
 /// A rename's source or target: a directory and a name in it.
@@ -183,6 +206,14 @@ pub(super) trait View: Sync {
     /// Topic `name` was deleted: what the view keeps of it goes.
     fn topic_deleted(&self, fs: &FsState, name: &str) {}
 
+    /// Whether the view holds records of group `g` of `t` taken (see [`group_taken`]).
+    fn group_taken(&self, fs: &FsState, t: &TopicName, g: &str) -> bool {
+        false
+    }
+
+    /// Group `g`'s commits on `t` were set from outside (see [`group_reset`]).
+    fn group_reset(&self, fs: &FsState, t: &TopicName, g: &str) {}
+
     /// write(2) of `data` at `offset` to open file `of` (its handle `h`, locked), by the
     /// descriptor table `owner`.
     fn write(
@@ -193,6 +224,12 @@ pub(super) trait View: Sync {
         (offset, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
+        None
+    }
+
+    /// What a close of open file `of` (its handle `h`, locked) completes, where the view's
+    /// handle has a rule of its own (None: the handle's, `Handle::flush` or `Handle::finish`).
+    fn close(&self, fs: &FsState, of: &OpenFile, h: &mut Handle, closing: Closing) -> Mine<()> {
         None
     }
 

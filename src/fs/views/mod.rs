@@ -1,6 +1,7 @@
 //! The views of the tree, a folder each: the node kinds each owns, its handles and its
 //! state. A view is plugged into the core by a line of [`VIEWS`].
 
+pub(super) mod groups;
 pub(super) mod log_file;
 pub(super) mod metrics;
 
@@ -11,7 +12,7 @@ use super::view::View;
 pub(super) static VIEWS: [&dyn View; 6] = [
     &metrics::MetricsView,
     &log_file::LogView,
-    &super::groups::GroupsView,
+    &groups::GroupsView,
     &super::table::TableView,
     &super::maildir::MailView,
     &super::tree::TopicsView,
