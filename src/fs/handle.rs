@@ -27,11 +27,11 @@ pub enum Handle {
     /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),
     /// `table/<key>`.
-    Table(super::table::TableHandle),
+    Table(super::views::table::handle::TableHandle),
     /// `@log`.
     Log(super::views::log_file::LogHandle),
     /// A file of `table/` the mount holds (a name starting with `.`).
-    Held(super::held::Shared),
+    Held(super::types::HeldFile),
     /// A file held in a maildir's `tmp/` (or written into `new/`).
     Mail(super::maildir::HeldHandle),
 }

@@ -53,11 +53,6 @@ impl Mail {
         }
     }
 
-    /// Where held files spill when they grow large (the first log dir's root).
-    pub(super) fn spill_dir(&self) -> &std::path::Path {
-        &self.spill_dir
-    }
-
     /// Topic `name` was deleted: its held files and group maildirs go with it.
     pub(super) fn topic_deleted(&self, name: &str) {
         self.deliveries.guard().retain(|(n, _), _| n != name);
@@ -132,7 +127,7 @@ impl FsState {
     }
 
     /// Held file `id` of `t`'s maildir.
-    pub(super) fn mail_held(&self, t: &TopicName, id: u64) -> FsResult<super::held::Shared> {
+    pub(super) fn mail_held(&self, t: &TopicName, id: u64) -> FsResult<super::types::HeldFile> {
         self.topic(t)?;
         let d = self.delivery(t);
         let d = d.guard();
@@ -485,18 +480,6 @@ impl FsState {
         Ok((Duration::ZERO, attr, opened))
     }
 
-    /// Whether records may be written to `t` through the tree (not an internal topic): a
-    /// maildir delivery, a `table/` key.
-    pub(super) fn deliverable(&self, t: &TopicName) -> FsResult<()> {
-        if self.storage.is_internal(t) {
-            return tree(
-                libc::EPERM,
-                format!("{t}: an internal topic is written by its coordinator only"),
-            );
-        }
-        Ok(())
-    }
-
     /// truncate(2) of a held file (None: `node` is not one).
     pub(super) fn maildir_truncate(&self, node: &Node, size: u64) -> Option<FsResult<()>> {
         let Node::MailHeld(t, id) = node else {
@@ -676,7 +659,7 @@ impl View for MailView {
             .map(|r| r.map(|(size, at)| (size, Some(at))))
     }
 
-    fn held(&self, fs: &FsState, node: &Node) -> Mine<super::held::Shared> {
+    fn held(&self, fs: &FsState, node: &Node) -> Mine<super::types::HeldFile> {
         let Node::MailHeld(t, id) = node else {
             return None;
         };

@@ -14,7 +14,6 @@ pub(crate) mod fuse;
 mod gate;
 mod groups;
 pub mod handle;
-mod held;
 pub mod inode;
 mod mail_handle;
 mod mail_moves;
@@ -25,7 +24,6 @@ pub(crate) mod owner;
 pub use owner::ServiceUser;
 mod read;
 pub mod stream;
-pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
 mod view;
@@ -147,7 +145,10 @@ pub struct FsState {
     /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
     transport: Arc<crate::metrics::TransportCounters>,
     /// The files of `table/` whose names start with `.`: held, never keys.
-    held: held::Held,
+    held: views::table::held::Held,
+    /// Where held files spill when they grow large: the first log dir's root (files without
+    /// a name), or the system's temporary directory where the storage has no log dir.
+    spill_dir: std::path::PathBuf,
     /// The maildirs: held files of each topic, each group's maildir.
     mail: maildir::Mail,
     /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
@@ -250,7 +251,8 @@ impl FsState {
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
             transport: Arc::default(),
-            held: held::Held::default(),
+            held: views::table::held::Held::default(),
+            spill_dir: spill_dir.clone(),
             mail: maildir::Mail::new(options.maildir_window, spill_dir),
             schemas,
         });
@@ -335,6 +337,18 @@ impl FsState {
             );
         }
         Ok(topic)
+    }
+
+    /// Whether records may be written to `t` through the tree (not an internal topic): a
+    /// maildir delivery, a `table/` key.
+    pub(super) fn deliverable(&self, t: &TopicName) -> FsResult<()> {
+        if self.storage.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by its coordinator only"),
+            );
+        }
+        Ok(())
     }
 
     /// The topic `node` belongs to (None for the root), as [`FsState::topic`].
@@ -490,7 +504,7 @@ impl FsState {
 
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
     /// not yet delivered); None for any other node.
-    pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<held::Shared>> {
+    pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<types::HeldFile>> {
         view::view_of(node).held(self, node)
     }
 

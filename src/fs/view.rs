@@ -10,9 +10,8 @@ use std::ffi::OsStr;
 use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
-use super::held;
 use super::inode::{Node, TopicName};
-use super::types::{Access, Attr, DirEntry, Opened, Ttl};
+use super::types::{Access, Attr, DirEntry, HeldFile, Opened, Ttl};
 use super::views::VIEWS;
 use super::{FsError, FsResult, FsState, OpenFile};
 
@@ -112,7 +111,7 @@ pub(super) trait View: Sync {
     }
 
     /// The file the mount holds that `node` is (a mode of its own, truncated at any size).
-    fn held(&self, fs: &FsState, node: &Node) -> Mine<held::Shared> {
+    fn held(&self, fs: &FsState, node: &Node) -> Mine<HeldFile> {
         None
     }
 

@@ -4,6 +4,7 @@
 pub(super) mod groups;
 pub(super) mod log_file;
 pub(super) mod metrics;
+pub(super) mod table;
 
 use super::view::View;
 
@@ -13,7 +14,7 @@ pub(super) static VIEWS: [&dyn View; 6] = [
     &metrics::MetricsView,
     &log_file::LogView,
     &groups::GroupsView,
-    &super::table::TableView,
+    &table::TableView,
     &super::maildir::MailView,
     &super::tree::TopicsView,
 ];
