@@ -72,15 +72,10 @@ impl fmt::Display for PathOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.state.inodes.get(self.ino) {
             Some(Node::Root) => {}
-            Some(Node::MailHeld(t, id)) => match self.state.held_file_name(&t, id) {
-                Some(name) => write!(f, "/{t}/{}/{name}", inode::MAILDIR_DIR)?,
-                None => write!(f, "/{}", Node::MailHeld(t, id))?,
+            Some(node) => match super::view::view_of(&node).path(self.state, &node) {
+                Some(path) => write!(f, "/{path}")?,
+                None => write!(f, "/{node}")?,
             },
-            Some(Node::MailRecord(t, g, p, o)) => match self.state.record_file_name(&t, &g, p, o) {
-                Some(name) => write!(f, "/{}/{name}", Node::Maildir(t, Some(g)))?,
-                None => write!(f, "/{}", Node::MailRecord(t, g, p, o))?,
-            },
-            Some(node) => write!(f, "/{node}")?,
             None => write!(f, "(inode {})", self.ino)?,
         }
         match self.name {

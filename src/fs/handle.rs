@@ -33,7 +33,7 @@ pub enum Handle {
     /// A file of `table/` the mount holds (a name starting with `.`).
     Held(super::types::HeldFile),
     /// A file held in a maildir's `tmp/` (or written into `new/`).
-    Mail(super::maildir::HeldHandle),
+    Mail(super::views::maildir::HeldHandle),
 }
 
 impl Handle {

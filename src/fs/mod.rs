@@ -15,9 +15,6 @@ mod gate;
 mod groups;
 pub mod handle;
 pub mod inode;
-mod mail_handle;
-mod mail_moves;
-mod maildir;
 mod names;
 mod open;
 pub(crate) mod owner;
@@ -150,7 +147,7 @@ pub struct FsState {
     /// a name), or the system's temporary directory where the storage has no log dir.
     spill_dir: std::path::PathBuf,
     /// The maildirs: held files of each topic, each group's maildir.
-    mail: maildir::Mail,
+    mail: views::maildir::Mail,
     /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
     /// values.
     schemas: Arc<crate::schemas::Schemas>,
@@ -253,7 +250,7 @@ impl FsState {
             transport: Arc::default(),
             held: views::table::held::Held::default(),
             spill_dir: spill_dir.clone(),
-            mail: maildir::Mail::new(options.maildir_window, spill_dir),
+            mail: views::maildir::Mail::new(options.maildir_window, spill_dir),
             schemas,
         });
         follow::start(&state);

@@ -55,7 +55,7 @@ fn taken(fs: &FsState) -> bool {
     let super::inode::Node::Topic(t) = fs.node(walk(fs, "t")).unwrap() else {
         panic!("t is a topic");
     };
-    fs.maildir_taken(&t, "g")
+    super::views::maildir::maildir_taken(fs, &t, "g")
 }
 
 fn commits(fs: &FsState, g: &str) -> BTreeMap<u32, (i64, String)> {

@@ -202,6 +202,12 @@ pub(super) trait View: Sync {
         None
     }
 
+    /// The path of `node` below the mountpoint as it is listed now, for log lines (None: its
+    /// node's own, `Node`'s `Display`).
+    fn path(&self, fs: &FsState, node: &Node) -> Option<String> {
+        None
+    }
+
     /// Topic `name` was deleted: what the view keeps of it goes.
     fn topic_deleted(&self, fs: &FsState, name: &str) {}
 

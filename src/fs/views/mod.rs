@@ -3,6 +3,7 @@
 
 pub(super) mod groups;
 pub(super) mod log_file;
+pub(super) mod maildir;
 pub(super) mod metrics;
 pub(super) mod table;
 
@@ -15,6 +16,6 @@ pub(super) static VIEWS: [&dyn View; 6] = [
     &log_file::LogView,
     &groups::GroupsView,
     &table::TableView,
-    &super::maildir::MailView,
+    &maildir::MailView,
     &super::tree::TopicsView,
 ];
