@@ -365,15 +365,19 @@ impl FsState {
         }
     }
 
-    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
-    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
-        let open: Vec<Arc<OpenFile>> = self
-            .handles
-            .guard()
+    /// The open files of inode `ino`.
+    fn open_files_of(&self, ino: u64) -> Vec<Arc<OpenFile>> {
+        let handles = self.handles.guard();
+        handles
             .values()
             .filter(|of| of.ino == ino)
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
+    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
+        let open = self.open_files_of(ino);
         open.iter().find_map(|of| match &*of.handle.guard() {
             Handle::Segment(f) => Some(f.clone()),
             _ => None,

@@ -4,9 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use super::follow::{self, Read};
 use super::handle::{self, Handle};
 use super::types::ReadReply;
-use super::{FsError, FsResult, FsState, follow, report};
+use super::{FsError, FsResult, FsState, report};
 use crate::group::{GroupHandle, GroupRead};
 use crate::util::sync::MutexExt;
 
@@ -400,17 +401,6 @@ impl FsState {
     pub fn waiting_reads(&self) -> usize {
         self.parking.waiting()
     }
-}
-
-/// One read(2): of open file `fh`, `size` bytes at `offset`, by thread `pid`; `nonblock`:
-/// EAGAIN where it would wait.
-#[derive(Clone, Copy)]
-pub(super) struct Read {
-    pub fh: u64,
-    pub offset: u64,
-    pub size: u32,
-    pub pid: u32,
-    pub nonblock: bool,
 }
 
 /// A read not answered: its reply, given back with the error to answer.

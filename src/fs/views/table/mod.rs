@@ -387,13 +387,7 @@ pub(in crate::fs) fn being_created(fs: &FsState, ino: u64, node: &Node) -> bool 
     if !matches!(node, Node::TableKey(..)) {
         return false;
     }
-    let open: Vec<Arc<OpenFile>> = fs
-        .handles
-        .guard()
-        .values()
-        .filter(|of| of.ino == ino)
-        .cloned()
-        .collect();
+    let open = fs.open_files_of(ino);
     open.iter()
         .any(|of| matches!(&*of.handle.guard(), Handle::Table(t) if t.pending()))
 }
