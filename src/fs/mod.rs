@@ -703,15 +703,3 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_mail_clients;
-#[cfg(test)]
-mod tests_maildir;
-#[cfg(test)]
-mod tests_members;
-#[cfg(test)]
-mod tests_memory;
-#[cfg(test)]
-mod tests_remote;
-#[cfg(test)]
-mod tests_storage;

@@ -457,3 +457,9 @@ fn a_create_that_fails_counts_no_lookup() {
 fn walk_listed(listed: &[super::types::DirEntry], name: &str) -> u64 {
     listed.iter().find(|e| e.name == name).unwrap().ino
 }
+
+mod mail_clients;
+mod maildir;
+mod members;
+mod memory;
+mod remote;

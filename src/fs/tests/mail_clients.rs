@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::Arc;
 
-use super::FsState;
-use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
-use super::tests_maildir::names;
-use super::types::Owner;
+use super::maildir::names;
+use super::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::config::BrokerConfig;
+use crate::fs::FsState;
+use crate::fs::types::Owner;
 use crate::manager::LogManager;
 
 fn state(dir: &std::path::Path) -> Arc<FsState> {
@@ -52,10 +52,10 @@ fn values(fs: &FsState, t: &str) -> Vec<String> {
 
 /// Whether group g's maildir on t has taken records.
 fn taken(fs: &FsState) -> bool {
-    let super::inode::Node::Topic(t) = fs.node(walk(fs, "t")).unwrap() else {
+    let crate::fs::inode::Node::Topic(t) = fs.node(walk(fs, "t")).unwrap() else {
         panic!("t is a topic");
     };
-    super::views::maildir::maildir_taken(fs, &t, "g")
+    crate::fs::views::maildir::maildir_taken(fs, &t, "g")
 }
 
 fn commits(fs: &FsState, g: &str) -> BTreeMap<u32, (i64, String)> {
