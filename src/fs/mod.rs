@@ -5,18 +5,15 @@
 
 mod ahead;
 mod cached;
-mod dirs;
 pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
 mod follow;
 pub(crate) mod fuse;
 mod gate;
-mod groups;
 pub mod handle;
 pub mod inode;
 mod names;
-mod open;
 pub(crate) mod owner;
 pub use owner::ServiceUser;
 mod read;
@@ -207,6 +204,50 @@ impl FsState {
     /// Whether the topics' data is in local log dirs (not in a cluster).
     pub fn data_is_local(&self) -> bool {
         !self.storage.log_dirs().is_empty()
+    }
+
+    /// Entry to the core for one callback (see [`gate::enter`]).
+    pub(in crate::fs) fn gate(&self) -> FsResult<gate::Gate<'_>> {
+        gate::enter(self)
+    }
+
+    /// The path of `ino`, for log lines.
+    pub fn path(&self, ino: u64) -> errno::PathOf<'_> {
+        errno::PathOf {
+            state: self,
+            ino,
+            name: None,
+        }
+    }
+
+    /// The path of `name` in directory `parent`, for log lines.
+    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> errno::PathOf<'a> {
+        errno::PathOf {
+            state: self,
+            ino: parent,
+            name: Some(name),
+        }
+    }
+
+    /// A rename for log lines: both of its paths.
+    pub fn rename_paths<'a>(
+        &'a self,
+        parent: u64,
+        name: &'a OsStr,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        errno::TwoPaths(self.path_in(parent, name), self.path_in(newparent, newname))
+    }
+
+    /// A link for log lines: its new path, then the path of the file it names.
+    pub fn link_paths<'a>(
+        &'a self,
+        ino: u64,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        errno::TwoPaths(self.path_in(newparent, newname), self.path(ino))
     }
 
     /// The fs core over `storage`; loads the consumer groups' committed offsets.

@@ -483,6 +483,6 @@ impl View for TopicsView {
     }
 
     fn ioctl(&self, h: &Handle, cmd: u32) -> Mine<()> {
-        super::groups::terminal_ioctl(h, cmd)
+        super::read::terminal_ioctl(h, cmd)
     }
 }

@@ -111,7 +111,7 @@ impl View for GroupsView {
     }
 
     fn ioctl(&self, h: &Handle, cmd: u32) -> Mine<()> {
-        crate::fs::groups::terminal_ioctl(h, cmd)
+        crate::fs::read::terminal_ioctl(h, cmd)
     }
 }
 
