@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use super::inode::{Node, TopicName};
+use super::inode::TopicName;
 use super::{FsState, OpenFile};
 use crate::util::sync::MutexExt;
 
@@ -92,7 +92,7 @@ impl Cached {
 
 /// On drop, the kernel forgets the attributes it holds of a topic that a call may have
 /// changed (see [`Cached`]), whichever way the call returns.
-pub(super) struct Changes<'a>(&'a FsState, Option<TopicName>);
+pub(super) struct Changes<'a>(pub(super) &'a FsState, pub(super) Option<TopicName>);
 
 impl Drop for Changes<'_> {
     fn drop(&mut self) {
@@ -108,40 +108,6 @@ impl OpenFile {
     pub(super) fn topic_name(&self) -> Option<TopicName> {
         let t = self.topic.as_deref()?;
         Some(TopicName::new(t.name(), t.incarnation()))
-    }
-}
-
-impl FsState {
-    /// The kernel is shown `node`'s attributes (inode `ino`) to keep for `ttl`: those that
-    /// show a topic's times are forgotten when it changes through the mount.
-    pub(super) fn showing(&self, node: &Node, ino: u64, ttl: Duration) {
-        // A maildir record's time is its record's: it never changes.
-        if ttl.is_zero() || matches!(node, Node::MailRecord(..)) {
-            return;
-        }
-        if let Some(t) = node.topic() {
-            self.cached.shown(t, ino, || self.topic_time(t));
-        }
-    }
-
-    /// Topic `t`'s time: that of its last change.
-    fn topic_time(&self, t: &TopicName) -> Option<SystemTime> {
-        self.topic(t).ok().and_then(|topic| topic.modified())
-    }
-
-    /// The FUSE session's cache of attributes, which [`FsState::showing`] keeps true.
-    pub fn set_kernel_cache(&self, kernel: Box<dyn KernelCache>) {
-        self.cached.set_kernel(kernel);
-    }
-
-    /// Until the end of the scope that holds it, a change to node `n`'s topic.
-    pub(super) fn changes(&self, n: &Node) -> Changes<'_> {
-        Changes(self, n.topic().cloned())
-    }
-
-    /// Until the end of the scope that holds it, a change to open file `of`'s topic.
-    pub(super) fn changes_of(&self, of: &OpenFile) -> Changes<'_> {
-        Changes(self, of.topic_name())
     }
 }
 

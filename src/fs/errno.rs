@@ -63,24 +63,19 @@ pub fn report(op: &str, what: &dyn fmt::Display, e: FsError) -> i32 {
 /// A path of the tree below the mountpoint (`/t/table/k`), for log lines: resolved only when
 /// written.
 pub struct PathOf<'a> {
-    state: &'a FsState,
-    ino: u64,
-    name: Option<&'a OsStr>,
+    pub(super) state: &'a FsState,
+    pub(super) ino: u64,
+    pub(super) name: Option<&'a OsStr>,
 }
 
 impl fmt::Display for PathOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.state.inodes.get(self.ino) {
             Some(Node::Root) => {}
-            Some(Node::MailHeld(t, id)) => match self.state.held_file_name(&t, id) {
-                Some(name) => write!(f, "/{t}/{}/{name}", inode::MAILDIR_DIR)?,
-                None => write!(f, "/{}", Node::MailHeld(t, id))?,
+            Some(node) => match super::view::view_of(&node).path(self.state, &node) {
+                Some(path) => write!(f, "/{path}")?,
+                None => write!(f, "/{node}")?,
             },
-            Some(Node::MailRecord(t, g, p, o)) => match self.state.record_file_name(&t, &g, p, o) {
-                Some(name) => write!(f, "/{}/{name}", Node::Maildir(t, Some(g)))?,
-                None => write!(f, "/{}", Node::MailRecord(t, g, p, o))?,
-            },
-            Some(node) => write!(f, "/{node}")?,
             None => write!(f, "(inode {})", self.ino)?,
         }
         match self.name {
@@ -130,49 +125,8 @@ fn errno_name(code: i32) -> String {
     }
 }
 
-impl FsState {
-    /// The path of `ino`, for log lines.
-    pub fn path(&self, ino: u64) -> PathOf<'_> {
-        PathOf {
-            state: self,
-            ino,
-            name: None,
-        }
-    }
-
-    /// The path of `name` in directory `parent`, for log lines.
-    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> PathOf<'a> {
-        PathOf {
-            state: self,
-            ino: parent,
-            name: Some(name),
-        }
-    }
-
-    /// A rename for log lines: both of its paths.
-    pub fn rename_paths<'a>(
-        &'a self,
-        parent: u64,
-        name: &'a OsStr,
-        newparent: u64,
-        newname: &'a OsStr,
-    ) -> impl std::fmt::Display + 'a {
-        TwoPaths(self.path_in(parent, name), self.path_in(newparent, newname))
-    }
-
-    /// A link for log lines: its new path, then the path of the file it names.
-    pub fn link_paths<'a>(
-        &'a self,
-        ino: u64,
-        newparent: u64,
-        newname: &'a OsStr,
-    ) -> impl std::fmt::Display + 'a {
-        TwoPaths(self.path_in(newparent, newname), self.path(ino))
-    }
-}
-
 /// "A to B".
-struct TwoPaths<'a>(PathOf<'a>, PathOf<'a>);
+pub(super) struct TwoPaths<'a>(pub(super) PathOf<'a>, pub(super) PathOf<'a>);
 
 impl std::fmt::Display for TwoPaths<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

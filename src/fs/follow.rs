@@ -12,7 +12,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::read::Read;
 use super::types::ReadReply;
 use super::{FsState, OpenFile};
 use crate::base::Waker;
@@ -24,6 +23,17 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(200);
 /// How often the group readers' periodic commits are looked at (they are due every
 /// [`crate::group::COMMIT_INTERVAL`]).
 const COMMIT_SCAN: Duration = Duration::from_secs(1);
+
+/// One read(2): of open file `fh`, `size` bytes at `offset`, by thread `pid`; `nonblock`:
+/// EAGAIN where it would wait.
+#[derive(Clone, Copy)]
+pub(super) struct Read {
+    pub fh: u64,
+    pub offset: u64,
+    pub size: u32,
+    pub pid: u32,
+    pub nonblock: bool,
+}
 
 /// A read waiting for records.
 pub(super) struct Parked {

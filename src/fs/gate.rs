@@ -29,28 +29,26 @@ impl Drop for Gate<'_> {
     }
 }
 
-impl FsState {
-    /// Entry to the core for one callback: ENOTCONN once the shutdown began; until the
-    /// guard drops, the shutdown waits. A thread already inside (a callback that calls
-    /// another: a parked read answered again) enters again without taking the lock: a second
-    /// read lock behind a waiting writer would wait for ever.
-    pub(super) fn gate(&self) -> FsResult<Gate<'_>> {
-        let me = self as *const FsState as usize;
-        if INSIDE.with(|i| i.borrow().contains(&me)) {
-            INSIDE.with(|i| i.borrow_mut().push(me));
-            return Ok(Gate {
-                state: me,
-                _guard: None,
-            });
-        }
-        let g = self.closed.read_guard();
-        if *g {
-            return tree(libc::ENOTCONN, "the filesystem is shutting down");
-        }
+/// Entry to the core for one callback: ENOTCONN once the shutdown began; until the
+/// guard drops, the shutdown waits. A thread already inside (a callback that calls
+/// another: a parked read answered again) enters again without taking the lock: a second
+/// read lock behind a waiting writer would wait for ever.
+pub(super) fn enter(fs: &FsState) -> FsResult<Gate<'_>> {
+    let me = fs as *const FsState as usize;
+    if INSIDE.with(|i| i.borrow().contains(&me)) {
         INSIDE.with(|i| i.borrow_mut().push(me));
-        Ok(Gate {
+        return Ok(Gate {
             state: me,
-            _guard: Some(g),
-        })
+            _guard: None,
+        });
     }
+    let g = fs.closed.read_guard();
+    if *g {
+        return tree(libc::ENOTCONN, "the filesystem is shutting down");
+    }
+    INSIDE.with(|i| i.borrow_mut().push(me));
+    Ok(Gate {
+        state: me,
+        _guard: Some(g),
+    })
 }

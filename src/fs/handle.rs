@@ -22,49 +22,18 @@ pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
     Group(crate::group::GroupHandle),
-    GroupOffsets(super::group_handle::OffsetsHandle),
+    GroupOffsets(super::views::groups::offsets::OffsetsHandle),
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),
     /// `table/<key>`.
-    Table(super::table::TableHandle),
+    Table(super::views::table::handle::TableHandle),
     /// `@log`.
-    Log(LogHandle),
+    Log(super::views::log_file::LogHandle),
     /// A file of `table/` the mount holds (a name starting with `.`).
-    Held(super::held::Shared),
+    Held(super::types::HeldFile),
     /// A file held in a maildir's `tmp/` (or written into `new/`).
-    Mail(super::maildir::HeldHandle),
-}
-
-/// An open `@log`: file offset 0 is the first line kept at open. A reader that falls behind
-/// the lines kept goes on from the first one kept (its offsets then name later lines).
-pub struct LogHandle {
-    /// The stream position ([`crate::logtail`]) of file offset 0.
-    base: u64,
-}
-
-impl LogHandle {
-    pub fn open() -> LogHandle {
-        let base = crate::logtail::global().bounds().0;
-        LogHandle { base }
-    }
-
-    /// Up to `size` bytes at file offset `offset`; empty at the end.
-    pub fn read(&mut self, offset: u64, size: usize) -> Vec<u8> {
-        let at = self.base + offset;
-        let (from, bytes) = crate::logtail::global().read(at, size);
-        if from > at {
-            // Dropped lines: the reader goes on from the first one kept.
-            self.base = from - offset;
-        }
-        bytes
-    }
-
-    /// The file's length as its reader sees it (`fstat`, which `tail -f` polls): it only
-    /// grows, also while the oldest lines are dropped.
-    pub fn length(&self) -> u64 {
-        crate::logtail::global().bounds().1 - self.base
-    }
+    Mail(super::views::maildir::HeldHandle),
 }
 
 impl Handle {

@@ -5,30 +5,22 @@
 
 mod ahead;
 mod cached;
-mod dirs;
 pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
 mod follow;
 mod gate;
-pub(crate) mod group_handle;
-mod groups;
 pub mod handle;
-mod held;
 pub mod inode;
-mod mail_handle;
-mod mail_moves;
-mod maildir;
-mod metrics;
 mod names;
-mod open;
 pub(crate) mod owner;
 pub use owner::ServiceUser;
 mod read;
 pub mod stream;
-pub(crate) mod table;
 mod tree;
 pub(crate) mod types;
+mod view;
+mod views;
 mod windows;
 
 use std::collections::HashMap;
@@ -146,9 +138,12 @@ pub struct FsState {
     /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
     transport: Arc<crate::metrics::TransportCounters>,
     /// The files of `table/` whose names start with `.`: held, never keys.
-    held: held::Held,
+    held: views::table::held::Held,
+    /// Where held files spill when they grow large: the first log dir's root (files without
+    /// a name), or the system's temporary directory where the storage has no log dir.
+    spill_dir: std::path::PathBuf,
     /// The maildirs: held files of each topic, each group's maildir.
-    mail: maildir::Mail,
+    mail: views::maildir::Mail,
     /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
     /// values.
     schemas: Arc<crate::schemas::Schemas>,
@@ -180,7 +175,9 @@ impl Default for FsOptions {
 
 /// An open file: its handle and the topic it belongs to. Every use of the handle first
 /// checks that the topic is not deleted, and holds it so while the handle works.
-struct OpenFile {
+pub(super) struct OpenFile {
+    /// The view that opened it: it answers for the handle.
+    view: &'static dyn view::View,
     topic: Option<Arc<dyn TopicStore>>,
     handle: Mutex<Handle>,
     ino: u64,
@@ -198,9 +195,58 @@ impl OpenFile {
 }
 
 impl FsState {
+    /// The FUSE transport's figures, set by the FUSE layer.
+    pub fn transport(&self) -> &Arc<crate::metrics::TransportCounters> {
+        &self.transport
+    }
+
     /// Whether the topics' data is in local log dirs (not in a cluster).
     pub fn data_is_local(&self) -> bool {
         !self.storage.log_dirs().is_empty()
+    }
+
+    /// Entry to the core for one callback (see [`gate::enter`]).
+    pub(in crate::fs) fn gate(&self) -> FsResult<gate::Gate<'_>> {
+        gate::enter(self)
+    }
+
+    /// The path of `ino`, for log lines.
+    pub fn path(&self, ino: u64) -> errno::PathOf<'_> {
+        errno::PathOf {
+            state: self,
+            ino,
+            name: None,
+        }
+    }
+
+    /// The path of `name` in directory `parent`, for log lines.
+    pub fn path_in<'a>(&'a self, parent: u64, name: &'a OsStr) -> errno::PathOf<'a> {
+        errno::PathOf {
+            state: self,
+            ino: parent,
+            name: Some(name),
+        }
+    }
+
+    /// A rename for log lines: both of its paths.
+    pub fn rename_paths<'a>(
+        &'a self,
+        parent: u64,
+        name: &'a OsStr,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        errno::TwoPaths(self.path_in(parent, name), self.path_in(newparent, newname))
+    }
+
+    /// A link for log lines: its new path, then the path of the file it names.
+    pub fn link_paths<'a>(
+        &'a self,
+        ino: u64,
+        newparent: u64,
+        newname: &'a OsStr,
+    ) -> impl std::fmt::Display + 'a {
+        errno::TwoPaths(self.path_in(newparent, newname), self.path(ino))
     }
 
     /// The fs core over `storage`; loads the consumer groups' committed offsets.
@@ -242,8 +288,9 @@ impl FsState {
             key_separator: options.key_separator,
             tables: Mutex::new(HashMap::new()),
             transport: Arc::default(),
-            held: held::Held::default(),
-            mail: maildir::Mail::new(options.maildir_window, spill_dir),
+            held: views::table::held::Held::default(),
+            spill_dir: spill_dir.clone(),
+            mail: views::maildir::Mail::new(options.maildir_window, spill_dir),
             schemas,
         });
         follow::start(&state);
@@ -292,12 +339,9 @@ impl FsState {
             // The pending line of a deleted topic's file has nowhere to go.
             let Ok(_live) = of.live() else { continue };
             let mut h = of.handle.guard();
-            let res = match &mut *h {
-                Handle::GroupOffsets(o) => self.apply_offsets(&of, o, None),
-                // A file still being written into a maildir's new/ may be partial: it is
-                // not delivered (held files do not outlive the daemon).
-                Handle::Mail(_) => Ok(()),
-                h => h.finish(&*self.storage).map_err(Into::into),
+            let res = match of.view.close(self, &of, &mut h, view::Closing::Shutdown) {
+                Some(res) => res,
+                None => h.finish(&*self.storage).map_err(Into::into),
             };
             if let Err(e) = res {
                 log::error!("shutdown: what open file {fh} wrote was not applied: {e}");
@@ -332,6 +376,18 @@ impl FsState {
         Ok(topic)
     }
 
+    /// Whether records may be written to `t` through the tree (not an internal topic): a
+    /// maildir delivery, a `table/` key.
+    pub(super) fn deliverable(&self, t: &TopicName) -> FsResult<()> {
+        if self.storage.is_internal(t) {
+            return tree(
+                libc::EPERM,
+                format!("{t}: an internal topic is written by its coordinator only"),
+            );
+        }
+        Ok(())
+    }
+
     /// The topic `node` belongs to (None for the root), as [`FsState::topic`].
     fn topic_of(&self, node: &Node) -> FsResult<Option<Arc<dyn TopicStore>>> {
         node.topic().map(|t| self.topic(t)).transpose()
@@ -349,15 +405,19 @@ impl FsState {
         }
     }
 
-    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
-    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
-        let open: Vec<Arc<OpenFile>> = self
-            .handles
-            .guard()
+    /// The open files of inode `ino`.
+    fn open_files_of(&self, ino: u64) -> Vec<Arc<OpenFile>> {
+        let handles = self.handles.guard();
+        handles
             .values()
             .filter(|of| of.ino == ino)
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// The real file an open `segments/` file of inode `ino` holds (they all hold the same).
+    fn open_segment_file(&self, ino: u64) -> Option<Arc<std::fs::File>> {
+        let open = self.open_files_of(ino);
         open.iter().find_map(|of| match &*of.handle.guard() {
             Handle::Segment(f) => Some(f.clone()),
             _ => None,
@@ -390,19 +450,17 @@ impl FsState {
         self.lookup_from(parent, name, 0)
     }
 
-    /// lookup(2) by process `pid`: as [`FsState::lookup`], and a name `pid` just delivered
-    /// into a topic's maildir answers it (see [`FsState::just_delivered`]).
+    /// lookup(2) by process `pid`: as [`FsState::lookup`], and a view may answer `pid` a
+    /// name it shows no one else (a name `pid` just delivered into a topic's maildir).
     pub fn lookup_from(&self, parent: u64, name: &OsStr, pid: u32) -> FsResult<(Ttl, Attr)> {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let node = match self.child(&parent, name) {
-            Err(e) if e.errno() == libc::ENOENT => match self.just_delivered(&parent, name, pid) {
-                Some(node) => node,
-                None => return Err(e),
-            },
-            r => r?,
+        let node = match view::view_of(&parent).lookup(self, &parent, name, pid) {
+            Some(node) => node?,
+            None if name.to_str().is_none() => return tree(libc::ENOENT, "name is not UTF-8"),
+            None => return tree(libc::ENOTDIR, format!("{parent} is not a directory")),
         };
         self.entry(node)
     }
@@ -417,11 +475,8 @@ impl FsState {
         let node = self.node(ino)?;
         let topic = self.topic_of(&node)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let mut attr = match self.attr(ino, &node) {
-            // A key created by this open file has no value before its close.
-            Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
-            r => r?,
-        };
+        // A key created by this open file has no value before its close.
+        let mut attr = self.attr_or_created(ino, &node)?;
         if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }
@@ -461,49 +516,37 @@ impl FsState {
             None => owner,
         };
         if owner != types::Owner::default() {
-            let now = match self.attr(ino, &node) {
-                Err(_) if self.key_being_created(ino, &node) => self.new_key_attr(ino, &node),
-                r => r?,
-            };
+            let now = self.attr_or_created(ino, &node)?;
             if !self.owner.unchanged(owner, now.perm) {
                 return tree(libc::EPERM, "modes and owners are fixed");
             }
         }
         if let Some(size) = size {
-            if let Node::TableHeld(t, name) = &node {
-                let Some(f) = self.held.get(t, name) else {
-                    return tree(libc::ENOENT, format!("{node} was removed"));
-                };
-                f.guard().truncate(size)?;
-            } else if let Some(r) = self.maildir_truncate(&node, size) {
-                r?;
-            } else {
-                Self::may_truncate(&node, size)?;
-            }
-            if let Node::TableKey(t, key) = &node {
-                self.table_truncate(t, key, fh)?;
+            match view::view_of(&node).truncate(self, &node, size, fh) {
+                Some(r) => r?,
+                None => Self::may_truncate(&node, size)?,
             }
         }
-        match self.attr(ino, &node) {
-            // `touch` sets the times of the key it created before its close.
-            Err(_) if self.key_being_created(ino, &node) => {
-                Ok((Self::ttl(&node), self.new_key_attr(ino, &node)))
-            }
-            r => Ok((Self::ttl(&node), r?)),
+        // `touch` sets the times of the key it created before its close.
+        Ok((Self::ttl(&node), self.attr_or_created(ino, &node)?))
+    }
+
+    /// The attributes of `node`, or, where it exists only in an open file that creates it
+    /// (a key before its close), what its view shows of it then.
+    fn attr_or_created(&self, ino: u64, node: &Node) -> FsResult<Attr> {
+        match self.attr(ino, node) {
+            Err(e) => match view::view_of(node).being_created(self, ino, node) {
+                Some(attr) => Ok(attr),
+                None => Err(e),
+            },
+            r => r,
         }
     }
 
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
     /// not yet delivered); None for any other node.
-    pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<held::Shared>> {
-        match node {
-            Node::TableHeld(t, name) => Some(match self.held.get(t, name) {
-                Some(f) => Ok(f),
-                None => tree(libc::ENOENT, format!("{node} was removed")),
-            }),
-            Node::MailHeld(t, id) => Some(self.mail_held(t, *id)),
-            _ => None,
-        }
+    pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<types::HeldFile>> {
+        view::view_of(node).held(self, node)
     }
 
     /// Whether `node` may be truncated to `size`: only to 0, and only what takes writes
@@ -537,72 +580,10 @@ impl FsState {
         let _changes = self.changes_of(&of);
         let _live = of.live()?;
         let mut h = of.handle.guard();
-        match &mut *h {
-            Handle::Held(f) => f.guard().write_at(offset, data)?,
-            Handle::Mail(m) => m.write(offset, data, owner)?,
-            Handle::Append(a) => return Ok(a.write(data, owner)? as u32),
-            Handle::Text(t) => t.write(&*self.storage, data, owner)?,
-            Handle::Table(t) => t.write(data, owner)?,
-            Handle::GroupOffsets(o) => {
-                if let Err(e) = self.offsets_movable(&of, o) {
-                    // As a bad line does, a refused write fails the whole open.
-                    o.fail(e.to_string());
-                    return Err(e);
-                }
-                o.write(&*self.groups, data, owner)?
-            }
-            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) | Handle::Log(_) => {
-                return tree(libc::EBADF, "read-only file");
-            }
+        match of.view.write(self, &of, &mut h, (offset, data), owner) {
+            Some(written) => written,
+            None => tree(libc::EBADF, "read-only file"),
         }
-        Ok(data.len() as u32)
-    }
-
-    /// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
-    /// active members elsewhere (remote mode).
-    fn offsets_movable(&self, of: &OpenFile, o: &group_handle::OffsetsHandle) -> FsResult<()> {
-        let topic = of.topic.as_ref().expect("a topic's file");
-        let t = TopicName::new(topic.name(), topic.incarnation());
-        if self.maildir_taken(&t, o.group()) {
-            return tree(
-                libc::EBUSY,
-                format!(
-                    "group {} of {t} has records taken in its maildir: offsets not moved",
-                    o.group()
-                ),
-            );
-        }
-        if self.group_busy(&t, o.group()) {
-            return tree(
-                libc::EBUSY,
-                format!("group {} of {t} has a reader: offsets not moved", o.group()),
-            );
-        }
-        self.groups.check_idle(o.group())?;
-        Ok(())
-    }
-
-    /// Applies the lines written through an `offsets` open (see [`handle::OneChange`]).
-    fn apply_offsets(
-        &self,
-        of: &OpenFile,
-        o: &mut group_handle::OffsetsHandle,
-        closer: Option<u64>,
-    ) -> FsResult<()> {
-        if !o.pending() {
-            return Ok(());
-        }
-        if let Err(e) = self.offsets_movable(of, o) {
-            // Nothing of the open is applied.
-            o.discard();
-            return Err(e);
-        }
-        o.apply(&*self.groups, closer)?;
-        if let Some(topic) = &of.topic {
-            let t = TopicName::new(topic.name(), topic.incarnation());
-            self.mail.group_reset(&t, o.group());
-        }
-        Ok(())
     }
 
     /// close(2) of a descriptor. Nothing to do (and nothing to fail) for a file without a
@@ -628,8 +609,11 @@ impl FsState {
             return Ok(());
         }
         let _live = live?;
-        if let Handle::GroupOffsets(o) = &mut *h {
-            return self.apply_offsets(&of, o, Some(owner));
+        if let Some(res) = of
+            .view
+            .close(self, &of, &mut h, view::Closing::Descriptor(owner))
+        {
+            return res;
         }
         Ok(h.flush(&*self.storage, owner)?)
     }
@@ -672,8 +656,8 @@ impl FsState {
             return Ok(());
         };
         let mut h = of.handle.guard();
-        if let Handle::GroupOffsets(o) = &mut *h {
-            return self.apply_offsets(&of, o, None);
+        if let Some(res) = of.view.close(self, &of, &mut h, view::Closing::Release) {
+            return res;
         }
         // A group reader committed above, then the others take over its partitions.
         let res = match last_commit {
@@ -759,15 +743,3 @@ fn offset_text(offset: i64) -> String {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_mail_clients;
-#[cfg(test)]
-mod tests_maildir;
-#[cfg(test)]
-mod tests_members;
-#[cfg(test)]
-mod tests_memory;
-#[cfg(test)]
-mod tests_remote;
-#[cfg(test)]
-mod tests_storage;

@@ -1,13 +1,21 @@
 //! read(2) and poll(2): answered at once, or (a follow file at the log end) kept and
-//! answered when a record arrives; and the stream length `fstat` shows a stream's reader.
+//! answered when a record arrives; the stream length `fstat` shows a stream's reader; and the
+//! core's side of the consumer-group engine (`crate::group`): a record file opened as a
+//! reader that joins the group's membership, its leave at release, the readers' handles
+//! lent to the membership's rebalances by file handle, and the terminal ioctls of the files
+//! that read a line at a time.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use super::follow::{self, Read};
 use super::handle::{self, Handle};
+use super::inode::{Format, TopicName};
 use super::types::ReadReply;
-use super::{FsError, FsResult, FsState, follow, report};
-use crate::group::{GroupHandle, GroupRead};
+use super::view::Mine;
+use super::{FsError, FsResult, FsState, OpenFile, report};
+use crate::group::{GroupHandle, GroupRead, Join, Membership, Readers};
+use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
 
 impl FsState {
@@ -251,24 +259,20 @@ impl FsState {
         }
     }
 
-    /// ioctl(2) `cmd` on `fh`: answered (with no data) only by a file that hands out one line
-    /// a read, as a terminal in canonical mode does (a group's record file that commits what
-    /// it delivers): `isatty` (TCGETS) succeeds, so programs that read a terminal line by line
-    /// (mawk) read it so and use every line they take; setting the terminal's modes (TCSETS,
-    /// TCSETSW, TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the
-    /// line discipline is the file's own. Anything else: ENOTTY.
+    /// ioctl(2) `cmd` on `fh`: as the view that opened it answers (a group's record file,
+    /// read a line at a time, answers the terminal's: see `groups::terminal_ioctl`);
+    /// anything else: ENOTTY.
     pub fn ioctl(&self, fh: u64, cmd: u32) -> FsResult<()> {
-        let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
-        let by_line = self
+        let answer = self
             .handle(fh)
-            .is_ok_and(|of| matches!(&*of.handle.guard(), Handle::Group(g) if g.reads_by_line()));
-        if by_line && terminal.contains(&u64::from(cmd)) {
-            Ok(())
-        } else {
-            Err(FsError::Tree(
+            .ok()
+            .and_then(|of| of.view.ioctl(&of.handle.guard(), cmd));
+        match answer {
+            Some(r) => r,
+            None => Err(FsError::Tree(
                 libc::ENOTTY,
                 format!("ioctl {cmd:#x}: not a terminal"),
-            ))
+            )),
         }
     }
 
@@ -404,17 +408,48 @@ impl FsState {
     pub fn waiting_reads(&self) -> usize {
         self.parking.waiting()
     }
-}
 
-/// One read(2): of open file `fh`, `size` bytes at `offset`, by thread `pid`; `nonblock`:
-/// EAGAIN where it would wait.
-#[derive(Clone, Copy)]
-pub(super) struct Read {
-    pub fh: u64,
-    pub offset: u64,
-    pub size: u32,
-    pub pid: u32,
-    pub nonblock: bool,
+    /// Opens a record file of `group` as reader `fh`: the group's membership checks who else
+    /// reads and gives it its partitions; `register` makes the handle an open file before
+    /// the group's readers are unlocked (see [`Membership::join`]).
+    pub(super) fn join_group<R>(
+        &self,
+        topic: &Arc<dyn TopicStore>,
+        group: &str,
+        (follow, format): (bool, Format),
+        fh: u64,
+        register: impl FnOnce(GroupHandle) -> R,
+    ) -> FsResult<R> {
+        let join = Join {
+            topic,
+            group,
+            follow,
+            format,
+            id: fh,
+            internal: self.storage.is_internal(topic.name()),
+        };
+        Ok(self.members.join(self, &join, register)?)
+    }
+
+    /// Reader `fh` of `group` leaves it (once): the others take over its partitions.
+    /// `next_start`: where the group's next reader starts its round robin.
+    pub(super) fn leave(&self, of: &OpenFile, group: &str, fh: u64, next_start: Option<u32>) {
+        if let Some(topic) = &of.topic {
+            self.members.leave(self, topic, group, fh, next_start);
+        }
+    }
+
+    /// A reader of `group` gave away a partition it held: the group is rebalanced.
+    pub(super) fn regroup_of(&self, of: &OpenFile, group: &str) {
+        if let Some(topic) = &of.topic {
+            self.members.regroup(self, topic, group);
+        }
+    }
+
+    /// Whether `group` of `t` has a reader.
+    pub(super) fn group_busy(&self, t: &TopicName, group: &str) -> bool {
+        self.members.busy(t, t.incarnation(), group)
+    }
 }
 
 /// A read not answered: its reply, given back with the error to answer.
@@ -460,4 +495,42 @@ fn answer_now(
         }
     }
     Ok(())
+}
+
+impl Readers for FsState {
+    fn membership(&self) -> &Membership {
+        &self.members
+    }
+
+    fn with_reader(&self, id: u64, f: &mut dyn FnMut(&mut GroupHandle)) -> bool {
+        let Some(of) = self.handles.guard().get(&id).cloned() else {
+            return false;
+        };
+        let mut h = of.handle.guard();
+        let Handle::Group(g) = &mut *h else {
+            return false;
+        };
+        f(g);
+        true
+    }
+
+    fn topic(&self, name: &str, incarnation: u64) -> Option<Arc<dyn TopicStore>> {
+        FsState::topic(self, &TopicName::new(name, incarnation)).ok()
+    }
+
+    fn resume(&self, ids: &[u64]) {
+        self.resume_readers(ids);
+    }
+}
+
+/// ioctl(2) `cmd` on open file `h`: answered (with no data) only by a file that hands out
+/// one line a read, as a terminal in canonical mode does (a group's record file that commits
+/// what it delivers): `isatty` (TCGETS) succeeds, so programs that read a terminal line by
+/// line (mawk) read it so and use every line they take; setting the terminal's modes (TCSETS,
+/// TCSETSW, TCSETSF: bash's `read -n`, `read -s`) succeeds and changes nothing, as the line
+/// discipline is the file's own. None for anything else (ENOTTY).
+pub(super) fn terminal_ioctl(h: &Handle, cmd: u32) -> Mine<()> {
+    let terminal = [libc::TCGETS, libc::TCSETS, libc::TCSETSW, libc::TCSETSF];
+    let by_line = matches!(h, Handle::Group(g) if g.reads_by_line());
+    (by_line && terminal.contains(&u64::from(cmd))).then_some(Ok(()))
 }

@@ -6,13 +6,14 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::group_handle::OffsetsHandle;
+use super::handle::Handle;
 use super::inode::{
-    self, GROUPS_DIR, GroupFile, LookupBy, MAILDIR_DIR, Node, PartitionDir, PartitionFile,
-    TABLE_DIR, TopicFile, TopicName,
+    self, GROUPS_DIR, LookupBy, MAILDIR_DIR, Node, PartitionDir, PartitionFile, TABLE_DIR,
+    TopicFile, TopicName,
 };
-use super::types::{Attr, Kind};
-use super::{DIR_TTL, FsResult, FsState, offset_text, tree};
+use super::types::{Access, Attr, Kind, Opened};
+use super::view::{Mine, View, view_of};
+use super::{DIR_TTL, FsResult, FsState, OpenFile, offset_text, tree};
 use crate::addr::{OffsetForm, Start};
 use crate::storage::{PartitionStore, TopicStore};
 use crate::util::sync::MutexExt;
@@ -51,72 +52,36 @@ impl FsState {
         }
     }
 
-    /// Resolves `name` in `parent`, asking the core whether it exists.
-    pub(super) fn child(&self, parent: &Node, name: &OsStr) -> FsResult<Node> {
-        if let Node::Table(t) = parent {
-            return self.table_child(t, name);
-        }
-        if let Some(r) = self.maildir_child(parent, name) {
-            return r;
+    /// The child `name` of a directory of the topics' tree (None: `parent` is not one).
+    fn tree_child(&self, parent: &Node, name: &OsStr) -> Mine<Node> {
+        if !matches!(
+            parent,
+            Node::Root
+                | Node::Topic(_)
+                | Node::Partition(..)
+                | Node::PartitionDir(..)
+                | Node::TopicDir(..)
+        ) {
+            return None;
         }
         let Some(name) = name.to_str() else {
-            return tree(libc::ENOENT, "name is not UTF-8");
+            return Some(tree(libc::ENOENT, "name is not UTF-8"));
         };
-        let missing = || tree(libc::ENOENT, format!("no entry {name:?} in {parent}"));
-        match parent {
+        Some(match parent {
             Node::Root if name == inode::METRICS_FILE => Ok(Node::Metrics),
             Node::Root if name == inode::LOG_FILE => Ok(Node::Log),
-            Node::Root => {
-                let topic = self.storage.topic(name)?;
-                Ok(Node::Topic(TopicName::new(
-                    topic.name(),
-                    topic.incarnation(),
-                )))
-            }
+            Node::Root => self
+                .storage
+                .topic(name)
+                .map_err(Into::into)
+                .map(|topic| Node::Topic(TopicName::new(topic.name(), topic.incarnation()))),
             Node::Topic(t) => self.topic_child(t, name),
             Node::Partition(t, p) => self.partition_child(t, *p, name),
-            Node::PartitionDir(
-                t,
-                p,
-                dir @ (PartitionDir::ByOffset | PartitionDir::ByTime | PartitionDir::Follow),
-            ) => self.lookup_child(t, *p, *dir, name),
             Node::PartitionDir(t, p, PartitionDir::Segments) => self.segment_child(t, *p, name),
+            Node::PartitionDir(t, p, dir) => self.lookup_child(t, *p, *dir, name),
             Node::TopicDir(t, dir) => self.topic_lookup_child(t, *dir, name),
-            Node::Groups(t) => {
-                self.topic(t)?;
-                // Any group id can be entered, by its name (escaped where it must be).
-                let Some(id) = inode::group_id(name) else {
-                    return tree(libc::ENOENT, format!("{name:?} is no group's name"));
-                };
-                Ok(Node::Group(t.clone(), Arc::from(id.as_str())))
-            }
-            Node::Group(t, g) if name == MAILDIR_DIR && self.groups.keeps_metadata() => {
-                self.topic(t)?;
-                Ok(Node::Maildir(t.clone(), Some(g.clone())))
-            }
-            Node::Group(t, g) => {
-                self.topic(t)?;
-                match GroupFile::ALL.into_iter().find(|f| f.name() == name) {
-                    Some(f) => Ok(Node::GroupFile(t.clone(), g.clone(), f)),
-                    None => missing(),
-                }
-            }
-            Node::Table(_) | Node::Maildir(..) | Node::MailSub(..) => {
-                unreachable!("answered above")
-            }
-            Node::Metrics
-            | Node::Log
-            | Node::TopicFile(..)
-            | Node::PartitionFile(..)
-            | Node::Lookup(..)
-            | Node::TopicLookup(..)
-            | Node::Segment(..)
-            | Node::GroupFile(..)
-            | Node::TableKey(..)
-            | Node::TableHeld(..)
-            | Node::MailHeld(..)
-            | Node::MailRecord(..) => tree(libc::ENOTDIR, format!("{parent} is not a directory")),
-        }
+            _ => unreachable!("a directory of the topics' tree"),
+        })
     }
 
     /// `<topic>/<p>/segments/<name>`: a file of the partition's directory.
@@ -223,27 +188,17 @@ impl FsState {
     }
 
     /// How long the kernel may keep `node`'s entry (which inode its name is): as long as
-    /// its attributes, but a maildir's `tmp/`, `new/` and `cur/`, which exist as long as
-    /// their maildir and change only their attributes (their mtime, never cached), are
-    /// kept like any directory's: a path through them then costs no lookup of them.
+    /// its attributes, unless its view says otherwise.
     pub(super) fn entry_ttl(node: &Node) -> Duration {
-        if matches!(node, Node::MailSub(..)) {
-            return DIR_TTL;
-        }
-        Self::ttl(node)
+        view_of(node)
+            .entry_ttl(node)
+            .unwrap_or_else(|| Self::ttl(node))
     }
 
-    /// How long the kernel may keep `node`'s attributes.
+    /// How long the kernel may keep `node`'s attributes (its view may say otherwise).
     pub(super) fn ttl(node: &Node) -> Duration {
-        // A maildir's listings and held files change with every delivery, take and removal.
-        if matches!(node, Node::MailSub(..) | Node::MailHeld(..)) {
-            return Duration::ZERO;
-        }
-        // A group's record file never changes (its value, size and time are the record's),
-        // and it goes only by a rename or unlink the kernel sees: cached like a directory,
-        // it saves a Maildir reader's repeated `stat`s their requests.
-        if matches!(node, Node::MailRecord(..)) {
-            return DIR_TTL;
+        if let Some(ttl) = view_of(node).ttl(node) {
+            return ttl;
         }
         match node.kind() {
             Kind::Directory => DIR_TTL,
@@ -251,12 +206,6 @@ impl FsState {
             // and it lives as long as its partition directory: cached like a directory, it
             // saves `echo >> append` its lookup.
             Kind::File if node.is_append() => DIR_TTL,
-            // A group's streams likewise (size 0, their mode, the topic's time), and any valid
-            // group name exists as long as its topic. (Its `offsets` changes size with each
-            // commit: never cached.)
-            Kind::File if matches!(node, Node::GroupFile(.., f) if *f != GroupFile::Offsets) => {
-                DIR_TTL
-            }
             // Sizes and existence of other files change behind the kernel's back: never
             // cache them.
             Kind::File => Duration::ZERO,
@@ -286,9 +235,13 @@ impl FsState {
                 md.len()
             }
             _ => {
-                let (size, at) = self.size_and_time(node)?;
+                let view = view_of(node);
+                let Some(answer) = view.size_and_time(self, node) else {
+                    return tree(libc::ENOENT, format!("{node} has no attributes"));
+                };
+                let (size, at) = answer?;
                 time = at.unwrap_or(time);
-                if let Some(Ok(held)) = self.held_file(node) {
+                if let Some(Ok(held)) = view.held(self, node) {
                     held_mode = Some(held.guard().mode());
                 }
                 size
@@ -304,10 +257,10 @@ impl FsState {
         // Files are read in requests as large as the kernel sends; append files keep the
         // 128 KiB writes `cat` and `cp` make by default (bulk appends in 1 MiB requests
         // measured slower).
-        let io_size = match node {
-            Node::GroupFile(_, _, f) if f.format().is_some() => crate::group::LINE_IO_SIZE,
-            _ if kind == Kind::File && !node.is_append() => super::IO_SIZE,
-            _ => 4096,
+        let io_size = match view_of(node).io_size(node) {
+            Some(size) => size,
+            None if kind == Kind::File && !node.is_append() => super::IO_SIZE,
+            None => 4096,
         };
         Ok(Attr {
             ino,
@@ -323,59 +276,31 @@ impl FsState {
         })
     }
 
-    /// The size and time (None: the mount's) of every node but a segment file.
-    fn size_and_time(&self, node: &Node) -> FsResult<(u64, Option<SystemTime>)> {
-        Ok(match node {
-            Node::Maildir(..) | Node::MailSub(..) | Node::MailHeld(..) | Node::MailRecord(..) => {
-                let (size, at) = self.maildir_attr(node).expect("a maildir node")?;
-                (size, Some(at))
-            }
-            // Made at each open: its size is known only then (a reader reads to the end).
-            Node::Root | Node::Metrics => (0, None),
-            // The lines kept now; a reader's `fstat` shows its own length (`LogHandle`).
-            Node::Log => {
-                let (start, end) = crate::logtail::global().bounds();
-                (end - start, None)
-            }
-            Node::Topic(t) => (0, self.topic(t)?.modified()),
-            Node::TopicFile(t, f) => {
-                let topic = self.topic(t)?;
-                (topic_file_size(&*topic, *f)?, topic.modified())
-            }
-            Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
-                (0, self.partition(t, *p)?.modified())
-            }
-            Node::PartitionFile(t, p, f) => {
-                let log = self.partition(t, *p)?;
-                (partition_file_size(&*log, *f)?, log.modified())
-            }
-            Node::Lookup(t, p, _) => (0, self.partition(t, *p)?.modified()),
-            // The group's offsets now: its true size (`tar` stores as many bytes as `stat` says),
-            // where the mount holds them; asked of a cluster (remote mode), made at open.
-            Node::GroupFile(t, g, GroupFile::Offsets) if self.groups.committed_is_held() => {
-                let topic = self.topic(t)?;
-                let size = OffsetsHandle::text(&*topic, g, &*self.groups)?.len() as u64;
-                (size, topic.modified())
-            }
-            Node::Groups(t)
-            | Node::Group(t, _)
-            | Node::GroupFile(t, ..)
-            | Node::TopicDir(t, _)
-            | Node::TopicLookup(t, _)
-            | Node::Table(t) => (0, self.topic(t)?.modified()),
-            Node::TableKey(t, key) => {
-                let (size, at) = self.table_attr(t, key)?;
-                (size, Some(at))
-            }
-            Node::TableHeld(t, name) => {
-                let Some(f) = self.held.get(t, name) else {
-                    return tree(libc::ENOENT, format!("{node} was removed"));
-                };
-                let f = f.guard();
-                (f.len(), Some(f.mtime()))
-            }
-            Node::Segment(..) => unreachable!("a segment file's attributes are its file's"),
-        })
+    /// The size and time (None: the mount's) of a node of the topics' tree but a segment
+    /// file (None: not one).
+    fn tree_size_and_time(&self, node: &Node) -> Mine<(u64, Option<SystemTime>)> {
+        (|| -> FsResult<Option<(u64, Option<SystemTime>)>> {
+            Ok(Some(match node {
+                Node::Root => (0, None),
+                Node::Topic(t) => (0, self.topic(t)?.modified()),
+                Node::TopicFile(t, f) => {
+                    let topic = self.topic(t)?;
+                    (topic_file_size(&*topic, *f)?, topic.modified())
+                }
+                Node::Partition(t, p) | Node::PartitionDir(t, p, _) => {
+                    (0, self.partition(t, *p)?.modified())
+                }
+                Node::PartitionFile(t, p, f) => {
+                    let log = self.partition(t, *p)?;
+                    (partition_file_size(&*log, *f)?, log.modified())
+                }
+                Node::Lookup(t, p, _) => (0, self.partition(t, *p)?.modified()),
+                Node::TopicDir(t, _) | Node::TopicLookup(t, _) => (0, self.topic(t)?.modified()),
+                Node::Segment(..) => unreachable!("a segment file's attributes are its file's"),
+                _ => return Ok(None),
+            }))
+        })()
+        .transpose()
     }
 
     /// The metadata of segment file `name` of partition `p` (inode `ino`): the real file's,
@@ -405,11 +330,9 @@ impl FsState {
         })
     }
 
-    /// The entries of a directory (without `.` and `..`).
-    ///
-    /// One step (over 80 lines): one arm per directory of the tree, each listing what
-    /// [`FsState::child`] finds, side by side so the two are read together.
-    pub(super) fn entries(&self, node: &Node) -> FsResult<Vec<(Node, String)>> {
+    /// The entries of a directory of the topics' tree (without `.` and `..`; None: not one).
+    /// One arm per directory, each listing what `tree_child` finds.
+    fn tree_entries(&self, node: &Node) -> FsResult<Option<Vec<(Node, String)>>> {
         let mut out = Vec::new();
         match node {
             Node::Root => {
@@ -437,31 +360,6 @@ impl FsState {
                     out.push((Node::Partition(t.clone(), p), p.to_string()));
                 }
             }
-            Node::Groups(t) => {
-                self.topic(t)?;
-                for g in self.groups.groups_of(t) {
-                    let name = inode::group_file_name(&g);
-                    out.push((Node::Group(t.clone(), Arc::from(g.as_str())), name));
-                }
-            }
-            Node::Group(t, g) => {
-                self.topic(t)?;
-                // The record files consume (and `follow` waits): a tree walk (`cp -r`,
-                // `grep -r`, `tar`) must not open them. They open by name, not listed, as
-                // `follow/<N>` is.
-                for f in GroupFile::ALL.into_iter().filter(|f| f.format().is_none()) {
-                    out.push((
-                        Node::GroupFile(t.clone(), g.clone(), f),
-                        f.name().to_string(),
-                    ));
-                }
-                if self.groups.keeps_metadata() {
-                    out.push((
-                        Node::Maildir(t.clone(), Some(g.clone())),
-                        MAILDIR_DIR.to_string(),
-                    ));
-                }
-            }
             Node::Partition(t, p) => out = self.partition_entries(t, *p)?,
             // Any valid name opens; none is listed.
             Node::TopicDir(t, _) => {
@@ -486,9 +384,9 @@ impl FsState {
                     ));
                 }
             }
-            _ => return tree(libc::ENOTDIR, format!("{node} is not a directory")),
+            _ => return Ok(None),
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// A partition directory's entries: its files (`replicas` where the storage has them)
@@ -534,4 +432,57 @@ fn partition_file_size(log: &dyn PartitionStore, f: PartitionFile) -> FsResult<u
         PartitionFile::Count => format!("{}\n", log.record_count()?).len() as u64,
         PartitionFile::Replicas => log.replicas_text()?.len() as u64,
     })
+}
+
+/// The tree of topics and partitions (docs/contract.md, "The tree"): the root, each topic's
+/// files and directories, its partitions, their lookup names and segment files; every node
+/// no other view owns.
+pub(super) struct TopicsView;
+
+impl View for TopicsView {
+    fn name(&self) -> &'static str {
+        "topics"
+    }
+
+    fn owns(&self, _: &Node) -> bool {
+        true
+    }
+
+    fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
+        fs.tree_child(parent, name)
+    }
+
+    fn size_and_time(&self, fs: &FsState, node: &Node) -> Mine<(u64, Option<SystemTime>)> {
+        fs.tree_size_and_time(node)
+    }
+
+    fn entries(&self, fs: &FsState, node: &Node) -> Mine<Vec<(Node, String)>> {
+        fs.tree_entries(node).transpose()
+    }
+
+    fn open(&self, fs: &FsState, ino: u64, node: &Node, access: Access, pid: u32) -> Mine<Opened> {
+        fs.tree_open(ino, node, access, pid)
+    }
+
+    fn write(
+        &self,
+        fs: &FsState,
+        _: &OpenFile,
+        h: &mut Handle,
+        (_, data): (u64, &[u8]),
+        owner: Option<u64>,
+    ) -> Mine<u32> {
+        let res = match h {
+            Handle::Append(a) => a.write(data, owner).map(|n| n as u32),
+            Handle::Text(t) => t
+                .write(&*fs.storage, data, owner)
+                .map(|()| data.len() as u32),
+            _ => return None,
+        };
+        Some(res.map_err(Into::into))
+    }
+
+    fn ioctl(&self, h: &Handle, cmd: u32) -> Mine<()> {
+        super::read::terminal_ioctl(h, cmd)
+    }
 }

@@ -136,3 +136,7 @@ pub trait ReadReply: Send {
     /// An errno (libc's numbering).
     fn error(self: Box<Self>, errno: i32);
 }
+
+/// A file the mount holds, never appended (`table/.<name>`, a maildir's `tmp/` files): in
+/// memory, or spilled to an unnamed file when large (`crate::maildir::held`).
+pub type HeldFile = std::sync::Arc<std::sync::Mutex<crate::maildir::held::Held>>;

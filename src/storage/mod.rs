@@ -7,6 +7,8 @@
 mod cluster;
 mod cluster_config;
 mod local;
+#[cfg(test)]
+pub(crate) mod testing;
 
 #[cfg(feature = "remote")]
 pub use cluster::ClusterStorage;

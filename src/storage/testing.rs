@@ -1,7 +1,7 @@
-//! The fs tests' one storage besides the real log: topics of in-memory partitions of values
-//! (no segment files, no log dirs), on a "cluster" that may stop answering (remote mode's
-//! EIO) and may write behind (appends handed over, acknowledged when waited on), with groups
-//! whose membership elsewhere a test may play ([`Probe`]).
+//! The one storage of the tests besides the real log (`cfg(test)`): topics of in-memory
+//! partitions of values (no segment files, no log dirs), on a "cluster" that may stop
+//! answering (remote mode's EIO) and may write behind (appends handed over, acknowledged
+//! when waited on), with groups whose membership elsewhere a test may play ([`Probe`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use crate::util::sync::MutexExt;
 
 /// How the storage behaves (all off: a local storage of one partition a topic).
 #[derive(Default)]
-pub(super) struct Options {
+pub(crate) struct Options {
     /// Partitions of a topic made by `mkdir` (at least 1).
     pub partitions: u32,
     /// Remote mode's shape: partitions have `replicas`.
@@ -31,7 +31,7 @@ pub(super) struct Options {
 }
 
 /// The storage's state, shared by every handle of it and by the test.
-pub(super) struct Cluster {
+pub(crate) struct Cluster {
     topics: Mutex<BTreeMap<String, Arc<TopicData>>>,
     next_incarnation: AtomicU64,
     /// While set, every call that asks the cluster fails (EIO).
@@ -47,7 +47,7 @@ struct TopicData {
 
 /// One partition: the acknowledged values (offset = index) and the reads waiting past them.
 #[derive(Default)]
-pub(super) struct PartData {
+pub(crate) struct PartData {
     pub values: Mutex<Vec<Vec<u8>>>,
     waiting: Mutex<Vec<(i64, Arc<dyn Waker>)>>,
 }
@@ -72,7 +72,7 @@ impl PartData {
 }
 
 impl Cluster {
-    pub(super) fn answer(&self) -> Result<()> {
+    pub(crate) fn answer(&self) -> Result<()> {
         match self.down.load(Ordering::SeqCst) {
             true => Err(Error::Cluster("no answer within 10ms".into())),
             false => Ok(()),
@@ -80,22 +80,22 @@ impl Cluster {
     }
 
     /// Partition `p` of topic `name`.
-    pub(super) fn part(&self, name: &str, p: u32) -> Arc<PartData> {
+    pub(crate) fn part(&self, name: &str, p: u32) -> Arc<PartData> {
         self.topics.guard()[name].parts[p as usize].clone()
     }
 
     /// The values of partition 0 of topic `name`.
-    pub(super) fn values(&self, name: &str) -> Vec<Vec<u8>> {
+    pub(crate) fn values(&self, name: &str) -> Vec<Vec<u8>> {
         self.part(name, 0).values.guard().clone()
     }
 }
 
 /// The storage over a [`Cluster`].
-pub(super) struct Mock(pub Arc<Cluster>);
+pub(crate) struct Mock(pub Arc<Cluster>);
 
 impl Mock {
     /// A storage with `options` and the topics `topics`.
-    pub(super) fn new(options: Options, topics: &[&str]) -> Mock {
+    pub(crate) fn new(options: Options, topics: &[&str]) -> Mock {
         let c = Arc::new(Cluster {
             topics: Mutex::new(BTreeMap::new()),
             next_incarnation: AtomicU64::new(7),
@@ -382,7 +382,7 @@ impl RecordStream for MemStream {
 
 /// Commits kept in memory: (group, topic, partition) -> offset.
 #[derive(Default)]
-pub(super) struct MemGroups(Mutex<BTreeMap<(String, String, u32), i64>>);
+pub(crate) struct MemGroups(Mutex<BTreeMap<(String, String, u32), i64>>);
 
 impl GroupStore for MemGroups {
     fn groups_of(&self, topic: &str) -> Vec<String> {
@@ -415,12 +415,12 @@ impl GroupStore for MemGroups {
     }
 }
 
-pub(super) type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
+pub(crate) type Commits = Arc<Mutex<Vec<(String, u32, i64)>>>;
 
 /// What a test sees of the groups' membership, and plays of it: the coordinator's reports
 /// (`events`), joins and leaves, the commits made through the member and without one.
 #[derive(Default, Clone)]
-pub(super) struct Probe {
+pub(crate) struct Probe {
     pub events: Arc<Mutex<Option<Arc<dyn MemberEvents>>>>,
     pub joins: Arc<AtomicUsize>,
     pub leaves: Arc<AtomicUsize>,

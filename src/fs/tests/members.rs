@@ -9,11 +9,11 @@ use std::ffi::OsStr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::FsState;
-use super::tests::{Answer, RO, ROOT, WO, me, read_later, wait_answer, walk};
-use super::tests_storage::{Mock, Options, Probe};
+use super::{Answer, RO, ROOT, WO, me, read_later, wait_answer, walk};
 use crate::config::BrokerConfig;
+use crate::fs::FsState;
 use crate::manager::LogManager;
+use crate::storage::testing::{Mock, Options, Probe};
 use crate::util::sync::MutexExt;
 
 /// The coordinator gives the mount `partitions` (as the storage's thread would report it).
@@ -172,7 +172,7 @@ fn partitions_of(fs: &FsState, fhs: &[u64]) -> Vec<Vec<u32>> {
             let of = fs.handles.guard().get(fh).cloned().expect("open");
             let h = of.handle.guard();
             match &*h {
-                super::handle::Handle::Group(g) => g.partitions(),
+                crate::fs::handle::Handle::Group(g) => g.partitions(),
                 _ => panic!("not a group reader"),
             }
         })

@@ -4,9 +4,9 @@
 use std::ffi::OsStr;
 use std::sync::Arc;
 
-use super::FsState;
-use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
-use super::tests_storage::{Mock, Options};
+use super::{RO, ROOT, WO, errno_of, me, read_all, walk};
+use crate::fs::FsState;
+use crate::storage::testing::{Mock, Options};
 use crate::util::sync::MutexExt;
 
 fn memory() -> Mock {

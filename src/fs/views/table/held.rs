@@ -8,16 +8,14 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::inode::TopicName;
+use crate::fs::inode::TopicName;
+use crate::fs::types::HeldFile;
 use crate::util::sync::MutexExt;
-
-/// One held file (the maildir's kind: in memory, or spilled to an unnamed file when large).
-pub type Shared = Arc<Mutex<crate::maildir::held::Held>>;
 
 /// The held files of every topic's `table/`, by topic and name.
 #[derive(Default)]
 pub struct Held {
-    files: Mutex<HashMap<(TopicName, Arc<str>), Shared>>,
+    files: Mutex<HashMap<(TopicName, Arc<str>), HeldFile>>,
 }
 
 impl Held {
@@ -26,7 +24,7 @@ impl Held {
         name.starts_with('.') && name != "." && name != ".."
     }
 
-    pub fn get(&self, t: &TopicName, name: &str) -> Option<Shared> {
+    pub fn get(&self, t: &TopicName, name: &str) -> Option<HeldFile> {
         self.files
             .guard()
             .get(&(t.clone(), Arc::from(name)))
@@ -35,7 +33,7 @@ impl Held {
 
     /// The file `name`, made empty when it does not exist (spilling into `spill_dir` when
     /// it grows large).
-    pub fn get_or_create(&self, t: &TopicName, name: &str, spill_dir: &Path) -> Shared {
+    pub fn get_or_create(&self, t: &TopicName, name: &str, spill_dir: &Path) -> HeldFile {
         self.files
             .guard()
             .entry((t.clone(), Arc::from(name)))
@@ -44,13 +42,13 @@ impl Held {
     }
 
     /// Inserts `file` as `name` (a rename onto it replaces what was there).
-    pub fn put(&self, t: &TopicName, name: &str, file: Shared) {
+    pub fn put(&self, t: &TopicName, name: &str, file: HeldFile) {
         self.files
             .guard()
             .insert((t.clone(), Arc::from(name)), file);
     }
 
-    pub fn remove(&self, t: &TopicName, name: &str) -> Option<Shared> {
+    pub fn remove(&self, t: &TopicName, name: &str) -> Option<HeldFile> {
         self.files.guard().remove(&(t.clone(), Arc::from(name)))
     }
 

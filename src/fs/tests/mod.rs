@@ -435,17 +435,17 @@ fn a_create_that_fails_counts_no_lookup() {
     let before = fs.inodes.len();
     // Opened for reading only, a name that is no key's, a held name: refused, nothing kept.
     let e = fs
-        .create_open(table, OsStr::new("k"), RO, me())
+        .create_file(table, OsStr::new("k"), RO, me())
         .unwrap_err();
     assert_eq!(e.errno(), libc::EACCES);
     let e = fs
-        .create_open(table, OsStr::new("%61"), WO, me())
+        .create_file(table, OsStr::new("%61"), WO, me())
         .unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
     assert_eq!(fs.inodes.len(), before);
     // One that succeeds counts one lookup: the kernel's forget of it drops the inode.
     let (_, attr, opened) = fs
-        .create_open(table, OsStr::new(".swap"), WO, me())
+        .create_file(table, OsStr::new(".swap"), WO, me())
         .unwrap();
     assert_eq!(fs.inodes.len(), before + 1);
     fs.release(opened.fh).unwrap();
@@ -457,3 +457,9 @@ fn a_create_that_fails_counts_no_lookup() {
 fn walk_listed(listed: &[super::types::DirEntry], name: &str) -> u64 {
     listed.iter().find(|e| e.name == name).unwrap().ino
 }
+
+mod mail_clients;
+mod maildir;
+mod members;
+mod memory;
+mod remote;

@@ -5,9 +5,9 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::FsState;
-use super::tests::{RO, WO, errno_of, me, read_all, walk};
-use super::tests_storage::{Cluster, Mock, Options};
+use super::{RO, WO, errno_of, me, read_all, walk};
+use crate::fs::FsState;
+use crate::storage::testing::{Cluster, Mock, Options};
 use crate::util::sync::MutexExt;
 
 fn mount(write_behind: bool) -> (Arc<FsState>, Arc<Cluster>) {

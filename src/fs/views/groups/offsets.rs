@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::handle::OneChange;
 use crate::error::Result;
+use crate::fs::handle::OneChange;
+use crate::fs::inode::TopicName;
+use crate::fs::view;
+use crate::fs::{FsResult, FsState, OpenFile, tree};
 use crate::storage::{GroupStore, TopicStore};
 
 /// `<topic>/groups/<G>/offsets`: `partition committed log-end lag` lines as they were at
@@ -42,7 +45,7 @@ impl OffsetsHandle {
     }
 
     pub fn read(&self, offset: u64, size: usize) -> &[u8] {
-        super::handle::slice_at(&self.content, offset, size)
+        crate::fs::handle::slice_at(&self.content, offset, size)
     }
 
     /// Whether written lines wait to be applied.
@@ -90,4 +93,51 @@ impl OffsetsHandle {
         }
         groups.reset(&self.group, self.topic.name(), &target)
     }
+}
+
+/// Whether `o`'s group may be moved now: not while it has a reader here, nor while it has
+/// active members elsewhere (remote mode).
+pub(in crate::fs) fn movable(fs: &FsState, of: &OpenFile, o: &OffsetsHandle) -> FsResult<()> {
+    let topic = of.topic.as_ref().expect("a topic's file");
+    let t = TopicName::new(topic.name(), topic.incarnation());
+    if view::group_taken(fs, &t, o.group()) {
+        return tree(
+            libc::EBUSY,
+            format!(
+                "group {} of {t} has records taken in its maildir: offsets not moved",
+                o.group()
+            ),
+        );
+    }
+    if fs.group_busy(&t, o.group()) {
+        return tree(
+            libc::EBUSY,
+            format!("group {} of {t} has a reader: offsets not moved", o.group()),
+        );
+    }
+    fs.groups.check_idle(o.group())?;
+    Ok(())
+}
+
+/// Applies the lines written through an `offsets` open (see [`OneChange`]).
+pub(in crate::fs) fn apply(
+    fs: &FsState,
+    of: &OpenFile,
+    o: &mut OffsetsHandle,
+    closer: Option<u64>,
+) -> FsResult<()> {
+    if !o.pending() {
+        return Ok(());
+    }
+    if let Err(e) = movable(fs, of, o) {
+        // Nothing of the open is applied.
+        o.discard();
+        return Err(e);
+    }
+    o.apply(&*fs.groups, closer)?;
+    if let Some(topic) = &of.topic {
+        let t = TopicName::new(topic.name(), topic.incarnation());
+        view::group_reset(fs, &t, o.group());
+    }
+    Ok(())
 }

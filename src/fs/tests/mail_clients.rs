@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::Arc;
 
-use super::FsState;
-use super::tests::{RO, ROOT, WO, errno_of, me, read_all, walk};
-use super::tests_maildir::names;
-use super::types::Owner;
+use super::maildir::names;
+use super::{RO, ROOT, WO, errno_of, me, read_all, walk};
 use crate::config::BrokerConfig;
+use crate::fs::FsState;
+use crate::fs::types::Owner;
 use crate::manager::LogManager;
 
 fn state(dir: &std::path::Path) -> Arc<FsState> {
@@ -52,10 +52,10 @@ fn values(fs: &FsState, t: &str) -> Vec<String> {
 
 /// Whether group g's maildir on t has taken records.
 fn taken(fs: &FsState) -> bool {
-    let super::inode::Node::Topic(t) = fs.node(walk(fs, "t")).unwrap() else {
+    let crate::fs::inode::Node::Topic(t) = fs.node(walk(fs, "t")).unwrap() else {
         panic!("t is a topic");
     };
-    fs.maildir_taken(&t, "g")
+    crate::fs::views::maildir::maildir_taken(fs, &t, "g")
 }
 
 fn commits(fs: &FsState, g: &str) -> BTreeMap<u32, (i64, String)> {
@@ -138,6 +138,39 @@ fn a_rename_into_a_group_maildir_from_elsewhere_is_eperm_and_changes_nothing() {
     );
     assert_eq!(errno_of(r), libc::EXDEV);
     assert_eq!(values(&fs, "u"), ["u's"]);
+}
+
+/// The core refuses a rename between two views before either is asked: EXDEV where one end
+/// is a maildir (`mv` copies), EPERM between a topic's files and its `table/`; a link between
+/// two views, or within one that makes none (`table/`), is EPERM. Nothing changes.
+#[test]
+fn renames_and_links_between_views_are_refused_by_the_core() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path());
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    deliver(&fs, "t", "k", "v");
+    let (topic, table) = (walk(&fs, "t"), walk(&fs, "t/table"));
+    let (tmp, g_new) = (
+        walk(&fs, "t/maildir/tmp"),
+        walk(&fs, "t/groups/g/maildir/new"),
+    );
+    let renames: [(u64, &str, u64, &str, i32); 4] = [
+        (table, "k", tmp, "k", libc::EXDEV),
+        (g_new, "0-0", table, "x", libc::EXDEV),
+        (topic, "append", table, "x", libc::EPERM),
+        (table, "k", topic, "k", libc::EPERM),
+    ];
+    for (from, name, to, newname, errno) in renames {
+        let r = fs.rename(from, OsStr::new(name), to, OsStr::new(newname), 0);
+        assert_eq!(errno_of(r), errno, "{name} -> {newname}");
+    }
+    let key = walk(&fs, "t/table/k");
+    for (to, name) in [(tmp, "k"), (table, "k2")] {
+        let r = fs.link_entry(key, to, OsStr::new(name), me());
+        assert_eq!(errno_of(r), libc::EPERM, "link as {name}");
+    }
+    assert_eq!(names(&fs, "t/maildir/tmp"), Vec::<String>::new());
+    assert_eq!(values(&fs, "t"), ["v"]);
 }
 
 /// A mail reader flags an unread record (`new/X` -> `new/X:2,F`: still untaken) and marks a

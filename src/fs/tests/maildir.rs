@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::FsState;
-use super::tests::{RO, ROOT, WO, me, read_all, walk};
+use super::{RO, ROOT, WO, me, read_all, walk};
 use crate::config::BrokerConfig;
+use crate::fs::FsState;
 use crate::manager::LogManager;
 
 fn state(dir: &std::path::Path) -> Arc<FsState> {
@@ -204,7 +204,7 @@ proptest! {
 /// a record's file keeps both.
 #[test]
 fn maildir_directories_keep_their_entries_not_their_attributes() {
-    use super::types::Ttl;
+    use crate::fs::types::Ttl;
     use std::time::Duration;
     let d = tempfile::tempdir().unwrap();
     let fs = state(d.path());
@@ -259,9 +259,9 @@ fn new_shows_nothing_past_what_the_commit_metadata_holds() {
     let d = tempfile::tempdir().unwrap();
     let mut c = BrokerConfig::default();
     c.log_dirs = vec![d.path().to_path_buf()];
-    let options = super::FsOptions {
+    let options = crate::fs::FsOptions {
         maildir_window: 100_000,
-        ..super::FsOptions::default()
+        ..crate::fs::FsOptions::default()
     };
     let fs = FsState::with_options(LogManager::open_in_test(c), options).unwrap();
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
