@@ -436,3 +436,91 @@ fn one_registry_serves_every_thread() {
         );
     }
 }
+
+#[test]
+fn decimals_wider_than_128_bits_are_written_and_huge_scales_allocate_nothing() {
+    let r = Registry::new();
+    let dec = r#"{"type":"bytes","logicalType":"decimal","precision":60,"scale":3}"#;
+    register(&r, "d", 1, 1, dec);
+    let fix =
+        r#"{"type":"fixed","name":"F","size":24,"logicalType":"decimal","precision":57,"scale":0}"#;
+    register(&r, "f", 1, 2, fix);
+    // 2^152 as shown (checked in Python), and its negation: written back to the same bytes.
+    let mut pos = vec![40u8, 0x01];
+    pos.extend_from_slice(&[0; 19]);
+    let shown = "5708990770823839524233143877797980545530986.496";
+    assert_eq!(
+        r.encode("d", format!("\"{shown}\"").as_bytes()),
+        Ok(Some(wire(1, &pos)))
+    );
+    let mut neg = vec![40u8, 0xff];
+    neg.extend_from_slice(&[0; 19]);
+    assert_eq!(decode(&r, &wire(1, &neg)).unwrap(), format!("\"-{shown}\""));
+    assert_eq!(
+        r.encode("d", format!("\"-{shown}\"").as_bytes()),
+        Ok(Some(wire(1, &neg)))
+    );
+    // Sign-extended to a fixed's size; too many digits refused.
+    let mut f = vec![0xffu8; 4];
+    f.push(0xfe);
+    f.extend_from_slice(&[0; 19]);
+    let text = decode(&r, &wire(2, &f)).unwrap();
+    assert_eq!(r.encode("f", text.as_bytes()), Ok(Some(wire(2, &f))));
+    assert!(invalid(&r, "d", &format!("\"{}\"", "9".repeat(61))).contains("precision 60"));
+    assert!(invalid(&r, "f", &format!("\"{}\"", "9".repeat(58))).contains("precision 57"));
+    // A scale of 50 million, as a registry takes it: no 50 MB text per value, none
+    // allocated to write one.
+    let huge = r#"{"type":"bytes","logicalType":"decimal","precision":50000000,"scale":50000000}"#;
+    register(&r, "h", 1, 3, huge);
+    let shown = decode(&r, &wire(3, b"\x02\x01")).unwrap_or_default();
+    assert!(shown.len() < 100, "{} bytes shown", shown.len());
+    let written = r
+        .encode("h", b"\"0.1\"")
+        .unwrap_or_default()
+        .unwrap_or_default();
+    assert!(written.len() < 100, "{} bytes written", written.len());
+}
+
+#[test]
+fn the_largest_float_as_shown_is_written_back() {
+    let r = Registry::new();
+    register(&r, "f", 1, 1, r#""float""#);
+    let max = wire(1, &f32::MAX.to_le_bytes());
+    let shown = decode(&r, &max).unwrap();
+    assert_eq!(shown, "3.4028235e+38");
+    assert_eq!(r.encode("f", shown.as_bytes()), Ok(Some(max)));
+    assert!(invalid(&r, "f", "3.5e38").contains("out of range for a float"));
+    assert!(invalid(&r, "f", "-1e39").contains("out of range for a float"));
+}
+
+#[test]
+fn timestamps_at_the_edges_of_years_1_and_9999_are_written_back() {
+    let r = Registry::new();
+    let ms = r#"{"type":"long","logicalType":"timestamp-millis"}"#;
+    register(&r, "ms", 1, 1, ms);
+    // 9999-12-31T23:59:59.999Z, 0001-01-01T00:00:00.000Z, and one millisecond before 1970.
+    for millis in [253_402_300_799_999i64, -62_135_596_800_000, -1] {
+        let mut body = Vec::new();
+        let z = ((millis << 1) ^ (millis >> 63)) as u64;
+        let mut n = z;
+        while n >= 0x80 {
+            body.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        body.push(n as u8);
+        let bytes = wire(1, &body);
+        let shown = decode(&r, &bytes).unwrap();
+        assert_eq!(r.encode("ms", shown.as_bytes()), Ok(Some(bytes)), "{shown}");
+    }
+    // Any offset: the same instant.
+    let utc = r.encode("ms", br#""9999-12-31T23:59:59.999Z""#).unwrap();
+    let east = r.encode("ms", br#""10000-01-01T01:59:59.999+02:00""#);
+    assert!(
+        east.is_err() || east.as_ref().ok() == Some(&utc),
+        "{east:?}"
+    );
+    let west = r
+        .encode("ms", br#""9999-12-31T13:59:59.999-10:00""#)
+        .unwrap();
+    assert_eq!(west, utc);
+}

@@ -300,7 +300,8 @@ fn decimal(out: &mut Vec<u8>, bytes: &[u8], scale: u32) -> Result<(), String> {
 
 /// The sign and decimal digits of a two's-complement big-endian integer.
 fn unscaled_digits(bytes: &[u8]) -> Result<(bool, String), String> {
-    if bytes.len() > 64 {
+    // (A value of MAX_DECIMAL_PRECISION digits takes 416 bytes.)
+    if bytes.len() > 512 {
         return Err(format!("decimal of {} bytes is too long", bytes.len()));
     }
     let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);

@@ -13,6 +13,11 @@ use serde_json::{Map, Value};
 /// How deep values may nest (records, arrays, maps, unions) before a body is refused.
 pub(super) const MAX_DEPTH: usize = 100;
 
+/// The most digits a decimal may have: a schema's `precision` beyond it makes the logical
+/// type invalid (its values are their underlying type), so that a hostile precision or scale
+/// never makes a value's text (or the bytes written) that long.
+pub(super) const MAX_DECIMAL_PRECISION: u32 = 1_000;
+
 /// A parsed schema: the root type and the named types it (and its references) declare.
 pub(super) struct Avro {
     root: Node,
@@ -277,7 +282,11 @@ impl Parser {
                         .and_then(|v| u32::try_from(v).ok())
                 };
                 match (int("precision"), int("scale").unwrap_or(0)) {
-                    (Some(precision), scale) if precision > 0 && scale <= precision => {
+                    (Some(precision), scale)
+                        if precision > 0
+                            && precision <= MAX_DECIMAL_PRECISION
+                            && scale <= precision =>
+                    {
                         Node::Decimal {
                             precision,
                             scale,
