@@ -286,7 +286,7 @@ impl State {
                 Compiled::Avro(parser.finish(&entry.schema)?)
             }
             Kind::Protobuf => Compiled::Protobuf(Proto::compile(&entry.schema, refs)?),
-            Kind::Json => Compiled::Json(JsonSchema::parse(&entry.schema)?),
+            Kind::Json => Compiled::Json(JsonSchema::parse(&entry.schema, refs)?),
         })
     }
 

@@ -524,3 +524,52 @@ fn timestamps_at_the_edges_of_years_1_and_9999_are_written_back() {
         .unwrap();
     assert_eq!(west, utc);
 }
+
+#[test]
+fn json_schema_refs_to_referenced_subjects_are_checked_in_their_own_document() {
+    let r = Registry::new();
+    // As Confluent's clients register them: the referenced schema under its reference name,
+    // its own `$ref`s local to it.
+    let address = r##"{"$id":"address.json","type":"object","properties":{"city":{"type":"string"},
+        "zip":{"$ref":"#/definitions/zip"}},"required":["city"],"additionalProperties":false,
+        "definitions":{"zip":{"type":"integer","minimum":0}}}"##;
+    register_with_refs(
+        &r,
+        "address",
+        1,
+        address,
+        Some("JSON"),
+        serde_json::json!([]),
+    );
+    let customer = r##"{"type":"object","properties":{"name":{"type":"string"},
+        "home":{"$ref":"address.json"},"zip":{"$ref":"address.json#/definitions/zip"},
+        "definitions":{"type":"null"}}}"##;
+    let refs = serde_json::json!([{"name": "address.json", "subject": "address", "version": 1}]);
+    register_with_refs(&r, "cust-value", 2, customer, Some("JSON"), refs);
+    let ok = br#"{"name":"a","home":{"city":"x","zip":5},"zip":0}"#;
+    assert_eq!(r.encode("cust-value", ok), Ok(Some(wire(2, ok))));
+    let neg = invalid(
+        &r,
+        "cust-value",
+        r#"{"name":"a","home":{"city":"x","zip":-5}}"#,
+    );
+    assert!(
+        neg.contains("field home.zip") && neg.contains("minimum"),
+        "{neg}"
+    );
+    assert!(invalid(&r, "cust-value", r#"{"home":{"city":"x","y":1}}"#).contains("home.y"));
+    assert!(invalid(&r, "cust-value", r#"{"home":{}}"#).contains("home.city"));
+    assert!(invalid(&r, "cust-value", r#"{"zip":-1}"#).contains("field zip"));
+    // A reference the schema does not name: refused, naming it.
+    let stray = r#"{"type":"object","properties":{"a":{"$ref":"other.json"}}}"#;
+    register_with_refs(
+        &r,
+        "stray-value",
+        3,
+        stray,
+        Some("JSON"),
+        serde_json::json!([]),
+    );
+    assert!(invalid(&r, "stray-value", r#"{"a":1}"#).contains("other.json"));
+    assert_eq!(r.encode("stray-value", b"{}"), Ok(Some(wire(3, b"{}"))));
+}

@@ -3,11 +3,12 @@
 `hostile.py generate`: registers the schemas below in confluent-kafka's mock registry
 (Avro with recursive and twice-referenced named types, same short names in two namespaces,
 decimals, dates and timestamps before 1970; Protobuf with nested messages after a map, oneof,
-optional, well-known types and an import by reference; JSON Schema with `$ref`s and integers
-beyond 64 bits), serializes samples with AvroSerializer, ProtobufSerializer and
-JSONSerializer, and prints JSON: the registry's schemas as `_schemas` records (the Protobuf
-file once more as `.proto` text, its import by reference as text too) and each sample's bytes
-(hex) with what the matching deserializer returns, in topicfs's shown form.
+optional, well-known types and an import by reference; JSON Schema with local `$ref`s,
+integers near the 64-bit limits, and a `$ref` to another subject's schema), serializes
+samples with AvroSerializer, ProtobufSerializer and JSONSerializer, and prints JSON: the
+registry's schemas as `_schemas` records (the Protobuf file once more as `.proto` text, its
+import by reference as text too) and each sample's bytes (hex) with what the matching
+deserializer returns, in topicfs's shown form.
 
 `hostile.py readback`: reads [{"case": name, "hex": bytes}] on stdin and prints what the
 deserializers make of them, in the same form.
@@ -249,6 +250,24 @@ JSON_SCHEMA = {
 }
 
 
+ADDRESS = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "address.json",
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "zip": {"$ref": "#/definitions/zip"}},
+    "required": ["city"],
+    "additionalProperties": False,
+    "definitions": {"zip": {"type": "integer", "minimum": 0}},
+}
+CUSTOMER = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "home": {"$ref": "address.json"},
+                   "zips": {"type": "array", "items": {"$ref": "address.json#/definitions/zip"}}},
+    "required": ["name"],
+}
+
+
 def compile_protos():
     out = tempfile.mkdtemp(prefix="hostile-proto-")
     subprocess.run(
@@ -269,6 +288,12 @@ class Oracle:
         self.avro_de = AvroDeserializer(self.client, return_record_name=True)
         self.json_ser = JSONSerializer(json.dumps(JSON_SCHEMA), self.client)
         self.json_de = JSONDeserializer(None, schema_registry_client=self.client)
+        # A JSON Schema referring to another subject's, as Confluent's clients register it.
+        self.client.register_schema("address", Schema(json.dumps(ADDRESS), "JSON"))
+        customer = Schema(json.dumps(CUSTOMER), "JSON", [SchemaReference("address.json", "address", 1)])
+        self.client.register_schema("custs-value", customer)
+        self.ref_ser = JSONSerializer(customer, self.client,
+                                      conf={"auto.register.schemas": False, "use.latest.version": True})
         pb = self.pb
         self.msgs = {"outer": pb.Outer, "second": pb.Second, "deep": pb.Outer.Inner.Deep, "inner": pb.Outer.Inner}
         conf = {"use.deprecated.format": False}
@@ -331,12 +356,14 @@ class Oracle:
         ]
         for e in events:
             out.append(("json", "jsons", self.json_ser(e, self.ctx("jsons"))))
+        for c in [{"name": "a", "home": {"city": "x", "zip": 5}, "zips": [0, 7]}, {"name": ""}]:
+            out.append(("jsonref", "custs", self.ref_ser(c, self.ctx("custs"))))
         return out
 
     def shown(self, case, data, topic):
         if case == "avro":
             return self.tree.shown(TREE, self.avro_de(data, self.ctx(topic)))
-        if case == "json":
+        if case in ("json", "jsonref"):
             return self.json_de(data, self.ctx(topic))
         return MessageToDict(self.pb_de[case](data, self.ctx(topic)))
 
