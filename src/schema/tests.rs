@@ -573,3 +573,37 @@ fn json_schema_refs_to_referenced_subjects_are_checked_in_their_own_document() {
     assert!(invalid(&r, "stray-value", r#"{"a":1}"#).contains("other.json"));
     assert_eq!(r.encode("stray-value", b"{}"), Ok(Some(wire(3, b"{}"))));
 }
+
+#[test]
+fn named_types_referenced_twice_at_every_level_do_not_expand_without_bound() {
+    // N0 holds two N1, N1 two N2 ... N39 is empty: a value of N0 takes no bytes and is 2^40
+    // objects. A read answers at once (shown raw), and an array of them too.
+    let mut schema = r#"{"type":"record","name":"N39","fields":[]}"#.to_string();
+    for i in (0..39).rev() {
+        schema = format!(
+            r#"{{"type":"record","name":"N{i}","fields":[{{"name":"a","type":{schema}}},{{"name":"b","type":"N{}"}}]}}"#,
+            i + 1
+        );
+    }
+    let r = Registry::new();
+    register(&r, "bomb", 1, 1, &schema);
+    register(
+        &r,
+        "bombs",
+        1,
+        2,
+        &format!(r#"{{"type":"array","items":{schema}}}"#),
+    );
+    let started = std::time::Instant::now();
+    bad(decode(&r, &wire(1, b"")));
+    bad(decode(&r, &wire(2, b"\x02\x00")));
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    // A small value of a wide schema still decodes.
+    let small = r#"{"type":"record","name":"S","fields":[{"name":"a","type":{"type":"record",
+        "name":"E","fields":[]}},{"name":"b","type":"E"},{"name":"n","type":"null"}]}"#;
+    register(&r, "small", 1, 3, small);
+    assert_eq!(
+        decode(&r, &wire(3, b"")).unwrap(),
+        r#"{"a":{},"b":{},"n":null}"#
+    );
+}
