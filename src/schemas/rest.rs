@@ -5,7 +5,7 @@
 //! remembered, so a record never waits for the registry more than once a while, and each
 //! request is bounded by a short timeout.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,7 +52,8 @@ impl RestConfig {
 const TIMEOUT: Duration = Duration::from_secs(3);
 const KEEP_UNKNOWN: Duration = Duration::from_secs(30);
 const KEEP_LATEST: Duration = Duration::from_secs(30);
-/// References followed from one schema, at most (a cycle or a deep chain stops there).
+/// References followed from one schema, at most, its references' own included (a cycle or a
+/// deep chain stops there).
 const MAX_REFERENCES: usize = 64;
 
 /// A registry's REST API, as the mount asks it.
@@ -207,17 +208,26 @@ impl Rest {
             }
         };
         let references = references(v);
-        for r in references.iter().take(MAX_REFERENCES) {
-            self.fetch_reference(registry, r);
+        let mut asked = HashSet::new();
+        for r in &references {
+            self.fetch_reference(registry, r, &mut asked);
         }
         registry.insert(id, subject, kind, schema, &references);
         true
     }
 
-    /// A referenced version: `GET /subjects/{subject}/versions/{version}` (its own
-    /// references are not followed further: Confluent's answers name them, and they are
-    /// asked when that schema is).
-    fn fetch_reference(&self, registry: &Registry, r: &Reference) {
+    /// A referenced version: `GET /subjects/{subject}/versions/{version}`, after the
+    /// versions it references in turn (Confluent's answers name only a schema's direct
+    /// references); each version once, at most [`MAX_REFERENCES`] of them.
+    fn fetch_reference(
+        &self,
+        registry: &Registry,
+        r: &Reference,
+        asked: &mut HashSet<(String, u32)>,
+    ) {
+        if asked.len() >= MAX_REFERENCES || !asked.insert((r.subject.clone(), r.version)) {
+            return;
+        }
         let path = format!(
             "/subjects/{}/versions/{}",
             path_segment(&r.subject),
@@ -225,6 +235,9 @@ impl Rest {
         );
         match self.get(&path) {
             Ok(Some(v)) => {
+                for nested in &references(&v) {
+                    self.fetch_reference(registry, nested, asked);
+                }
                 if let Some(id) = v["id"].as_u64().and_then(|i| u32::try_from(i).ok())
                     && let (Some(schema), kind) = (v["schema"].as_str(), kind_of(&v))
                 {
