@@ -607,3 +607,56 @@ fn named_types_referenced_twice_at_every_level_do_not_expand_without_bound() {
         r#"{"a":{},"b":{},"n":null}"#
     );
 }
+
+#[test]
+fn protobuf_imports_of_confluent_and_google_type_files_need_no_reference() {
+    let r = Registry::new();
+    // As Confluent's clients and registry take them: confluent/*, google/type/* and
+    // google/protobuf/* are known without a reference.
+    let pay = r#"syntax = "proto3";
+        package shop;
+        import "confluent/meta.proto";
+        import "confluent/type/decimal.proto";
+        import "google/type/date.proto";
+        import "google/type/money.proto";
+        message Pay {
+          option (confluent.message_meta) = { doc: "a payment" };
+          google.type.Date day = 1;
+          confluent.type.Decimal amount = 2;
+          string card = 3 [(confluent.field_meta) = { tags: ["PII"] }];
+          google.type.Money fee = 4;
+        }"#;
+    r.apply_record(
+        Some(&key("pay-value", 1)),
+        Some(&value("pay-value", 1, 1, pay, Some("PROTOBUF"))),
+    );
+    let body = b"\x00\x0a\x07\x08\xea\x0f\x10\x0c\x18\x04\x12\x08\x0a\x02\x04\xd2\x10\x06\x18\x02\x1a\x01x";
+    let shown = decode(&r, &wire(1, body)).unwrap();
+    assert_eq!(
+        shown,
+        r#"{"day":{"year":2026,"month":12,"day":4},"amount":{"value":"BNI=","precision":6,"scale":2},"card":"x"}"#
+    );
+    assert_eq!(
+        r.encode("pay-value", shown.as_bytes()),
+        Ok(Some(wire(1, body)))
+    );
+}
+
+#[test]
+fn every_file_imported_without_a_reference_compiles() {
+    let r = Registry::new();
+    for (i, (name, _)) in protobuf::BUILTIN.iter().enumerate() {
+        let id = 100 + i as u32;
+        let schema =
+            format!("syntax = \"proto3\"; import \"{name}\"; message M {{ string s = 1; }}");
+        r.apply_record(
+            Some(&key(name, 1)),
+            Some(&value(name, 1, id, &schema, Some("PROTOBUF"))),
+        );
+        assert_eq!(
+            decode(&r, &wire(id, b"\x00\x0a\x01y")),
+            Ok(r#"{"s":"y"}"#.into()),
+            "{name}"
+        );
+    }
+}
