@@ -52,6 +52,10 @@ impl RestConfig {
 const TIMEOUT: Duration = Duration::from_secs(3);
 const KEEP_UNKNOWN: Duration = Duration::from_secs(30);
 const KEEP_LATEST: Duration = Duration::from_secs(30);
+/// How many ids not found may be asked within [`KEEP_UNKNOWN`]: values that only look like
+/// the wire format (binary values whose first byte is 0, each with an "id" of its own) would
+/// otherwise ask the registry once per record. Past it, an id is asked once the window lets.
+const MAX_UNKNOWN: usize = 16;
 /// References followed from one schema, at most, its references' own included (a cycle or a
 /// deep chain stops there).
 const MAX_REFERENCES: usize = 64;
@@ -147,8 +151,12 @@ impl Rest {
     /// Asks for schema `id` (unless asked lately without an answer) and puts it into
     /// `registry`; true when it is known now.
     pub fn fetch_id(&self, registry: &Registry, id: u32) -> bool {
-        if recently(&self.unknown, &id, KEEP_UNKNOWN) {
-            return false;
+        {
+            let mut unknown = self.unknown.guard();
+            unknown.retain(|_, at| at.elapsed() < KEEP_UNKNOWN);
+            if unknown.contains_key(&id) || unknown.len() >= MAX_UNKNOWN {
+                return false;
+            }
         }
         let found = match self.get(&format!("/schemas/ids/{id}")) {
             Ok(Some(v)) => self.insert(registry, id, None, &v),

@@ -211,3 +211,33 @@ fn rest_follows_references_of_references() {
     );
     assert_eq!(out, br#"{"o":{"m":{"cents":7}}}"#, "{:?}", asked.guard());
 }
+
+#[test]
+fn binary_values_that_start_with_zero_do_not_flood_the_log_nor_the_registry() {
+    // A topic of raw binary values (big-endian numbers, hashes) where a first byte 0 makes
+    // each look like the wire format with an id of its own.
+    let (url, asked) = registry_stub(std::collections::HashMap::new());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rest = RestConfig::default();
+    assert!(rest.set("schema.registry.url", &url));
+    let options = SchemaOptions {
+        rest,
+        ..SchemaOptions::default()
+    };
+    let s = Schemas::unfollowed(storage(tmp.path()), options);
+    let mut out = Vec::new();
+    for i in 0..20_000u32 {
+        let value = [
+            &[0u8][..],
+            &i.wrapping_mul(2_654_435_761).to_be_bytes(),
+            b"tail",
+        ]
+        .concat();
+        assert_eq!(s.show("blobs", &value, &mut out), None);
+    }
+    assert!(out.is_empty());
+    let logged = s.logged.guard()["blobs"].len();
+    assert!(logged <= 100, "{logged} ids remembered as logged");
+    let requests = asked.guard().len();
+    assert!(requests <= 100, "{requests} requests to the registry");
+}
