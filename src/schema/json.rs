@@ -38,13 +38,16 @@ impl JsonSchema {
         Ok(JsonSchema { root, docs })
     }
 
-    /// The body as compact JSON text.
+    /// The body as compact JSON text: its own text without the whitespace between tokens,
+    /// so numbers stay digit for digit (an integer beyond 64 bits, `1.50`, `-0`).
     pub(super) fn decode(buf: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        let v: Value = serde_json::from_slice(buf).map_err(|e| e.to_string())?;
-        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+        serde_json::from_slice::<serde::de::IgnoredAny>(buf).map_err(|e| e.to_string())?;
+        let start = out.len();
+        compact(buf, out).inspect_err(|_| out.truncate(start))
     }
 
-    /// Checks JSON text against the schema and appends it compact.
+    /// Checks JSON text against the schema and appends it compact (as written, but for the
+    /// whitespace between tokens).
     pub(super) fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
         self.check(&self.root, &self.root, &v, 0, &mut 0)
@@ -55,7 +58,7 @@ impl JsonSchema {
                     format!("field {}: {what}", path_text(&path))
                 }
             })?;
-        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+        compact(text, out)
     }
 
     /// The schema a (chain of) `$ref` points to, and the document it is in (where its own
@@ -204,6 +207,36 @@ impl JsonSchema {
         }
         Ok(())
     }
+}
+
+/// Appends valid JSON `text` without the whitespace outside its strings; refused when it
+/// nests deeper than [`MAX_DEPTH`].
+fn compact(text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let (mut in_string, mut escaped, mut depth) = (false, false, 0usize);
+    out.reserve(text.len());
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            continue;
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b'[' || b == b'{' {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(format!("nested deeper than {MAX_DEPTH} levels"));
+            }
+        } else if b == b']' || b == b'}' {
+            depth = depth.saturating_sub(1);
+        }
+        out.push(b);
+    }
+    Ok(())
 }
 
 /// A schema document: an object or a boolean.

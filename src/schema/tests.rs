@@ -660,3 +660,22 @@ fn every_file_imported_without_a_reference_compiles() {
         );
     }
 }
+
+#[test]
+fn json_schema_values_keep_their_numbers_as_written() {
+    let r = Registry::new();
+    let schema = r#"{"type":"object","properties":{"id":{"type":"integer","minimum":0}}}"#;
+    r.apply_record(
+        Some(&key("j", 1)),
+        Some(&value("j", 1, 1, schema, Some("JSON"))),
+    );
+    // An id beyond 64 bits (Jackson writes it so): stored and shown digit for digit.
+    let text = "{ \"id\" : 123456789012345678901234567890,\n \"s\": \"a b\\\" \\u00e9\", \"n\": [1.50, -0, 1e300] }";
+    let compact = r#"{"id":123456789012345678901234567890,"s":"a b\" \u00e9","n":[1.50,-0,1e300]}"#;
+    let stored = r.encode("j", text.as_bytes()).unwrap().unwrap();
+    assert_eq!(stored, wire(1, compact.as_bytes()));
+    assert_eq!(decode(&r, &stored).unwrap(), compact);
+    let spaced = wire(1, b" {\"id\" :\t7 } \n");
+    assert_eq!(decode(&r, &spaced).unwrap(), r#"{"id":7}"#);
+    assert!(invalid(&r, "j", r#"{"id":-123456789012345678901234567890}"#).contains("field id"));
+}
