@@ -135,8 +135,15 @@ impl Registry {
     /// The compiled schema of an id, compiled on first use (a failure is kept until the
     /// schemas change, as a reference it lacked may come later).
     fn compiled(&self, id: u32) -> Result<Option<Arc<Compiled>>, String> {
-        if let Some(c) = self.state.read_guard().cached(id) {
-            return c.map(Some);
+        {
+            let st = self.state.read_guard();
+            if let Some(c) = st.cached(id) {
+                return c.map(Some);
+            }
+            // An unknown id (binary values whose first byte is 0) takes no write lock.
+            if !st.knows(id) {
+                return Ok(None);
+            }
         }
         self.state.write_guard().compile(id)
     }

@@ -241,7 +241,6 @@ impl State {
         true
     }
 
-    #[cfg(test)]
     pub(super) fn knows(&self, id: u32) -> bool {
         self.ids.contains_key(&id)
     }
