@@ -256,6 +256,13 @@ impl State {
             .map(|(_, id)| *id)
     }
 
+    pub(super) fn subject_ids(&self, subject: &str) -> Vec<u32> {
+        self.subjects
+            .get(subject)
+            .map(|vs| vs.values().rev().copied().collect())
+            .unwrap_or_default()
+    }
+
     pub(super) fn cached(&self, id: u32) -> Option<Result<Arc<Compiled>, String>> {
         self.compiled.get(&id).cloned()
     }

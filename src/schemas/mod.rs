@@ -224,6 +224,36 @@ impl Schemas {
         }
     }
 
+    /// Every key of `topic` that may show as `shown` in `table/` names: `shown` (as JSON,
+    /// and as a JSON string) in the wire format of each version of the key subject, the
+    /// latest first, each once. A key stored under an older version is one of them, so that
+    /// the name it is listed by finds it.
+    pub fn keys_for_shown(&self, topic: &str, shown: &[u8]) -> Vec<Vec<u8>> {
+        if !is_decodable_topic(topic) {
+            return Vec::new();
+        }
+        let subject = subject_for(topic, true);
+        self.refresh_subject(&subject);
+        let mut texts = Vec::new();
+        if serde_json::from_slice::<serde_json::Value>(shown).is_ok() {
+            texts.push(shown.to_vec());
+        }
+        if let Ok(s) = std::str::from_utf8(shown) {
+            texts.push(serde_json::to_vec(s).unwrap_or_default());
+        }
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for id in self.registry.subject_ids(&subject) {
+            for text in &texts {
+                if let Ok(k) = self.registry.encode_with(id, text)
+                    && !keys.contains(&k)
+                {
+                    keys.push(k);
+                }
+            }
+        }
+        keys
+    }
+
     fn log_once(&self, topic: &str, id: u32, what: impl FnOnce() -> String) {
         let mut logged = self.logged.guard();
         let ids = match logged.get_mut(topic) {

@@ -241,3 +241,46 @@ fn binary_values_that_start_with_zero_do_not_flood_the_log_nor_the_registry() {
     let requests = asked.guard().len();
     assert!(requests <= 100, "{requests} requests to the registry");
 }
+
+#[test]
+fn a_key_name_encodes_with_every_version_of_the_key_subject() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Schemas::unfollowed(storage(tmp.path()), SchemaOptions::default());
+    let registry = s.registry();
+    let record = |subject: &str, version: u32, id: u32, schema: &str| {
+        let key = format!(
+            r#"{{"keytype":"SCHEMA","subject":"{subject}","version":{version},"magic":1}}"#
+        );
+        let value = serde_json::json!({"subject": subject, "version": version, "id": id,
+            "schema": schema, "deleted": false});
+        registry.apply_record(Some(key.as_bytes()), Some(value.to_string().as_bytes()));
+    };
+    let v1 = r#"{"type":"record","name":"K","fields":[{"name":"id","type":"long"}]}"#;
+    let v2 = r#"{"type":"record","name":"K","fields":[{"name":"id","type":"long"},
+        {"name":"region","type":"string","default":"eu"}]}"#;
+    record("kv-key", 1, 900, v1);
+    record("kv-key", 2, 902, v2);
+    record("s-key", 1, 910, r#""string""#);
+    // The latest first: {"id":1} with the default region ("eu"), then as version 1 wrote it.
+    assert_eq!(
+        s.keys_for_shown("kv", br#"{"id":1}"#),
+        vec![
+            b"\x00\x00\x00\x03\x86\x02\x04eu".to_vec(),
+            b"\x00\x00\x00\x03\x84\x02".to_vec()
+        ]
+    );
+    assert_eq!(
+        s.keys_for_shown("kv", br#"{"id":"x"}"#),
+        Vec::<Vec<u8>>::new()
+    );
+    // A string key: the name as a JSON string, and "5" as the string "5".
+    assert_eq!(
+        s.keys_for_shown("s", b"a/b"),
+        vec![b"\x00\x00\x00\x03\x8e\x06a/b".to_vec()]
+    );
+    assert_eq!(
+        s.keys_for_shown("s", b"5"),
+        vec![b"\x00\x00\x00\x03\x8e\x025".to_vec()]
+    );
+    assert!(s.keys_for_shown("_schemas", b"5").is_empty());
+}
