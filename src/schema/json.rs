@@ -13,9 +13,10 @@ use serde_json::{Map, Value};
 /// How deep a value (or a chain of `$ref`s) may go.
 const MAX_DEPTH: usize = 128;
 
-/// How many (sub)schema checks one value may take: combinators over `$ref`s to themselves
-/// would otherwise branch without end.
+/// How many (sub)schema checks one value may take, beyond [`STEPS_PER_BYTE`] per byte of its
+/// text: combinators over `$ref`s to themselves would otherwise branch without end.
 const MAX_STEPS: usize = 1 << 16;
+const STEPS_PER_BYTE: usize = 16;
 
 pub(super) struct JsonSchema {
     root: Value,
@@ -50,7 +51,8 @@ impl JsonSchema {
     /// whitespace between tokens).
     pub(super) fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-        self.check(&self.root, &self.root, &v, 0, &mut 0)
+        let mut steps = MAX_STEPS + STEPS_PER_BYTE * text.len();
+        self.check(&self.root, &self.root, &v, 0, &mut steps)
             .map_err(|(path, what)| {
                 if path.is_empty() {
                     format!("the value: {what}")
@@ -95,10 +97,10 @@ impl JsonSchema {
         depth: usize,
         steps: &mut usize,
     ) -> Result<(), Failure> {
-        *steps += 1;
-        if depth > MAX_DEPTH || *steps > MAX_STEPS {
+        if depth > MAX_DEPTH || *steps == 0 {
             return Err(fail("nested too deeply, or too many checks"));
         }
+        *steps -= 1;
         let (doc, schema) = self.resolve(doc, schema)?;
         let obj = match schema {
             Value::Bool(true) => return Ok(()),
@@ -153,7 +155,7 @@ impl JsonSchema {
                 .filter(|s| self.check(doc, s, v, depth + 1, steps).is_ok())
                 .count()
         });
-        if *steps > MAX_STEPS {
+        if *steps == 0 {
             return Err(fail("too many checks"));
         }
         if any == Some(false) {
@@ -165,7 +167,7 @@ impl JsonSchema {
         let not = obj
             .get("not")
             .map(|n| self.check(doc, n, v, depth + 1, steps).is_ok());
-        if *steps > MAX_STEPS {
+        if *steps == 0 {
             return Err(fail("too many checks"));
         }
         if not == Some(true) {

@@ -679,3 +679,20 @@ fn json_schema_values_keep_their_numbers_as_written() {
     assert_eq!(decode(&r, &spaced).unwrap(), r#"{"id":7}"#);
     assert!(invalid(&r, "j", r#"{"id":-123456789012345678901234567890}"#).contains("field id"));
 }
+
+#[test]
+fn json_schema_checks_of_a_large_value_are_not_cut_short() {
+    let r = Registry::new();
+    let schema = r#"{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object",
+        "properties":{"v":{"type":"integer"}},"required":["v"]}}}}"#;
+    r.apply_record(
+        Some(&key("big", 1)),
+        Some(&value("big", 1, 1, schema, Some("JSON"))),
+    );
+    // 100,000 items, each two checks: a 1.2 MB value, as a producer may well write.
+    let items: Vec<String> = (0..100_000).map(|i| format!(r#"{{"v":{i}}}"#)).collect();
+    let text = format!(r#"{{"xs":[{}]}}"#, items.join(","));
+    assert!(r.encode("big", text.as_bytes()).is_ok());
+    let bad_item = text.replacen(r#"{"v":99999}"#, r#"{"v":"x"}"#, 1);
+    assert!(invalid(&r, "big", &bad_item).contains("field xs[99999].v"));
+}
