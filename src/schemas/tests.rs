@@ -168,6 +168,17 @@ fn registry_stub(
     (url, asked)
 }
 
+/// Schemas over a log dir without `_schemas`, asking the registry at `url`.
+fn asking(url: &str, dir: &std::path::Path) -> Arc<Schemas> {
+    let mut rest = RestConfig::default();
+    assert!(rest.set("schema.registry.url", url));
+    let options = SchemaOptions {
+        rest,
+        ..SchemaOptions::default()
+    };
+    Schemas::unfollowed(storage(dir), options)
+}
+
 #[test]
 fn rest_follows_references_of_references() {
     // Event references Order, which references Money: Confluent's answers name only the
@@ -197,13 +208,7 @@ fn rest_follows_references_of_references() {
     );
     let (url, asked) = registry_stub(answers);
     let tmp = tempfile::tempdir().unwrap();
-    let mut rest = RestConfig::default();
-    assert!(rest.set("schema.registry.url", &url));
-    let options = SchemaOptions {
-        rest,
-        ..SchemaOptions::default()
-    };
-    let s = Schemas::unfollowed(storage(tmp.path()), options);
+    let s = asking(&url, tmp.path());
     let mut out = Vec::new();
     assert_eq!(
         s.show("events", b"\x00\x00\x00\x00\x03\x0e", &mut out),
@@ -218,13 +223,7 @@ fn binary_values_that_start_with_zero_do_not_flood_the_log_nor_the_registry() {
     // each look like the wire format with an id of its own.
     let (url, asked) = registry_stub(std::collections::HashMap::new());
     let tmp = tempfile::tempdir().unwrap();
-    let mut rest = RestConfig::default();
-    assert!(rest.set("schema.registry.url", &url));
-    let options = SchemaOptions {
-        rest,
-        ..SchemaOptions::default()
-    };
-    let s = Schemas::unfollowed(storage(tmp.path()), options);
+    let s = asking(&url, tmp.path());
     let mut out = Vec::new();
     for i in 0..20_000u32 {
         let value = [
