@@ -696,3 +696,32 @@ fn json_schema_checks_of_a_large_value_are_not_cut_short() {
     let bad_item = text.replacen(r#"{"v":99999}"#, r#"{"v":"x"}"#, 1);
     assert!(invalid(&r, "big", &bad_item).contains("field xs[99999].v"));
 }
+
+#[test]
+fn a_deeply_nested_schema_text_is_refused_without_overflowing_the_stack() {
+    let r = Registry::new();
+    let n = 20_000;
+    let proto = format!(
+        "syntax = \"proto3\"; {} {}",
+        "message A { ".repeat(n),
+        "}".repeat(n)
+    );
+    r.apply_record(
+        Some(&key("deep", 1)),
+        Some(&value("deep", 1, 1, &proto, Some("PROTOBUF"))),
+    );
+    bad(decode(&r, &wire(1, b"\x00")));
+    let avro = format!(
+        "{}\"int\"{}",
+        "{\"type\":\"array\",\"items\":".repeat(n),
+        "}".repeat(n)
+    );
+    register(&r, "deep-avro", 1, 2, &avro);
+    bad(decode(&r, &wire(2, b"\x00")));
+    let json = format!("{}true{}", "{\"not\":".repeat(n), "}".repeat(n));
+    r.apply_record(
+        Some(&key("deep-json", 1)),
+        Some(&value("deep-json", 1, 3, &json, Some("JSON"))),
+    );
+    assert!(r.encode("deep-json", b"1").is_err());
+}
