@@ -625,6 +625,8 @@ fn protobuf_imports_of_confluent_and_google_type_files_need_no_reference() {
           confluent.type.Decimal amount = 2;
           string card = 3 [(confluent.field_meta) = { tags: ["PII"] }];
           google.type.Money fee = 4;
+          // As Kafka Connect's Protobuf converter writes its types.
+          int32 small = 5 [(confluent.field_meta) = { params: [{ key: "connect.type", value: "int16" }] }];
         }"#;
     r.apply_record(
         Some(&key("pay-value", 1)),
