@@ -727,3 +727,20 @@ fn a_deeply_nested_schema_text_is_refused_without_overflowing_the_stack() {
     );
     assert!(r.encode("deep-json", b"1").is_err());
 }
+
+#[test]
+fn decimals_written_as_json_numbers_in_exponent_form() {
+    let r = Registry::new();
+    let dec = r#"{"type":"bytes","logicalType":"decimal","precision":12,"scale":9}"#;
+    register(&r, "d", 1, 1, dec);
+    let shown = |json: &str| decode(&r, &r.encode("d", json.as_bytes()).unwrap().unwrap()).unwrap();
+    // serde_json and Python print 0.0000001 as 1e-07 / 1e-7.
+    assert_eq!(shown("0.0000001"), r#""0.000000100""#);
+    assert_eq!(shown(r#""1e-7""#), r#""0.000000100""#);
+    assert_eq!(shown(r#""-1.5E2""#), r#""-150.000000000""#);
+    assert_eq!(shown("12e0"), r#""12.000000000""#);
+    assert!(invalid(&r, "d", r#""1e-10""#).contains("scale 9"));
+    assert!(invalid(&r, "d", r#""1e3""#).contains("precision 12"));
+    assert!(invalid(&r, "d", r#""1e4000000000""#).contains("precision 12"));
+    assert!(invalid(&r, "d", r#""1e""#).contains("not a decimal"));
+}

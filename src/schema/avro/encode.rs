@@ -4,7 +4,7 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::{Avro, MAX_DEPTH, Named, Node, nullable};
+use super::{Avro, MAX_DECIMAL_PRECISION, MAX_DEPTH, Named, Node, nullable};
 use crate::schema::text;
 
 /// A mismatch, with the path to it gathered as the error returns.
@@ -370,15 +370,22 @@ fn unscaled_bytes(s: &str, precision: u32, scale: u32) -> Result<Vec<u8>, Mismat
         Some(rest) => (true, rest),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
+    // An exponent (`1e-7`, as JSON numbers print) moves the point.
+    let (body, exp) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().map_err(|_| bad())?),
+        None => (body, 0),
+    };
     let (whole, frac) = body.split_once('.').unwrap_or((body, ""));
     if whole.is_empty() && frac.is_empty()
         || !whole
             .bytes()
             .chain(frac.bytes())
             .all(|b| b.is_ascii_digit())
+        || exp.unsigned_abs() > u64::from(2 * MAX_DECIMAL_PRECISION) + body.len() as u64
     {
         return Err(bad());
     }
+    let (whole, frac) = shift_point(whole, frac, exp);
     let frac = frac.trim_end_matches('0');
     let whole = whole.trim_start_matches('0');
     // Digits of the unscaled value: the whole part, the fraction, zeros up to the scale.
@@ -430,4 +437,20 @@ fn unscaled_bytes(s: &str, precision: u32, scale: u32) -> Result<Vec<u8>, Mismat
         mag.insert(0, 0);
     }
     Ok(mag)
+}
+
+/// The whole and fraction digits of `whole.frac` times ten to the `exp`.
+fn shift_point(whole: &str, frac: &str, exp: i64) -> (String, String) {
+    let digits = format!("{whole}{frac}");
+    let point = whole.len() as i64 + exp;
+    if point <= 0 {
+        let zeros = "0".repeat(point.unsigned_abs() as usize);
+        (String::new(), zeros + &digits)
+    } else if point as usize >= digits.len() {
+        let zeros = "0".repeat(point as usize - digits.len());
+        (digits + &zeros, String::new())
+    } else {
+        let (w, f) = digits.split_at(point as usize);
+        (w.to_owned(), f.to_owned())
+    }
 }
