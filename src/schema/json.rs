@@ -2,41 +2,57 @@
 //! schema's keywords that say what a value may be — `type`, `properties`, `required`,
 //! `additionalProperties`, `items`, `enum`, `const`, `minimum`/`maximum` (and their
 //! exclusive forms), `minLength`/`maxLength`, `minItems`/`maxItems`, `allOf`/`anyOf`/`oneOf`,
-//! `not`, and `$ref` within the schema (`#/definitions/...`, `#/$defs/...`). Other keywords
-//! (`pattern`, `format`...) are not checked.
+//! `not`, and `$ref`s: within the schema (`#/definitions/...`, `#/$defs/...`) and to the
+//! schemas it references by name (`address.json`, `address.json#/definitions/zip`), whose own
+//! local `$ref`s point into them. Other keywords (`pattern`, `format`...) are not checked.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 /// How deep a value (or a chain of `$ref`s) may go.
 const MAX_DEPTH: usize = 128;
 
-/// How many (sub)schema checks one value may take: combinators over `$ref`s to themselves
-/// would otherwise branch without end.
+/// How many (sub)schema checks one value may take, beyond [`STEPS_PER_BYTE`] per byte of its
+/// text: combinators over `$ref`s to themselves would otherwise branch without end.
 const MAX_STEPS: usize = 1 << 16;
+const STEPS_PER_BYTE: usize = 16;
 
 pub(super) struct JsonSchema {
     root: Value,
+    /// The referenced schemas, by their reference's name (and by their `$id`).
+    docs: HashMap<String, Value>,
 }
 
 impl JsonSchema {
-    pub(super) fn parse(text: &str) -> Result<JsonSchema, String> {
-        let root: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if !root.is_object() && !root.is_boolean() {
-            return Err("a JSON Schema is an object or a boolean".into());
+    /// Parses a schema and the schemas it references (`(name, schema text)`).
+    pub(super) fn parse(text: &str, refs: Vec<(String, String)>) -> Result<JsonSchema, String> {
+        let root = document(text)?;
+        let mut docs = HashMap::new();
+        for (name, text) in refs {
+            let doc = document(&text).map_err(|e| format!("reference {name}: {e}"))?;
+            if let Some(id) = doc.get("$id").and_then(Value::as_str) {
+                docs.entry(id.to_owned()).or_insert_with(|| doc.clone());
+            }
+            docs.insert(name, doc);
         }
-        Ok(JsonSchema { root })
+        Ok(JsonSchema { root, docs })
     }
 
-    /// The body as compact JSON text.
+    /// The body as compact JSON text: its own text without the whitespace between tokens,
+    /// so numbers stay digit for digit (an integer beyond 64 bits, `1.50`, `-0`).
     pub(super) fn decode(buf: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        let v: Value = serde_json::from_slice(buf).map_err(|e| e.to_string())?;
-        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+        serde_json::from_slice::<serde::de::IgnoredAny>(buf).map_err(|e| e.to_string())?;
+        let start = out.len();
+        compact(buf, out).inspect_err(|_| out.truncate(start))
     }
 
-    /// Checks JSON text against the schema and appends it compact.
+    /// Checks JSON text against the schema and appends it compact (as written, but for the
+    /// whitespace between tokens).
     pub(super) fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-        self.check(&self.root, &v, 0, &mut 0)
+        let mut steps = MAX_STEPS + STEPS_PER_BYTE * text.len();
+        self.check(&self.root, &self.root, &v, 0, &mut steps)
             .map_err(|(path, what)| {
                 if path.is_empty() {
                     format!("the value: {what}")
@@ -44,20 +60,29 @@ impl JsonSchema {
                     format!("field {}: {what}", path_text(&path))
                 }
             })?;
-        serde_json::to_writer(out, &v).map_err(|e| e.to_string())
+        compact(text, out)
     }
 
-    fn resolve<'a>(&'a self, schema: &'a Value) -> Result<&'a Value, Failure> {
-        let mut s = schema;
+    /// The schema a (chain of) `$ref` points to, and the document it is in (where its own
+    /// local `$ref`s point).
+    fn resolve<'a>(
+        &'a self,
+        doc: &'a Value,
+        schema: &'a Value,
+    ) -> Result<(&'a Value, &'a Value), Failure> {
+        let (mut doc, mut s) = (doc, schema);
         for _ in 0..MAX_DEPTH {
             let Some(r) = s.get("$ref").and_then(Value::as_str) else {
-                return Ok(s);
+                return Ok((doc, s));
             };
-            let pointer = r
-                .strip_prefix('#')
-                .ok_or_else(|| fail(format!("$ref {r} is not local")))?;
-            s = self
-                .root
+            let (name, pointer) = r.split_once('#').unwrap_or((r, ""));
+            if !name.is_empty() {
+                doc = self
+                    .docs
+                    .get(name)
+                    .ok_or_else(|| fail(format!("$ref {r}: {name} is not a reference")))?;
+            }
+            s = doc
                 .pointer(pointer)
                 .ok_or_else(|| fail(format!("$ref {r} not found")))?;
         }
@@ -66,16 +91,17 @@ impl JsonSchema {
 
     fn check(
         &self,
+        doc: &Value,
         schema: &Value,
         v: &Value,
         depth: usize,
         steps: &mut usize,
     ) -> Result<(), Failure> {
-        *steps += 1;
-        if depth > MAX_DEPTH || *steps > MAX_STEPS {
+        if depth > MAX_DEPTH || *steps == 0 {
             return Err(fail("nested too deeply, or too many checks"));
         }
-        let schema = self.resolve(schema)?;
+        *steps -= 1;
+        let (doc, schema) = self.resolve(doc, schema)?;
         let obj = match schema {
             Value::Bool(true) => return Ok(()),
             Value::Bool(false) => return Err(fail("no value is allowed here")),
@@ -84,14 +110,14 @@ impl JsonSchema {
         };
         check_type(obj, v)?;
         check_values(obj, v)?;
-        self.combinators(obj, v, depth, steps)?;
+        self.combinators(doc, obj, v, depth, steps)?;
         match v {
-            Value::Object(map) => self.object(obj, map, depth, steps),
+            Value::Object(map) => self.object(doc, obj, map, depth, steps),
             Value::Array(list) => {
                 count(obj, list.len(), "minItems", "maxItems", "items")?;
                 if let Some(items) = obj.get("items").filter(|i| i.is_object() || i.is_boolean()) {
                     for (n, item) in list.iter().enumerate() {
-                        self.check(items, item, depth + 1, steps)
+                        self.check(doc, items, item, depth + 1, steps)
                             .map_err(|e| at(e, format!("[{n}]")))?;
                     }
                 }
@@ -110,6 +136,7 @@ impl JsonSchema {
 
     fn combinators(
         &self,
+        doc: &Value,
         obj: &Map<String, Value>,
         v: &Value,
         depth: usize,
@@ -117,16 +144,18 @@ impl JsonSchema {
     ) -> Result<(), Failure> {
         let list = |k: &str| obj.get(k).and_then(Value::as_array).map(Vec::as_slice);
         for s in list("allOf").unwrap_or_default() {
-            self.check(s, v, depth + 1, steps)?;
+            self.check(doc, s, v, depth + 1, steps)?;
         }
-        let any =
-            list("anyOf").map(|l| l.iter().any(|s| self.check(s, v, depth + 1, steps).is_ok()));
+        let any = list("anyOf").map(|l| {
+            l.iter()
+                .any(|s| self.check(doc, s, v, depth + 1, steps).is_ok())
+        });
         let one = list("oneOf").map(|l| {
             l.iter()
-                .filter(|s| self.check(s, v, depth + 1, steps).is_ok())
+                .filter(|s| self.check(doc, s, v, depth + 1, steps).is_ok())
                 .count()
         });
-        if *steps > MAX_STEPS {
+        if *steps == 0 {
             return Err(fail("too many checks"));
         }
         if any == Some(false) {
@@ -137,8 +166,8 @@ impl JsonSchema {
         }
         let not = obj
             .get("not")
-            .map(|n| self.check(n, v, depth + 1, steps).is_ok());
-        if *steps > MAX_STEPS {
+            .map(|n| self.check(doc, n, v, depth + 1, steps).is_ok());
+        if *steps == 0 {
             return Err(fail("too many checks"));
         }
         if not == Some(true) {
@@ -149,6 +178,7 @@ impl JsonSchema {
 
     fn object(
         &self,
+        doc: &Value,
         obj: &Map<String, Value>,
         map: &Map<String, Value>,
         depth: usize,
@@ -170,15 +200,54 @@ impl JsonSchema {
         let additional = obj.get("additionalProperties");
         for (k, fv) in map {
             let res = match (props.and_then(|p| p.get(k)), additional) {
-                (Some(s), _) => self.check(s, fv, depth + 1, steps),
+                (Some(s), _) => self.check(doc, s, fv, depth + 1, steps),
                 (None, Some(Value::Bool(false))) => Err(fail("not in the schema")),
-                (None, Some(s @ Value::Object(_))) => self.check(s, fv, depth + 1, steps),
+                (None, Some(s @ Value::Object(_))) => self.check(doc, s, fv, depth + 1, steps),
                 (None, _) => Ok(()),
             };
             res.map_err(|e| at(e, k.clone()))?;
         }
         Ok(())
     }
+}
+
+/// Appends valid JSON `text` without the whitespace outside its strings; refused when it
+/// nests deeper than [`MAX_DEPTH`].
+fn compact(text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let (mut in_string, mut escaped, mut depth) = (false, false, 0usize);
+    out.reserve(text.len());
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            continue;
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b'[' || b == b'{' {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(format!("nested deeper than {MAX_DEPTH} levels"));
+            }
+        } else if b == b']' || b == b'}' {
+            depth = depth.saturating_sub(1);
+        }
+        out.push(b);
+    }
+    Ok(())
+}
+
+/// A schema document: an object or a boolean.
+fn document(text: &str) -> Result<Value, String> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if !doc.is_object() && !doc.is_boolean() {
+        return Err("a JSON Schema is an object or a boolean".into());
+    }
+    Ok(doc)
 }
 
 /// The path to the field (innermost first) and what is wrong.

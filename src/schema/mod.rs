@@ -135,8 +135,15 @@ impl Registry {
     /// The compiled schema of an id, compiled on first use (a failure is kept until the
     /// schemas change, as a reference it lacked may come later).
     fn compiled(&self, id: u32) -> Result<Option<Arc<Compiled>>, String> {
-        if let Some(c) = self.state.read_guard().cached(id) {
-            return c.map(Some);
+        {
+            let st = self.state.read_guard();
+            if let Some(c) = st.cached(id) {
+                return c.map(Some);
+            }
+            // An unknown id (binary values whose first byte is 0) takes no write lock.
+            if !st.knows(id) {
+                return Ok(None);
+            }
         }
         self.state.write_guard().compile(id)
     }
@@ -169,9 +176,19 @@ impl Registry {
     /// Encodes JSON `text` with the subject's latest schema into the wire format.
     /// `Ok(None)`: the subject has no schema (store the bytes as they are).
     pub fn encode(&self, subject: &str, text: &[u8]) -> Result<Option<Vec<u8>>, EncodeError> {
-        let Some(id) = self.latest_id(subject) else {
-            return Ok(None);
-        };
+        match self.latest_id(subject) {
+            Some(id) => self.encode_with(id, text).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The schema ids of a subject's (not deleted) versions, the latest first.
+    pub fn subject_ids(&self, subject: &str) -> Vec<u32> {
+        self.state.read_guard().subject_ids(subject)
+    }
+
+    /// Encodes JSON `text` with schema `id` into the wire format.
+    pub fn encode_with(&self, id: u32, text: &[u8]) -> Result<Vec<u8>, EncodeError> {
         let invalid = |reason: String| EncodeError::Invalid { id, reason };
         let compiled = self
             .compiled(id)
@@ -189,7 +206,7 @@ impl Registry {
             Compiled::Protobuf(p) => p.encode(text, &mut out).map_err(invalid)?,
             Compiled::Json(j) => j.encode(text, &mut out).map_err(invalid)?,
         }
-        Ok(Some(out))
+        Ok(out)
     }
 }
 /// The subject of a topic's values or keys (TopicNameStrategy).

@@ -20,6 +20,100 @@ pub(super) struct Proto {
     file: FileDescriptor,
 }
 
+/// The files Confluent's clients and registry let a schema import without a reference
+/// (besides Google's well-known types, `google/protobuf/*`): `confluent/*` (field tags and
+/// rules, Confluent's decimal) and Google's common types `google/type/*`.
+pub(super) const BUILTIN: &[(&str, &str)] = &[
+    (
+        "confluent/meta.proto",
+        include_str!("protos/confluent/meta.proto"),
+    ),
+    (
+        "confluent/type/decimal.proto",
+        include_str!("protos/confluent/type/decimal.proto"),
+    ),
+    (
+        "google/type/calendar_period.proto",
+        include_str!("protos/google/type/calendar_period.proto"),
+    ),
+    (
+        "google/type/color.proto",
+        include_str!("protos/google/type/color.proto"),
+    ),
+    (
+        "google/type/date.proto",
+        include_str!("protos/google/type/date.proto"),
+    ),
+    (
+        "google/type/datetime.proto",
+        include_str!("protos/google/type/datetime.proto"),
+    ),
+    (
+        "google/type/dayofweek.proto",
+        include_str!("protos/google/type/dayofweek.proto"),
+    ),
+    (
+        "google/type/decimal.proto",
+        include_str!("protos/google/type/decimal.proto"),
+    ),
+    (
+        "google/type/expr.proto",
+        include_str!("protos/google/type/expr.proto"),
+    ),
+    (
+        "google/type/fraction.proto",
+        include_str!("protos/google/type/fraction.proto"),
+    ),
+    (
+        "google/type/interval.proto",
+        include_str!("protos/google/type/interval.proto"),
+    ),
+    (
+        "google/type/latlng.proto",
+        include_str!("protos/google/type/latlng.proto"),
+    ),
+    (
+        "google/type/localized_text.proto",
+        include_str!("protos/google/type/localized_text.proto"),
+    ),
+    (
+        "google/type/money.proto",
+        include_str!("protos/google/type/money.proto"),
+    ),
+    (
+        "google/type/month.proto",
+        include_str!("protos/google/type/month.proto"),
+    ),
+    (
+        "google/type/phone_number.proto",
+        include_str!("protos/google/type/phone_number.proto"),
+    ),
+    (
+        "google/type/postal_address.proto",
+        include_str!("protos/google/type/postal_address.proto"),
+    ),
+    (
+        "google/type/quaternion.proto",
+        include_str!("protos/google/type/quaternion.proto"),
+    ),
+    (
+        "google/type/timeofday.proto",
+        include_str!("protos/google/type/timeofday.proto"),
+    ),
+];
+
+/// The files of [`BUILTIN`].
+struct Builtin;
+
+impl FileResolver for Builtin {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        match BUILTIN.iter().find(|(n, _)| *n == name) {
+            Some((name, text)) => File::from_source(name, text),
+            None => Err(protox::Error::file_not_found(name)),
+        }
+    }
+}
+
 /// The files a schema can import: its references by name, then Google's well-known types.
 struct Files {
     files: HashMap<String, String>,
@@ -55,6 +149,7 @@ impl Proto {
         let mut chain = ChainFileResolver::new();
         chain.add(Files { files });
         chain.add(GoogleFileResolver::new());
+        chain.add(Builtin);
         let mut compiler = protox::Compiler::with_file_resolver(chain);
         compiler.include_imports(true);
         compiler.open_file(MAIN).map_err(|e| e.to_string())?;

@@ -241,7 +241,6 @@ impl State {
         true
     }
 
-    #[cfg(test)]
     pub(super) fn knows(&self, id: u32) -> bool {
         self.ids.contains_key(&id)
     }
@@ -255,6 +254,13 @@ impl State {
             .get(subject)?
             .last_key_value()
             .map(|(_, id)| *id)
+    }
+
+    pub(super) fn subject_ids(&self, subject: &str) -> Vec<u32> {
+        self.subjects
+            .get(subject)
+            .map(|vs| vs.values().rev().copied().collect())
+            .unwrap_or_default()
     }
 
     pub(super) fn cached(&self, id: u32) -> Option<Result<Arc<Compiled>, String>> {
@@ -286,7 +292,7 @@ impl State {
                 Compiled::Avro(parser.finish(&entry.schema)?)
             }
             Kind::Protobuf => Compiled::Protobuf(Proto::compile(&entry.schema, refs)?),
-            Kind::Json => Compiled::Json(JsonSchema::parse(&entry.schema)?),
+            Kind::Json => Compiled::Json(JsonSchema::parse(&entry.schema, refs)?),
         })
     }
 

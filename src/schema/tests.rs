@@ -436,3 +436,311 @@ fn one_registry_serves_every_thread() {
         );
     }
 }
+
+#[test]
+fn decimals_wider_than_128_bits_are_written_and_huge_scales_allocate_nothing() {
+    let r = Registry::new();
+    let dec = r#"{"type":"bytes","logicalType":"decimal","precision":60,"scale":3}"#;
+    register(&r, "d", 1, 1, dec);
+    let fix =
+        r#"{"type":"fixed","name":"F","size":24,"logicalType":"decimal","precision":57,"scale":0}"#;
+    register(&r, "f", 1, 2, fix);
+    // 2^152 as shown (checked in Python), and its negation: written back to the same bytes.
+    let mut pos = vec![40u8, 0x01];
+    pos.extend_from_slice(&[0; 19]);
+    let shown = "5708990770823839524233143877797980545530986.496";
+    assert_eq!(
+        r.encode("d", format!("\"{shown}\"").as_bytes()),
+        Ok(Some(wire(1, &pos)))
+    );
+    let mut neg = vec![40u8, 0xff];
+    neg.extend_from_slice(&[0; 19]);
+    assert_eq!(decode(&r, &wire(1, &neg)).unwrap(), format!("\"-{shown}\""));
+    assert_eq!(
+        r.encode("d", format!("\"-{shown}\"").as_bytes()),
+        Ok(Some(wire(1, &neg)))
+    );
+    // Sign-extended to a fixed's size; too many digits refused.
+    let mut f = vec![0xffu8; 4];
+    f.push(0xfe);
+    f.extend_from_slice(&[0; 19]);
+    let text = decode(&r, &wire(2, &f)).unwrap();
+    assert_eq!(r.encode("f", text.as_bytes()), Ok(Some(wire(2, &f))));
+    assert!(invalid(&r, "d", &format!("\"{}\"", "9".repeat(61))).contains("precision 60"));
+    assert!(invalid(&r, "f", &format!("\"{}\"", "9".repeat(58))).contains("precision 57"));
+    // A scale of 50 million, as a registry takes it: no 50 MB text per value, none
+    // allocated to write one.
+    let huge = r#"{"type":"bytes","logicalType":"decimal","precision":50000000,"scale":50000000}"#;
+    register(&r, "h", 1, 3, huge);
+    let shown = decode(&r, &wire(3, b"\x02\x01")).unwrap_or_default();
+    assert!(shown.len() < 100, "{} bytes shown", shown.len());
+    let written = r
+        .encode("h", b"\"0.1\"")
+        .unwrap_or_default()
+        .unwrap_or_default();
+    assert!(written.len() < 100, "{} bytes written", written.len());
+}
+
+#[test]
+fn the_largest_float_as_shown_is_written_back() {
+    let r = Registry::new();
+    register(&r, "f", 1, 1, r#""float""#);
+    let max = wire(1, &f32::MAX.to_le_bytes());
+    let shown = decode(&r, &max).unwrap();
+    assert_eq!(shown, "3.4028235e+38");
+    assert_eq!(r.encode("f", shown.as_bytes()), Ok(Some(max)));
+    assert!(invalid(&r, "f", "3.5e38").contains("out of range for a float"));
+    assert!(invalid(&r, "f", "-1e39").contains("out of range for a float"));
+}
+
+#[test]
+fn timestamps_at_the_edges_of_years_1_and_9999_are_written_back() {
+    let r = Registry::new();
+    let ms = r#"{"type":"long","logicalType":"timestamp-millis"}"#;
+    register(&r, "ms", 1, 1, ms);
+    // 9999-12-31T23:59:59.999Z, 0001-01-01T00:00:00.000Z, and one millisecond before 1970.
+    for millis in [253_402_300_799_999i64, -62_135_596_800_000, -1] {
+        let mut body = Vec::new();
+        let z = ((millis << 1) ^ (millis >> 63)) as u64;
+        let mut n = z;
+        while n >= 0x80 {
+            body.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        body.push(n as u8);
+        let bytes = wire(1, &body);
+        let shown = decode(&r, &bytes).unwrap();
+        assert_eq!(r.encode("ms", shown.as_bytes()), Ok(Some(bytes)), "{shown}");
+    }
+    // Any offset: the same instant.
+    let utc = r.encode("ms", br#""9999-12-31T23:59:59.999Z""#).unwrap();
+    let east = r.encode("ms", br#""10000-01-01T01:59:59.999+02:00""#);
+    assert!(
+        east.is_err() || east.as_ref().ok() == Some(&utc),
+        "{east:?}"
+    );
+    let west = r
+        .encode("ms", br#""9999-12-31T13:59:59.999-10:00""#)
+        .unwrap();
+    assert_eq!(west, utc);
+}
+
+#[test]
+fn json_schema_refs_to_referenced_subjects_are_checked_in_their_own_document() {
+    let r = Registry::new();
+    // As Confluent's clients register them: the referenced schema under its reference name,
+    // its own `$ref`s local to it.
+    let address = r##"{"$id":"address.json","type":"object","properties":{"city":{"type":"string"},
+        "zip":{"$ref":"#/definitions/zip"}},"required":["city"],"additionalProperties":false,
+        "definitions":{"zip":{"type":"integer","minimum":0}}}"##;
+    register_with_refs(
+        &r,
+        "address",
+        1,
+        address,
+        Some("JSON"),
+        serde_json::json!([]),
+    );
+    let customer = r##"{"type":"object","properties":{"name":{"type":"string"},
+        "home":{"$ref":"address.json"},"zip":{"$ref":"address.json#/definitions/zip"},
+        "definitions":{"type":"null"}}}"##;
+    let refs = serde_json::json!([{"name": "address.json", "subject": "address", "version": 1}]);
+    register_with_refs(&r, "cust-value", 2, customer, Some("JSON"), refs);
+    let ok = br#"{"name":"a","home":{"city":"x","zip":5},"zip":0}"#;
+    assert_eq!(r.encode("cust-value", ok), Ok(Some(wire(2, ok))));
+    let neg = invalid(
+        &r,
+        "cust-value",
+        r#"{"name":"a","home":{"city":"x","zip":-5}}"#,
+    );
+    assert!(
+        neg.contains("field home.zip") && neg.contains("minimum"),
+        "{neg}"
+    );
+    assert!(invalid(&r, "cust-value", r#"{"home":{"city":"x","y":1}}"#).contains("home.y"));
+    assert!(invalid(&r, "cust-value", r#"{"home":{}}"#).contains("home.city"));
+    assert!(invalid(&r, "cust-value", r#"{"zip":-1}"#).contains("field zip"));
+    // A reference the schema does not name: refused, naming it.
+    let stray = r#"{"type":"object","properties":{"a":{"$ref":"other.json"}}}"#;
+    register_with_refs(
+        &r,
+        "stray-value",
+        3,
+        stray,
+        Some("JSON"),
+        serde_json::json!([]),
+    );
+    assert!(invalid(&r, "stray-value", r#"{"a":1}"#).contains("other.json"));
+    assert_eq!(r.encode("stray-value", b"{}"), Ok(Some(wire(3, b"{}"))));
+}
+
+#[test]
+fn named_types_referenced_twice_at_every_level_do_not_expand_without_bound() {
+    // N0 holds two N1, N1 two N2 ... N39 is empty: a value of N0 takes no bytes and is 2^40
+    // objects. A read answers at once (shown raw), and an array of them too.
+    let mut schema = r#"{"type":"record","name":"N39","fields":[]}"#.to_string();
+    for i in (0..39).rev() {
+        schema = format!(
+            r#"{{"type":"record","name":"N{i}","fields":[{{"name":"a","type":{schema}}},{{"name":"b","type":"N{}"}}]}}"#,
+            i + 1
+        );
+    }
+    let r = Registry::new();
+    register(&r, "bomb", 1, 1, &schema);
+    register(
+        &r,
+        "bombs",
+        1,
+        2,
+        &format!(r#"{{"type":"array","items":{schema}}}"#),
+    );
+    let started = std::time::Instant::now();
+    bad(decode(&r, &wire(1, b"")));
+    bad(decode(&r, &wire(2, b"\x02\x00")));
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    // A small value of a wide schema still decodes.
+    let small = r#"{"type":"record","name":"S","fields":[{"name":"a","type":{"type":"record",
+        "name":"E","fields":[]}},{"name":"b","type":"E"},{"name":"n","type":"null"}]}"#;
+    register(&r, "small", 1, 3, small);
+    assert_eq!(
+        decode(&r, &wire(3, b"")).unwrap(),
+        r#"{"a":{},"b":{},"n":null}"#
+    );
+}
+
+#[test]
+fn protobuf_imports_of_confluent_and_google_type_files_need_no_reference() {
+    let r = Registry::new();
+    // As Confluent's clients and registry take them: confluent/*, google/type/* and
+    // google/protobuf/* are known without a reference.
+    let pay = r#"syntax = "proto3";
+        package shop;
+        import "confluent/meta.proto";
+        import "confluent/type/decimal.proto";
+        import "google/type/date.proto";
+        import "google/type/money.proto";
+        message Pay {
+          option (confluent.message_meta) = { doc: "a payment" };
+          google.type.Date day = 1;
+          confluent.type.Decimal amount = 2;
+          string card = 3 [(confluent.field_meta) = { tags: ["PII"] }];
+          google.type.Money fee = 4;
+          // As Kafka Connect's Protobuf converter writes its types.
+          int32 small = 5 [(confluent.field_meta) = { params: [{ key: "connect.type", value: "int16" }] }];
+        }"#;
+    r.apply_record(
+        Some(&key("pay-value", 1)),
+        Some(&value("pay-value", 1, 1, pay, Some("PROTOBUF"))),
+    );
+    let body = b"\x00\x0a\x07\x08\xea\x0f\x10\x0c\x18\x04\x12\x08\x0a\x02\x04\xd2\x10\x06\x18\x02\x1a\x01x";
+    let shown = decode(&r, &wire(1, body)).unwrap();
+    assert_eq!(
+        shown,
+        r#"{"day":{"year":2026,"month":12,"day":4},"amount":{"value":"BNI=","precision":6,"scale":2},"card":"x"}"#
+    );
+    assert_eq!(
+        r.encode("pay-value", shown.as_bytes()),
+        Ok(Some(wire(1, body)))
+    );
+}
+
+#[test]
+fn every_file_imported_without_a_reference_compiles() {
+    let r = Registry::new();
+    for (i, (name, _)) in protobuf::BUILTIN.iter().enumerate() {
+        let id = 100 + i as u32;
+        let schema =
+            format!("syntax = \"proto3\"; import \"{name}\"; message M {{ string s = 1; }}");
+        r.apply_record(
+            Some(&key(name, 1)),
+            Some(&value(name, 1, id, &schema, Some("PROTOBUF"))),
+        );
+        assert_eq!(
+            decode(&r, &wire(id, b"\x00\x0a\x01y")),
+            Ok(r#"{"s":"y"}"#.into()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn json_schema_values_keep_their_numbers_as_written() {
+    let r = Registry::new();
+    let schema = r#"{"type":"object","properties":{"id":{"type":"integer","minimum":0}}}"#;
+    r.apply_record(
+        Some(&key("j", 1)),
+        Some(&value("j", 1, 1, schema, Some("JSON"))),
+    );
+    // An id beyond 64 bits (Jackson writes it so): stored and shown digit for digit.
+    let text = "{ \"id\" : 123456789012345678901234567890,\n \"s\": \"a b\\\" \\u00e9\", \"n\": [1.50, -0, 1e300] }";
+    let compact = r#"{"id":123456789012345678901234567890,"s":"a b\" \u00e9","n":[1.50,-0,1e300]}"#;
+    let stored = r.encode("j", text.as_bytes()).unwrap().unwrap();
+    assert_eq!(stored, wire(1, compact.as_bytes()));
+    assert_eq!(decode(&r, &stored).unwrap(), compact);
+    let spaced = wire(1, b" {\"id\" :\t7 } \n");
+    assert_eq!(decode(&r, &spaced).unwrap(), r#"{"id":7}"#);
+    assert!(invalid(&r, "j", r#"{"id":-123456789012345678901234567890}"#).contains("field id"));
+}
+
+#[test]
+fn json_schema_checks_of_a_large_value_are_not_cut_short() {
+    let r = Registry::new();
+    let schema = r#"{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object",
+        "properties":{"v":{"type":"integer"}},"required":["v"]}}}}"#;
+    r.apply_record(
+        Some(&key("big", 1)),
+        Some(&value("big", 1, 1, schema, Some("JSON"))),
+    );
+    // 100,000 items, each two checks: a 1.2 MB value, as a producer may well write.
+    let items: Vec<String> = (0..100_000).map(|i| format!(r#"{{"v":{i}}}"#)).collect();
+    let text = format!(r#"{{"xs":[{}]}}"#, items.join(","));
+    assert!(r.encode("big", text.as_bytes()).is_ok());
+    let bad_item = text.replacen(r#"{"v":99999}"#, r#"{"v":"x"}"#, 1);
+    assert!(invalid(&r, "big", &bad_item).contains("field xs[99999].v"));
+}
+
+#[test]
+fn a_deeply_nested_schema_text_is_refused_without_overflowing_the_stack() {
+    let r = Registry::new();
+    let n = 20_000;
+    let proto = format!(
+        "syntax = \"proto3\"; {} {}",
+        "message A { ".repeat(n),
+        "}".repeat(n)
+    );
+    r.apply_record(
+        Some(&key("deep", 1)),
+        Some(&value("deep", 1, 1, &proto, Some("PROTOBUF"))),
+    );
+    bad(decode(&r, &wire(1, b"\x00")));
+    let avro = format!(
+        "{}\"int\"{}",
+        "{\"type\":\"array\",\"items\":".repeat(n),
+        "}".repeat(n)
+    );
+    register(&r, "deep-avro", 1, 2, &avro);
+    bad(decode(&r, &wire(2, b"\x00")));
+    let json = format!("{}true{}", "{\"not\":".repeat(n), "}".repeat(n));
+    r.apply_record(
+        Some(&key("deep-json", 1)),
+        Some(&value("deep-json", 1, 3, &json, Some("JSON"))),
+    );
+    assert!(r.encode("deep-json", b"1").is_err());
+}
+
+#[test]
+fn decimals_written_as_json_numbers_in_exponent_form() {
+    let r = Registry::new();
+    let dec = r#"{"type":"bytes","logicalType":"decimal","precision":12,"scale":9}"#;
+    register(&r, "d", 1, 1, dec);
+    let shown = |json: &str| decode(&r, &r.encode("d", json.as_bytes()).unwrap().unwrap()).unwrap();
+    // serde_json and Python print 0.0000001 as 1e-07 / 1e-7.
+    assert_eq!(shown("0.0000001"), r#""0.000000100""#);
+    assert_eq!(shown(r#""1e-7""#), r#""0.000000100""#);
+    assert_eq!(shown(r#""-1.5E2""#), r#""-150.000000000""#);
+    assert_eq!(shown("12e0"), r#""12.000000000""#);
+    assert!(invalid(&r, "d", r#""1e-10""#).contains("scale 9"));
+    assert!(invalid(&r, "d", r#""1e3""#).contains("precision 12"));
+    assert!(invalid(&r, "d", r#""1e4000000000""#).contains("precision 12"));
+    assert!(invalid(&r, "d", r#""1e""#).contains("not a decimal"));
+}

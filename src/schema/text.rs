@@ -173,10 +173,20 @@ pub(super) fn parse_date(s: &str) -> Option<i64> {
     ))
 }
 
-/// Parses an RFC 3339 instant into `1/unit` seconds since the epoch (rounded down).
+/// Parses an RFC 3339 instant into `1/unit` seconds since the epoch (rounded down). Its
+/// civil time and offset are read apart: an instant of 9999-12-31 in UTC is past what
+/// `jiff::Timestamp` holds, yet shown (and taken back) as Python shows it.
 pub(super) fn parse_timestamp(s: &str, unit: i64) -> Option<i64> {
-    let ts: jiff::Timestamp = s.parse().ok()?;
-    let nanos = ts.as_nanosecond();
+    let pieces = jiff::fmt::temporal::Pieces::parse(s).ok()?;
+    let offset = pieces.offset()?.to_numeric_offset();
+    let (d, t) = (pieces.date(), pieces.time()?);
+    let days = days_from_civil(i64::from(d.year()), d.month() as u32, d.day() as u32);
+    let secs = days * 86_400
+        + i64::from(t.hour()) * 3_600
+        + i64::from(t.minute()) * 60
+        + i64::from(t.second())
+        - i64::from(offset.seconds());
+    let nanos = i128::from(secs) * 1_000_000_000 + i128::from(t.subsec_nanosecond());
     let per = i128::from(1_000_000_000 / unit);
     i64::try_from(nanos.div_euclid(per)).ok()
 }

@@ -4,7 +4,7 @@
 //! ([`Schemas::show`]), the wire format JSON written by a client is stored as
 //! ([`Schemas::store`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
@@ -38,6 +38,10 @@ impl Default for SchemaOptions {
     }
 }
 
+/// How many ids of one topic are logged as shown raw: a topic of binary values whose first
+/// byte is 0 (each an "id" of its own) would otherwise log a line per record.
+const MAX_LOGGED_IDS: usize = 20;
+
 /// How often the follow thread looks for records of `_schemas` appended by others (and for
 /// the topic itself, until it exists).
 const FOLLOW_EVERY: Duration = Duration::from_secs(1);
@@ -56,8 +60,9 @@ pub struct Schemas {
     options: SchemaOptions,
     storage: Arc<dyn Storage>,
     feed: Mutex<Feed>,
-    /// (topic, id) pairs already logged as shown raw: one `@log` line each.
-    logged: Mutex<HashSet<(String, u32)>>,
+    /// The ids of each topic already logged as shown raw: one `@log` line each, for the
+    /// first [`MAX_LOGGED_IDS`] of a topic.
+    logged: Mutex<HashMap<String, HashSet<u32>>>,
     /// Set when the mount ends: the follow thread stops.
     stop: (Mutex<bool>, Condvar),
     /// The registry's REST API, when the mount names one.
@@ -93,7 +98,7 @@ impl Schemas {
             options,
             storage,
             feed: Mutex::new(Feed::default()),
-            logged: Mutex::new(HashSet::new()),
+            logged: Mutex::new(HashMap::new()),
             stop: (Mutex::new(false), Condvar::new()),
         })
     }
@@ -219,8 +224,49 @@ impl Schemas {
         }
     }
 
+    /// Every key of `topic` that may show as `shown` in `table/` names: `shown` (as JSON,
+    /// and as a JSON string) in the wire format of each version of the key subject, the
+    /// latest first, each once. A key stored under an older version is one of them, so that
+    /// the name it is listed by finds it.
+    pub fn keys_for_shown(&self, topic: &str, shown: &[u8]) -> Vec<Vec<u8>> {
+        if !is_decodable_topic(topic) {
+            return Vec::new();
+        }
+        let subject = subject_for(topic, true);
+        self.refresh_subject(&subject);
+        let mut texts = Vec::new();
+        if serde_json::from_slice::<serde_json::Value>(shown).is_ok() {
+            texts.push(shown.to_vec());
+        }
+        if let Ok(s) = std::str::from_utf8(shown) {
+            texts.push(serde_json::to_vec(s).unwrap_or_default());
+        }
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for id in self.registry.subject_ids(&subject) {
+            for text in &texts {
+                if let Ok(k) = self.registry.encode_with(id, text)
+                    && !keys.contains(&k)
+                {
+                    keys.push(k);
+                }
+            }
+        }
+        keys
+    }
+
     fn log_once(&self, topic: &str, id: u32, what: impl FnOnce() -> String) {
-        if self.logged.guard().insert((topic.to_string(), id)) {
+        let mut logged = self.logged.guard();
+        let ids = match logged.get_mut(topic) {
+            Some(ids) => ids,
+            None => logged.entry(topic.to_string()).or_default(),
+        };
+        if ids.len() > MAX_LOGGED_IDS || ids.contains(&id) {
+            return;
+        }
+        ids.insert(id);
+        if ids.len() > MAX_LOGGED_IDS {
+            log::warn!("{topic}: more values shown as stored, of other ids: not logged");
+        } else {
             log::warn!("{topic}: {}; shown as stored", what());
         }
     }

@@ -5,7 +5,7 @@
 //! remembered, so a record never waits for the registry more than once a while, and each
 //! request is bounded by a short timeout.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,7 +52,12 @@ impl RestConfig {
 const TIMEOUT: Duration = Duration::from_secs(3);
 const KEEP_UNKNOWN: Duration = Duration::from_secs(30);
 const KEEP_LATEST: Duration = Duration::from_secs(30);
-/// References followed from one schema, at most (a cycle or a deep chain stops there).
+/// How many ids not found may be asked within [`KEEP_UNKNOWN`]: values that only look like
+/// the wire format (binary values whose first byte is 0, each with an "id" of its own) would
+/// otherwise ask the registry once per record. Past it, an id is asked once the window lets.
+const MAX_UNKNOWN: usize = 16;
+/// References followed from one schema, at most, its references' own included (a cycle or a
+/// deep chain stops there).
 const MAX_REFERENCES: usize = 64;
 
 /// A registry's REST API, as the mount asks it.
@@ -146,8 +151,12 @@ impl Rest {
     /// Asks for schema `id` (unless asked lately without an answer) and puts it into
     /// `registry`; true when it is known now.
     pub fn fetch_id(&self, registry: &Registry, id: u32) -> bool {
-        if recently(&self.unknown, &id, KEEP_UNKNOWN) {
-            return false;
+        {
+            let mut unknown = self.unknown.guard();
+            unknown.retain(|_, at| at.elapsed() < KEEP_UNKNOWN);
+            if unknown.contains_key(&id) || unknown.len() >= MAX_UNKNOWN {
+                return false;
+            }
         }
         let found = match self.get(&format!("/schemas/ids/{id}")) {
             Ok(Some(v)) => self.insert(registry, id, None, &v),
@@ -207,17 +216,26 @@ impl Rest {
             }
         };
         let references = references(v);
-        for r in references.iter().take(MAX_REFERENCES) {
-            self.fetch_reference(registry, r);
+        let mut asked = HashSet::new();
+        for r in &references {
+            self.fetch_reference(registry, r, &mut asked);
         }
         registry.insert(id, subject, kind, schema, &references);
         true
     }
 
-    /// A referenced version: `GET /subjects/{subject}/versions/{version}` (its own
-    /// references are not followed further: Confluent's answers name them, and they are
-    /// asked when that schema is).
-    fn fetch_reference(&self, registry: &Registry, r: &Reference) {
+    /// A referenced version: `GET /subjects/{subject}/versions/{version}`, after the
+    /// versions it references in turn (Confluent's answers name only a schema's direct
+    /// references); each version once, at most [`MAX_REFERENCES`] of them.
+    fn fetch_reference(
+        &self,
+        registry: &Registry,
+        r: &Reference,
+        asked: &mut HashSet<(String, u32)>,
+    ) {
+        if asked.len() >= MAX_REFERENCES || !asked.insert((r.subject.clone(), r.version)) {
+            return;
+        }
         let path = format!(
             "/subjects/{}/versions/{}",
             path_segment(&r.subject),
@@ -225,6 +243,9 @@ impl Rest {
         );
         match self.get(&path) {
             Ok(Some(v)) => {
+                for nested in &references(&v) {
+                    self.fetch_reference(registry, nested, asked);
+                }
                 if let Some(id) = v["id"].as_u64().and_then(|i| u32::try_from(i).ok())
                     && let (Some(schema), kind) = (v["schema"].as_str(), kind_of(&v))
                 {

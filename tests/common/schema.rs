@@ -10,7 +10,14 @@ use serde_json::Value;
 /// Runs `oracle.py <mode>` with `input` as its JSON standard input; its JSON answer. Fails
 /// (never skips) when python3 or confluent-kafka's serdes are missing.
 pub fn oracle(mode: &str, input: Option<&Value>) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/oracle.py");
+    script_oracle("oracle.py", mode, input)
+}
+
+/// Runs `tests/schema/<script> <mode>` as [`oracle`] runs oracle.py.
+pub fn script_oracle(script: &str, mode: &str, input: Option<&Value>) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schema")
+        .join(script);
     let mut child = Command::new("python3")
         .arg(&script)
         .arg(mode)
@@ -27,7 +34,8 @@ pub fn oracle(mode: &str, input: Option<&Value>) -> Value {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "oracle.py {mode} failed (are confluent-kafka's serdes installed?):\n{}",
+        "{} {mode} failed (are confluent-kafka's serdes installed?):\n{}",
+        script.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("oracle.py prints JSON")

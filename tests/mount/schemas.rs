@@ -417,8 +417,14 @@ fn a_registry_url_is_asked_once_per_id_where_schemas_is_missing() {
 
 /// A `_schemas` record of `subject`, version 1, as a registry writes it.
 fn schema_record(subject: &str, id: u32, schema: &Value) -> Value {
-    let key = json!({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1});
-    let value = json!({"subject": subject, "version": 1, "id": id, "schema": schema.to_string(), "deleted": false});
+    schema_version(subject, 1, id, schema)
+}
+
+/// A `_schemas` record of a subject's version, as a registry writes it.
+fn schema_version(subject: &str, version: u32, id: u32, schema: &Value) -> Value {
+    let key = json!({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1});
+    let value = json!({"subject": subject, "version": version, "id": id,
+        "schema": schema.to_string(), "deleted": false});
     json!({"key": key.to_string(), "value": value.to_string()})
 }
 
@@ -492,4 +498,151 @@ print(json.dumps(fastavro.schemaless_reader(io.BytesIO(v[5:]), "string")))
         ],
     );
     assert_eq!(raw, "{\"id\": 5}\n\"hello\"\n");
+}
+
+/// Confluent's framing: byte 0, the id, the body.
+fn wire(id: u32, body: &[u8]) -> Vec<u8> {
+    [&[0u8][..], &id.to_be_bytes(), body].concat()
+}
+
+/// Values written before their schema, hostile ones among them: shown as stored (never a
+/// failed read) until the schema is registered, then decoded where they decode, and as stored
+/// again once a registry's tombstone or soft delete removes the version. JSON that does not
+/// match is refused whole at each write; keyed JSON goes to the partition Kafka's producer
+/// picks for the key's wire-format bytes.
+#[test]
+fn values_before_their_schema_after_its_deletion_and_hostile_ones_never_fail_a_read() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir _schemas late");
+    let values = [
+        wire(500, b"\x06abc"),
+        // A string that claims 3 bytes and has 1; a length of 2^62.
+        wire(500, b"\x06a"),
+        wire(500, b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"),
+        // Too short for the wire format; an unknown id.
+        vec![0, 0, 0, 1],
+        wire(0x7f7f_7f7f, b"x"),
+    ];
+    let lines: Vec<Value> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| json!({"key": format!("k{i}"), "value": {"base64": b64(v)}}))
+        .collect();
+    append(&m, "late/0/append.jsonl", &lines);
+    let raw: Vec<u8> = values
+        .iter()
+        .flat_map(|v| [&v[..], b"\n"].concat())
+        .collect();
+    let read = |rel: &str| std::fs::read(m.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    assert_eq!(read("late/0/by-offset/0"), raw, "no schema yet: as stored");
+    let string = json!("string");
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[schema_record("late-value", 500, &string)],
+    );
+    let decoded: Vec<u8> = [&b"\"abc\"\n"[..], &raw[values[0].len() + 1..]].concat();
+    assert_eq!(read("late/0/by-offset/0"), decoded);
+    assert_eq!(read("late/table/k0"), b"\"abc\"");
+    assert_eq!(size(&m, "late/table/k0"), 5);
+    assert_eq!(read("late/table/k2"), values[2]);
+    let log = m.ok("tail -n 50 @log");
+    assert!(log.contains("schema id 500 does not decode"), "{log}");
+    // The registry's hard delete (a tombstone), then a version soft deleted.
+    let tombstone = json!({"keytype": "SCHEMA", "subject": "late-value", "version": 1, "magic": 1});
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[json!({"key": tombstone.to_string(), "value": null})],
+    );
+    assert_eq!(read("late/0/by-offset/0"), raw, "deleted: as stored");
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[schema_version("late-value", 2, 500, &string)],
+    );
+    assert_eq!(read("late/table/k0"), b"\"abc\"");
+    let mut soft = schema_version("late-value", 2, 500, &string);
+    let value = soft["value"]
+        .as_str()
+        .unwrap()
+        .replace("\"deleted\":false", "\"deleted\":true");
+    soft["value"] = json!(value);
+    append(&m, "_schemas/append.jsonl", &[soft]);
+    assert_eq!(read("late/table/k0"), values[0], "soft deleted: as stored");
+    refused_writes_and_keyed_partitions(&m);
+}
+
+/// A topic of three partitions with a key and a value subject.
+fn refused_writes_and_keyed_partitions(m: &TestMount) {
+    m.ok("mkdir kp && echo 3 > kp/partitions");
+    let key_schema =
+        json!({"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}]});
+    append(
+        m,
+        "_schemas/append.jsonl",
+        &[
+            schema_record("kp-key", 700, &key_schema),
+            schema_record("kp-value", 701, &json!("string")),
+        ],
+    );
+    let ends = |m: &TestMount| (0..3).map(|p| m.end_offset("kp", p)).sum::<i64>();
+    // One write, its second line's key wrong: EINVAL, nothing of it stored, the line named.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path("kp/append.jsonl"))
+        .unwrap();
+    let err = f
+        .write(b"{\"key\":{\"id\":1},\"value\":\"a\"}\n{\"key\":{\"id\":\"x\"},\"value\":\"b\"}\n")
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+    assert_eq!(ends(m), 0, "nothing of the write stored");
+    let log = m.ok("tail -n 5 @log");
+    assert!(
+        log.contains("JSON line 2: key: does not match schema 700 of kp-key: field id"),
+        "{log}"
+    );
+    // A file written straight into maildir/new/ that does not match: its close fails, it is
+    // removed, nothing stored.
+    let errno = m.python(
+        "import sys\nf = open(sys.argv[1], 'w')\nf.write('{\"no\": 1}')\ntry:\n    f.close()\nexcept OSError as e:\n    print(e.errno)",
+        &["kp/maildir/new/direct"],
+    );
+    assert_eq!(errno.trim(), libc::EINVAL.to_string());
+    assert_eq!(
+        m.ok("ls kp/maildir/new kp/maildir/tmp"),
+        "kp/maildir/new:\n\nkp/maildir/tmp:\n"
+    );
+    assert_eq!(ends(m), 0);
+    // Keyed JSON through the topic's append.jsonl and table/: each record in the partition
+    // Kafka's default partitioner picks for the key's wire-format bytes.
+    let lines: Vec<Value> = (0..12)
+        .map(|n| json!({"key": {"id": n}, "value": format!("v{n}")}))
+        .collect();
+    append(m, "kp/append.jsonl", &lines);
+    for n in 12..18 {
+        std::fs::write(
+            m.path(&format!("kp/table/{{\"id\":{n}}}")),
+            format!("\"t{n}\""),
+        )
+        .unwrap();
+    }
+    assert_eq!(ends(m), 18);
+    let misplaced = m.python(
+        r#"
+import io, json, sys, fastavro
+from kafka.partitioner.default import murmur2
+schema = fastavro.parse_schema(json.loads(sys.argv[1]))
+for p in range(3):
+    for line in open("kp/%d/by-offset/0.jsonl" % p):
+        r = json.loads(line)
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, schema, r["key"])
+        key = b"\x00" + (700).to_bytes(4, "big") + body.getvalue()
+        if (murmur2(key) & 0x7fffffff) % 3 != p:
+            print(r["key"], "in", p)
+"#,
+        &[&key_schema.to_string()],
+    );
+    assert_eq!(misplaced, "");
 }

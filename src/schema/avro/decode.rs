@@ -11,6 +11,11 @@ struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     empty_items: u64,
+    /// Values read so far, and how many the body may hold: a few per byte, and as many as
+    /// the items that take no bytes (records of records that take none would otherwise show
+    /// an exponential tree for a body of no bytes).
+    values: u64,
+    max_values: u64,
 }
 
 impl<'a> Reader<'a> {
@@ -79,6 +84,8 @@ impl Avro {
             buf,
             pos: 0,
             empty_items: 0,
+            values: 0,
+            max_values: 2 * MAX_EMPTY_ITEMS + 4 * buf.len() as u64,
         };
         self.value(&self.root, &mut r, out, 0)?;
         if r.pos != buf.len() {
@@ -94,6 +101,14 @@ impl Avro {
         out: &mut Vec<u8>,
         depth: usize,
     ) -> Result<(), String> {
+        r.values += 1;
+        if r.values > r.max_values {
+            return Err(format!(
+                "more than {} values in {} bytes",
+                r.max_values,
+                r.buf.len()
+            ));
+        }
         match node {
             Node::Null => out.extend_from_slice(b"null"),
             Node::Boolean => match r.take(1)?[0] {
@@ -228,7 +243,7 @@ impl Avro {
     ) -> Result<(), String> {
         let map = matches!(node, Node::Map(_));
         out.push(if map { b'{' } else { b'[' });
-        let empty = self.can_be_empty(items, 0);
+        let empty = self.can_be_empty(items);
         let mut first = true;
         loop {
             let at = r.pos;
@@ -300,7 +315,8 @@ fn decimal(out: &mut Vec<u8>, bytes: &[u8], scale: u32) -> Result<(), String> {
 
 /// The sign and decimal digits of a two's-complement big-endian integer.
 fn unscaled_digits(bytes: &[u8]) -> Result<(bool, String), String> {
-    if bytes.len() > 64 {
+    // (A value of MAX_DECIMAL_PRECISION digits takes 416 bytes.)
+    if bytes.len() > 512 {
         return Err(format!("decimal of {} bytes is too long", bytes.len()));
     }
     let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);

@@ -4,7 +4,7 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::{Avro, MAX_DEPTH, Named, Node, nullable};
+use super::{Avro, MAX_DECIMAL_PRECISION, MAX_DEPTH, Named, Node, nullable};
 use crate::schema::text;
 
 /// A mismatch, with the path to it gathered as the error returns.
@@ -107,7 +107,9 @@ impl Avro {
             Node::Long => long(out, int_in(v, i64::MIN, i64::MAX, "a long")?),
             Node::Float => {
                 let f = number(v, "a float")?;
-                if f.is_finite() && f.abs() > f64::from(f32::MAX) {
+                // Beyond the largest float once rounded to one (the largest float shows as
+                // 3.4028235e38, a little more than it).
+                if f.is_finite() && !(f as f32).is_finite() {
                     return Err(Mismatch::new(format!("{f} is out of range for a float")));
                 }
                 out.extend_from_slice(&(f as f32).to_le_bytes());
@@ -260,44 +262,24 @@ impl Avro {
         out: &mut Vec<u8>,
         form: Form,
     ) -> Result<(), Mismatch> {
-        let unscaled = match (form, v) {
+        let mut b = match (form, v) {
             (Form::Default, Value::String(_)) => {
                 return self.write(&fixed.map_or(Node::Bytes, Node::Named), v, out, form, 0);
             }
-            (_, Value::String(s)) => parse_decimal(s, precision, scale)?,
-            (_, Value::Number(n)) => parse_decimal(&n.to_string(), precision, scale)?,
+            (_, Value::String(s)) => unscaled_bytes(s, precision, scale)?,
+            (_, Value::Number(n)) => unscaled_bytes(&n.to_string(), precision, scale)?,
             _ => return Err(expected("a decimal string", v)),
         };
-        let mut b = unscaled.to_be_bytes().to_vec();
-        let size = match fixed {
-            Some(i) => self.fixed_size_of(i),
-            None => {
-                // The shortest two's complement form.
-                let keep = (0..15)
-                    .take_while(|&i| {
-                        (b[i] == 0 && b[i + 1] & 0x80 == 0)
-                            || (b[i] == 0xff && b[i + 1] & 0x80 != 0)
-                    })
-                    .count();
-                16 - keep
+        match fixed {
+            Some(i) => {
+                let size = self.fixed_size_of(i);
+                if b.len() > size {
+                    return Err(Mismatch::new(format!("decimal does not fit {size} bytes")));
+                }
+                let fill = if b[0] & 0x80 != 0 { 0xff } else { 0 };
+                b.splice(..0, std::iter::repeat_n(fill, size - b.len()));
             }
-        };
-        if size < 16 {
-            let fill = if unscaled < 0 { 0xff } else { 0 };
-            if b[..16 - size].iter().any(|&x| x != fill)
-                || (size > 0 && (b[16 - size] & 0x80 != 0) != (unscaled < 0))
-            {
-                return Err(Mismatch::new(format!("decimal does not fit {size} bytes")));
-            }
-            b.drain(..16 - size);
-        } else {
-            let fill = if unscaled < 0 { 0xff } else { 0 };
-            let mut wide = vec![fill; size - 16];
-            wide.extend_from_slice(&b);
-            b = wide;
-        }
-        if fixed.is_none() {
-            long(out, b.len() as i64);
+            None => long(out, b.len() as i64),
         }
         out.extend_from_slice(&b);
         Ok(())
@@ -375,9 +357,10 @@ fn timestamp(v: &Value, unit: i64) -> Result<i64, Mismatch> {
     }
 }
 
-/// A decimal string's unscaled value at `scale`, refused when it has more fraction digits
-/// than the scale keeps or more digits than the precision.
-fn parse_decimal(s: &str, precision: u32, scale: u32) -> Result<i128, Mismatch> {
+/// A decimal string's unscaled value at `scale`, as the shortest two's complement big-endian
+/// bytes; refused when it has more fraction digits than the scale keeps or more digits than
+/// the precision.
+fn unscaled_bytes(s: &str, precision: u32, scale: u32) -> Result<Vec<u8>, Mismatch> {
     let bad = || {
         Mismatch::new(format!(
             "{s:?} is not a decimal of precision {precision}, scale {scale}"
@@ -387,32 +370,87 @@ fn parse_decimal(s: &str, precision: u32, scale: u32) -> Result<i128, Mismatch> 
         Some(rest) => (true, rest),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
+    // An exponent (`1e-7`, as JSON numbers print) moves the point.
+    let (body, exp) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().map_err(|_| bad())?),
+        None => (body, 0),
+    };
     let (whole, frac) = body.split_once('.').unwrap_or((body, ""));
     if whole.is_empty() && frac.is_empty()
         || !whole
             .bytes()
             .chain(frac.bytes())
             .all(|b| b.is_ascii_digit())
+        || exp.unsigned_abs() > u64::from(2 * MAX_DECIMAL_PRECISION) + body.len() as u64
     {
         return Err(bad());
     }
+    let (whole, frac) = shift_point(whole, frac, exp);
     let frac = frac.trim_end_matches('0');
-    if frac.len() > scale as usize {
-        return Err(bad());
-    }
-    let mut digits: String = whole.trim_start_matches('0').to_owned();
-    digits.push_str(frac);
-    for _ in frac.len()..scale as usize {
-        digits.push('0');
-    }
-    let significant = digits.trim_start_matches('0');
-    if significant.len() > precision as usize || significant.len() > 38 {
-        return Err(bad());
-    }
-    let v: i128 = if significant.is_empty() {
-        0
-    } else {
-        significant.parse().map_err(|_| bad())?
+    let whole = whole.trim_start_matches('0');
+    // Digits of the unscaled value: the whole part, the fraction, zeros up to the scale.
+    let pad = (scale as usize).checked_sub(frac.len()).ok_or_else(bad)?;
+    let significant = match whole.is_empty() {
+        true => frac.trim_start_matches('0').len() + pad,
+        false => whole.len() + frac.len() + pad,
     };
-    Ok(if negative { -v } else { v })
+    if significant > precision as usize {
+        return Err(bad());
+    }
+    let digits = whole
+        .bytes()
+        .chain(frac.bytes())
+        .chain(std::iter::repeat_n(b'0', pad));
+    // The magnitude, base 256, least significant byte first.
+    let mut mag: Vec<u8> = Vec::new();
+    for d in digits {
+        let mut carry = u32::from(d - b'0');
+        for b in &mut mag {
+            let v = u32::from(*b) * 10 + carry;
+            *b = v as u8;
+            carry = v >> 8;
+        }
+        if carry > 0 {
+            mag.push(carry as u8);
+        }
+    }
+    while mag.last() == Some(&0) {
+        mag.pop();
+    }
+    mag.reverse();
+    if negative && !mag.is_empty() {
+        // Two's complement: inverted, plus one.
+        for b in &mut mag {
+            *b = !*b;
+        }
+        for b in mag.iter_mut().rev() {
+            let (v, carry) = b.overflowing_add(1);
+            *b = v;
+            if !carry {
+                break;
+            }
+        }
+        if mag[0] & 0x80 == 0 {
+            mag.insert(0, 0xff);
+        }
+    } else if mag.first().is_none_or(|b| b & 0x80 != 0) {
+        mag.insert(0, 0);
+    }
+    Ok(mag)
+}
+
+/// The whole and fraction digits of `whole.frac` times ten to the `exp`.
+fn shift_point(whole: &str, frac: &str, exp: i64) -> (String, String) {
+    let digits = format!("{whole}{frac}");
+    let point = whole.len() as i64 + exp;
+    if point <= 0 {
+        let zeros = "0".repeat(point.unsigned_abs() as usize);
+        (String::new(), zeros + &digits)
+    } else if point as usize >= digits.len() {
+        let zeros = "0".repeat(point as usize - digits.len());
+        (digits + &zeros, String::new())
+    } else {
+        let (w, f) = digits.split_at(point as usize);
+        (w.to_owned(), f.to_owned())
+    }
 }

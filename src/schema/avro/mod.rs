@@ -13,10 +13,17 @@ use serde_json::{Map, Value};
 /// How deep values may nest (records, arrays, maps, unions) before a body is refused.
 pub(super) const MAX_DEPTH: usize = 100;
 
+/// The most digits a decimal may have: a schema's `precision` beyond it makes the logical
+/// type invalid (its values are their underlying type), so that a hostile precision or scale
+/// never makes a value's text (or the bytes written) that long.
+pub(super) const MAX_DECIMAL_PRECISION: u32 = 1_000;
+
 /// A parsed schema: the root type and the named types it (and its references) declare.
 pub(super) struct Avro {
     root: Node,
     named: Vec<Named>,
+    /// Which named types take no bytes at all (records of such, fixed of size 0).
+    empty: Vec<bool>,
 }
 
 #[derive(Clone, Debug)]
@@ -102,6 +109,7 @@ impl Parser {
         }
         Ok(Avro {
             root,
+            empty: empty_types(&self.named),
             named: self.named,
         })
     }
@@ -277,7 +285,11 @@ impl Parser {
                         .and_then(|v| u32::try_from(v).ok())
                 };
                 match (int("precision"), int("scale").unwrap_or(0)) {
-                    (Some(precision), scale) if precision > 0 && scale <= precision => {
+                    (Some(precision), scale)
+                        if precision > 0
+                            && precision <= MAX_DECIMAL_PRECISION
+                            && scale <= precision =>
+                    {
                         Node::Decimal {
                             precision,
                             scale,
@@ -321,18 +333,42 @@ impl Avro {
 
     /// Whether a value of this type can take no bytes at all (so a count of them is not
     /// bounded by the bytes left).
-    fn can_be_empty(&self, node: &Node, depth: usize) -> bool {
-        match node {
-            Node::Null => true,
-            Node::Named(i) if depth < MAX_DEPTH => match &self.named[*i] {
+    fn can_be_empty(&self, node: &Node) -> bool {
+        takes_no_bytes(node, &self.empty)
+    }
+}
+
+/// Which named types take no bytes, found once per schema: a type named twice at every level
+/// would otherwise be walked an exponential number of times. A record that holds itself
+/// always takes bytes (its values end only through a union or an array).
+fn empty_types(named: &[Named]) -> Vec<bool> {
+    let mut empty = vec![false; named.len()];
+    loop {
+        let mut changed = false;
+        for (i, n) in named.iter().enumerate() {
+            let now = match n {
                 Named::Record { fields, .. } => {
-                    fields.iter().all(|f| self.can_be_empty(&f.node, depth + 1))
+                    fields.iter().all(|f| takes_no_bytes(&f.node, &empty))
                 }
                 Named::Fixed { size, .. } => *size == 0,
                 _ => false,
-            },
-            _ => false,
+            };
+            if now && !empty[i] {
+                empty[i] = true;
+                changed = true;
+            }
         }
+        if !changed {
+            return empty;
+        }
+    }
+}
+
+fn takes_no_bytes(node: &Node, empty: &[bool]) -> bool {
+    match node {
+        Node::Null => true,
+        Node::Named(i) | Node::Decimal { fixed: Some(i), .. } => empty[*i],
+        _ => false,
     }
 }
 
