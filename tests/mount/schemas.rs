@@ -646,3 +646,44 @@ for p in range(3):
     );
     assert_eq!(misplaced, "");
 }
+
+/// A key written under an older version of the key subject is listed by its JSON and opens,
+/// is rewritten and removed by that name (SPEC 19: names are the decoded key's JSON text).
+#[test]
+fn a_key_under_an_older_key_schema_opens_by_its_listed_name() {
+    let m = TestMount::start(&[]);
+    m.ok("mkdir _schemas kv");
+    let v1 = json!({"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}]});
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[
+            schema_record("kv-key", 900, &v1),
+            schema_record("kv-value", 901, &json!("string")),
+        ],
+    );
+    m.ok(r#"printf '"one"' > 'kv/table/{"id":1}'"#);
+    let v2 = json!({"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"},
+        {"name": "region", "type": "string", "default": "eu"}]});
+    append(
+        &m,
+        "_schemas/append.jsonl",
+        &[schema_version("kv-key", 2, 902, &v2)],
+    );
+    m.ok(r#"printf '"two"' > 'kv/table/{"id":2,"region":"us"}'"#);
+    assert_eq!(
+        m.ok("ls kv/table"),
+        "{\"id\":1}\n{\"id\":2,\"region\":\"us\"}\n"
+    );
+    // Every listed name opens.
+    assert_eq!(
+        m.ok("for f in kv/table/*; do cat \"$f\"; echo; done"),
+        "\"one\"\n\"two\"\n"
+    );
+    // Rewritten by its name: the same key (id 900's bytes), not a second one.
+    m.ok(r#"printf '"uno"' > 'kv/table/{"id":1}'"#);
+    assert_eq!(m.ok("ls kv/table | wc -l").trim(), "2");
+    assert_eq!(m.read(r#"kv/table/{"id":1}"#), "\"uno\"");
+    m.ok(r#"rm 'kv/table/{"id":1}'"#);
+    assert_eq!(m.ok("ls kv/table"), "{\"id\":2,\"region\":\"us\"}\n");
+}

@@ -62,14 +62,30 @@ pub(in crate::fs) fn child(fs: &FsState, t: &TopicName, name: &OsStr) -> FsResul
     if idx.get(&*topic, &shown)?.is_some() {
         return Ok(Node::TableKey(t.clone(), Arc::from(shown)));
     }
-    // A decoded key's name: the key its JSON encodes to.
-    if fs.schemas.decodes(t)
-        && let Ok(Some(key)) = fs.schemas.key_for_shown(t, &shown)
-        && idx.get(&*topic, &key)?.is_some()
-    {
-        return Ok(Node::TableKey(t.clone(), Arc::from(key)));
+    match stored_key(fs, t, &*topic, &shown)? {
+        Some(key) => Ok(Node::TableKey(t.clone(), Arc::from(key))),
+        None => tree(libc::ENOENT, format!("{t}/table has no key {name:?}")),
     }
-    tree(libc::ENOENT, format!("{t}/table has no key {name:?}"))
+}
+
+/// The stored key a decoded key's name shows: its JSON in the wire format of any version of
+/// the key subject (a key written under an older version is listed by the same name).
+fn stored_key(
+    fs: &FsState,
+    t: &TopicName,
+    topic: &dyn TopicStore,
+    shown: &[u8],
+) -> FsResult<Option<Vec<u8>>> {
+    if !fs.schemas.decodes(t) {
+        return Ok(None);
+    }
+    let idx = key_index(fs, topic)?;
+    for key in fs.schemas.keys_for_shown(t, shown) {
+        if idx.get(topic, &key)?.is_some() {
+            return Ok(Some(key));
+        }
+    }
+    Ok(None)
 }
 
 /// The key a new name of `table/` makes: its bytes, or, for a topic with a key subject,
@@ -83,6 +99,10 @@ fn new_key(fs: &FsState, t: &TopicName, name: &OsStr) -> FsResult<Vec<u8>> {
     };
     if !fs.schemas.encodes(t) {
         return Ok(shown);
+    }
+    // A name listed already names its stored key, whichever version it was written under.
+    if let Some(key) = stored_key(fs, t, &*fs.topic(t)?, &shown)? {
+        return Ok(key);
     }
     match fs.schemas.key_for_shown(t, &shown) {
         Ok(key) => Ok(key.unwrap_or(shown)),
