@@ -17,14 +17,11 @@ deserializers make of them, in the same form.
 import base64
 import datetime
 import decimal
-import importlib
 import json
 import math
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 import uuid
 
 import fastavro
@@ -40,6 +37,7 @@ from confluent_kafka.schema_registry.protobuf import (
 )
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf.json_format import MessageToDict
+from serdes import compile_protos, schema_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 UTC = datetime.timezone.utc
@@ -268,21 +266,10 @@ CUSTOMER = {
 }
 
 
-def compile_protos():
-    out = tempfile.mkdtemp(prefix="hostile-proto-")
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I" + HERE, "--python_out=" + out,
-         os.path.join(HERE, "hostile_common.proto"), os.path.join(HERE, "hostile.proto")],
-        check=True,
-    )
-    sys.path.insert(0, out)
-    return importlib.import_module("hostile_pb2"), importlib.import_module("hostile_common_pb2")
-
-
 class Oracle:
     def __init__(self):
         self.client = MockSchemaRegistryClient({"url": "mock://hostile"})
-        self.pb, self.common = compile_protos()
+        self.common, self.pb = compile_protos("hostile_common", "hostile")
         self.tree = AvroShown(TREE)
         self.avro_ser = AvroSerializer(self.client, json.dumps(TREE))
         self.avro_de = AvroDeserializer(self.client, return_record_name=True)
@@ -368,23 +355,7 @@ class Oracle:
         return MessageToDict(self.pb_de[case](data, self.ctx(topic)))
 
     def records(self):
-        records = []
-        for subject in sorted(self.client.get_subjects()):
-            for version in self.client.get_versions(subject):
-                reg = self.client.get_version(subject, version)
-                records.append(record(subject, version, reg.schema_id, reg.schema))
-        return records
-
-
-def record(subject, version, id, schema):
-    value = {"subject": subject, "version": version, "id": id, "schema": schema.schema_str, "deleted": False}
-    if schema.schema_type != "AVRO":
-        value["schemaType"] = schema.schema_type
-    refs = schema.references or []
-    if refs:
-        value["references"] = [{"name": r.name, "subject": r.subject, "version": r.version} for r in refs]
-    key = {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}
-    return {"key": json.dumps(key), "value": json.dumps(value)}
+        return schema_records(self.client)
 
 
 def main():

@@ -12,12 +12,9 @@ and prints what the deserializers make of them, in the same form.
 import base64
 import datetime
 import decimal
-import importlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import uuid
 
 from confluent_kafka.schema_registry import Schema
@@ -32,6 +29,7 @@ from confluent_kafka.schema_registry.protobuf import (
 )
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf.json_format import MessageToDict
+from serdes import compile_protos, schema_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 UTC = datetime.timezone.utc
@@ -254,17 +252,6 @@ def avro_shown(schema, v, names):
     return v
 
 
-def compile_proto():
-    out = tempfile.mkdtemp(prefix="oracle-proto-")
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I" + HERE, "--python_out=" + out,
-         os.path.join(HERE, "oracle.proto")],
-        check=True,
-    )
-    sys.path.insert(0, out)
-    return importlib.import_module("oracle_pb2")
-
-
 JSON_SCHEMA = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "title": "Event",
@@ -284,7 +271,7 @@ JSON_SCHEMA = {
 class Oracle:
     def __init__(self):
         self.client = MockSchemaRegistryClient({"url": "mock://oracle"})
-        self.pb = compile_proto()
+        (self.pb,) = compile_protos("oracle")
         self.names = {}
         named_types(AVRO, self.names)
         avro_text = json.dumps(AVRO)
@@ -341,27 +328,7 @@ class Oracle:
         return MessageToDict(self.pb_de[msg](data, self.ctx(topic)))
 
     def schema_records(self):
-        records = []
-        for subject in sorted(self.client.get_subjects()):
-            for version in self.client.get_versions(subject):
-                reg = self.client.get_version(subject, version)
-                value = {
-                    "subject": subject,
-                    "version": version,
-                    "id": reg.schema_id,
-                    "schema": reg.schema.schema_str,
-                    "deleted": False,
-                }
-                if reg.schema.schema_type != "AVRO":
-                    value["schemaType"] = reg.schema.schema_type
-                refs = reg.schema.references or []
-                if refs:
-                    value["references"] = [
-                        {"name": r.name, "subject": r.subject, "version": r.version} for r in refs
-                    ]
-                key = {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}
-                records.append({"key": json.dumps(key), "value": json.dumps(value)})
-        return records
+        return schema_records(self.client)
 
 
 def main():
