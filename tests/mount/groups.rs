@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::common::mount::TestMount;
-use crate::common::readers::{exits_within, kill, lines_of, spawn};
+use crate::common::mount::{TestMount, wait_until};
+use crate::common::readers::{exits_within, kill, lines_of, spawn, wait_open};
 
 /// Topic `t` with 3 partitions holding p0-0.., p1-0.., p2-0.. (`n` each).
 fn three_partitions(m: &TestMount, n: usize) {
@@ -93,7 +93,7 @@ fn records_is_ebusy_while_the_group_has_a_reader_and_offsets_resets() {
     let m = TestMount::start(&["--num-partitions", "1"]);
     three_partitions(&m, 3);
     let mut f = spawn(&m, "exec cat t/groups/g/follow > /dev/null");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_open(&m, &f, "t/groups/g/follow");
     m.fails_with("cat t/groups/g/records", "Device or resource busy");
     m.fails_with(
         "/bin/echo earliest > t/groups/g/offsets",
@@ -137,27 +137,43 @@ fn offsets_line_for_a_partition_the_topic_lacks_is_einval_and_nothing_applied() 
     assert_eq!(m.read("t/groups/g/offsets"), before);
 }
 
+/// The lines two readers print until they have printed `n` together, then any more that come
+/// within half a second (a record delivered twice).
+fn lines_of_both(
+    a: &std::sync::mpsc::Receiver<String>,
+    b: &std::sync::mpsc::Receiver<String>,
+    n: usize,
+) -> (Vec<String>, Vec<String>) {
+    let (mut ga, mut gb) = (Vec::new(), Vec::new());
+    let drain = |ga: &mut Vec<String>, gb: &mut Vec<String>| {
+        ga.extend(a.try_iter());
+        gb.extend(b.try_iter());
+    };
+    wait_until(&format!("{n} lines"), || {
+        drain(&mut ga, &mut gb);
+        ga.len() + gb.len() >= n
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    drain(&mut ga, &mut gb);
+    (ga, gb)
+}
+
 #[test]
 fn two_follow_readers_share_the_partitions_and_the_one_left_takes_all() {
     let m = TestMount::start(&["--num-partitions", "1"]);
     three_partitions(&m, 0);
+    // Each open joins the group and rebalances it before it returns: the first to open is
+    // the first member.
     let mut a = spawn(&m, "exec cat t/groups/g/follow");
     let ra = lines_of(&mut a);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(&m, &a, "t/groups/g/follow");
     let mut b = spawn(&m, "exec cat t/groups/g/follow");
     let rb = lines_of(&mut b);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(&m, &b, "t/groups/g/follow");
     for p in 0..3 {
         m.ok(&format!("echo r{p} >> t/{p}/append"));
     }
-    let collect = |rx: &std::sync::mpsc::Receiver<String>| {
-        let mut got = Vec::new();
-        while let Ok(l) = rx.recv_timeout(Duration::from_millis(1500)) {
-            got.push(l);
-        }
-        got
-    };
-    let (ga, gb) = (collect(&ra), collect(&rb));
+    let (ga, gb) = lines_of_both(&ra, &rb, 3);
     // The range assignor: the first reader has partitions 0 and 1, the second 2.
     let mut both: Vec<String> = ga.iter().chain(&gb).cloned().collect();
     both.sort();
@@ -170,7 +186,8 @@ fn two_follow_readers_share_the_partitions_and_the_one_left_takes_all() {
     for p in 0..3 {
         m.ok(&format!("echo s{p} >> t/{p}/append"));
     }
-    assert_eq!(sorted(&collect(&rb).join("\n")), ["s0", "s1", "s2"]);
+    let (_, gb) = lines_of_both(&ra, &rb, 3);
+    assert_eq!(sorted(&gb.join("\n")), ["s0", "s1", "s2"]);
     kill(&b, libc::SIGTERM);
     exits_within(&mut b, Duration::from_secs(30));
     assert_eq!(m.read("t/groups/g/offsets"), "0 2 2 0\n1 2 2 0\n2 2 2 0\n");
