@@ -683,7 +683,7 @@ impl FsState {
         let h = of.handle.guard();
         match &*h {
             Handle::Append(a) => Ok(a.sync(&*self.storage)?),
-            Handle::Mail(m) => Ok(m.lost_write()?),
+            Handle::View(v) => Ok(v.fsync()?),
             _ => Ok(()),
         }
     }

@@ -460,21 +460,23 @@ impl FsState {
     ) -> FsResult<Opened> {
         // close(2) reaches the daemon where it completes something: a partial line, a group
         // reader's commit, the change written to `config` or `offsets`.
-        let flush = matches!(
-            handle,
-            Handle::Append(_)
-                | Handle::Group(_)
-                | Handle::GroupOffsets(_)
-                | Handle::Table(_)
-                | Handle::Mail(_)
-                | Handle::Text(TextHandle {
-                    target: TextTarget::Config(..),
-                    ..
-                })
-        );
-        if matches!(handle, Handle::Stream(_) | Handle::Log(_))
-            && let Some(tgid) = crate::os::process::tgid_of(pid)
-        {
+        let flush = match &handle {
+            Handle::View(v) => v.closes(),
+            h => matches!(
+                h,
+                Handle::Append(_)
+                    | Handle::Group(_)
+                    | Handle::Text(TextHandle {
+                        target: TextTarget::Config(..),
+                        ..
+                    })
+            ),
+        };
+        let per_reader = match &handle {
+            Handle::View(v) => v.length().is_some(),
+            h => matches!(h, Handle::Stream(_)),
+        };
+        if per_reader && let Some(tgid) = crate::os::process::tgid_of(pid) {
             self.streams
                 .guard()
                 .entry(ino)

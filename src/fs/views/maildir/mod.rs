@@ -398,7 +398,7 @@ impl View for MailView {
     fn close(&self, _: &FsState, _: &crate::fs::OpenFile, h: &mut Handle, c: Closing) -> Mine<()> {
         // A file still being written into a maildir's new/ may be partial: it is not
         // delivered at the shutdown (held files do not outlive the daemon).
-        (matches!(h, Handle::Mail(_)) && c == Closing::Shutdown).then_some(Ok(()))
+        (h.file::<HeldHandle>().is_some() && c == Closing::Shutdown).then_some(Ok(()))
     }
 
     fn group_taken(&self, fs: &FsState, t: &TopicName, g: &str) -> bool {
@@ -417,7 +417,7 @@ impl View for MailView {
         (offset, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
-        let Handle::Mail(m) = h else { return None };
+        let m = h.file_mut::<HeldHandle>()?;
         let written = m.write(offset, data, owner).map(|()| data.len() as u32);
         Some(written.map_err(Into::into))
     }

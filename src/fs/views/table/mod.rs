@@ -218,7 +218,12 @@ pub(in crate::fs) fn open(
             );
         }
     };
-    Ok(Handle::Table(handle(fs, topic, key.clone(), value)))
+    Ok(Handle::View(Box::new(handle(
+        fs,
+        topic,
+        key.clone(),
+        value,
+    ))))
 }
 
 fn handle(fs: &FsState, topic: Arc<dyn TopicStore>, key: Arc<[u8]>, value: Vec<u8>) -> TableHandle {
@@ -281,7 +286,7 @@ pub(in crate::fs) fn create_open(
     let mut h = handle(fs, topic.clone(), key, Vec::new());
     // A new key gets a value at close, also an empty one (`touch`).
     h.written = Some(Vec::new());
-    created(fs, node, topic.clone(), Handle::Table(h), pid)
+    created(fs, node, topic.clone(), Handle::View(Box::new(h)), pid)
 }
 
 /// create(2) of `table/.<name>`: a file the mount holds (an editor's swap or temporary
@@ -299,7 +304,7 @@ fn held_create(
         f.guard().truncate(0)?;
     }
     let node = Node::TableHeld(t.clone(), Arc::from(name));
-    created(fs, node, topic, Handle::Held(f), pid)
+    created(fs, node, topic, Handle::View(Box::new(f)), pid)
 }
 
 /// The reply to a create(2) of `node` opened as `handle`: the kernel's lookup of the new
@@ -408,8 +413,12 @@ pub(in crate::fs) fn being_created(fs: &FsState, ino: u64, node: &Node) -> bool 
         return false;
     }
     let open = fs.open_files_of(ino);
-    open.iter()
-        .any(|of| matches!(&*of.handle.guard(), Handle::Table(t) if t.pending()))
+    open.iter().any(|of| {
+        of.handle
+            .guard()
+            .file::<TableHandle>()
+            .is_some_and(|t| t.pending())
+    })
 }
 
 /// The attributes of a key whose value is not produced yet (an open file created it).
@@ -438,7 +447,7 @@ pub(in crate::fs) fn truncate(
     fh: Option<u64>,
 ) -> FsResult<()> {
     if let Some(of) = fh.and_then(|fh| fs.handles.guard().get(&fh).cloned())
-        && let Handle::Table(h) = &mut *of.handle.guard()
+        && let Some(h) = of.handle.guard().file_mut::<TableHandle>()
     {
         h.truncate();
         return Ok(());
@@ -577,10 +586,10 @@ impl View for TableView {
                 if access.truncate {
                     f.guard().truncate(0)?;
                 }
-                Ok(Handle::Held(f))
+                Ok(Handle::View(Box::new(f)))
             }),
             Node::TableKey(t, key) => open(fs, t, key, access).map(|mut h| {
-                if let (Handle::Table(h), true) = (&mut h, access.truncate) {
+                if let (Some(h), true) = (h.file_mut::<TableHandle>(), access.truncate) {
                     h.truncate();
                 }
                 h
@@ -656,10 +665,10 @@ impl View for TableView {
         (offset, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
-        let res = match h {
-            Handle::Held(f) => f.guard().write_at(offset, data),
-            Handle::Table(t) => t.write(data, owner),
-            _ => return None,
+        let res = if let Some(f) = h.file::<HeldFile>() {
+            f.guard().write_at(offset, data)
+        } else {
+            h.file_mut::<TableHandle>()?.write(data, owner)
         };
         Some(res.map(|()| data.len() as u32).map_err(Into::into))
     }
