@@ -102,6 +102,21 @@ fn tree<T>(errno: i32, msg: impl Into<String>) -> FsResult<T> {
 
 pub type FsResult<T> = Result<T, FsError>;
 
+/// The view that owns `node`: the first registered one that does (`views::VIEWS`). The
+/// core reaches the views only through this list and the `View` trait.
+fn view_of(node: &Node) -> &'static dyn view::View {
+    views::VIEWS
+        .iter()
+        .copied()
+        .find(|v| v.owns(node))
+        .unwrap_or(&tree::TopicsView)
+}
+
+/// Every registered view (for what each is told: a topic deleted).
+fn all_views() -> impl Iterator<Item = &'static dyn view::View> {
+    views::VIEWS.iter().copied()
+}
+
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
     storage: Arc<dyn Storage>,
@@ -457,7 +472,7 @@ impl FsState {
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let node = match view::view_of(&parent).lookup(self, &parent, name, pid) {
+        let node = match view_of(&parent).lookup(self, &parent, name, pid) {
             Some(node) => node?,
             None if name.to_str().is_none() => return tree(libc::ENOENT, "name is not UTF-8"),
             None => return tree(libc::ENOTDIR, format!("{parent} is not a directory")),
@@ -522,7 +537,7 @@ impl FsState {
             }
         }
         if let Some(size) = size {
-            match view::view_of(&node).truncate(self, &node, size, fh) {
+            match view_of(&node).truncate(self, &node, size, fh) {
                 Some(r) => r?,
                 None => Self::may_truncate(&node, size)?,
             }
@@ -535,7 +550,7 @@ impl FsState {
     /// (a key before its close), what its view shows of it then.
     fn attr_or_created(&self, ino: u64, node: &Node) -> FsResult<Attr> {
         match self.attr(ino, node) {
-            Err(e) => match view::view_of(node).being_created(self, ino, node) {
+            Err(e) => match view_of(node).being_created(self, ino, node) {
                 Some(attr) => Ok(attr),
                 None => Err(e),
             },
@@ -546,7 +561,7 @@ impl FsState {
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
     /// not yet delivered); None for any other node.
     pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<types::HeldFile>> {
-        view::view_of(node).held(self, node)
+        view_of(node).held(self, node)
     }
 
     /// Whether `node` may be truncated to `size`: only to 0, and only what takes writes
