@@ -148,17 +148,14 @@ pub struct FsState {
     cached: cached::Cached,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
-    /// The key index of each topic's `table/` (by name and incarnation), built at first use.
-    tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
     /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
     transport: Arc<crate::metrics::TransportCounters>,
-    /// The files of `table/` whose names start with `.`: held, never keys.
-    held: views::table::held::Held,
     /// Where held files spill when they grow large: the first log dir's root (files without
     /// a name), or the system's temporary directory where the storage has no log dir.
     spill_dir: std::path::PathBuf,
-    /// The maildirs: held files of each topic, each group's maildir.
-    mail: views::maildir::Mail,
+    /// What each view keeps for the mount ([`View::new_state`]), one value of its own type
+    /// each; a view finds its own with [`FsState::view_state`].
+    view_states: Vec<Box<dyn std::any::Any + Send + Sync>>,
     /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
     /// values.
     schemas: Arc<crate::schemas::Schemas>,
@@ -275,7 +272,6 @@ impl FsState {
         storage: Arc<dyn Storage>,
         options: FsOptions,
     ) -> crate::error::Result<Arc<FsState>> {
-        let owner = owner::Ownership::of(&storage.log_dirs(), options.service_user);
         let groups = storage.clone().open_groups()?;
         // Large held files of the maildirs go to the first log dir's root (files without a
         // name), or to the system's temporary directory where the storage has no log dir.
@@ -284,6 +280,10 @@ impl FsState {
             .first()
             .cloned()
             .unwrap_or_else(std::env::temp_dir);
+        let view_states = all_views()
+            .filter_map(|v| v.new_state(&options, &spill_dir))
+            .collect();
+        let owner = owner::Ownership::of(&storage.log_dirs(), options.service_user);
         let schemas = crate::schemas::Schemas::start(storage.clone(), options.schemas);
         let state = Arc::new_cyclic(|me: &std::sync::Weak<FsState>| FsState {
             members: crate::group::Membership::new(groups.clone(), me.clone()),
@@ -301,11 +301,9 @@ impl FsState {
             listings: Mutex::new(HashMap::new()),
             cached: cached::Cached::default(),
             key_separator: options.key_separator,
-            tables: Mutex::new(HashMap::new()),
             transport: Arc::default(),
-            held: views::table::held::Held::default(),
-            spill_dir: spill_dir.clone(),
-            mail: views::maildir::Mail::new(options.maildir_window, spill_dir),
+            spill_dir,
+            view_states,
             schemas,
         });
         follow::start(&state);
@@ -556,6 +554,14 @@ impl FsState {
             },
             r => r,
         }
+    }
+
+    /// The state view `T`'s owner keeps for this mount, made by its [`View::new_state`].
+    pub(super) fn view_state<T: std::any::Any>(&self) -> &T {
+        self.view_states
+            .iter()
+            .find_map(|s| s.downcast_ref())
+            .expect("the state of a registered view")
     }
 
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files

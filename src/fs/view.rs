@@ -7,13 +7,15 @@
 //! (EPERM for a change, ENOTDIR for a child of a file). A rename or link whose two ends
 //! belong to different views is refused by the core ([`across`]).
 
+use std::any::Any;
 use std::ffi::OsStr;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
 use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, HeldFile, Opened, Ttl};
-use super::{FsError, FsResult, FsState, OpenFile, all_views, view_of};
+use super::{FsError, FsOptions, FsResult, FsState, OpenFile, all_views, view_of};
 
 /// A view's answer: `None` when the request is not the view's.
 pub(super) type Mine<T> = Option<FsResult<T>>;
@@ -74,6 +76,17 @@ pub(super) trait View: Sync {
 
     /// Whether `node` is one of this view's (by its kind).
     fn owns(&self, node: &Node) -> bool;
+
+    /// What the view keeps for a mount of `options` (None: nothing), made as the mount
+    /// starts; `spill_dir` is where large held files go. The view finds it again with
+    /// [`FsState::view_state`], by its type.
+    fn new_state(
+        &self,
+        options: &FsOptions,
+        spill_dir: &Path,
+    ) -> Option<Box<dyn Any + Send + Sync>> {
+        None
+    }
 
     /// The child `name` of directory `parent`.
     fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
