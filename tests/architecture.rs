@@ -378,10 +378,9 @@ fn a_module_list_out_of_the_order_is_found() {
     assert_eq!(declared_modules(&uncommented(lib)), ["cli", "mount"]);
 }
 
-/// Top-level modules whose files may still import one another in a circle: the fs core's
-/// (its handles and views, its parked reads), which its reshaping takes apart. A module
-/// whose circles are gone must leave the list.
-const FILE_CIRCLES_LEFT: &[&str] = &["fs"];
+/// Top-level modules whose files may still import one another in a circle (none now). A
+/// module whose circles are gone must leave the list.
+const FILE_CIRCLES_LEFT: &[&str] = &[];
 
 /// A file's code for the paths it writes: comments aside, and its inline modules (`mod
 /// tests { ... }`, whose `super` is the file itself, not its parent) aside.

@@ -72,7 +72,7 @@ impl fmt::Display for PathOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.state.inodes.get(self.ino) {
             Some(Node::Root) => {}
-            Some(node) => match super::view::view_of(&node).path(self.state, &node) {
+            Some(node) => match super::view_of(&node).path(self.state, &node) {
                 Some(path) => write!(f, "/{path}")?,
                 None => write!(f, "/{node}")?,
             },

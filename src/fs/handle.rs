@@ -1,6 +1,8 @@
 //! Per-open-file state: the partial line of an append file, the read cursor of a lookup file,
 //! the snapshot of a small text file, the real file behind `segments/<name>`.
 
+use std::any::Any;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -22,18 +24,52 @@ pub enum Handle {
     Append(AppendHandle),
     Stream(super::stream::StreamHandle),
     Group(crate::group::GroupHandle),
-    GroupOffsets(super::views::groups::offsets::OffsetsHandle),
     Text(TextHandle),
     /// The real file; the kernel may read it itself (passthrough): see `Opened` (types.rs).
     Segment(Arc<File>),
-    /// `table/<key>`.
-    Table(super::views::table::handle::TableHandle),
-    /// `@log`.
-    Log(super::views::log_file::LogHandle),
-    /// A file of `table/` the mount holds (a name starting with `.`).
-    Held(super::types::HeldFile),
-    /// A file held in a maildir's `tmp/` (or written into `new/`).
-    Mail(super::views::maildir::HeldHandle),
+    /// An open file of a view (`table/`, a maildir, `groups/<G>/offsets`, `@log`): the view
+    /// made it and alone knows its type ([`Handle::file`]).
+    View(Box<dyn ViewFile>),
+}
+
+/// What the core asks of a view's open file; the view reaches its own type again through
+/// [`Handle::file`] and [`Handle::file_mut`]. Everything but `read` has a default: nothing
+/// pending, nothing to do at a close or an fsync.
+pub trait ViewFile: Any + Send {
+    /// Up to `size` bytes at file offset `offset`; empty at the end.
+    fn read(&mut self, offset: u64, size: usize) -> Result<Cow<'_, [u8]>>;
+
+    /// Whether something written waits for the close.
+    fn pending(&self) -> bool {
+        false
+    }
+
+    /// Whether close(2) reaches the daemon: the file completes something at a close.
+    fn closes(&self) -> bool {
+        false
+    }
+
+    /// The file's length as its reader sees it (`fstat`), where it differs from the
+    /// attributes' (None: it does not).
+    fn length(&self) -> Option<u64> {
+        None
+    }
+
+    /// Completes what the writer left pending: at release and shutdown.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// close(2) of one descriptor, by the process whose descriptor table is `owner`.
+    #[allow(unused_variables)]
+    fn flush(&mut self, owner: u64) -> Result<()> {
+        self.finish()
+    }
+
+    /// fsync(2): fails where what was written was lost.
+    fn fsync(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Handle {
@@ -43,14 +79,24 @@ impl Handle {
         match self {
             Handle::Append(h) => !h.partial.is_empty(),
             Handle::Text(t) => t.pending(),
-            Handle::GroupOffsets(o) => o.pending(),
-            Handle::Table(t) => t.pending(),
-            Handle::Mail(h) => h.pending(),
-            Handle::Stream(_)
-            | Handle::Segment(_)
-            | Handle::Group(_)
-            | Handle::Log(_)
-            | Handle::Held(_) => false,
+            Handle::View(v) => v.pending(),
+            Handle::Stream(_) | Handle::Segment(_) | Handle::Group(_) => false,
+        }
+    }
+
+    /// The view's open file of type `T` this is (None: another).
+    pub fn file<T: ViewFile>(&self) -> Option<&T> {
+        match self {
+            Handle::View(v) => (&**v as &dyn Any).downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// [`Handle::file`], to change it.
+    pub fn file_mut<T: ViewFile>(&mut self) -> Option<&mut T> {
+        match self {
+            Handle::View(v) => (&mut **v as &mut dyn Any).downcast_mut(),
+            _ => None,
         }
     }
 
@@ -78,15 +124,10 @@ impl Handle {
                 let res = h.flush_partial();
                 h.wait_acknowledged().and(res)
             }
-            Handle::Table(t) => t.produce(),
-            Handle::Mail(h) => h.release(),
+            Handle::View(v) => v.finish(),
             Handle::Group(g) => g.commit(),
             Handle::Text(t) => t.apply(mgr, None),
-            Handle::Stream(_)
-            | Handle::Segment(_)
-            | Handle::GroupOffsets(_)
-            | Handle::Log(_)
-            | Handle::Held(_) => Ok(()),
+            Handle::Stream(_) | Handle::Segment(_) => Ok(()),
         }
     }
 
@@ -100,8 +141,7 @@ impl Handle {
                 h.wait_acknowledged()
             }
             Handle::Text(t) => t.apply(mgr, Some(owner)),
-            Handle::Table(t) if !t.wrote() || t.writer().is_some_and(|o| o != owner) => Ok(()),
-            Handle::Mail(h) => h.close(owner),
+            Handle::View(v) => v.flush(owner),
             _ => self.finish(mgr),
         }
     }

@@ -102,6 +102,21 @@ fn tree<T>(errno: i32, msg: impl Into<String>) -> FsResult<T> {
 
 pub type FsResult<T> = Result<T, FsError>;
 
+/// The view that owns `node`: the first registered one that does (`views::VIEWS`). The
+/// core reaches the views only through this list and the `View` trait.
+fn view_of(node: &Node) -> &'static dyn view::View {
+    views::VIEWS
+        .iter()
+        .copied()
+        .find(|v| v.owns(node))
+        .unwrap_or(&tree::TopicsView)
+}
+
+/// Every registered view (for what each is told: a topic deleted).
+fn all_views() -> impl Iterator<Item = &'static dyn view::View> {
+    views::VIEWS.iter().copied()
+}
+
 /// The state every callback shares. Behind an `Arc` so the daemon's shutdown path can reach it.
 pub struct FsState {
     storage: Arc<dyn Storage>,
@@ -133,17 +148,14 @@ pub struct FsState {
     cached: cached::Cached,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
-    /// The key index of each topic's `table/` (by name and incarnation), built at first use.
-    tables: Mutex<HashMap<(String, u64), Arc<crate::table::KeyIndex>>>,
     /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
     transport: Arc<crate::metrics::TransportCounters>,
-    /// The files of `table/` whose names start with `.`: held, never keys.
-    held: views::table::held::Held,
     /// Where held files spill when they grow large: the first log dir's root (files without
     /// a name), or the system's temporary directory where the storage has no log dir.
     spill_dir: std::path::PathBuf,
-    /// The maildirs: held files of each topic, each group's maildir.
-    mail: views::maildir::Mail,
+    /// What each view keeps for the mount ([`View::new_state`]), one value of its own type
+    /// each; a view finds its own with [`FsState::view_state`].
+    view_states: Vec<Box<dyn std::any::Any + Send + Sync>>,
     /// The mount's schemas, fed by its `_schemas` topic: what decodes and encodes keys and
     /// values.
     schemas: Arc<crate::schemas::Schemas>,
@@ -260,7 +272,6 @@ impl FsState {
         storage: Arc<dyn Storage>,
         options: FsOptions,
     ) -> crate::error::Result<Arc<FsState>> {
-        let owner = owner::Ownership::of(&storage.log_dirs(), options.service_user);
         let groups = storage.clone().open_groups()?;
         // Large held files of the maildirs go to the first log dir's root (files without a
         // name), or to the system's temporary directory where the storage has no log dir.
@@ -269,6 +280,10 @@ impl FsState {
             .first()
             .cloned()
             .unwrap_or_else(std::env::temp_dir);
+        let view_states = all_views()
+            .filter_map(|v| v.new_state(&options, &spill_dir))
+            .collect();
+        let owner = owner::Ownership::of(&storage.log_dirs(), options.service_user);
         let schemas = crate::schemas::Schemas::start(storage.clone(), options.schemas);
         let state = Arc::new_cyclic(|me: &std::sync::Weak<FsState>| FsState {
             members: crate::group::Membership::new(groups.clone(), me.clone()),
@@ -286,11 +301,9 @@ impl FsState {
             listings: Mutex::new(HashMap::new()),
             cached: cached::Cached::default(),
             key_separator: options.key_separator,
-            tables: Mutex::new(HashMap::new()),
             transport: Arc::default(),
-            held: views::table::held::Held::default(),
-            spill_dir: spill_dir.clone(),
-            mail: views::maildir::Mail::new(options.maildir_window, spill_dir),
+            spill_dir,
+            view_states,
             schemas,
         });
         follow::start(&state);
@@ -457,7 +470,7 @@ impl FsState {
         let parent = self.node(parent)?;
         let topic = self.topic_of(&parent)?;
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
-        let node = match view::view_of(&parent).lookup(self, &parent, name, pid) {
+        let node = match view_of(&parent).lookup(self, &parent, name, pid) {
             Some(node) => node?,
             None if name.to_str().is_none() => return tree(libc::ENOENT, "name is not UTF-8"),
             None => return tree(libc::ENOTDIR, format!("{parent} is not a directory")),
@@ -522,7 +535,7 @@ impl FsState {
             }
         }
         if let Some(size) = size {
-            match view::view_of(&node).truncate(self, &node, size, fh) {
+            match view_of(&node).truncate(self, &node, size, fh) {
                 Some(r) => r?,
                 None => Self::may_truncate(&node, size)?,
             }
@@ -535,7 +548,7 @@ impl FsState {
     /// (a key before its close), what its view shows of it then.
     fn attr_or_created(&self, ino: u64, node: &Node) -> FsResult<Attr> {
         match self.attr(ino, node) {
-            Err(e) => match view::view_of(node).being_created(self, ino, node) {
+            Err(e) => match view_of(node).being_created(self, ino, node) {
                 Some(attr) => Ok(attr),
                 None => Err(e),
             },
@@ -543,10 +556,18 @@ impl FsState {
         }
     }
 
+    /// The state view `T`'s owner keeps for this mount, made by its [`View::new_state`].
+    pub(super) fn view_state<T: std::any::Any>(&self) -> &T {
+        self.view_states
+            .iter()
+            .find_map(|s| s.downcast_ref())
+            .expect("the state of a registered view")
+    }
+
     /// The file held by the mount that `node` is (`table/`'s dot files, a maildir's files
     /// not yet delivered); None for any other node.
     pub(super) fn held_file(&self, node: &Node) -> Option<FsResult<types::HeldFile>> {
-        view::view_of(node).held(self, node)
+        view_of(node).held(self, node)
     }
 
     /// Whether `node` may be truncated to `size`: only to 0, and only what takes writes
@@ -683,7 +704,7 @@ impl FsState {
         let h = of.handle.guard();
         match &*h {
             Handle::Append(a) => Ok(a.sync(&*self.storage)?),
-            Handle::Mail(m) => Ok(m.lost_write()?),
+            Handle::View(v) => Ok(v.fsync()?),
             _ => Ok(()),
         }
     }

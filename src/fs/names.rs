@@ -14,8 +14,10 @@ use super::handle::{AppendHandle, AppendTarget, Handle, TextHandle, TextTarget};
 use super::inode::{Format, Node, PartitionFile, TopicFile, TopicName};
 use super::stream::StreamHandle;
 use super::types::{Access, Attr, DirEntry, Kind, Opened, Ttl};
-use super::view::{Mine, View, view_of};
-use super::{FsError, FsResult, FsState, OpenFile, no_new_files, offset_text, tree, view};
+use super::view::{Mine, View};
+use super::{
+    FsError, FsResult, FsState, OpenFile, all_views, no_new_files, offset_text, tree, view, view_of,
+};
 use crate::error::Error;
 use crate::storage::TopicStore;
 use crate::util::sync::MutexExt;
@@ -57,7 +59,7 @@ impl FsState {
         };
         self.storage.delete_topic(name)?;
         // What the views keep of it (`table/`'s key index, held files) goes with it.
-        for view in view::views() {
+        for view in all_views() {
             view.topic_deleted(self, name);
         }
         // The topic is gone whatever happens to its commits: a failure is logged.
@@ -81,7 +83,7 @@ impl FsState {
         let _g = self.gate()?;
         let parent = self.node(parent)?;
         let _changes = self.changes(&parent);
-        if let Some(r) = view::view_of(&parent).unlink(self, &parent, name) {
+        if let Some(r) = view_of(&parent).unlink(self, &parent, name) {
             return r;
         }
         tree(
@@ -123,8 +125,8 @@ impl FsState {
         let _g = self.gate()?;
         let (from, to) = (self.node(parent)?, self.node(newparent)?);
         let _changes = self.changes(&from);
-        let view = view::view_of(&from);
-        if !view::same(view, view::view_of(&to)) {
+        let view = view_of(&from);
+        if !view::same(view, view_of(&to)) {
             return Err(view::across(&from, &to));
         }
         match view.rename(self, (&from, name), (&to, newname), flags, pid) {
@@ -150,8 +152,8 @@ impl FsState {
         let _g = self.gate()?;
         let from = self.node(ino)?;
         let to = self.node(newparent)?;
-        let view = view::view_of(&from);
-        if !view::same(view, view::view_of(&to)) {
+        let view = view_of(&from);
+        if !view::same(view, view_of(&to)) {
             return tree(
                 libc::EPERM,
                 format!("{from} -> {to}: no link between two parts of the tree"),
@@ -177,7 +179,7 @@ impl FsState {
             let _g = self.gate()?;
             self.node(parent)?
         };
-        let view = view::view_of(&parent_node);
+        let view = view_of(&parent_node);
         match view.create(self, (parent, &parent_node), name, access, pid) {
             Some(r) => r,
             None => Err(no_new_files()),
@@ -460,21 +462,23 @@ impl FsState {
     ) -> FsResult<Opened> {
         // close(2) reaches the daemon where it completes something: a partial line, a group
         // reader's commit, the change written to `config` or `offsets`.
-        let flush = matches!(
-            handle,
-            Handle::Append(_)
-                | Handle::Group(_)
-                | Handle::GroupOffsets(_)
-                | Handle::Table(_)
-                | Handle::Mail(_)
-                | Handle::Text(TextHandle {
-                    target: TextTarget::Config(..),
-                    ..
-                })
-        );
-        if matches!(handle, Handle::Stream(_) | Handle::Log(_))
-            && let Some(tgid) = crate::os::process::tgid_of(pid)
-        {
+        let flush = match &handle {
+            Handle::View(v) => v.closes(),
+            h => matches!(
+                h,
+                Handle::Append(_)
+                    | Handle::Group(_)
+                    | Handle::Text(TextHandle {
+                        target: TextTarget::Config(..),
+                        ..
+                    })
+            ),
+        };
+        let per_reader = match &handle {
+            Handle::View(v) => v.length().is_some(),
+            h => matches!(h, Handle::Stream(_)),
+        };
+        if per_reader && let Some(tgid) = crate::os::process::tgid_of(pid) {
             self.streams
                 .guard()
                 .entry(ino)

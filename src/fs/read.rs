@@ -53,7 +53,7 @@ impl FsState {
         let mut h = of.handle.guard();
         match &mut *h {
             Handle::Stream(s) => Ok(Some(s.length()?)),
-            Handle::Log(l) => Ok(Some(l.length())),
+            Handle::View(v) => Ok(v.length()),
             _ => Ok(None),
         }
     }
@@ -164,8 +164,6 @@ impl FsState {
                 Err(e) => fail(reply, e.into()),
             },
             Handle::Group(_) => self.read_group(of, h, _live, r, reply),
-            // A log file: a read at its end ends (`tail -f` polls its growing length).
-            Handle::Log(l) => reply.data(&l.read(offset, size as usize)),
             other => {
                 if let Err(e) = answer_now(other, fh, offset, size as usize, reply) {
                     let (reply, e) = *e;
@@ -466,17 +464,12 @@ fn answer_now(
 ) -> Result<(), Unanswered> {
     let failed = |reply, e: FsError| Err(Box::new((reply, e)));
     match h {
-        Handle::GroupOffsets(o) => reply.data(o.read(offset, size)),
-        Handle::Held(f) => match f.guard().read_at(offset, size) {
+        // A view's file (`@log` too: a read at its end ends, `tail -f` polls its length).
+        Handle::View(v) => match v.read(offset, size) {
             Ok(data) => reply.data(&data),
             Err(e) => return failed(reply, e.into()),
         },
         Handle::Text(t) => reply.data(t.read(offset, size)),
-        Handle::Table(t) => reply.data(t.read(offset, size)),
-        Handle::Mail(h) => match h.read(offset, size) {
-            Ok(data) => reply.data(&data),
-            Err(e) => return failed(reply, e.into()),
-        },
         Handle::Segment(f) => match handle::read_file_at(f, offset, size) {
             Ok(data) => {
                 // Never reached by an open file the kernel reads itself (passthrough).
@@ -490,8 +483,8 @@ fn answer_now(
         },
         // An append file reads as empty (a tree walk copies it as an empty file).
         Handle::Append(_) => reply.data(&[]),
-        Handle::Stream(_) | Handle::Group(_) | Handle::Log(_) => {
-            unreachable!("streams, group records and @log are answered by read_file")
+        Handle::Stream(_) | Handle::Group(_) => {
+            unreachable!("streams and group records are answered by read_file")
         }
     }
     Ok(())

@@ -12,8 +12,8 @@ use super::inode::{
     TopicFile, TopicName,
 };
 use super::types::{Access, Attr, Kind, Opened};
-use super::view::{Mine, View, view_of};
-use super::{DIR_TTL, FsResult, FsState, OpenFile, offset_text, tree};
+use super::view::{Mine, View};
+use super::{DIR_TTL, FsResult, FsState, OpenFile, offset_text, tree, view_of};
 use crate::addr::{OffsetForm, Start};
 use crate::storage::{PartitionStore, TopicStore};
 use crate::util::sync::MutexExt;

@@ -2,46 +2,34 @@
 //! directories and files) and answers what is asked of them: a child's name, attributes, a
 //! listing, open, create, link, unlink, rename, truncation, and writes to the files it
 //! opened. Every answer is "not mine" (`None`) by default; the core routes a request to the
-//! view that owns its node ([`view_of`]) and answers what no view does with the tree's
-//! general rule (EPERM for a change, ENOTDIR for a child of a file). A rename or link whose
-//! two ends belong to different views is refused by the core ([`across`]).
+//! view that owns its node (`view_of` in fs/mod.rs, over the list views/mod.rs registers:
+//! this file names no view) and answers what no view does with the tree's general rule
+//! (EPERM for a change, ENOTDIR for a child of a file). A rename or link whose two ends
+//! belong to different views is refused by the core ([`across`]).
 
+use std::any::Any;
 use std::ffi::OsStr;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
 use super::inode::{Node, TopicName};
 use super::types::{Access, Attr, DirEntry, HeldFile, Opened, Ttl};
-use super::views::VIEWS;
-use super::{FsError, FsResult, FsState, OpenFile};
+use super::{FsError, FsOptions, FsResult, FsState, OpenFile, all_views, view_of};
 
 /// A view's answer: `None` when the request is not the view's.
 pub(super) type Mine<T> = Option<FsResult<T>>;
 
-/// The view that owns `node`.
-pub(super) fn view_of(node: &Node) -> &'static dyn View {
-    VIEWS
-        .iter()
-        .copied()
-        .find(|v| v.owns(node))
-        .unwrap_or(&super::tree::TopicsView)
-}
-
-/// Every registered view (for what each is told: a topic deleted).
-pub(super) fn views() -> impl Iterator<Item = &'static dyn View> {
-    VIEWS.iter().copied()
-}
-
 /// Whether a view holds records of group `g` of `t` taken (a group's maildir): its record
 /// files and `offsets` wait.
 pub(super) fn group_taken(fs: &FsState, t: &TopicName, g: &str) -> bool {
-    views().any(|v| v.group_taken(fs, t, g))
+    all_views().any(|v| v.group_taken(fs, t, g))
 }
 
 /// Group `g`'s commits on `t` were set from outside the views (its `offsets`): each starts
 /// again from them.
 pub(super) fn group_reset(fs: &FsState, t: &TopicName, g: &str) {
-    for v in views() {
+    for v in all_views() {
         v.group_reset(fs, t, g);
     }
 }
@@ -88,6 +76,17 @@ pub(super) trait View: Sync {
 
     /// Whether `node` is one of this view's (by its kind).
     fn owns(&self, node: &Node) -> bool;
+
+    /// What the view keeps for a mount of `options` (None: nothing), made as the mount
+    /// starts; `spill_dir` is where large held files go. The view finds it again with
+    /// [`FsState::view_state`], by its type.
+    fn new_state(
+        &self,
+        options: &FsOptions,
+        spill_dir: &Path,
+    ) -> Option<Box<dyn Any + Send + Sync>> {
+        None
+    }
 
     /// The child `name` of directory `parent`.
     fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {

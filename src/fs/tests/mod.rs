@@ -397,9 +397,9 @@ fn removing_a_topic_frees_its_table_index() {
     let k = fs.open(walk(&fs, "t/table/k"), RO, me()).unwrap();
     assert_eq!(read_all(&fs, k.fh), b"v");
     fs.release(k.fh).unwrap();
-    assert_eq!(fs.tables.guard().len(), 1);
+    assert_eq!(crate::fs::views::table::state(&fs).indexes.guard().len(), 1);
     fs.rmdir(ROOT, OsStr::new("t")).unwrap();
-    assert_eq!(fs.tables.guard().len(), 0);
+    assert_eq!(crate::fs::views::table::state(&fs).indexes.guard().len(), 0);
 }
 
 /// Listing a directory takes no inode: the inode table holds what the kernel looked up, so

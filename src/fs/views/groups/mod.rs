@@ -85,9 +85,7 @@ impl View for GroupsView {
         (_, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
-        let Handle::GroupOffsets(o) = h else {
-            return None;
-        };
+        let o = h.file_mut::<OffsetsHandle>()?;
         if let Err(e) = offsets::movable(fs, of, o) {
             // As a bad line does, a refused write fails the whole open.
             o.fail(e.to_string());
@@ -100,9 +98,7 @@ impl View for GroupsView {
     fn close(&self, fs: &FsState, of: &OpenFile, h: &mut Handle, closing: Closing) -> Mine<()> {
         // The lines written through `offsets`: applied at the close of their writer's
         // descriptor, or at the last close.
-        let Handle::GroupOffsets(o) = h else {
-            return None;
-        };
+        let o = h.file_mut::<OffsetsHandle>()?;
         let closer = match closing {
             Closing::Descriptor(owner) => Some(owner),
             Closing::Release | Closing::Shutdown => None,
@@ -205,7 +201,7 @@ fn open(
     let Some(format) = f.format() else {
         let h = OffsetsHandle::open(topic, g, &*fs.groups)?;
         let node = Node::GroupFile(t.clone(), g.clone(), f);
-        return fs.open_as(ino, &node, Handle::GroupOffsets(h), true, pid);
+        return fs.open_as(ino, &node, Handle::View(Box::new(h)), true, pid);
     };
     if view::group_taken(fs, t, g) {
         return tree(

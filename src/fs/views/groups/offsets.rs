@@ -1,11 +1,12 @@
 //! `<topic>/groups/<G>/offsets`: a group's committed offsets as lines, and the reset lines
 //! written to it (`kafka-consumer-groups --reset-offsets`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::fs::handle::OneChange;
+use crate::fs::handle::{OneChange, ViewFile};
 use crate::fs::inode::TopicName;
 use crate::fs::view;
 use crate::fs::{FsResult, FsState, OpenFile, tree};
@@ -140,4 +141,19 @@ pub(in crate::fs) fn apply(
         view::group_reset(fs, &t, o.group());
     }
     Ok(())
+}
+
+impl ViewFile for OffsetsHandle {
+    fn read(&mut self, offset: u64, size: usize) -> Result<Cow<'_, [u8]>> {
+        Ok(Cow::Borrowed(OffsetsHandle::read(self, offset, size)))
+    }
+
+    fn pending(&self) -> bool {
+        OffsetsHandle::pending(self)
+    }
+
+    /// Its lines are applied at the close of their writer's descriptor (the view's close).
+    fn closes(&self) -> bool {
+        true
+    }
 }

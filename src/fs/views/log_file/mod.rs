@@ -1,10 +1,11 @@
 //! `<mountpoint>/@log`: the daemon's last log lines (`crate::logtail`), read as a file that
 //! grows (`tail -f`); a reader that falls behind the lines kept goes on from the first one.
 
+use std::borrow::Cow;
 use std::time::SystemTime;
 
 use crate::fs::FsState;
-use crate::fs::handle::Handle;
+use crate::fs::handle::{Handle, ViewFile};
 use crate::fs::inode::Node;
 use crate::fs::types::{Access, Opened};
 use crate::fs::view::{Mine, View};
@@ -28,7 +29,7 @@ impl View for LogView {
     }
 
     fn open(&self, fs: &FsState, ino: u64, node: &Node, _: Access, pid: u32) -> Mine<Opened> {
-        let h = Handle::Log(LogHandle::open());
+        let h = Handle::View(Box::new(LogHandle::open()));
         Some(fs.open_as(ino, node, h, true, pid))
     }
 }
@@ -61,5 +62,15 @@ impl LogHandle {
     /// grows, also while the oldest lines are dropped.
     pub fn length(&self) -> u64 {
         crate::logtail::global().bounds().1 - self.base
+    }
+}
+
+impl ViewFile for LogHandle {
+    fn read(&mut self, offset: u64, size: usize) -> crate::error::Result<Cow<'_, [u8]>> {
+        Ok(Cow::Owned(LogHandle::read(self, offset, size)))
+    }
+
+    fn length(&self) -> Option<u64> {
+        Some(LogHandle::length(self))
     }
 }

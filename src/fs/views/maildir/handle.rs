@@ -1,9 +1,11 @@
 //! An open file held in a maildir's `tmp/` (or written straight into `new/`, delivered at its
 //! writer's last close).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::fs::handle::ViewFile;
 use crate::maildir::delivery::Delivery;
 use crate::maildir::held::Held;
 use crate::maildir::names::key_of;
@@ -172,5 +174,32 @@ impl HeldHandle {
             return self.deliver_if_last();
         }
         Ok(())
+    }
+}
+
+impl ViewFile for HeldHandle {
+    fn read(&mut self, offset: u64, size: usize) -> Result<Cow<'_, [u8]>> {
+        Ok(Cow::Owned(HeldHandle::read(self, offset, size)?))
+    }
+
+    fn pending(&self) -> bool {
+        HeldHandle::pending(self)
+    }
+
+    /// A file of `new/` is delivered at its writer's close.
+    fn closes(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn flush(&mut self, owner: u64) -> Result<()> {
+        self.close(owner)
+    }
+
+    fn fsync(&self) -> Result<()> {
+        self.lost_write()
     }
 }

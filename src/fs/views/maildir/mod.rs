@@ -8,10 +8,11 @@ pub(in crate::fs) mod handle;
 mod moves;
 mod nodes;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +20,7 @@ use crate::fs::handle::Handle;
 use crate::fs::inode::{MailSub, Node, TopicName};
 use crate::fs::types::{Access, Attr, DirEntry, Opened, Ttl};
 use crate::fs::view::{self, Closing, Mine, View};
-use crate::fs::{FsResult, FsState, tree};
+use crate::fs::{FsOptions, FsResult, FsState, tree};
 use crate::maildir::delivery::{Delivery, Place};
 use crate::maildir::group::MailGroup;
 use crate::maildir::names::record_name;
@@ -46,6 +47,11 @@ pub(in crate::fs) struct Mail {
     groups: Mutex<MailGroups>,
     window: usize,
     spill_dir: PathBuf,
+}
+
+/// The maildirs' state for the mount of `fs`.
+fn mail(fs: &FsState) -> &Mail {
+    fs.view_state()
 }
 
 impl Mail {
@@ -78,7 +84,7 @@ impl Mail {
 /// Where held file `id` of `t` is listed now (`tmp/NAME`, `new/NAME`), for log lines;
 /// None once it is gone.
 pub(in crate::fs) fn held_file_name(fs: &FsState, t: &TopicName, id: u64) -> Option<String> {
-    let d = (fs.mail.deliveries.guard())
+    let d = (mail(fs).deliveries.guard())
         .get(&(t.to_string(), t.incarnation()))?
         .clone();
     let d = d.guard();
@@ -124,7 +130,7 @@ pub(in crate::fs) fn record_file_name(
     o: i64,
 ) -> Option<String> {
     let key = (t.to_string(), t.incarnation(), g.to_string());
-    let mg = fs.mail.groups.guard().get(&key)?.clone();
+    let mg = mail(fs).groups.guard().get(&key)?.clone();
     let mg = mg.guard();
     let name = record_name(p, o);
     if let Some((_, f)) = mg.find_new_flags(p, o) {
@@ -159,11 +165,11 @@ pub(in crate::fs) fn mail_held(
 }
 
 pub(in crate::fs) fn delivery(fs: &FsState, t: &TopicName) -> Arc<Mutex<Delivery>> {
-    let mut d = fs.mail.deliveries.guard();
+    let mut d = mail(fs).deliveries.guard();
     d.entry((t.to_string(), t.incarnation()))
         .or_insert_with(|| {
             let schemas = Some(fs.schemas.clone()).filter(|s| s.encodes(t));
-            let d = Delivery::new(fs.mail.spill_dir.clone()).encoded_by(schemas);
+            let d = Delivery::new(mail(fs).spill_dir.clone()).encoded_by(schemas);
             Arc::new(Mutex::new(d))
         })
         .clone()
@@ -186,10 +192,10 @@ pub(in crate::fs) fn mail_group(
     let topic = fs.topic(t)?;
     let key = (t.to_string(), t.incarnation(), g.to_string());
     let mg = {
-        let mut groups = fs.mail.groups.guard();
+        let mut groups = mail(fs).groups.guard();
         groups
             .entry(key)
-            .or_insert_with(|| Arc::new(Mutex::new(MailGroup::new(&*topic, g, fs.mail.window))))
+            .or_insert_with(|| Arc::new(Mutex::new(MailGroup::new(&*topic, g, mail(fs).window))))
             .clone()
     };
     if refill {
@@ -201,7 +207,7 @@ pub(in crate::fs) fn mail_group(
 /// Whether `g`'s maildir on `t` has taken records (its `records` and `follow` are EBUSY).
 pub(in crate::fs) fn maildir_taken(fs: &FsState, t: &TopicName, g: &str) -> bool {
     let key = (t.to_string(), t.incarnation(), g.to_string());
-    let mg = fs.mail.groups.guard().get(&key).cloned();
+    let mg = mail(fs).groups.guard().get(&key).cloned();
     mg.is_some_and(|mg| mg.guard().has_taken())
 }
 
@@ -262,6 +268,15 @@ impl View for MailView {
 
     fn owns(&self, node: &Node) -> bool {
         is_mail(node)
+    }
+
+    fn new_state(
+        &self,
+        options: &FsOptions,
+        spill_dir: &Path,
+    ) -> Option<Box<dyn Any + Send + Sync>> {
+        let mail = Mail::new(options.maildir_window, spill_dir.to_path_buf());
+        Some(Box::new(mail))
     }
 
     fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
@@ -374,7 +389,7 @@ impl View for MailView {
     }
 
     fn topic_deleted(&self, fs: &FsState, name: &str) {
-        fs.mail.topic_deleted(name);
+        mail(fs).topic_deleted(name);
     }
 
     fn path(&self, fs: &FsState, node: &Node) -> Option<String> {
@@ -398,7 +413,7 @@ impl View for MailView {
     fn close(&self, _: &FsState, _: &crate::fs::OpenFile, h: &mut Handle, c: Closing) -> Mine<()> {
         // A file still being written into a maildir's new/ may be partial: it is not
         // delivered at the shutdown (held files do not outlive the daemon).
-        (matches!(h, Handle::Mail(_)) && c == Closing::Shutdown).then_some(Ok(()))
+        (h.file::<HeldHandle>().is_some() && c == Closing::Shutdown).then_some(Ok(()))
     }
 
     fn group_taken(&self, fs: &FsState, t: &TopicName, g: &str) -> bool {
@@ -406,7 +421,7 @@ impl View for MailView {
     }
 
     fn group_reset(&self, fs: &FsState, t: &TopicName, g: &str) {
-        fs.mail.group_reset(t, g);
+        mail(fs).group_reset(t, g);
     }
 
     fn write(
@@ -417,7 +432,7 @@ impl View for MailView {
         (offset, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
-        let Handle::Mail(m) = h else { return None };
+        let m = h.file_mut::<HeldHandle>()?;
         let written = m.write(offset, data, owner).map(|()| data.len() as u32);
         Some(written.map_err(Into::into))
     }

@@ -223,7 +223,7 @@ pub(in crate::fs) fn maildir_open(
         Node::MailHeld(t, id) => (|| {
             let topic = fs.topic(t)?;
             match HeldHandle::new(topic, delivery(fs, t), *id) {
-                Some(h) => Ok((Handle::Mail(h), true)),
+                Some(h) => Ok((Handle::View(Box::new(h)), true)),
                 None => tree(libc::ENOENT, format!("{node} was delivered or removed")),
             }
         })(),
@@ -309,7 +309,7 @@ fn held_create_in(
     let fh = fs
         .next_fh
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut opened = fs.opened(ino, fh, Some(topic.clone()), Handle::Mail(h), pid)?;
+    let mut opened = fs.opened(ino, fh, Some(topic.clone()), Handle::View(Box::new(h)), pid)?;
     opened.direct_io = true;
     Ok((Duration::ZERO, attr, opened))
 }

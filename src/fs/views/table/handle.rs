@@ -1,9 +1,11 @@
 //! An open `table/<key>`: the value read at open, the bytes written since, produced as the
 //! key's record at close.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::fs::handle::ViewFile;
 use crate::record::RecordInput;
 use crate::schema::{EncodeError, subject_for};
 use crate::schemas::Schemas;
@@ -145,4 +147,30 @@ pub(super) fn append_record(
         )));
     }
     Ok(())
+}
+
+impl ViewFile for TableHandle {
+    fn read(&mut self, offset: u64, size: usize) -> Result<Cow<'_, [u8]>> {
+        Ok(Cow::Borrowed(TableHandle::read(self, offset, size)))
+    }
+
+    fn pending(&self) -> bool {
+        TableHandle::pending(self)
+    }
+
+    /// The value written is produced at the close of its writer's descriptor.
+    fn closes(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.produce()
+    }
+
+    fn flush(&mut self, owner: u64) -> Result<()> {
+        if !self.wrote() || self.writer().is_some_and(|o| o != owner) {
+            return Ok(());
+        }
+        self.produce()
+    }
 }

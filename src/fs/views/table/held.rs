@@ -4,10 +4,12 @@
 //! the key's record). It does not survive the daemon. Each is a maildir's held file
 //! (`crate::maildir::held`): in memory, spilled to an unnamed file of the mount's when large.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::fs::handle::ViewFile;
 use crate::fs::inode::TopicName;
 use crate::fs::types::HeldFile;
 use crate::util::sync::MutexExt;
@@ -55,6 +57,13 @@ impl Held {
     /// Drops every held file of the topic named `name` (it was deleted).
     pub fn forget_topic(&self, name: &str) {
         self.files.guard().retain(|(topic, _), _| &**topic != name);
+    }
+}
+
+/// An open held file: read and written in place, nothing to do at its close.
+impl ViewFile for HeldFile {
+    fn read(&mut self, offset: u64, size: usize) -> crate::error::Result<Cow<'_, [u8]>> {
+        Ok(Cow::Owned(self.guard().read_at(offset, size)?))
     }
 }
 

@@ -3,8 +3,11 @@
 //! listings, opening, creating and removing keys, and the handle that produces a key's value
 //! at close.
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 pub(in crate::fs) mod handle;
@@ -14,7 +17,7 @@ use crate::fs::handle::Handle;
 use crate::fs::inode::{Node, TopicName};
 use crate::fs::types::{Access, Attr, DirEntry, HeldFile, Kind, Opened};
 use crate::fs::view::{Mine, Place, View};
-use crate::fs::{FsResult, FsState, OpenFile, tree};
+use crate::fs::{FsOptions, FsResult, FsState, OpenFile, tree};
 use crate::schema::{EncodeError, subject_for};
 use crate::schemas::Schemas;
 use crate::storage::TopicStore;
@@ -31,11 +34,24 @@ const LIST_CHUNK: usize = 256;
 /// Inode numbers the entries of a listing carry (`d_ino`): above any the inode table gives.
 const LISTED_INO: u64 = 1 << 62;
 
+/// What `table/` keeps for a mount: the key index of each topic (by name and incarnation),
+/// built at first use, and the files whose names start with `.` (held, never keys).
+#[derive(Default)]
+pub(in crate::fs) struct TableState {
+    pub(in crate::fs) indexes: Mutex<HashMap<(String, u64), Arc<KeyIndex>>>,
+    held: Held,
+}
+
+/// `table/`'s state for the mount of `fs`.
+pub(in crate::fs) fn state(fs: &FsState) -> &TableState {
+    fs.view_state()
+}
+
 /// The key index of `topic`, caught up with the log.
 fn key_index(fs: &FsState, topic: &dyn TopicStore) -> FsResult<Arc<KeyIndex>> {
     let id = (topic.name().to_string(), topic.incarnation());
     let idx = {
-        let mut tables = fs.tables.guard();
+        let mut tables = state(fs).indexes.guard();
         // A topic deleted elsewhere (remote mode) and made again: the old index goes.
         if !tables.contains_key(&id) {
             tables.retain(|(name, _), _| name != &id.0);
@@ -50,7 +66,7 @@ fn key_index(fs: &FsState, topic: &dyn TopicStore) -> FsResult<Arc<KeyIndex>> {
 pub(in crate::fs) fn child(fs: &FsState, t: &TopicName, name: &OsStr) -> FsResult<Node> {
     let topic = fs.topic(t)?;
     if let Some(name) = name.to_str().filter(|n| Held::is_held_name(n)) {
-        return match fs.held.get(t, name) {
+        return match state(fs).held.get(t, name) {
             Some(_) => Ok(Node::TableHeld(t.clone(), Arc::from(name))),
             None => tree(libc::ENOENT, format!("{t}/table has no file {name:?}")),
         };
@@ -218,7 +234,12 @@ pub(in crate::fs) fn open(
             );
         }
     };
-    Ok(Handle::Table(handle(fs, topic, key.clone(), value)))
+    Ok(Handle::View(Box::new(handle(
+        fs,
+        topic,
+        key.clone(),
+        value,
+    ))))
 }
 
 fn handle(fs: &FsState, topic: Arc<dyn TopicStore>, key: Arc<[u8]>, value: Vec<u8>) -> TableHandle {
@@ -281,7 +302,7 @@ pub(in crate::fs) fn create_open(
     let mut h = handle(fs, topic.clone(), key, Vec::new());
     // A new key gets a value at close, also an empty one (`touch`).
     h.written = Some(Vec::new());
-    created(fs, node, topic.clone(), Handle::Table(h), pid)
+    created(fs, node, topic.clone(), Handle::View(Box::new(h)), pid)
 }
 
 /// create(2) of `table/.<name>`: a file the mount holds (an editor's swap or temporary
@@ -294,12 +315,12 @@ fn held_create(
     access: Access,
     pid: u32,
 ) -> FsResult<(Duration, Attr, Opened)> {
-    let f = fs.held.get_or_create(t, name, &fs.spill_dir);
+    let f = state(fs).held.get_or_create(t, name, &fs.spill_dir);
     if access.truncate {
         f.guard().truncate(0)?;
     }
     let node = Node::TableHeld(t.clone(), Arc::from(name));
-    created(fs, node, topic, Handle::Held(f), pid)
+    created(fs, node, topic, Handle::View(Box::new(f)), pid)
 }
 
 /// The reply to a create(2) of `node` opened as `handle`: the kernel's lookup of the new
@@ -349,7 +370,7 @@ fn held_rename(
     let to_held = to.to_str().filter(|n| Held::is_held_name(n));
     let max = topic.max_message_bytes();
     let exists = match to_held {
-        Some(n) => fs.held.get(t, n).is_some(),
+        Some(n) => state(fs).held.get(t, n).is_some(),
         None => child(fs, t, to).is_ok(),
     };
     if flags & libc::RENAME_NOREPLACE != 0 && exists {
@@ -358,11 +379,11 @@ fn held_rename(
     match (from_held, to_held) {
         (Some(a), Some(b)) => {
             let f = held_take(fs, t, a)?;
-            fs.held.put(t, b, f);
+            state(fs).held.put(t, b, f);
         }
         (Some(a), None) => {
             let key = new_key(fs, t, to)?;
-            let Some(f) = fs.held.get(t, a) else {
+            let Some(f) = state(fs).held.get(t, a) else {
                 return tree(libc::ENOENT, format!("{t}/table has no file {a:?}"));
             };
             // Over max.message.bytes: EMSGSIZE, and the file stays where it was; so
@@ -371,7 +392,7 @@ fn held_rename(
             let schemas = Some(&*fs.schemas).filter(|s| s.encodes(t));
             let encoded = stored_value(schemas, t, &value)?;
             append_record(topic, &key, Some(encoded.as_deref().unwrap_or(&value)), max)?;
-            fs.held.remove(t, a);
+            state(fs).held.remove(t, a);
         }
         (None, Some(b)) => {
             let Node::TableKey(_, key) = child(fs, t, from)? else {
@@ -381,7 +402,7 @@ fn held_rename(
             let Some(value) = shown_value(fs, t, &idx, topic, &key)? else {
                 return tree(libc::ENOENT, format!("{t}/table has no key {from:?}"));
             };
-            let f = fs.held.get_or_create(t, b, &fs.spill_dir);
+            let f = state(fs).held.get_or_create(t, b, &fs.spill_dir);
             {
                 let mut f = f.guard();
                 f.truncate(0)?;
@@ -396,7 +417,7 @@ fn held_rename(
 
 /// unlink(2) or rename(2) away of `table/.<name>`: the held file, removed.
 fn held_take(fs: &FsState, t: &TopicName, name: &str) -> FsResult<HeldFile> {
-    match fs.held.remove(t, name) {
+    match state(fs).held.remove(t, name) {
         Some(f) => Ok(f),
         None => tree(libc::ENOENT, format!("{t}/table has no file {name:?}")),
     }
@@ -408,8 +429,12 @@ pub(in crate::fs) fn being_created(fs: &FsState, ino: u64, node: &Node) -> bool 
         return false;
     }
     let open = fs.open_files_of(ino);
-    open.iter()
-        .any(|of| matches!(&*of.handle.guard(), Handle::Table(t) if t.pending()))
+    open.iter().any(|of| {
+        of.handle
+            .guard()
+            .file::<TableHandle>()
+            .is_some_and(|t| t.pending())
+    })
 }
 
 /// The attributes of a key whose value is not produced yet (an open file created it).
@@ -438,7 +463,7 @@ pub(in crate::fs) fn truncate(
     fh: Option<u64>,
 ) -> FsResult<()> {
     if let Some(of) = fh.and_then(|fh| fs.handles.guard().get(&fh).cloned())
-        && let Handle::Table(h) = &mut *of.handle.guard()
+        && let Some(h) = of.handle.guard().file_mut::<TableHandle>()
     {
         h.truncate();
         return Ok(());
@@ -529,6 +554,10 @@ impl View for TableView {
         )
     }
 
+    fn new_state(&self, _: &FsOptions, _: &Path) -> Option<Box<dyn Any + Send + Sync>> {
+        Some(Box::new(TableState::default()))
+    }
+
     fn child(&self, fs: &FsState, parent: &Node, name: &OsStr) -> Mine<Node> {
         let Node::Table(t) = parent else { return None };
         Some(child(fs, t, name))
@@ -560,7 +589,7 @@ impl View for TableView {
         let Node::TableHeld(t, name) = node else {
             return None;
         };
-        Some(match fs.held.get(t, name) {
+        Some(match state(fs).held.get(t, name) {
             Some(f) => Ok(f),
             None => tree(libc::ENOENT, format!("{node} was removed")),
         })
@@ -577,10 +606,10 @@ impl View for TableView {
                 if access.truncate {
                     f.guard().truncate(0)?;
                 }
-                Ok(Handle::Held(f))
+                Ok(Handle::View(Box::new(f)))
             }),
             Node::TableKey(t, key) => open(fs, t, key, access).map(|mut h| {
-                if let (Handle::Table(h), true) = (&mut h, access.truncate) {
+                if let (Some(h), true) = (h.file_mut::<TableHandle>(), access.truncate) {
                     h.truncate();
                 }
                 h
@@ -644,8 +673,8 @@ impl View for TableView {
 
     fn topic_deleted(&self, fs: &FsState, name: &str) {
         // Its key index and held files go with it.
-        fs.tables.guard().retain(|(n, _), _| n != name);
-        fs.held.forget_topic(name);
+        state(fs).indexes.guard().retain(|(n, _), _| n != name);
+        state(fs).held.forget_topic(name);
     }
 
     fn write(
@@ -656,10 +685,10 @@ impl View for TableView {
         (offset, data): (u64, &[u8]),
         owner: Option<u64>,
     ) -> Mine<u32> {
-        let res = match h {
-            Handle::Held(f) => f.guard().write_at(offset, data),
-            Handle::Table(t) => t.write(data, owner),
-            _ => return None,
+        let res = if let Some(f) = h.file::<HeldFile>() {
+            f.guard().write_at(offset, data)
+        } else {
+            h.file_mut::<TableHandle>()?.write(data, owner)
         };
         Some(res.map(|()| data.len() as u32).map_err(Into::into))
     }
