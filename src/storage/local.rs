@@ -182,6 +182,9 @@ impl PartitionStore for PartitionLog {
     fn counts_without_reading(&self) -> bool {
         true
     }
+    fn lines_len_counted(&self, from: i64, to: i64) -> Result<Option<u64>> {
+        PartitionLog::lines_len_counted(self, from, to)
+    }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)
     }

@@ -271,6 +271,12 @@ pub trait PartitionStore: Send + Sync {
             r.line_len()
         })
     }
+    /// [`PartitionStore::lines_len`] where the store finds it from counts it keeps, without
+    /// reading the records (a `stat` by path shows it); None where it would read them (by
+    /// default; a local log under `read_committed` whose range holds aborted transactions).
+    fn lines_len_counted(&self, _from: i64, _to: i64) -> Result<Option<u64>> {
+        Ok(None)
+    }
     /// Whether counts are found without reading the records: [`PartitionStore::record_count`]
     /// from counts kept per segment, and [`PartitionStore::lines_len`] when it starts at a
     /// batch boundary (a local log keeps line counts at batch boundaries). An open stream's
