@@ -293,6 +293,11 @@ impl FsState {
             mail: views::maildir::Mail::new(options.maildir_window, spill_dir),
             schemas,
         });
+        let storage = state.storage.clone();
+        state.inodes.set_identity(Box::new(move |t| {
+            let topic = storage.topic(t).ok()?;
+            (topic.incarnation() == t.incarnation()).then(|| topic.identity())
+        }));
         follow::start(&state);
         Ok(state)
     }

@@ -338,6 +338,11 @@ impl PartitionLog {
         self.lines_len(from, to).map(Some)
     }
 
+    /// What tells this partition's directory from every other (see [`Dir::identity`]).
+    pub fn identity(&self) -> u64 {
+        self.dirfd.identity()
+    }
+
     /// Wakes every waiter for good: the partition is deleted or closing.
     pub fn close_waiters(&self) {
         self.waiters.close();

@@ -201,6 +201,12 @@ pub trait TopicStore: Send + Sync {
     /// Unique among all topics of the process, deleted ones included: a topic created again
     /// under a deleted one's name has another.
     fn incarnation(&self) -> u64;
+    /// What tells the topic from every other, the same after a remount, and (where the
+    /// storage can tell) different for a topic deleted and created again under its name: the
+    /// stable inode numbers of its files are derived from it. By default, its name.
+    fn identity(&self) -> u64 {
+        crate::util::stable_hash(&[self.name().as_bytes()])
+    }
     /// TopicDeleted once the topic is deleted; otherwise a guard deletion waits for.
     fn live(&self) -> Result<Live<'_>>;
     fn partition_count(&self) -> u32;
