@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::addr::{Address, End, OffsetForm, Start, TimeForm};
+use crate::addr::{Address, End, OffsetForm, Start};
 use crate::error::{Error, Result};
 use crate::fs::inode::{Format, LookupBy, LookupName};
 use crate::render::{compact, format_record};
@@ -172,42 +172,6 @@ pub(super) fn resolve_limit(
             })
         }
     })
-}
-
-/// The length of what a new open of `name` in `log` reads (`stat` by path shows it): the
-/// lines from its start to the log end (or the range's end) as they are now, found from the
-/// counts the log keeps, in O(log n). A name whose stream has no such length stays a stream
-/// of size 0: follow files, JSON lines and values `decoded` by the topic's schemas (measured
-/// only by formatting every record), starts and ends relative to the log's bounds or to the
-/// clock (`-N`, `earliest`, `latest`, `now`, a duration ago, a time end), a store that keeps
-/// no counts (remote mode) and a range holding aborted transactions (`read_committed`).
-pub(super) fn snapshot_length(
-    log: &dyn PartitionStore,
-    name: &LookupName,
-    decoded: bool,
-) -> Result<u64> {
-    if name.by == LookupBy::Follow
-        || name.format != Format::Lines
-        || decoded
-        || !log.counts_without_reading()
-    {
-        return Ok(0);
-    }
-    let log_end = log.log_end_offset();
-    let start = match name.addr.start {
-        Start::Offset(OffsetForm::At(n)) if log.check_offset(n).is_ok() => n,
-        Start::Time(TimeForm::At(t)) => match log.offset_for_time(t)? {
-            Some(o) => o,
-            None => return Ok(0),
-        },
-        _ => return Ok(0),
-    };
-    let end = match name.addr.end {
-        None => log_end,
-        Some(End::Offset(OffsetForm::At(b))) => b.clamp(start, log_end),
-        Some(_) => return Ok(0),
-    };
-    Ok(log.lines_len_counted(start, end)?.unwrap_or(0))
 }
 
 /// `<topic>/by-offset/<X>`, `<topic>/by-time/<T>[..<T2>]`, `<topic>/follow/<X>`: every

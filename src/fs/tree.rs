@@ -294,18 +294,7 @@ impl FsState {
                     let log = self.partition(t, *p)?;
                     (partition_file_size(&*log, *f)?, log.modified())
                 }
-                Node::Lookup(t, p, name) => {
-                    let log = self.partition(t, *p)?;
-                    let decoded = self.schemas.for_topic(t).is_some();
-                    // A log that cannot be counted (a corrupt batch) shows 0: the
-                    // stream serves the records before the bad bytes, then fails.
-                    let size =
-                        super::stream::snapshot_length(&*log, name, decoded).unwrap_or_else(|e| {
-                            log::debug!("{node}: not sized: {e}");
-                            0
-                        });
-                    (size, log.modified())
-                }
+                Node::Lookup(t, p, _) => (0, self.partition(t, *p)?.modified()),
                 Node::TopicDir(t, _) | Node::TopicLookup(t, _) => (0, self.topic(t)?.modified()),
                 Node::Segment(..) => unreachable!("a segment file's attributes are its file's"),
                 _ => return Ok(None),

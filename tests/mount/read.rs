@@ -32,17 +32,6 @@ fn log_segments(m: &TestMount) -> u32 {
         .unwrap()
 }
 
-/// A mount whose segments roll at 50,000 bytes, partition 0 of `t` holding "r0".."r19999"
-/// over more than three of them.
-fn rolled_log() -> TestMount {
-    let m = TestMount::start(&["--segment-bytes", "50000"]);
-    m.ok("mkdir t");
-    let f = input(&m, "many", &records(0, 20000));
-    m.ok(&format!("cat {f} >> t/0/append"));
-    assert!(log_segments(&m) > 3);
-    m
-}
-
 fn records(from: usize, to: usize) -> String {
     (from..to).map(|i| format!("r{i}\n")).collect()
 }
@@ -239,7 +228,10 @@ fn reading_many_segments_does_not_pile_up_descriptors() {
 /// 0 otherwise (a stdio open costs a lookup), and the length once read to the end.
 #[test]
 fn fstat_of_an_open_stream_is_the_length_it_reads() {
-    let mut m = rolled_log();
+    let mut m = TestMount::start(&["--segment-bytes", "50000"]);
+    m.ok("mkdir t");
+    let f = input(&m, "many", &records(0, 20000));
+    m.ok(&format!("cat {f} >> t/0/append"));
     let script = r#"
 import os, sys
 tag = sys.argv[1]
@@ -419,97 +411,4 @@ os.write(1, b"|" + rest)
     assert_eq!(m.ok("head -n 2 t/0/by-offset/5"), "5\n6\n");
     assert_eq!(m.ok("sed 3q t/0/by-offset/19000"), "19000\n19001\n19002\n");
     assert_eq!(m.ok("cat t/0/by-offset/0"), want(0));
-}
-
-/// Checks, for each name given, that `stat` and `lstat` by path (`stat -c %s`), `wc -c` of
-/// what `cat` reads right after and `fstat` of a new open agree, and that a memory map sized
-/// by `stat` (MAP_PRIVATE) reads exactly those bytes; prints each size.
-const SIZES: &str = r#"
-import mmap, os, subprocess, sys
-for name in sys.argv[1:]:
-    stat = int(subprocess.run(["stat", "-c", "%s", name], capture_output=True,
-                              check=True).stdout)
-    lstat = os.lstat(name).st_size
-    data = subprocess.run(["cat", name], capture_output=True, check=True).stdout
-    wc = int(subprocess.run(f"cat {name} | wc -c", shell=True, capture_output=True,
-                            check=True).stdout)
-    fd = os.open(name, os.O_RDONLY)
-    fstat = os.fstat(fd).st_size
-    if stat:
-        m = mmap.mmap(fd, stat, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
-        assert m[:] == data, (name, "mapped")
-        m.close()
-    os.close(fd)
-    assert stat == lstat == len(data) == wc == fstat, (name, stat, lstat, len(data), wc, fstat)
-    print(name, stat)
-"#;
-
-/// `stat` by path of a local `by-offset/N` or `by-time/T` (a lines file) shows the length a
-/// new open reads (docs/contract.md, "The tree"): equal to what `cat` reads, `wc -c` counts,
-/// `fstat` shows and a map of that size holds, from a segment's start and from inside one,
-/// after appends, after segments rolled and after a remount; `tar` archives all of it. The
-/// names that stay streams show 0.
-#[test]
-fn stat_by_path_is_the_length_a_new_open_reads() {
-    let mut m = rolled_log();
-    let rolled = log_segments(&m);
-    // A time inside the log: the timestamp of record 12345.
-    let line = m.ok("head -n 1 t/0/by-offset/12345.jsonl");
-    let ts: String = line
-        .split("\"timestamp\":")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let names = [
-        "t/0/by-offset/0".to_string(),
-        "t/0/by-offset/777".into(),
-        "t/0/by-offset/19999".into(),
-        "t/0/by-offset/100..250".into(),
-        "t/0/by-time/0".into(),
-        format!("t/0/by-time/{ts}"),
-    ];
-    let check = |m: &TestMount| -> Vec<u64> {
-        let mut args: Vec<&str> = names.iter().map(String::as_str).collect();
-        args.push("t/0/by-offset/20000");
-        let out = m.python(SIZES, &args);
-        out.lines()
-            .map(|l| l.rsplit_once(' ').unwrap().1.parse().unwrap())
-            .collect()
-    };
-    let first = check(&m);
-    assert_eq!(first[0], records(0, 20000).len() as u64);
-    assert_eq!(first[3], records(100, 250).len() as u64);
-    // The log end: an empty file.
-    assert_eq!(first[6], 0);
-    // Appends grow every file that reaches the log end; more segments roll.
-    m.ok("echo one-more >> t/0/append && echo and-another >> t/0/append");
-    let g = input(&m, "more", &records(20000, 30000));
-    m.ok(&format!("cat {g} >> t/0/append"));
-    assert!(log_segments(&m) > rolled);
-    let after = check(&m);
-    let grown = (records(20000, 30000).len() + "one-more\nand-another\n".len()) as u64;
-    assert_eq!(after[0], first[0] + grown);
-    assert_eq!(after[3], first[3]);
-    // tar stores as many bytes as `stat` shows.
-    m.ok("mkdir ../x && tar cf ../a.tar -C t/0/by-offset 0 && tar xf ../a.tar -C ../x");
-    m.ok("cmp ../x/0 t/0/by-offset/0");
-    // The names that stay streams are empty to `stat` (and nothing is read to say so).
-    for name in [
-        "t/0/by-offset/-100",
-        "t/0/by-offset/earliest",
-        "t/0/by-offset/0.jsonl",
-        "t/0/by-time/-1d",
-        "t/0/follow/0",
-        "t/by-offset/earliest",
-        "t/groups/g/records",
-        "@metrics",
-    ] {
-        assert_eq!(m.ok(&format!("stat -c %s {name}")), "0\n", "{name}");
-    }
-    // After a remount the segments are counted anew.
-    m.unmount();
-    m.remount();
-    assert_eq!(check(&m), after);
 }
