@@ -174,12 +174,7 @@ mod tests {
     use std::cell::Cell;
 
     fn rec<'a>(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
-        RecordInput {
-            key,
-            value: Some(value),
-            headers: &[],
-            timestamp: 0,
-        }
+        RecordInput::keyed(key, value)
     }
 
     #[test]

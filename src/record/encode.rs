@@ -26,6 +26,18 @@ pub struct RecordInput<'a> {
     pub timestamp: i64,
 }
 
+#[cfg(test)]
+impl<'a> RecordInput<'a> {
+    /// A record of `key` and `value`, no headers, timestamp 0 (the crate's unit tests).
+    pub fn keyed(key: Option<&'a [u8]>, value: &'a [u8]) -> RecordInput<'a> {
+        RecordInput {
+            key,
+            value: Some(value),
+            ..RecordInput::default()
+        }
+    }
+}
+
 /// Batch-level settings for [`BatchBuilder`].
 #[derive(Clone, Copy, Debug)]
 pub struct BatchOptions {
