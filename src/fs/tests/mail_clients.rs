@@ -173,20 +173,25 @@ fn renames_and_links_between_views_are_refused_by_the_core() {
     assert_eq!(values(&fs, "t"), ["v"]);
 }
 
+/// Topic `t` with two records delivered through its maildir (`k0`, `k1`), and group `g`'s
+/// maildir: the mount, the maildir's path and the inodes of its `new/` and `cur/`.
+fn two_in_group_maildir(dir: &std::path::Path) -> (Arc<FsState>, &'static str, u64, u64) {
+    let fs = state(dir);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    deliver(&fs, "t", "k0", "v0");
+    deliver(&fs, "t", "k1", "v1");
+    let md = "t/groups/g/maildir";
+    let new = walk(&fs, &format!("{md}/new"));
+    let cur = walk(&fs, &format!("{md}/cur"));
+    (fs, md, new, cur)
+}
+
 /// A mail reader flags an unread record (`new/X` -> `new/X:2,F`: still untaken) and marks a
 /// read one unread (`cur/X:2,FS` -> `new/X:2,F`: given back to the group's readers).
 #[test]
 fn an_unread_record_is_flagged_and_a_read_one_given_back() {
     let d = tempfile::tempdir().unwrap();
-    let fs = state(d.path());
-    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
-    deliver(&fs, "t", "k0", "v0");
-    deliver(&fs, "t", "k1", "v1");
-    let md = "t/groups/g/maildir";
-    let (new, cur) = (
-        walk(&fs, &format!("{md}/new")),
-        walk(&fs, &format!("{md}/cur")),
-    );
+    let (fs, md, new, cur) = two_in_group_maildir(d.path());
     assert_eq!(names(&fs, &format!("{md}/new")), ["0-0", "0-1"]);
     fs.rename(new, OsStr::new("0-0"), new, OsStr::new("0-0:2,F"), 0)
         .unwrap();
@@ -306,15 +311,7 @@ fn a_write_after_delivery_fails_with_eio() {
 #[test]
 fn a_record_is_named_with_its_directory_in_log_lines() {
     let d = tempfile::tempdir().unwrap();
-    let fs = state(d.path());
-    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
-    deliver(&fs, "t", "k0", "v0");
-    deliver(&fs, "t", "k1", "v1");
-    let md = "t/groups/g/maildir";
-    let (new, cur) = (
-        walk(&fs, &format!("{md}/new")),
-        walk(&fs, &format!("{md}/cur")),
-    );
+    let (fs, md, new, cur) = two_in_group_maildir(d.path());
     let ino = walk(&fs, &format!("{md}/new/0-0"));
     assert_eq!(fs.path(ino).to_string(), format!("/{md}/new/0-0"));
     fs.rename(new, OsStr::new("0-0"), cur, OsStr::new("0-0:2,S"), 0)
