@@ -562,6 +562,28 @@ impl std::fmt::Display for Node {
     }
 }
 
+impl Node {
+    /// What the node's stable inode number is derived from, with its topic's identity: the
+    /// kind of node and its path (and for a segment file, the real file's inode number:
+    /// a file the cleaner put in its place shows other bytes).
+    fn stable_key(&self) -> String {
+        let debug = format!("{self:?}");
+        let variant = debug.split(['(', ' ']).next().unwrap_or_default();
+        match self {
+            Node::Segment(.., file_ino) => format!("{variant}\0{self}\0{file_ino}"),
+            _ => format!("{variant}\0{self}"),
+        }
+    }
+}
+
+/// Stable inode numbers lie in [2, this): the numbers of the listings' own entries (the
+/// views') lie above it.
+const STABLE_END: u64 = 1 << 61;
+
+/// A topic's identity as the storage tells it (see
+/// [`crate::storage::TopicStore::identity`]); None when it cannot (the topic is gone).
+pub type TopicIdentity = Box<dyn Fn(&TopicName) -> Option<u64> + Send + Sync>;
+
 struct Entry {
     node: Node,
     /// Lookups the kernel holds on this inode (entries replied minus forgets).
@@ -574,9 +596,13 @@ struct Table {
     next: u64,
 }
 
-/// Gives each node a stable inode number while the kernel remembers it.
+/// Gives each node an inode number while the kernel remembers it: one derived from what the
+/// node shows (its topic's identity, its kind and path), so that the same name has the same
+/// number after a remount, or, when another node holds that number now (a hash collision),
+/// the next free number of a counter.
 pub struct InodeTable {
     inner: Mutex<Table>,
+    identity: std::sync::OnceLock<TopicIdentity>,
 }
 
 impl Default for InodeTable {
@@ -602,7 +628,26 @@ impl InodeTable {
         t.by_node.insert(Node::Root, ROOT_INO);
         InodeTable {
             inner: Mutex::new(t),
+            identity: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Where topics' identities come from (set once; without it, a topic's name and
+    /// incarnation stand for it).
+    pub fn set_identity(&self, identity: TopicIdentity) {
+        let _ = self.identity.set(identity);
+    }
+
+    /// The number `node` has when no other node holds it.
+    fn stable(&self, node: &Node) -> u64 {
+        let topic = node.topic().map_or(0, |t| {
+            let known = self.identity.get().and_then(|f| f(t));
+            known.unwrap_or_else(|| {
+                crate::util::stable_hash(&[t.as_bytes(), &t.incarnation().to_le_bytes()])
+            })
+        });
+        let h = crate::util::stable_hash(&[&topic.to_le_bytes(), node.stable_key().as_bytes()]);
+        h % (STABLE_END - ROOT_INO - 1) + ROOT_INO + 1
     }
 
     pub fn get(&self, ino: u64) -> Option<Node> {
@@ -628,19 +673,40 @@ impl InodeTable {
         if let Some(&ino) = self.inner.guard().by_node.get(node) {
             return ino;
         }
+        // The number a lookup would give it, unless another node holds that one.
+        let stable = self.stable(node);
+        if !self.inner.guard().by_ino.contains_key(&stable) {
+            return stable;
+        }
         let mut h = std::collections::hash_map::DefaultHasher::new();
         node.hash(&mut h);
         (1 << 62) | (h.finish() >> 2)
     }
 
     fn intern(&self, node: &Node, count: u64) -> u64 {
-        let mut t = self.inner.guard();
-        if let Some(&ino) = t.by_node.get(node) {
-            t.by_ino.get_mut(&ino).unwrap().lookups += count;
+        if let Some(ino) = Self::known(&mut self.inner.guard(), node, count) {
             return ino;
         }
-        let ino = t.next;
-        t.next += 1;
+        // Asks the storage for the topic's identity: no lock of ours held.
+        let stable = self.stable(node);
+        let mut t = self.inner.guard();
+        if let Some(ino) = Self::known(&mut t, node, count) {
+            return ino;
+        }
+        let ino = match t.by_ino.contains_key(&stable) {
+            false => stable,
+            true => {
+                while t.by_ino.contains_key(&t.next) {
+                    t.next += 1;
+                }
+                t.next += 1;
+                log::debug!(
+                    "{node}: inode number {stable} is another name's: given {}",
+                    t.next - 1
+                );
+                t.next - 1
+            }
+        };
         t.by_ino.insert(
             ino,
             Entry {
@@ -650,6 +716,13 @@ impl InodeTable {
         );
         t.by_node.insert(node.clone(), ino);
         ino
+    }
+
+    /// The inode `t` gives `node`, counting `count` kernel lookups, if it has one.
+    fn known(t: &mut Table, node: &Node, count: u64) -> Option<u64> {
+        let ino = *t.by_node.get(node)?;
+        t.by_ino.get_mut(&ino)?.lookups += count;
+        Some(ino)
     }
 
     /// The kernel dropped `n` lookups; the inode is forgotten when none are left.
@@ -678,100 +751,4 @@ impl InodeTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn group_names_are_one_per_group_id() {
-        for (id, name) in [
-            ("g", "g"),
-            ("sp ace", "sp ace"),
-            ("a/b", "a%2Fb"),
-            ("%x", "%25x"),
-            ("50%", "50%25"),
-            ("nul\0", "nul%00"),
-            ("", "%"),
-            (".", "%2E"),
-            ("..", "%2E%2E"),
-            ("...", "..."),
-        ] {
-            assert_eq!(group_file_name(id), name);
-            assert_eq!(group_id(name).as_deref(), Some(id));
-        }
-        for not_a_name in ["%2e", "%41", "a%2", "a%zz", "%FF", "%%"] {
-            assert_eq!(group_id(not_a_name), None, "{not_a_name}");
-        }
-    }
-
-    #[test]
-    fn lookup_names() {
-        use crate::addr::{OffsetForm, Start, TimeForm};
-        let start = |by, name| parse_lookup(by, name).unwrap().addr.start;
-        assert_eq!(
-            start(LookupBy::Offset, "15"),
-            Start::Offset(OffsetForm::At(15))
-        );
-        assert_eq!(
-            start(LookupBy::Offset, "-1"),
-            Start::Offset(OffsetForm::Last(1))
-        );
-        assert_eq!(
-            start(LookupBy::Time, "9223372036854775807"),
-            Start::Time(TimeForm::At(i64::MAX))
-        );
-        let l = parse_lookup(LookupBy::Offset, "earliest..20.jsonl").unwrap();
-        assert_eq!(l.format, Format::Jsonl);
-        assert_eq!(l.to_string(), "earliest..20.jsonl");
-        for bad in ["", "+1", "1a", "0x10", " 1", "9223372036854775808", "1.5"] {
-            assert!(parse_lookup(LookupBy::Offset, bad).is_none(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn partition_names_are_canonical() {
-        assert_eq!(parse_partition("0"), Some(0));
-        assert_eq!(parse_partition("12"), Some(12));
-        assert_eq!(parse_partition("012"), None);
-        assert_eq!(parse_partition("4294967296"), None);
-        assert_eq!(parse_partition("x"), None);
-    }
-
-    #[test]
-    fn inodes_are_stable_and_forgotten() {
-        let t = InodeTable::new();
-        let topic = TopicName::new("orders", 1);
-        let n = Node::Partition(topic.clone(), 3);
-        let a = t.lookup(&n);
-        assert_eq!(t.lookup(&n), a);
-        assert_eq!(t.get(a), Some(n.clone()));
-        t.forget(a, 1);
-        assert_eq!(t.get(a), Some(n.clone()));
-        t.forget(a, 1);
-        assert_eq!(t.get(a), None);
-        assert_eq!(t.len(), 1);
-        let b = t.lookup(&n);
-        assert_ne!(a, b);
-        // The same name in another incarnation of the topic is another inode.
-        let again = Node::Partition(TopicName::new("orders", 2), 3);
-        assert_ne!(t.lookup(&again), b);
-        t.forget(ROOT_INO, 100);
-        assert_eq!(t.get(ROOT_INO), Some(Node::Root));
-    }
-
-    #[test]
-    fn modes_follow_the_spec() {
-        let t = TopicName::new("t", 1);
-        // Append files: written, and read as empty (mode 0600).
-        assert_eq!(Node::TopicFile(t.clone(), TopicFile::Append).perm(), 0o600);
-        assert_eq!(
-            Node::PartitionFile(t.clone(), 0, PartitionFile::AppendJsonl).perm(),
-            0o600
-        );
-        assert!(!Node::PartitionFile(t.clone(), 0, PartitionFile::LogEndOffset).writable());
-        assert!(Node::TopicFile(t.clone(), TopicFile::Partitions).writable());
-        assert_eq!(
-            Node::Lookup(t.clone(), 0, parse_lookup(LookupBy::Time, "5").unwrap()).parent(),
-            Node::PartitionDir(t, 0, PartitionDir::ByTime)
-        );
-    }
-}
+mod tests;

@@ -306,6 +306,11 @@ impl FsState {
             view_states,
             schemas,
         });
+        let storage = state.storage.clone();
+        state.inodes.set_identity(Box::new(move |t| {
+            let topic = storage.topic(t).ok()?;
+            (topic.incarnation() == t.incarnation()).then(|| topic.identity())
+        }));
         follow::start(&state);
         Ok(state)
     }

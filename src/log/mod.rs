@@ -321,6 +321,28 @@ impl PartitionLog {
         Ok(total)
     }
 
+    /// `lines_len_isolated` where it is found from the kept counts alone: None for a range
+    /// that holds aborted transactions under `read_committed` (measured only by reading it).
+    pub fn lines_len_counted(&self, from: i64, to: i64) -> Result<Option<u64>> {
+        if self.isolation.get().is_some() {
+            self.online()?;
+            let to = to.min(self.read_end());
+            if from >= to {
+                return Ok(Some(0));
+            }
+            let segments = self.snapshot_from(from);
+            if !isolation::AbortedFilter::collect(&self.dirfd, &segments, from, to)?.is_empty() {
+                return Ok(None);
+            }
+        }
+        self.lines_len(from, to).map(Some)
+    }
+
+    /// What tells this partition's directory from every other (see [`Dir::identity`]).
+    pub fn identity(&self) -> u64 {
+        self.dirfd.identity()
+    }
+
     /// Wakes every waiter for good: the partition is deleted or closing.
     pub fn close_waiters(&self) {
         self.waiters.close();

@@ -189,6 +189,20 @@ fn open_dir(path: &Path, follow: bool) -> io::Result<(OwnedFd, DirId)> {
 }
 
 impl Dir {
+    /// A number telling this directory from every other, also from one created later under
+    /// its name, and the same at every open of it (after a remount too): its device, inode
+    /// number and birth time, hashed.
+    pub fn identity(&self) -> u64 {
+        let DirId { dev, ino, btime } = self.id;
+        crate::util::stable_hash(&[
+            &dev.0.to_le_bytes(),
+            &dev.1.to_le_bytes(),
+            &ino.to_le_bytes(),
+            &btime.0.to_le_bytes(),
+            &btime.1.to_le_bytes(),
+        ])
+    }
+
     /// Opens a directory; a symlink as its last component is refused.
     pub fn open(path: &Path) -> io::Result<Dir> {
         let (_, id) = open_dir(path, false)?;

@@ -120,6 +120,14 @@ impl TopicStore for Topic {
     fn incarnation(&self) -> u64 {
         Topic::incarnation(self)
     }
+    /// Its first partition's directory (see [`crate::os::safe_fs::Dir::identity`]): made
+    /// with the topic, kept as long as it lives.
+    fn identity(&self) -> u64 {
+        match Topic::partition(self, 0) {
+            Ok(p) => p.identity(),
+            Err(_) => crate::util::stable_hash(&[self.name().as_bytes()]),
+        }
+    }
     fn live(&self) -> Result<Live<'_>> {
         Ok(Live::guarded(Topic::live(self)?))
     }
@@ -181,6 +189,9 @@ impl PartitionStore for PartitionLog {
     }
     fn counts_without_reading(&self) -> bool {
         true
+    }
+    fn lines_len_counted(&self, from: i64, to: i64) -> Result<Option<u64>> {
+        PartitionLog::lines_len_counted(self, from, to)
     }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)

@@ -201,6 +201,12 @@ pub trait TopicStore: Send + Sync {
     /// Unique among all topics of the process, deleted ones included: a topic created again
     /// under a deleted one's name has another.
     fn incarnation(&self) -> u64;
+    /// What tells the topic from every other, the same after a remount, and (where the
+    /// storage can tell) different for a topic deleted and created again under its name: the
+    /// stable inode numbers of its files are derived from it. By default, its name.
+    fn identity(&self) -> u64 {
+        crate::util::stable_hash(&[self.name().as_bytes()])
+    }
     /// TopicDeleted once the topic is deleted; otherwise a guard deletion waits for.
     fn live(&self) -> Result<Live<'_>>;
     fn partition_count(&self) -> u32;
@@ -270,6 +276,12 @@ pub trait PartitionStore: Send + Sync {
         measure_records(&mut *self.read_from_offset(from)?, from, to, |_, r| {
             r.line_len()
         })
+    }
+    /// [`PartitionStore::lines_len`] where the store finds it from counts it keeps, without
+    /// reading the records (a `stat` by path shows it); None where it would read them (by
+    /// default; a local log under `read_committed` whose range holds aborted transactions).
+    fn lines_len_counted(&self, _from: i64, _to: i64) -> Result<Option<u64>> {
+        Ok(None)
     }
     /// Whether counts are found without reading the records: [`PartitionStore::record_count`]
     /// from counts kept per segment, and [`PartitionStore::lines_len`] when it starts at a

@@ -293,3 +293,89 @@ print(dups, len(missing))
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0 0");
 }
+
+/// Prints `stat`'s inode number of each name given, then `name d_ino` for every entry a
+/// listing (`os.scandir`, in a fresh mount before any lookup) of each directory given after
+/// `--` shows.
+const INODES: &str = r#"
+import os, sys
+args = sys.argv[1:]
+cut = args.index("--")
+listed = []
+for d in args[cut + 1:]:
+    with os.scandir(d) as it:
+        listed += [(f"{d}/{e.name}", e.inode()) for e in it]
+for name in args[:cut]:
+    print(name, os.stat(name).st_ino)
+for name, ino in sorted(listed):
+    print("listed", name, ino)
+"#;
+
+/// Inode numbers are derived from what names show (docs/contract.md, "The tree"): a set of
+/// names has the same numbers after `umount` and `mount`, in `stat` and in a listing's
+/// `d_ino` alike (`find -inum` finds a name by it), different names have different numbers,
+/// and a topic deleted and created again under its name has new ones.
+#[test]
+fn inode_numbers_are_the_same_after_a_remount() {
+    let mut m = TestMount::start(&[]);
+    m.ok("mkdir t u && echo a >> t/0/append && echo b >> u/0/append");
+    let names = [
+        "t",
+        "u",
+        "t/0",
+        "u/0",
+        "t/config",
+        "t/0/append",
+        "u/0/append",
+        "t/0/count",
+        "t/0/by-offset",
+        "t/0/by-offset/0",
+        "t/0/by-offset/0.jsonl",
+        "u/0/by-offset/0",
+        "t/0/by-time/0",
+        "t/0/segments/00000000000000000000.log",
+        "t/groups",
+        "@metrics",
+    ];
+    let dirs = [".", "t", "t/0", "t/0/segments"];
+    // Asked in the order given (a counter would number them in that order).
+    let inodes = |m: &TestMount, names: &[&str]| -> Vec<(String, u64)> {
+        let args: Vec<&str> = names.iter().chain(&["--"]).chain(&dirs).copied().collect();
+        let mut out: Vec<(String, u64)> = m
+            .python(INODES, &args)
+            .lines()
+            .map(|l| {
+                let (name, ino) = l.rsplit_once(' ').unwrap();
+                (name.to_string(), ino.parse().unwrap())
+            })
+            .collect();
+        out[..names.len()].sort();
+        out
+    };
+    // Remounted before the first look, so the listings come before any lookup.
+    m.unmount();
+    m.remount();
+    let before = inodes(&m, &names);
+    let stat = &before[..names.len()];
+    let mut distinct: Vec<u64> = stat.iter().map(|(_, i)| *i).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), names.len(), "{before:?}");
+    // A listing's d_ino is the number `stat` gives.
+    for (name, ino) in &before[names.len()..] {
+        let name = name.trim_start_matches("listed ").trim_start_matches("./");
+        if let Some((_, i)) = stat.iter().find(|(n, _)| n == name) {
+            assert_eq!(ino, i, "{name}");
+        }
+    }
+    m.unmount();
+    m.remount();
+    let reversed: Vec<&str> = names.iter().rev().copied().collect();
+    assert_eq!(inodes(&m, &reversed), before);
+    let append = stat.iter().find(|(n, _)| n == "t/0/append").unwrap().1;
+    assert_eq!(m.ok(&format!("find t -inum {append}")), "t/0/append\n");
+    // A topic made again under its name shows other files.
+    let u_append = stat.iter().find(|(n, _)| n == "u/0/append").unwrap().1;
+    m.ok("rmdir u && mkdir u");
+    assert_ne!(m.ok("stat -c %i u/0/append").trim(), u_append.to_string());
+}
