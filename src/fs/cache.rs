@@ -195,25 +195,24 @@ impl FsState {
 }
 
 impl FsState {
-    /// For a GETATTR of open file `fh` (the kernel's read at the end of the size it holds,
-    /// `lseek(SEEK_END)`, or its opener's `fstat`): an open cached file ends at the log end
-    /// of its open, as every stream file does, until its reader reached that end; from then
-    /// on it grows as the log does. None: no such cap.
-    pub(super) fn open_cap(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<Option<u64>> {
-        let by_read = fh.is_some();
-        let fh = self.opened_by(ino, fh, pid);
+    /// For a GETATTR with open file `fh` (the kernel's, at a read past the size it holds,
+    /// or `lseek(SEEK_END)`): an open cached file read without asking its size ends at the
+    /// log end of its open, as every stream file does, until its reader reached that end;
+    /// from then on it grows as the log does. `stat` and `fstat` (which come without the
+    /// file) show the length now. None: no such cap.
+    pub(super) fn open_cap(&self, ino: u64, fh: Option<u64>) -> FsResult<Option<u64>> {
         let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
             return Ok(None);
         };
         let mut h = of.handle.guard();
         match &mut *h {
             // A length that cannot be counted (a corrupt batch): no cap, the reads fail there.
-            Handle::Stream(s) if s.is_cached() => Ok(s
-                .open_cap(self.inodes.size(ino), by_read)
-                .unwrap_or_else(|e| {
+            Handle::Stream(s) if s.is_cached() => {
+                Ok(s.open_cap(self.inodes.size(ino)).unwrap_or_else(|e| {
                     log::debug!("inode {ino}: no length at open: {e}");
                     None
-                })),
+                }))
+            }
             _ => Ok(None),
         }
     }

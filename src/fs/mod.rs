@@ -504,7 +504,7 @@ impl FsState {
             && name.shows != 0
         {
             // A file the kernel caches: its length, or its opener's (fs/cache.rs).
-            let cap = self.open_cap(ino, fh, pid)?;
+            let cap = self.open_cap(ino, fh)?;
             attr.size = self.cached_size(ino, (t, *p, name), cap)?;
         } else if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;

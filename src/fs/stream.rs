@@ -279,25 +279,17 @@ impl StreamHandle {
         self.cached.is_some()
     }
 
-    /// The size a cached file shows at a GETATTR of it (`by_read`: the kernel's, for a read
-    /// past the `shown` size, or `lseek(SEEK_END)`; else its opener's `fstat`): its length at
-    /// open, up to its first EOF (or its opener's `fstat` once every byte of it was read), and
-    /// None from then on (it grows as the log does, as every stream file does after its
-    /// first EOF). The kernel asks at a read that goes past the
-    /// size it holds, not only at the end: the reader is at the end (an EOF is served) when
-    /// the size shown is the open's length and the read got the bytes up to it before, or
-    /// the kernel asked at that length once already.
-    pub fn open_cap(&mut self, shown: u64, by_read: bool) -> Result<Option<u64>> {
+    /// The size a cached file shows at the kernel's GETATTR for a read past the `shown`
+    /// size: its length at open, up to its first EOF, and None from then on (it grows as the
+    /// log does, as every stream file does after its first EOF). The kernel asks at a read
+    /// that goes past the size it holds, not only at the end: the reader is at the end (an
+    /// EOF is served) when the size shown is the open's length and the reads got the bytes
+    /// up to it before, or the kernel asked at that length once already.
+    pub fn open_cap(&mut self, shown: u64) -> Result<Option<u64>> {
         let Some(len) = self.open_len()? else {
             return Ok(None);
         };
-        // Its opener's `fstat` once the reads got every byte of the open (GNU `tail -f`
-        // reads exactly the size it was shown, and polls `fstat` for more).
-        if !by_read && self.read_to >= len {
-            self.open_range.1 = None;
-            return Ok(None);
-        }
-        if by_read && shown >= len {
+        if shown >= len {
             if self.reached || self.read_to >= len {
                 self.open_range.1 = None;
                 return Ok(Some(shown));

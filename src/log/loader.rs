@@ -40,6 +40,9 @@ struct Loader<'a> {
     config: Arc<LogConfig>,
     read_only: bool,
     segments: BTreeMap<i64, Arc<LogSegment>>,
+    /// Recovery cut invalid bytes off the log's end (what the log shows changed: see
+    /// [`PartitionLog::generation`]).
+    truncated: bool,
 }
 
 /// What loading leaves the log at; the [`PartitionLog`] is built from it.
@@ -91,6 +94,7 @@ impl PartitionLog {
             dirfd,
             config,
             read_only: ro,
+            truncated: false,
         };
         loader.check_indexes(params.had_clean_shutdown, &files.present)?;
         if !params.had_clean_shutdown {
@@ -249,7 +253,7 @@ impl Loader<'_> {
             log_start_offset: AtomicI64::new(offsets.log_start_offset),
             recovery_point: AtomicI64::new(offsets.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
-            rewrites: AtomicU64::new(0),
+            rewrites: AtomicU64::new(u64::from(self.truncated)),
             waiters: Default::default(),
             structure: Mutex::new(()),
             offline: AtomicBool::new(false),
@@ -388,6 +392,7 @@ impl Loader<'_> {
             );
             let truncated = self.recover_segment(seg, &cfg)?;
             if truncated > 0 {
+                self.truncated = !self.read_only;
                 let map = &mut self.segments;
                 for later in &segs[i + 1..] {
                     log::warn!(

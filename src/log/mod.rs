@@ -71,8 +71,8 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
-    /// Times the cleaner replaced segments since the log was loaded (see
-    /// [`PartitionLog::generation`]).
+    /// Times the cleaner replaced segments since the log was loaded, and 1 for a recovery
+    /// that cut invalid bytes off its end (see [`PartitionLog::generation`]).
     rewrites: AtomicU64,
     /// Readers waiting for records past the log end.
     waiters: waiters::Waiters,
@@ -352,9 +352,10 @@ impl PartitionLog {
     }
 
     /// What the records kept from the log start on are, as a number: it changes when the
-    /// log start moves (retention, a deletion of records) or the cleaner replaces segments,
-    /// never at an append or a roll. It is the same after a remount for a log left as it
-    /// was (the cleaner's replacements are counted since the load, from 0).
+    /// log start moves (retention, a deletion of records), the cleaner replaces segments or
+    /// a recovery cut the log's end, never at an append or a roll. It is the same after a
+    /// remount for a log left as it was (the cleaner's replacements are counted since the
+    /// load, from 0).
     pub fn generation(&self) -> u64 {
         crate::util::stable_hash(&[
             &self.log_start_offset().to_le_bytes(),
