@@ -18,6 +18,9 @@ use crate::util::sync::MutexExt;
 pub trait KernelCache: Send + Sync {
     /// The kernel is to ask for inode `ino`'s attributes again.
     fn forget_attrs(&self, ino: u64);
+    /// The kernel is to drop the pages it caches of inode `ino` from byte `from` on (and
+    /// ask for its attributes again): whether it did (false: not yet, try again later).
+    fn forget_pages(&self, ino: u64, from: u64) -> bool;
 }
 
 /// A topic's time when the kernel was first shown attributes of it, and those inodes.
@@ -59,6 +62,12 @@ impl Cached {
             .1
             .insert(ino);
         self.any.store(true, Ordering::Release);
+    }
+
+    /// The kernel drops its pages of inode `ino` from byte `from` on (see
+    /// [`KernelCache::forget_pages`]); without a kernel (the core's own tests), done.
+    pub(super) fn forget_pages(&self, ino: u64, from: u64) -> bool {
+        self.kernel.get().is_none_or(|k| k.forget_pages(ino, from))
     }
 
     /// Whether any attributes are held that a change could make stale.
@@ -121,6 +130,9 @@ mod tests {
     impl KernelCache for Record {
         fn forget_attrs(&self, ino: u64) {
             self.0.guard().push(ino);
+        }
+        fn forget_pages(&self, _: u64, _: u64) -> bool {
+            true
         }
     }
 

@@ -238,6 +238,9 @@ pub struct LookupName {
     /// Where it starts and ends, as named (resolved against the log at open).
     pub addr: Address,
     pub format: Format,
+    /// For a file the kernel caches, what it shows (see [`crate::fs::cache`]): the
+    /// partition's generation; 0 for a stream. A name whose bytes changed is another node.
+    pub shows: u64,
 }
 
 impl TopicFile {
@@ -332,7 +335,12 @@ pub fn parse_lookup(by: LookupBy, name: &str) -> Option<LookupName> {
         None => (name, Format::Lines),
     };
     let addr = addr::parse(by.forms(), form)?;
-    Some(LookupName { by, addr, format })
+    Some(LookupName {
+        by,
+        addr,
+        format,
+        shows: 0,
+    })
 }
 
 impl LookupName {
@@ -346,6 +354,7 @@ impl LookupName {
                 end: None,
             },
             format,
+            shows: 0,
         }
     }
 }
@@ -571,6 +580,9 @@ impl Node {
         let variant = debug.split(['(', ' ']).next().unwrap_or_default();
         match self {
             Node::Segment(.., file_ino) => format!("{variant}\0{self}\0{file_ino}"),
+            Node::Lookup(.., name) if name.shows != 0 => {
+                format!("{variant}\0{self}\0{}", name.shows)
+            }
             _ => format!("{variant}\0{self}"),
         }
     }
@@ -588,6 +600,8 @@ struct Entry {
     node: Node,
     /// Lookups the kernel holds on this inode (entries replied minus forgets).
     lookups: u64,
+    /// The size the kernel was last shown of a file it caches (see [`crate::fs::cache`]).
+    size: u64,
 }
 
 struct Table {
@@ -623,6 +637,7 @@ impl InodeTable {
             Entry {
                 node: Node::Root,
                 lookups: 0,
+                size: 0,
             },
         );
         t.by_node.insert(Node::Root, ROOT_INO);
@@ -712,10 +727,35 @@ impl InodeTable {
             Entry {
                 node: node.clone(),
                 lookups: count,
+                size: 0,
             },
         );
         t.by_node.insert(node.clone(), ino);
         ino
+    }
+
+    /// The size the kernel was last shown of `node`'s inode (0: none, or no inode yet).
+    pub fn shown_size(&self, node: &Node) -> u64 {
+        let t = self.inner.guard();
+        t.by_node
+            .get(node)
+            .and_then(|i| t.by_ino.get(i))
+            .map_or(0, |e| e.size)
+    }
+
+    /// The size the kernel was last shown of inode `ino` (0 when none was).
+    pub fn size(&self, ino: u64) -> u64 {
+        self.inner.guard().by_ino.get(&ino).map_or(0, |e| e.size)
+    }
+
+    /// The kernel is shown `size` for inode `ino`, a size never smaller than one shown
+    /// before: the size it keeps now.
+    pub fn show_size(&self, ino: u64, size: u64) -> u64 {
+        let mut t = self.inner.guard();
+        t.by_ino.get_mut(&ino).map_or(size, |e| {
+            e.size = e.size.max(size);
+            e.size
+        })
     }
 
     /// The inode `t` gives `node`, counting `count` kernel lookups, if it has one.

@@ -4,6 +4,7 @@
 //! FUSE: `fuse/` is the thin adapter that the kernel talks to.
 
 mod ahead;
+mod cache;
 mod cached;
 pub use cached::KernelCache;
 pub(crate) mod errno;

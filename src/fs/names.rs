@@ -315,7 +315,9 @@ impl FsState {
             } else {
                 match node {
                     Node::Lookup(..) | Node::TopicLookup(..) => {
-                        Some((self.lookup_open(node)?, true, None))
+                        let h = self.lookup_open(node)?;
+                        let cached = matches!(&h, Handle::Stream(s) if s.is_cached());
+                        Some((h, !cached, None))
                     }
                     Node::Segment(..) => {
                         let file = self.segment_open(node)?;
@@ -334,6 +336,8 @@ impl FsState {
             self.open_as(ino, node, handle, direct_io, pid)
                 .map(|mut opened| {
                     opened.backing = backing;
+                    // A file the kernel caches: its pages outlive the open.
+                    opened.keep_cache = !opened.direct_io && matches!(node, Node::Lookup(..));
                     opened
                 }),
         )
@@ -345,8 +349,9 @@ impl FsState {
         Ok(match node {
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
+                let cached = self.is_cached(t, &*log, name);
                 let schemas = self.schemas.for_topic(t);
-                let stream = StreamHandle::open(t, log, *name, schemas)?;
+                let stream = StreamHandle::open(t, log, *name, schemas)?.cached(cached);
                 Handle::Stream(stream.kept_live_by(self.topic(t)?))
             }
             Node::TopicLookup(t, name) => {
@@ -498,6 +503,7 @@ impl FsState {
         Ok(Opened {
             fh,
             direct_io: true,
+            keep_cache: false,
             backing: None,
             flush,
         })

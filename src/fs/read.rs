@@ -52,6 +52,8 @@ impl FsState {
         };
         let mut h = of.handle.guard();
         match &mut *h {
+            // A file the kernel caches shows its size as a path does (fs/cache.rs).
+            Handle::Stream(s) if s.is_cached() => Ok(None),
             Handle::Stream(s) => Ok(Some(s.length()?)),
             Handle::View(v) => Ok(v.length()),
             _ => Ok(None),

@@ -36,10 +36,16 @@ pub struct StreamHandle {
     /// Consecutive sequential reads of at least [`READ_AHEAD_MIN`] bytes.
     sequential: u32,
     follow: bool,
+    /// A file the kernel caches (see [`StreamHandle::cached`]).
+    cached: bool,
     log: Arc<dyn PartitionStore>,
     /// The topic a read-ahead holds live (see [`StreamHandle::kept_live_by`]).
     topic: Option<Arc<dyn TopicStore>>,
 }
+
+/// A cached file's read this far past its cursor starts from the log's kept counts instead
+/// of reading the bytes between (see `Cursor::seek`).
+const SEEK_AFTER: u64 = 1024 * 1024;
 
 /// Reads ahead from the second of consecutive sequential reads of at least this size (a
 /// lookup such as `head -n 1` reads little and stops: it gets no read-ahead).
@@ -98,6 +104,8 @@ struct Cursor {
     /// The topic's schemas, when its keys and values are decoded: its records are then
     /// formatted one by one (and counted so), never copied as lines.
     schemas: Option<Arc<Schemas>>,
+    /// A file the kernel caches (see [`StreamHandle::cached`]).
+    cached: bool,
 }
 
 /// The end of a range, as far as it is known.
@@ -229,9 +237,26 @@ impl StreamHandle {
             reply: Window::default(),
             last_end: u64::MAX,
             sequential: 0,
+            cached: false,
             log,
             topic: None,
         })
+    }
+
+    /// With `cached`, a file the kernel caches (`fs/cache.rs`): a read is answered in full
+    /// (the kernel takes a short one for the end of the file), from what the log holds at
+    /// the read (its size grows at every `stat`, not at an EOF), and a read away from the
+    /// cursor starts from the log's kept counts near it (a memory map reads anywhere).
+    pub fn cached(mut self, cached: bool) -> StreamHandle {
+        self.cached = cached;
+        if let Some(c) = &mut self.cursor {
+            c.cached = cached;
+        }
+        self
+    }
+
+    pub fn is_cached(&self) -> bool {
+        self.cached
     }
 
     pub fn is_follow(&self) -> bool {
@@ -293,7 +318,7 @@ impl StreamHandle {
     /// caller hands these to the reader.
     pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
         let size = match self.last_end {
-            u64::MAX if first_read_capped(size) => FIRST_READ_MAX,
+            u64::MAX if first_read_capped(size) && !self.cached => FIRST_READ_MAX,
             _ => size,
         };
         let follow = self.follow;
@@ -413,6 +438,7 @@ impl Cursor {
             pending: None,
             counted: (start, 0),
             schemas: None,
+            cached: false,
         })
     }
 
@@ -433,7 +459,9 @@ impl Cursor {
 
     /// Bytes at `offset`, at most `size`, as (start, length) in `out`.
     fn read(&mut self, offset: u64, size: usize) -> Result<(usize, usize)> {
-        if offset < self.pos {
+        if self.cached && (offset < self.pos || offset > self.pos + SEEK_AFTER) {
+            self.seek(offset)?;
+        } else if offset < self.pos {
             self.restart()?;
         }
         // Skip forward (a seek past the cursor).
@@ -517,10 +545,38 @@ impl Cursor {
         self.pos = pos;
     }
 
-    /// Whether the stream goes on past the end it had: always for follow, after an EOF for
-    /// the others.
+    /// Whether the stream goes on past the end it had: always for follow and cached files,
+    /// after an EOF for the others.
     fn grows(&self) -> bool {
-        self.is_follow() || self.eof_served
+        self.is_follow() || self.cached || self.eof_served
+    }
+
+    /// Moves a cached file's cursor near byte `offset`: to the batch boundary the log's
+    /// kept counts find at or before it (the rest is skipped by reading), or to the start.
+    fn seek(&mut self, offset: u64) -> Result<()> {
+        let Some((at, bytes)) = self.log.line_seek(self.start, offset)? else {
+            return if offset < self.pos {
+                self.restart()
+            } else {
+                Ok(())
+            };
+        };
+        // Forward only when it saves reading (the bytes buffered reach no further).
+        if offset >= self.pos && bytes <= self.pos + self.buffered() as u64 {
+            return Ok(());
+        }
+        if at <= self.start {
+            return self.restart();
+        }
+        self.reader = self.log.read_from_offset(at)?;
+        self.end = Limit::cap(self.limit, self.reader.end_offset());
+        self.next = at;
+        self.out.clear();
+        self.out_pos = 0;
+        self.pos = bytes;
+        self.eof = false;
+        self.pending = None;
+        Ok(())
     }
 
     /// Opens a new reader from `next` when the log has grown past the stream's end.

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use super::handle::Handle;
 use super::inode::{
-    self, GROUPS_DIR, LookupBy, MAILDIR_DIR, Node, PartitionDir, PartitionFile, TABLE_DIR,
-    TopicFile, TopicName,
+    self, GROUPS_DIR, LookupBy, LookupName, MAILDIR_DIR, Node, PartitionDir, PartitionFile,
+    TABLE_DIR, TopicFile, TopicName,
 };
 use super::types::{Access, Attr, Kind, Opened};
 use super::view::{Mine, View};
@@ -184,7 +184,9 @@ impl FsState {
         if let Start::Offset(OffsetForm::At(n)) = lookup.addr.start {
             log.check_offset(n)?;
         }
-        Ok(Node::Lookup(t.clone(), p, lookup))
+        let decoded = self.schemas.for_topic(t).is_some();
+        let shows = super::cache::shows(&*log, &lookup, decoded)?;
+        Ok(Node::Lookup(t.clone(), p, LookupName { shows, ..lookup }))
     }
 
     /// How long the kernel may keep `node`'s entry (which inode its name is): as long as
@@ -240,6 +242,12 @@ impl FsState {
                     return tree(libc::ENOENT, format!("{node} has no attributes"));
                 };
                 let (size, at) = answer?;
+                let size = match node {
+                    Node::Lookup(t, p, name) if name.shows != 0 => {
+                        self.cached_size(ino, t, *p, name)?
+                    }
+                    _ => size,
+                };
                 time = at.unwrap_or(time);
                 if let Some(Ok(held)) = view.held(self, node) {
                     held_mode = Some(held.guard().mode());

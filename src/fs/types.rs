@@ -112,6 +112,9 @@ impl Access {
 pub struct Opened {
     pub fh: u64,
     pub direct_io: bool,
+    /// The kernel keeps the pages it cached of the file at an earlier open (a file whose
+    /// bytes only grow at their end, see `fs/cache.rs`).
+    pub keep_cache: bool,
     pub backing: Option<std::sync::Arc<std::fs::File>>,
     /// Whether close(2) of it has work to do (a partial line to append, a group reader
     /// committing); the kernel sends no flush for the others.

@@ -50,6 +50,7 @@ pub const RENAME2: u32 = 45;
 pub const LSEEK: u32 = 46;
 
 pub const FOPEN_DIRECT_IO: u32 = 1 << 0;
+pub const FOPEN_KEEP_CACHE: u32 = 1 << 1;
 pub const FOPEN_NOFLUSH: u32 = 1 << 5;
 pub const FOPEN_PASSTHROUGH: u32 = 1 << 7;
 pub const GETATTR_FH: u32 = 1 << 0;

@@ -136,6 +136,9 @@ pub fn open_flags(o: &Opened) -> u32 {
     if o.direct_io {
         flags |= abi::FOPEN_DIRECT_IO;
     }
+    if o.keep_cache {
+        flags |= abi::FOPEN_KEEP_CACHE;
+    }
     if !o.flush {
         flags |= abi::FOPEN_NOFLUSH;
     }
@@ -233,16 +236,25 @@ mod tests {
         assert_eq!(wire_time(UNIX_EPOCH), (0, 0));
     }
 
-    /// Direct I/O and no-flush follow the open's answer; create is always direct I/O; the
-    /// passthrough bit is never set here (only with a backing id).
+    /// Direct I/O, keep-cache and no-flush follow the open's answer; create is always direct
+    /// I/O; the passthrough bit is never set here (only with a backing id).
     #[test]
     fn open_flags_follow_the_cores_answer() {
         let opened = |direct_io, flush| Opened {
             fh: 1,
             direct_io,
+            keep_cache: false,
             backing: None,
             flush,
         };
+        let kept = Opened {
+            keep_cache: true,
+            ..opened(false, false)
+        };
+        assert_eq!(
+            open_flags(&kept),
+            abi::FOPEN_KEEP_CACHE | abi::FOPEN_NOFLUSH
+        );
         assert_eq!(open_flags(&opened(true, true)), abi::FOPEN_DIRECT_IO);
         assert_eq!(open_flags(&opened(false, true)), 0);
         assert_eq!(

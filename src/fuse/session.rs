@@ -35,7 +35,40 @@ impl crate::fs::KernelCache for KernelAttrs {
             log::debug!("attributes of inode {ino} not forgotten: {e}");
         }
     }
+
+    /// Sent from a thread of its own and waited for a while only: the kernel drops a page
+    /// once no read of it is under way, and such a read may be queued behind the request
+    /// this thread serves (then the size is shown at a later request).
+    fn forget_pages(&self, ino: u64, from: u64) -> bool {
+        let notifier = self.0.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sent = std::thread::Builder::new()
+            .name("forget-pages".into())
+            .spawn(move || {
+                let _ = tx.send(notifier.inval_inode(fuser::INodeNo(ino), from as i64, 0));
+            });
+        if let Err(e) = sent {
+            log::warn!("pages of inode {ino} not dropped: no thread ({e})");
+            return false;
+        }
+        match rx.recv_timeout(FORGET_PAGES_WAIT) {
+            // ENOENT: the kernel holds no such inode, so no page of it either.
+            Ok(Ok(())) => true,
+            Ok(Err(e)) if e.raw_os_error() == Some(libc::ENOENT) => true,
+            Ok(Err(e)) => {
+                log::warn!("pages of inode {ino} not dropped: {e}");
+                false
+            }
+            Err(_) => {
+                log::debug!("pages of inode {ino} not dropped yet: a read of them is under way");
+                false
+            }
+        }
+    }
 }
+
+/// How long a request waits for the kernel to drop pages (see `forget_pages`).
+const FORGET_PAGES_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A mounted session. Dropping it before [`Session::run`] unmounts.
 pub struct Session {

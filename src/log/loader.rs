@@ -249,6 +249,7 @@ impl Loader<'_> {
             log_start_offset: AtomicI64::new(offsets.log_start_offset),
             recovery_point: AtomicI64::new(offsets.recovery_point),
             last_lookup_scan: AtomicU64::new(0),
+            rewrites: AtomicU64::new(0),
             waiters: Default::default(),
             structure: Mutex::new(()),
             offline: AtomicBool::new(false),

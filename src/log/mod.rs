@@ -71,6 +71,9 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     /// Bytes scanned by the last lookup's forward scan (for tests and diagnostics).
     last_lookup_scan: AtomicU64,
+    /// Times the cleaner replaced segments since the log was loaded (see
+    /// [`PartitionLog::generation`]).
+    rewrites: AtomicU64,
     /// Readers waiting for records past the log end.
     waiters: waiters::Waiters,
     /// Held by whatever removes or replaces segments (retention, a cleaning round), so the
@@ -341,6 +344,56 @@ impl PartitionLog {
     /// What tells this partition's directory from every other (see [`Dir::identity`]).
     pub fn identity(&self) -> u64 {
         self.dirfd.identity()
+    }
+
+    /// Whether the log is read with `read_committed`.
+    pub fn committed_only(&self) -> bool {
+        self.isolation.get().is_some()
+    }
+
+    /// What the records kept from the log start on are, as a number: it changes when the
+    /// log start moves (retention, a deletion of records) or the cleaner replaces segments,
+    /// never at an append or a roll. It is the same after a remount for a log left as it
+    /// was (the cleaner's replacements are counted since the load, from 0).
+    pub fn generation(&self) -> u64 {
+        crate::util::stable_hash(&[
+            &self.log_start_offset().to_le_bytes(),
+            &self.rewrites.load(Ordering::Acquire).to_le_bytes(),
+        ])
+    }
+
+    /// Where a lines stream from offset `from` reaches its byte `byte`, as far as the kept
+    /// counts tell without reading more than a mark interval: (offset, bytes before it) of
+    /// the last batch boundary at or after `from` with a count mark (or a segment's end)
+    /// whose lines from `from` are at most `byte`; (from, 0) when none is. None under
+    /// `read_committed` (the counts hold aborted records a stream skips).
+    pub fn line_seek(&self, from: i64, byte: u64) -> Result<Option<(i64, u64)>> {
+        if self.isolation.get().is_some() {
+            return Ok(None);
+        }
+        let mut found = (from, 0);
+        // The lines from `from` to the start of the segment at hand.
+        let mut before = 0u64;
+        for seg in self.snapshot_from(from) {
+            let count = LogReader::count_segment(&seg)?;
+            let lo = match from > seg.base_offset {
+                true => LogReader::segment_lines_before(&seg, from, count)?,
+                false => 0,
+            };
+            let in_seg = line_bytes(&count).saturating_sub(lo);
+            if before + in_seg <= byte {
+                before += in_seg;
+                found = (count.next.max(from), before);
+                continue;
+            }
+            if let Some(mark) = seg.count_mark_within(lo + (byte - before))
+                && mark.next > from
+            {
+                found = (mark.next, before + line_bytes(&mark) - lo);
+            }
+            break;
+        }
+        Ok(Some(found))
     }
 
     /// Wakes every waiter for good: the partition is deleted or closing.

@@ -193,6 +193,15 @@ impl PartitionStore for PartitionLog {
     fn lines_len_counted(&self, from: i64, to: i64) -> Result<Option<u64>> {
         PartitionLog::lines_len_counted(self, from, to)
     }
+    fn line_seek(&self, from: i64, byte: u64) -> Result<Option<(i64, u64)>> {
+        PartitionLog::line_seek(self, from, byte)
+    }
+    fn generation(&self) -> u64 {
+        PartitionLog::generation(self)
+    }
+    fn committed_only(&self) -> bool {
+        PartitionLog::committed_only(self)
+    }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)
     }

@@ -283,6 +283,24 @@ pub trait PartitionStore: Send + Sync {
     fn lines_len_counted(&self, _from: i64, _to: i64) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// Where a lines stream from `from` reaches its byte `byte` without reading the records
+    /// before: (offset, bytes before it), at or before `byte` (see
+    /// [`crate::log::PartitionLog::line_seek`]). None (the default): only by reading them.
+    fn line_seek(&self, _from: i64, _byte: u64) -> Result<Option<(i64, u64)>> {
+        Ok(None)
+    }
+    /// What the partition's records are, as a number that changes whenever a record kept
+    /// changes or goes (retention, the cleaner, a log start moved), never at an append: a
+    /// lines file's bytes at a generation only ever grow at their end. 0 (the default): a
+    /// store whose files are never cached.
+    fn generation(&self) -> u64 {
+        0
+    }
+    /// Whether the partition is read with `read_committed` (its end is the last stable
+    /// offset; aborted records are skipped).
+    fn committed_only(&self) -> bool {
+        false
+    }
     /// Whether counts are found without reading the records: [`PartitionStore::record_count`]
     /// from counts kept per segment, and [`PartitionStore::lines_len`] when it starts at a
     /// batch boundary (a local log keeps line counts at batch boundaries). An open stream's

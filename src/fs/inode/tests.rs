@@ -92,6 +92,7 @@ fn a_number_another_name_holds_is_not_given_twice() {
         Entry {
             node: other.clone(),
             lookups: 1,
+            size: 0,
         },
     );
     t.inner.guard().by_node.insert(other.clone(), stable);

@@ -371,8 +371,10 @@ fn a_by_offset_stream_grows_after_its_first_eof_and_fstat_shows_its_length() {
     fs.mkdir(ROOT, OsStr::new("t")).unwrap();
     let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
     fs.write(w.fh, b"a\nbb\n", None).unwrap();
-    let ino = walk(&fs, "t/0/by-offset/0");
+    // A relative start: a stream, not a file the kernel caches.
+    let ino = walk(&fs, "t/0/by-offset/earliest");
     let r = fs.open(ino, RO, me()).unwrap();
+    assert!(r.direct_io && !r.keep_cache);
     // The opener's fstat: the stream's length; anyone else's stat: the path's 0.
     assert_eq!(fs.getattr(ino, None, me()).unwrap().1.size, 5);
     assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, 0);
@@ -383,6 +385,33 @@ fn a_by_offset_stream_grows_after_its_first_eof_and_fstat_shows_its_length() {
     // After the EOF the stream goes on, as a growing file.
     assert_eq!(read(&fs, r.fh, 5, 100), Answer::Data(b"ccc\n".to_vec()));
     assert_eq!(read(&fs, r.fh, 9, 100), Answer::Data(Vec::new()));
+}
+
+/// A decimal offset's lines file is one the kernel caches: `stat` by anyone shows its length
+/// now, which only grows; an open file reads what the log holds at the read, at any byte.
+#[test]
+fn a_cached_lines_file_shows_its_length_and_reads_what_the_log_holds() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
+    fs.write(w.fh, b"a\nbb\n", None).unwrap();
+    let ino = walk(&fs, "t/0/by-offset/0");
+    let r = fs.open(ino, RO, me()).unwrap();
+    assert!(!r.direct_io && r.keep_cache);
+    assert_eq!(fs.getattr(ino, None, me()).unwrap().1.size, 5);
+    assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, 5);
+    assert_eq!(fs.getattr(ino, Some(r.fh), me()).unwrap().1.size, 5);
+    fs.write(w.fh, b"ccc\n", None).unwrap();
+    assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, 9);
+    // Read in full at any byte, backward too (a memory map's reads).
+    assert_eq!(read(&fs, r.fh, 2, 100), Answer::Data(b"bb\nccc\n".to_vec()));
+    assert_eq!(read(&fs, r.fh, 0, 3), Answer::Data(b"a\nb".to_vec()));
+    assert_eq!(read_all(&fs, r.fh), b"a\nbb\nccc\n");
+    // The same name from offset 1 is another file, as long.
+    let one = walk(&fs, "t/0/by-offset/1");
+    assert_ne!(one, ino);
+    assert_eq!(fs.getattr(one, None, 1).unwrap().1.size, 7);
 }
 
 /// `rmdir` of a topic frees its `table/` key index at once (not when the name is used again).

@@ -62,6 +62,8 @@ impl PartitionLog {
             );
         }
         self.dirfd.sync()?;
+        self.rewrites
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         log::info!(
             "{}-{}: swapped in cleaned segment {base} ({} bytes) for {} segment(s) {:?}",
             self.topic,

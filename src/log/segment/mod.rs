@@ -577,6 +577,13 @@ impl LogSegment {
         }
     }
 
+    /// The last count mark whose lines (values and `\n`s) before it are at most `bytes`.
+    pub fn count_mark_within(&self, bytes: u64) -> Option<RecordCount> {
+        let marks = self.count_marks.guard();
+        let i = marks.partition_point(|m| super::line_bytes(m) <= bytes);
+        i.checked_sub(1).map(|i| marks[i])
+    }
+
     /// Forgets the record count (the `.log` was rewritten from its start).
     fn reset_record_count(&self) {
         self.count_marks.guard().clear();

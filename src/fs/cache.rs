@@ -1,0 +1,130 @@
+//! Lines files the kernel keeps in its page cache (docs/contract.md, "The page cache"): a
+//! local partition's `by-offset/N`, `by-offset/A..B` and `by-time/T` whose start is a record
+//! of the log, each value as stored and `\n`, under `read_uncommitted`. At one generation of
+//! the partition (see [`crate::storage::PartitionStore::generation`]) such a file's bytes
+//! only ever grow at their end, so the kernel keeps its pages across opens and a second
+//! `cat` or a memory map reads them from memory. When what the name shows changes (the
+//! cleaner, retention, a log start moved, values now decoded by a schema), it is another
+//! generation, hence another node ([`LookupName::shows`]) and another inode: the kernel asks
+//! for a file's entry and attributes at every use (they are never cached), so the next path
+//! walk finds the new inode, while files already open, and their maps, keep the old one,
+//! whose size never shrinks.
+//!
+//! Sizes: `stat` and `fstat` ask GETATTR, which counts the file's length from the log's kept
+//! counts; a lookup shows the size last shown (it costs nothing). When the size grows, the
+//! page that held the old end was cached with zeros past it: the kernel drops it (and the
+//! pages after it) before the new size is shown; the pages before it stay (the mount takes
+//! FUSE_EXPLICIT_INVAL_DATA at INIT).
+
+use crate::addr::{End, OffsetForm, Start, TimeForm};
+use crate::error::Result;
+use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
+use crate::storage::PartitionStore;
+
+use super::{FsResult, FsState};
+
+/// The pages dropped when a size grows start at the old end rounded down to this: the
+/// largest page size of the kernels topicfs runs on.
+const PAGE_MAX: u64 = 64 * 1024;
+
+/// The first offset `name` shows in `log` if the kernel may cache it (None: a stream): a
+/// lines file of values as stored (not `decoded`), not a follow file, starting at a decimal
+/// offset or at an absolute time some record has reached, ending nowhere or at a decimal
+/// offset, of a log that keeps line counts and shows every record (not `read_committed`).
+pub(super) fn start_of(
+    log: &dyn PartitionStore,
+    name: &LookupName,
+    decoded: bool,
+) -> Result<Option<i64>> {
+    if name.by == LookupBy::Follow
+        || name.format != Format::Lines
+        || decoded
+        || !log.counts_without_reading()
+        || log.committed_only()
+        || !matches!(name.addr.end, None | Some(End::Offset(OffsetForm::At(_))))
+    {
+        return Ok(None);
+    }
+    Ok(match name.addr.start {
+        Start::Offset(OffsetForm::At(n)) => Some(n),
+        Start::Time(TimeForm::At(t)) => log.offset_for_time(t)?,
+        _ => None,
+    })
+}
+
+/// What `name` in `log` shows, for its node ([`LookupName::shows`]): 0 for a stream.
+pub(super) fn shows(log: &dyn PartitionStore, name: &LookupName, decoded: bool) -> Result<u64> {
+    Ok(match start_of(log, name, decoded)? {
+        // Never 0 for a cached file.
+        Some(_) => log.generation() | 1,
+        None => 0,
+    })
+}
+
+/// The length of cached file `name` in `log` now (None: it is a stream now).
+fn length(log: &dyn PartitionStore, name: &LookupName, decoded: bool) -> Result<Option<u64>> {
+    let Some(start) = start_of(log, name, decoded)? else {
+        return Ok(None);
+    };
+    let log_end = log.log_end_offset();
+    let end = match name.addr.end {
+        Some(End::Offset(OffsetForm::At(b))) => b.clamp(start, log_end),
+        _ => log_end,
+    };
+    log.lines_len_counted(start.min(end), end)
+}
+
+impl FsState {
+    /// Whether `name` in topic `t`'s partition `log` is, as it is now, what its node shows:
+    /// a file the kernel caches, of the partition's current generation.
+    pub(super) fn is_cached(
+        &self,
+        t: &TopicName,
+        log: &dyn PartitionStore,
+        name: &LookupName,
+    ) -> bool {
+        let decoded = self.schemas.for_topic(t).is_some();
+        name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
+    }
+
+    /// The size of cached file `name` of topic `t`'s partition `p`, inode `ino` (0 at a
+    /// lookup: the size last shown). Once its generation is gone, the size last shown.
+    pub(super) fn cached_size(
+        &self,
+        ino: u64,
+        t: &TopicName,
+        p: u32,
+        name: &LookupName,
+    ) -> FsResult<u64> {
+        let node = super::inode::Node::Lookup(t.clone(), p, *name);
+        if ino == 0 {
+            return Ok(self.inodes.shown_size(&node));
+        }
+        let shown = self.inodes.size(ino);
+        let log = self.partition(t, p)?;
+        if !self.is_cached(t, &*log, name) {
+            return Ok(shown);
+        }
+        let decoded = self.schemas.for_topic(t).is_some();
+        let now = match length(&*log, name, decoded) {
+            Ok(Some(now)) => now,
+            Ok(None) => return Ok(shown),
+            Err(e) => {
+                // A corrupt batch: the open file's reads fail where it is.
+                log::debug!("{node}: not sized: {e}");
+                return Ok(shown);
+            }
+        };
+        if now <= shown {
+            return Ok(shown);
+        }
+        // The page holding the old end has zeros past it: dropped before the kernel sees
+        // the new size (else asked again at the next GETATTR).
+        if !shown.is_multiple_of(PAGE_MAX)
+            && !self.cached.forget_pages(ino, shown - shown % PAGE_MAX)
+        {
+            return Ok(shown);
+        }
+        Ok(self.inodes.show_size(ino, now))
+    }
+}
