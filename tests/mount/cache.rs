@@ -259,13 +259,16 @@ fn an_append_grows_the_file_at_its_end(m: &TestMount, first: &Look) {
     );
 }
 
-/// A Python process holding `name` open and mapped (MAP_SHARED and MAP_PRIVATE): it prints
-/// `ready SIZE`, then at each line on its stdin drops the pages the kernel holds of the file
-/// (so they are read again) and prints `after SHARED-LEN PRIVATE-LEN FSTAT SAME-BYTES...`:
-/// whether both maps and a read of the descriptor still give the bytes it first read.
+/// A Python process holding `name` open and mapped (MAP_SHARED and MAP_PRIVATE), given a
+/// plain copy of the bytes `cat` read of it: it reads the first 4 KiB through each (a reader
+/// that has just begun), prints `ready SIZE SAME SAME`, then at a line on its stdin drops the
+/// pages the kernel holds of the file (so every page is read from the daemon again) and
+/// prints `after SHARED-LEN PRIVATE-LEN FSTAT SAME SAME SAME`: whether both maps and a read of
+/// the descriptor give the bytes of the copy.
 const HOLDER: &str = r#"
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
+old = open(sys.argv[2], "rb").read()
 size = os.fstat(fd).st_size
 shared = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
 private = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
@@ -276,8 +279,7 @@ def read_fd():
         if not piece:
             return data
         data, pos = data + piece, pos + len(piece)
-old = shared[:]
-print("ready", size, private[:] == old, read_fd() == old, flush=True)
+print("ready", size, shared[:4096] == old[:4096], private[:4096] == old[:4096], flush=True)
 for _ in sys.stdin:
     for m in (shared, private):
         m.madvise(mmap.MADV_DONTNEED)
@@ -286,12 +288,16 @@ for _ in sys.stdin:
           shared[:] == old, private[:] == old, read_fd()[:size] == old, flush=True)
 "#;
 
-/// Starts [`HOLDER`] on `name`; returns it, its stdout lines and the size it mapped.
-fn hold(m: &TestMount, name: &str) -> (Child, Receiver<String>, u64) {
+/// Starts [`HOLDER`] on `name` (whose bytes `cat` read are `bytes`); returns it, its stdout
+/// lines and the size it mapped.
+fn hold(m: &TestMount, name: &str, bytes: &[u8]) -> (Child, Receiver<String>, u64) {
+    let copy = m.dir.path().join("held");
+    std::fs::write(&copy, bytes).unwrap();
     let mut child = Command::new("python3")
         .arg("-c")
         .arg(HOLDER)
         .arg(name)
+        .arg(&copy)
         .current_dir(&m.mnt)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -355,7 +361,7 @@ fn no_stale_byte_after_a_compaction() {
     let old = look(&m, "t/0/by-offset/0");
     let all: String = (0..80).map(|i| format!("v{i}\n")).collect();
     assert_eq!(old.bytes, all.as_bytes());
-    let (holder, rx, size) = hold(&m, "t/0/by-offset/0");
+    let (holder, rx, size) = hold(&m, "t/0/by-offset/0", &old.bytes);
     assert_eq!(size, old.stat);
     m.ok("echo min.cleanable.dirty.ratio=0.5 >> t/config");
     wait_until("the cleaner checkpoints t-0", || {
@@ -382,32 +388,44 @@ fn no_stale_byte_after_a_compaction() {
 /// Retention removes the oldest segments, a topic is deleted and made again, the daemon is
 /// killed and its log's torn tail cut at recovery: each time a new `cat` and `stat` of the
 /// names show the new bytes and their size, under new inode numbers; a name whose bytes did
-/// not change keeps its number across the kill and the mount.
+/// not change keeps its number across the kill and the mount. A reader that held the file
+/// open and mapped across the retention reads its old bytes.
 #[test]
 fn no_stale_byte_after_retention_a_topic_made_again_or_a_recovery() {
     let mut m = TestMount::start(&["--retention-check-interval-ms", "100"]);
-    // Retention: the log start moves past offset 0.
-    m.ok("mkdir r && echo segment.bytes=600 >> r/config");
-    m.ok(
-        "for i in $(seq 0 39); do echo \"record-$i-xxxxxxxxxxxxxxxxxxxxxxxx\" >> r/0/append; done",
+    // Retention: the log start moves past offset 0. 3,000 lines of 100 bytes in batches of
+    // 100 lines, in segments of 50,000 bytes.
+    m.ok("mkdir r && echo segment.bytes=50000 >> r/config");
+    m.python(
+        r#"
+with open("r/0/append", "w") as f:
+    for i in range(0, 3000, 100):
+        f.write("".join("record-%05d-%s\n" % (j, "x" * 86) for j in range(i, i + 100)))
+        f.flush()
+"#,
+        &[],
     );
-    let record = |i: i64| format!("record-{i}-xxxxxxxxxxxxxxxxxxxxxxxx\n");
-    let all: String = (0..40).map(record).collect();
+    let record = |i: i64| format!("record-{i:05}-{}\n", "x".repeat(86));
+    let all: String = (0..3000).map(record).collect();
     let by_time = "r/0/by-time/1970-01-01T00:00:00Z";
     let old = [look(&m, "r/0/by-offset/0"), look(&m, by_time)];
     assert!(old.iter().all(|l| l.bytes == all.as_bytes()));
-    m.ok("echo retention.bytes=700 >> r/config");
+    // A reader that has read the first page of the file when retention runs.
+    let (holder, rx, size) = hold(&m, "r/0/by-offset/0", &old[0].bytes);
+    assert_eq!(size, old[0].stat);
+    m.ok("echo retention.bytes=60000 >> r/config");
     wait_until("retention deleted segments", || {
         m.read("r/0/log-start-offset").trim() != "0"
     });
     let start: i64 = m.read("r/0/log-start-offset").trim().parse().unwrap();
-    let left: String = (start..40).map(record).collect();
+    let left: String = (start..3000).map(record).collect();
     m.fails_with("cat r/0/by-offset/0", "No such file or directory");
     m.fails_with("stat r/0/by-offset/0", "No such file or directory");
     let new = look(&m, by_time);
     assert_eq!(String::from_utf8_lossy(&new.bytes), left);
     assert_ne!(new.ino, old[1].ino, "{by_time} kept its inode number");
     assert_eq!(look(&m, &format!("r/0/by-offset/{start}")).bytes, new.bytes);
+    still_reads_its_bytes(holder, &rx, size);
 
     // A topic deleted and made again under its name, with fewer bytes than before.
     m.ok("mkdir t && printf 'old-1\\nold-2\\n' >> t/0/append");
