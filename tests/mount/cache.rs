@@ -6,7 +6,8 @@
 //! append grows it at its end, and no event that changes what a name shows (compaction,
 //! retention, a topic made again, a truncation found at recovery) leaves a stale byte or
 //! size for a new open, while a reader that held the old file open and mapped reads on its
-//! old bytes. Every other stream shows size 0 at `stat` and `fstat` alike.
+//! old bytes. Every other stream (and in remote mode every file) shows size 0 at `stat` and
+//! `fstat` alike.
 
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -205,25 +206,33 @@ fn dataframes_read_what_cat_reads(m: &TestMount, names: &[String], looks: &[Look
 /// Streams (JSON lines, the last N, a relative time, whole topics, a follow file) show size
 /// 0 at `stat` by path and at `fstat`; their maps are tested in `mmap::`.
 fn streams_show_size_zero(m: &TestMount) {
-    let sized: Vec<String> = [
-        "t/0/by-offset/0.jsonl",
-        "t/0/by-offset/100.jsonl",
-        "t/0/by-time/1970-01-01T00:00:00Z.jsonl",
-        "t/0/by-offset/-100",
-        "t/0/by-time/-1d",
-        "t/by-offset/earliest",
-        "t/by-time/1970-01-01T00:00:00Z",
-        "t/0/follow/0",
-    ]
-    .iter()
-    .filter_map(|name| {
-        let stat = std::fs::metadata(m.path(name)).unwrap().len();
-        let file = std::fs::File::open(m.path(name)).unwrap();
-        let fstat = file.metadata().unwrap().len();
-        ((stat, fstat) != (0, 0)).then(|| format!("{name}: stat {stat}, fstat {fstat}"))
-    })
-    .collect();
+    let sized = with_a_size(
+        m,
+        &[
+            "t/0/by-offset/0.jsonl",
+            "t/0/by-offset/100.jsonl",
+            "t/0/by-time/1970-01-01T00:00:00Z.jsonl",
+            "t/0/by-offset/-100",
+            "t/0/by-time/-1d",
+            "t/by-offset/earliest",
+            "t/by-time/1970-01-01T00:00:00Z",
+            "t/0/follow/0",
+        ],
+    );
     assert!(sized.is_empty(), "streams with a size: {sized:#?}");
+}
+
+/// The names whose `stat` by path or `fstat` after an open shows a size, with both sizes.
+fn with_a_size(m: &TestMount, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let stat = std::fs::metadata(m.path(name)).unwrap().len();
+            let file = std::fs::File::open(m.path(name)).unwrap();
+            let fstat = file.metadata().unwrap().len();
+            ((stat, fstat) != (0, 0)).then(|| format!("{name}: stat {stat}, fstat {fstat}"))
+        })
+        .collect()
 }
 
 /// One more object appended: a new `cat` ends with it, `stat` grew by its bytes and so did the
@@ -470,4 +479,47 @@ with open("r/0/append", "w") as f:
         u_after.ino, u.ino,
         "u/0/by-offset/0 changed its inode number"
     );
+}
+
+/// Remote mode (over librdkafka's mock cluster): `by-offset/N` and `by-time/T` stay streams,
+/// size 0 at `stat` and `fstat`; mapping them maps nothing or is refused, never SIGBUS.
+#[cfg(feature = "remote")]
+#[test]
+fn remote_lines_files_are_streams_of_size_zero() {
+    let mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+    mock.create_topic("t", 1, 1).unwrap();
+    // The mock cluster does not answer DescribeConfigs (max.message.bytes, asked at the first
+    // append): a short client timeout lets the append pass that question quickly.
+    let client = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(client.path(), "message.timeout.ms=1000\n").unwrap();
+    let m = TestMount::with(crate::common::mount::Options {
+        log_dirs: 0,
+        args: vec![
+            "--bootstrap-servers".to_string(),
+            mock.bootstrap_servers(),
+            "--client-config".to_string(),
+            client.path().to_string_lossy().into_owned(),
+        ],
+        ..Default::default()
+    });
+    m.ok("seq 1 2000 >> t/0/append");
+    let names = [
+        "t/0/by-offset/0",
+        "t/0/by-offset/100",
+        "t/0/by-time/1970-01-01T00:00:00Z",
+    ];
+    // Maps read what `cat` reads, or are refused (an empty file cannot be mapped).
+    let script = format!("{READ_ALL}{}", crate::mmap::MAP);
+    for name in names {
+        for kind in ["shared", "private"] {
+            let out = no_signal(&python(&m, &script, &[name, kind]), name);
+            assert!(
+                out.starts_with("refused") || out.ends_with(" True\n"),
+                "{name} {kind}: {out}"
+            );
+        }
+    }
+    assert_eq!(m.read("t/0/by-offset/1999"), "2000\n");
+    let sized = with_a_size(&m, &names);
+    assert!(sized.is_empty(), "remote files with a size: {sized:#?}");
 }

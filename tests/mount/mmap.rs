@@ -88,7 +88,7 @@ def read_all(name):
 /// Maps the file the way Python's `mmap` does (the size `fstat` shows) and reads every byte
 /// of the map: prints `refused` with the reason, or the bytes mapped and whether they are
 /// the first bytes a read of the file gives.
-const MAP: &str = r#"
+pub(crate) const MAP: &str = r#"
 import mmap, sys
 name, kind = sys.argv[1], sys.argv[2]
 flags = mmap.MAP_SHARED if kind == "shared" else mmap.MAP_PRIVATE
