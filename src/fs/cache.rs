@@ -18,10 +18,17 @@
 
 use crate::addr::{End, OffsetForm, Start, TimeForm};
 use crate::error::Result;
-use crate::fs::inode::{Format, LookupBy, LookupName, TopicName};
+use crate::fs::handle::Handle;
+use crate::fs::inode::{Format, LookupBy, LookupName, Node, TopicName};
 use crate::storage::PartitionStore;
+use crate::util::sync::MutexExt;
 
 use super::{FsResult, FsState};
+
+/// The I/O size (`st_blksize`) of a cached file: what a stream's first read answers, so
+/// that a buffered reader (Python's `open()`, stdio) reading one line (`head -n 1`) asks
+/// for as little (the kernel reads ahead for the readers that go on).
+pub(super) const IO_SIZE: u32 = crate::fs::stream::FIRST_READ_MAX as u32;
 
 /// The pages dropped when a size grows start at the old end rounded down to this: the
 /// largest page size of the kernels topicfs runs on.
@@ -87,19 +94,25 @@ impl FsState {
         name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
     }
 
-    /// The size of cached file `name` of topic `t`'s partition `p`, inode `ino` (0 at a
-    /// lookup: the size last shown). Once its generation is gone, the size last shown.
+    /// The size the kernel was last shown of cached file `node`, inode `ino` (0: at a
+    /// lookup, the node's): a lookup and a `setattr` count nothing.
+    pub(super) fn shown_size(&self, ino: u64, node: &Node) -> u64 {
+        match ino {
+            0 => self.inodes.shown_size(node),
+            ino => self.inodes.size(ino),
+        }
+    }
+
+    /// The size of cached file `name` of topic `t`'s partition `p`, inode `ino`, at a
+    /// GETATTR: its length now, at most `cap` (an open file's end, see
+    /// [`Self::open_cap`]); once its generation is gone, the size last shown.
     pub(super) fn cached_size(
         &self,
         ino: u64,
-        t: &TopicName,
-        p: u32,
-        name: &LookupName,
+        (t, p, name): (&TopicName, u32, &LookupName),
+        cap: Option<u64>,
     ) -> FsResult<u64> {
-        let node = super::inode::Node::Lookup(t.clone(), p, *name);
-        if ino == 0 {
-            return Ok(self.inodes.shown_size(&node));
-        }
+        let node = Node::Lookup(t.clone(), p, *name);
         let shown = self.inodes.size(ino);
         let log = self.partition(t, p)?;
         if !self.is_cached(t, &*log, name) {
@@ -115,6 +128,7 @@ impl FsState {
                 return Ok(shown);
             }
         };
+        let now = cap.map_or(now, |cap| now.min(cap));
         if now <= shown {
             return Ok(shown);
         }
@@ -126,5 +140,24 @@ impl FsState {
             return Ok(shown);
         }
         Ok(self.inodes.show_size(ino, now))
+    }
+}
+
+impl FsState {
+    /// For a GETATTR of open file `fh` (the kernel's read at the end of the size it holds,
+    /// `lseek(SEEK_END)`, or its opener's `fstat`): an open cached file ends at the log end
+    /// of its open, as every stream file does, until its reader reached that end; from then
+    /// on it grows as the log does. None: no such cap.
+    pub(super) fn open_cap(&self, ino: u64, fh: Option<u64>, pid: u32) -> FsResult<Option<u64>> {
+        let by_read = fh.is_some();
+        let fh = self.opened_by(ino, fh, pid);
+        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
+            return Ok(None);
+        };
+        let mut h = of.handle.guard();
+        match &mut *h {
+            Handle::Stream(s) if s.is_cached() => Ok(s.open_cap(self.inodes.size(ino), by_read)?),
+            _ => Ok(None),
+        }
     }
 }

@@ -496,7 +496,13 @@ impl FsState {
         let _live = topic.as_deref().map(|t| t.live()).transpose()?;
         // A key created by this open file has no value before its close.
         let mut attr = self.attr_or_created(ino, &node)?;
-        if let Some(size) = self.stream_length(ino, fh, pid)? {
+        if let Node::Lookup(t, p, name) = &node
+            && name.shows != 0
+        {
+            // A file the kernel caches: its length, or its opener's (fs/cache.rs).
+            let cap = self.open_cap(ino, fh, pid)?;
+            attr.size = self.cached_size(ino, (t, *p, name), cap)?;
+        } else if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }
         let ttl = Self::ttl(&node);

@@ -26,7 +26,22 @@ impl FsState {
         fh: Option<u64>,
         pid: u32,
     ) -> FsResult<Option<u64>> {
-        let fh = match fh {
+        let fh = self.opened_by(ino, fh, pid);
+        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
+            return Ok(None);
+        };
+        let mut h = of.handle.guard();
+        match &mut *h {
+            Handle::Stream(s) => Ok(Some(s.length()?)),
+            Handle::View(v) => Ok(v.length()),
+            _ => Ok(None),
+        }
+    }
+
+    /// The open stream file `fh`, or else the one the process of thread `pid` opened on
+    /// `ino` (its `fstat` comes without the file).
+    pub(super) fn opened_by(&self, ino: u64, fh: Option<u64>, pid: u32) -> Option<u64> {
+        match fh {
             Some(fh) => Some(fh),
             None => {
                 let opens = self.streams.guard().get(&ino).cloned();
@@ -46,17 +61,6 @@ impl FsState {
                     },
                 }
             }
-        };
-        let Some(of) = fh.and_then(|fh| self.handles.guard().get(&fh).cloned()) else {
-            return Ok(None);
-        };
-        let mut h = of.handle.guard();
-        match &mut *h {
-            // A file the kernel caches shows its size as a path does (fs/cache.rs).
-            Handle::Stream(s) if s.is_cached() => Ok(None),
-            Handle::Stream(s) => Ok(Some(s.length()?)),
-            Handle::View(v) => Ok(v.length()),
-            _ => Ok(None),
         }
     }
 

@@ -38,6 +38,15 @@ pub struct StreamHandle {
     follow: bool,
     /// A file the kernel caches (see [`StreamHandle::cached`]).
     cached: bool,
+    /// A cached file's first offset and the end it has until its reader reached it (the
+    /// log end at open, or the range's end), with its length once counted.
+    open_range: (i64, Option<i64>),
+    open_len: Option<u64>,
+    /// The cached file's reader got the bytes up to its open's length, or the kernel asked
+    /// its size there once (see [`StreamHandle::open_cap`]).
+    reached: bool,
+    /// The furthest byte a read was answered to.
+    read_to: u64,
     log: Arc<dyn PartitionStore>,
     /// The topic a read-ahead holds live (see [`StreamHandle::kept_live_by`]).
     topic: Option<Arc<dyn TopicStore>>,
@@ -229,6 +238,7 @@ impl StreamHandle {
     ) -> Result<StreamHandle> {
         let mut cursor = Cursor::open(Arc::from(topic), log.clone(), name)?;
         cursor.schemas = schemas;
+        let open_range = (cursor.start, Some(cursor.end.max(cursor.start)));
         Ok(StreamHandle {
             follow: cursor.is_follow(),
             cursor: Some(Box::new(cursor)),
@@ -238,6 +248,10 @@ impl StreamHandle {
             last_end: u64::MAX,
             sequential: 0,
             cached: false,
+            open_range,
+            open_len: None,
+            reached: false,
+            read_to: 0,
             log,
             topic: None,
         })
@@ -257,6 +271,48 @@ impl StreamHandle {
 
     pub fn is_cached(&self) -> bool {
         self.cached
+    }
+
+    /// The size a cached file shows at a GETATTR of it (`by_read`: the kernel's, for a read
+    /// past the `shown` size, or `lseek(SEEK_END)`; else its opener's `fstat`): its length at
+    /// open, up to its first EOF (or its opener's `fstat` once every byte of it was read), and
+    /// None from then on (it grows as the log does, as every stream file does after its
+    /// first EOF). The kernel asks at a read that goes past the
+    /// size it holds, not only at the end: the reader is at the end (an EOF is served) when
+    /// the size shown is the open's length and the read got the bytes up to it before, or
+    /// the kernel asked at that length once already.
+    pub fn open_cap(&mut self, shown: u64, by_read: bool) -> Result<Option<u64>> {
+        let Some(len) = self.open_len()? else {
+            return Ok(None);
+        };
+        // Its opener's `fstat` once the reads got every byte of the open (GNU `tail -f`
+        // reads exactly the size it was shown, and polls `fstat` for more).
+        if !by_read && self.read_to >= len {
+            self.open_range.1 = None;
+            return Ok(None);
+        }
+        if by_read && shown >= len {
+            if self.reached || self.read_to >= len {
+                self.open_range.1 = None;
+                return Ok(Some(shown));
+            }
+            self.reached = true;
+        }
+        Ok(Some(len.max(shown)))
+    }
+
+    /// A cached file's length at open, until its first EOF (None: from then on).
+    fn open_len(&mut self) -> Result<Option<u64>> {
+        let (start, Some(end)) = self.open_range else {
+            return Ok(None);
+        };
+        if self.open_len.is_none() {
+            match self.log.lines_len_counted(start, end)? {
+                Some(len) => self.open_len = Some(len),
+                None => self.open_range.1 = None,
+            }
+        }
+        Ok(self.open_len)
     }
 
     pub fn is_follow(&self) -> bool {
@@ -327,6 +383,7 @@ impl StreamHandle {
         let read_ahead = self.sequential > 0 && !follow;
         if read_ahead && let Some(w) = self.window(offset, size) {
             self.last_end = offset + w.len as u64;
+            self.read_to = self.read_to.max(self.last_end);
             let sent = std::mem::replace(&mut self.reply, w);
             self.windows.give_back(sent.buf);
             self.keep_reading_ahead(size);
@@ -336,6 +393,7 @@ impl StreamHandle {
         let (start, n) = cursor.read(offset, size)?;
         let end = offset + n as u64;
         self.last_end = end;
+        self.read_to = self.read_to.max(end);
         let mut cursor = self.cursor.take().expect("the cursor is here");
         // Only when the next read would decode (what is left is less than a reply: the copy
         // below is never more than one reply, whatever the batches' size).

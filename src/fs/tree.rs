@@ -242,10 +242,9 @@ impl FsState {
                     return tree(libc::ENOENT, format!("{node} has no attributes"));
                 };
                 let (size, at) = answer?;
+                // A cached file's length is counted at GETATTR only (FsState::getattr).
                 let size = match node {
-                    Node::Lookup(t, p, name) if name.shows != 0 => {
-                        self.cached_size(ino, t, *p, name)?
-                    }
+                    Node::Lookup(.., name) if name.shows != 0 => self.shown_size(ino, node),
                     _ => size,
                 };
                 time = at.unwrap_or(time);
@@ -267,6 +266,9 @@ impl FsState {
         // measured slower).
         let io_size = match view_of(node).io_size(node) {
             Some(size) => size,
+            // A cached file is read ahead by the kernel: a buffered reader's first read
+            // (`head -n 1`) asks for less than a stream's.
+            None if matches!(node, Node::Lookup(.., n) if n.shows != 0) => super::cache::IO_SIZE,
             None if kind == Kind::File && !node.is_append() => super::IO_SIZE,
             None => 4096,
         };

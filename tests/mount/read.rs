@@ -88,18 +88,27 @@ fn a_failed_lookup_is_not_cached() {
 fn an_open_file_ends_at_the_log_end_of_its_open() {
     let m = TestMount::start(&[]);
     twenty_records(&m);
-    let mut f = std::fs::File::open(m.path("t/0/by-offset/10")).unwrap();
+    // A stream (the last ten records at open) and a file the kernel caches.
+    let mut stream = std::fs::File::open(m.path("t/0/by-offset/-10")).unwrap();
+    let mut cached = std::fs::File::open(m.path("t/0/by-offset/10")).unwrap();
     m.ok("echo late >> t/0/append");
-    let mut s = String::new();
-    f.read_to_string(&mut s).unwrap();
-    assert_eq!(s, records(10, 20));
-    // A seek back rereads the same records (still ending where the open ended).
-    f.seek(SeekFrom::Start(4)).unwrap();
-    let mut again = String::new();
-    f.read_to_string(&mut again).unwrap();
-    assert_eq!(again, records(10, 20)[4..]);
+    for f in [&mut stream, &mut cached] {
+        // read_to_string asks fstat first: the length of the open, too.
+        let mut s = String::new();
+        f.read_to_string(&mut s).unwrap();
+        assert_eq!(s, records(10, 20));
+    }
+    // A seek back rereads the same records: the stream still ends where the open ended;
+    // the cached file, read to its end, grows as the log did.
+    for (f, tail) in [(&mut stream, ""), (&mut cached, "late\n")] {
+        f.seek(SeekFrom::Start(4)).unwrap();
+        let mut again = String::new();
+        f.read_to_string(&mut again).unwrap();
+        assert_eq!(again, records(10, 20)[4..].to_string() + tail);
+    }
     // A fresh open sees the new record.
     assert_eq!(m.ok("tail -n 1 t/0/by-offset/10"), "late\n");
+    assert_eq!(m.ok("tail -n 1 t/0/by-offset/-10"), "late\n");
     // dd skips forward with lseek.
     assert_eq!(
         m.ok("dd if=t/0/by-offset/0 bs=4 skip=3 count=1 status=none"),
@@ -310,7 +319,9 @@ fd = os.open("t/0/append", os.O_WRONLY | os.O_APPEND)
 for i in range(0, len(data), 32768):
     os.write(fd, data[i:i + 32768])
 os.close(fd)
-assert os.stat("t/0/by-offset/0").st_blksize == 1 << 20
+# A stream asks for 1 MiB; a cached lines file for 32 KiB (the kernel reads ahead).
+assert os.stat("t/0/by-offset/0.jsonl").st_blksize == 1 << 20
+assert os.stat("t/0/by-offset/0").st_blksize == 32 << 10
 for n in (0, 77777, 150001):
     before = bytes_read()
     with open(f"t/0/by-offset/{n}", "rb") as f:
@@ -349,20 +360,29 @@ fn a_first_read_answers_at_most_32_kib_and_later_reads_in_full() {
     // 3 MiB of lines: 196,608 lines of 16 bytes.
     m.ok("seq -f '%015g' 196608 > ../lines && cat ../lines > t/0/append");
     let bytes = |cmd: &str| m.ok(cmd).trim().parse::<u64>().unwrap();
+    // A stream (a relative start).
+    let stream = "t/0/by-offset/earliest";
     assert_eq!(
-        bytes("dd if=t/0/by-offset/0 bs=1M count=1 status=none | wc -c"),
+        bytes(&format!("dd if={stream} bs=1M count=1 status=none | wc -c")),
         32 * 1024
     );
     assert_eq!(
-        bytes("dd if=t/0/by-offset/0 bs=1M count=1 iflag=fullblock status=none | wc -c"),
+        bytes(&format!(
+            "dd if={stream} bs=1M count=1 iflag=fullblock status=none | wc -c"
+        )),
         1 << 20
     );
     // Two reads of 1 MiB: the first short, the second full.
     assert_eq!(
-        bytes("dd if=t/0/by-offset/0 bs=1M count=2 status=none | wc -c"),
+        bytes(&format!("dd if={stream} bs=1M count=2 status=none | wc -c")),
         32 * 1024 + (1 << 20)
     );
-    m.ok("cp t/0/by-offset/0 ../copy && cmp ../copy ../lines");
+    m.ok(&format!("cp {stream} ../copy && cmp ../copy ../lines"));
+    // A cached lines file answers every read in full.
+    assert_eq!(
+        bytes("dd if=t/0/by-offset/0 bs=1M count=1 status=none | wc -c"),
+        1 << 20
+    );
 }
 
 /// A lookup's first read decodes the lines it asks for, not the rest of their batch; the
