@@ -386,16 +386,7 @@ if fig 4; then
     # polars reading JSON objects, one a line, from a by-offset file (a memory map of the
     # page-cached file) against polars reading the same bytes from a plain file on disk.
     python3 -c 'import polars' 2>/dev/null || die "figure 4 needs polars (scripts/install-deps.sh)"
-    python3 - "$WORK/objects.jsonl" "$NDJSON_N" <<'PYEOF'
-import os, sys
-n = int(sys.argv[2])
-with open(sys.argv[1], "w") as f:
-    for start in range(0, n, 10000):
-        end = min(n, start + 10000)
-        h = os.urandom(20 * (end - start)).hex()
-        f.write("".join(f'{{"n": {i}, "even": {str(i % 2 == 0).lower()}, "h": "{h[40 * (i - start):40 * (i - start) + 40]}", "x": {i / 7:.3f}}}\n'
-                        for i in range(start, end)))
-PYEOF
+    python3 "$HERE/frames.py" --make "$WORK/objects.jsonl" "$NDJSON_N"
     mkdir "$MNT/objects"
     cat "$WORK/objects.jsonl" >"$MNT/objects/0/append"
     cmp "$MNT/objects/0/by-offset/0" "$WORK/objects.jsonl" >&2 || die "objects: by-offset/0 differs from what was appended"
