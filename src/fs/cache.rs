@@ -94,6 +94,30 @@ impl FsState {
         name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
     }
 
+    /// [`Self::is_cached`], and its length can be counted now: a log that cannot be (a
+    /// corrupt batch) is read as a stream, which serves the records before the bad bytes
+    /// and then fails.
+    pub(super) fn is_cached_now(
+        &self,
+        t: &TopicName,
+        log: &dyn PartitionStore,
+        name: &LookupName,
+    ) -> bool {
+        let decoded = self.schemas.for_topic(t).is_some();
+        self.is_cached(t, log, name) && matches!(length(log, name, decoded), Ok(Some(_)))
+    }
+
+    /// Topic `topic` was deleted: the kernel drops the pages of its cached files, whose
+    /// reads fail from now on (ESTALE), as every open file of a deleted topic does.
+    pub(super) fn forget_cached_pages(&self, topic: &str) {
+        let inodes = self
+            .inodes
+            .find(|n| matches!(n, Node::Lookup(t, _, name) if name.shows != 0 && &**t == topic));
+        for ino in inodes {
+            self.cached.forget_pages(ino, 0);
+        }
+    }
+
     /// The size the kernel was last shown of cached file `node`, inode `ino` (0: at a
     /// lookup, the node's): a lookup and a `setattr` count nothing.
     pub(super) fn shown_size(&self, ino: u64, node: &Node) -> u64 {
@@ -156,7 +180,13 @@ impl FsState {
         };
         let mut h = of.handle.guard();
         match &mut *h {
-            Handle::Stream(s) if s.is_cached() => Ok(s.open_cap(self.inodes.size(ino), by_read)?),
+            // A length that cannot be counted (a corrupt batch): no cap, the reads fail there.
+            Handle::Stream(s) if s.is_cached() => Ok(s
+                .open_cap(self.inodes.size(ino), by_read)
+                .unwrap_or_else(|e| {
+                    log::debug!("inode {ino}: no length at open: {e}");
+                    None
+                })),
             _ => Ok(None),
         }
     }

@@ -734,6 +734,16 @@ impl InodeTable {
         ino
     }
 
+    /// The inodes of the nodes `pred` picks.
+    pub fn find(&self, pred: impl Fn(&Node) -> bool) -> Vec<u64> {
+        let t = self.inner.guard();
+        t.by_node
+            .iter()
+            .filter(|(n, _)| pred(n))
+            .map(|(_, i)| *i)
+            .collect()
+    }
+
     /// The size the kernel was last shown of `node`'s inode (0: none, or no inode yet).
     pub fn shown_size(&self, node: &Node) -> u64 {
         let t = self.inner.guard();

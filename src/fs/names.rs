@@ -58,6 +58,8 @@ impl FsState {
             return tree(libc::ENOENT, "name is not UTF-8");
         };
         self.storage.delete_topic(name)?;
+        // Its open files fail from now on: the kernel's pages of them go too.
+        self.forget_cached_pages(name);
         // What the views keep of it (`table/`'s key index, held files) goes with it.
         for view in all_views() {
             view.topic_deleted(self, name);
@@ -349,7 +351,7 @@ impl FsState {
         Ok(match node {
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let cached = self.is_cached(t, &*log, name);
+                let cached = self.is_cached_now(t, &*log, name);
                 let schemas = self.schemas.for_topic(t);
                 let stream = StreamHandle::open(t, log, *name, schemas)?.cached(cached);
                 Handle::Stream(stream.kept_live_by(self.topic(t)?))

@@ -52,6 +52,10 @@ pub struct StreamHandle {
     topic: Option<Arc<dyn TopicStore>>,
 }
 
+/// The bytes a cached file keeps behind its cursor: more than the kernel's reads under way
+/// at once (12 background requests of its 128 KiB read-ahead).
+const KEPT_BEHIND: usize = 2 * 1024 * 1024;
+
 /// A cached file's read this far past its cursor starts from the log's kept counts instead
 /// of reading the bytes between (see `Cursor::seek`).
 const SEEK_AFTER: u64 = 1024 * 1024;
@@ -113,8 +117,9 @@ struct Cursor {
     /// The topic's schemas, when its keys and values are decoded: its records are then
     /// formatted one by one (and counted so), never copied as lines.
     schemas: Option<Arc<Schemas>>,
-    /// A file the kernel caches (see [`StreamHandle::cached`]).
-    cached: bool,
+    /// For a file the kernel caches (see [`StreamHandle::cached`]): the partition's
+    /// generation at its open.
+    cached: Option<u64>,
 }
 
 /// The end of a range, as far as it is known.
@@ -264,7 +269,7 @@ impl StreamHandle {
     pub fn cached(mut self, cached: bool) -> StreamHandle {
         self.cached = cached;
         if let Some(c) = &mut self.cursor {
-            c.cached = cached;
+            c.cached = cached.then(|| c.log.generation());
         }
         self
     }
@@ -380,7 +385,8 @@ impl StreamHandle {
         let follow = self.follow;
         let sequential = offset == self.last_end && size >= READ_AHEAD_MIN;
         self.sequential = if sequential { self.sequential + 1 } else { 0 };
-        let read_ahead = self.sequential > 0 && !follow;
+        // A cached file is read ahead by the kernel (several reads under way at once).
+        let read_ahead = self.sequential > 0 && !follow && !self.cached;
         if read_ahead && let Some(w) = self.window(offset, size) {
             self.last_end = offset + w.len as u64;
             self.read_to = self.read_to.max(self.last_end);
@@ -496,7 +502,7 @@ impl Cursor {
             pending: None,
             counted: (start, 0),
             schemas: None,
-            cached: false,
+            cached: None,
         })
     }
 
@@ -517,7 +523,13 @@ impl Cursor {
 
     /// Bytes at `offset`, at most `size`, as (start, length) in `out`.
     fn read(&mut self, offset: u64, size: usize) -> Result<(usize, usize)> {
-        if self.cached && (offset < self.pos || offset > self.pos + SEEK_AFTER) {
+        if self.cached.is_some() && offset < self.pos && self.pos - offset <= self.out_pos as u64 {
+            // The kernel's reads of a cached file come out of order: the bytes behind the
+            // cursor are kept (see `fill_until`).
+            let back = (self.pos - offset) as usize;
+            self.out_pos -= back;
+            self.pos = offset;
+        } else if self.cached.is_some() && (offset < self.pos || offset > self.pos + SEEK_AFTER) {
             self.seek(offset)?;
         } else if offset < self.pos {
             self.restart()?;
@@ -606,12 +618,24 @@ impl Cursor {
     /// Whether the stream goes on past the end it had: always for follow and cached files,
     /// after an EOF for the others.
     fn grows(&self) -> bool {
-        self.is_follow() || self.cached || self.eof_served
+        self.is_follow() || self.cached.is_some() || self.eof_served
     }
 
     /// Moves a cached file's cursor near byte `offset`: to the batch boundary the log's
     /// kept counts find at or before it (the rest is skipped by reading), or to the start.
     fn seek(&mut self, offset: u64) -> Result<()> {
+        // The log's counts tell where bytes are only while its records are the ones the file
+        // showed: after a rewrite, the cursor reads forward on the segments it started on,
+        // and cannot go back.
+        if self.cached != Some(self.log.generation()) {
+            if offset >= self.pos {
+                return Ok(());
+            }
+            return Err(Error::from(std::io::Error::other(format!(
+                "partition {}: a cached file read again at byte {offset}, behind the bytes kept, after the log was rewritten: open it again",
+                self.log.partition()
+            ))));
+        }
         let Some((at, bytes)) = self.log.line_seek(self.start, offset)? else {
             return if offset < self.pos {
                 self.restart()
@@ -672,7 +696,17 @@ impl Cursor {
     /// inside a batch (the rest of that batch is decoded by the next fill, which reads it
     /// again from its start).
     fn fill_until(&mut self, want: usize, inside: bool) -> Result<bool> {
-        compact(&mut self.out, &mut self.out_pos);
+        match self.cached {
+            // A cached file keeps the last bytes read behind the cursor, for the kernel's
+            // reads that come out of order.
+            Some(_) if self.out_pos > 2 * KEPT_BEHIND => {
+                let cut = self.out_pos - KEPT_BEHIND;
+                self.out.drain(..cut);
+                self.out_pos -= cut;
+            }
+            Some(_) => {}
+            None => compact(&mut self.out, &mut self.out_pos),
+        }
         let stop = match inside {
             true => self.out_pos + want,
             false => usize::MAX,
