@@ -23,7 +23,9 @@ use crate::fs::inode::{Format, LookupBy, LookupName, Node, TopicName};
 use crate::storage::PartitionStore;
 use crate::util::sync::MutexExt;
 
+use super::measure::{Lines, Measure};
 use super::{FsResult, FsState};
+use std::sync::Arc;
 
 /// The I/O size (`st_blksize`) of a cached file: what a stream's first read answers, so
 /// that a buffered reader (Python's `open()`, stdio) reading one line (`head -n 1`) asks
@@ -44,7 +46,7 @@ pub(super) fn start_of(
     decoded: bool,
 ) -> Result<Option<i64>> {
     if name.by == LookupBy::Follow
-        || name.format != Format::Lines
+        || !matches!(name.format, Format::Lines | Format::Jsonl)
         || decoded
         || !log.counts_without_reading()
         || log.committed_only()
@@ -68,8 +70,13 @@ pub(super) fn shows(log: &dyn PartitionStore, name: &LookupName, decoded: bool) 
     })
 }
 
-/// The length of cached file `name` in `log` now (None: it is a stream now).
-fn length(log: &dyn PartitionStore, name: &LookupName, decoded: bool) -> Result<Option<u64>> {
+/// The length of cached file `name` in `log` now, by `measure` (None: it is a stream now).
+fn length(
+    log: &dyn PartitionStore,
+    name: &LookupName,
+    decoded: bool,
+    measure: &dyn Measure,
+) -> Result<Option<u64>> {
     let Some(start) = start_of(log, name, decoded)? else {
         return Ok(None);
     };
@@ -78,10 +85,24 @@ fn length(log: &dyn PartitionStore, name: &LookupName, decoded: bool) -> Result<
         Some(End::Offset(OffsetForm::At(b))) => b.clamp(start, log_end),
         _ => log_end,
     };
-    log.lines_len_counted(start.min(end), end)
+    measure.len(start.min(end), end)
 }
 
 impl FsState {
+    /// Where the bytes of cached file `name` of topic `t`'s partition `log` are: lines from
+    /// the segments' counts, JSON lines from the partition's table.
+    pub(super) fn measure(
+        &self,
+        t: &TopicName,
+        log: &Arc<dyn PartitionStore>,
+        name: &LookupName,
+    ) -> Arc<dyn Measure> {
+        match name.format {
+            Format::Jsonl => Arc::new(self.jsonl.of(t, log.clone())),
+            _ => Arc::new(Lines(log.clone())),
+        }
+    }
+
     /// Whether `name` in topic `t`'s partition `log` is, as it is now, what its node shows:
     /// a file the kernel caches, of the partition's current generation.
     pub(super) fn is_cached(
@@ -94,17 +115,21 @@ impl FsState {
         name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
     }
 
-    /// [`Self::is_cached`], and its length can be counted now: a log that cannot be (a
+    /// [`Self::is_cached`], and its length can be counted now (its measure): a log that cannot be (a
     /// corrupt batch) is read as a stream, which serves the records before the bad bytes
     /// and then fails.
-    pub(super) fn is_cached_now(
+    pub(super) fn cached_measure(
         &self,
         t: &TopicName,
-        log: &dyn PartitionStore,
+        log: &Arc<dyn PartitionStore>,
         name: &LookupName,
-    ) -> bool {
+    ) -> Option<Arc<dyn Measure>> {
         let decoded = self.schemas.for_topic(t).is_some();
-        self.is_cached(t, log, name) && matches!(length(log, name, decoded), Ok(Some(_)))
+        if !self.is_cached(t, &**log, name) {
+            return None;
+        }
+        let measure = self.measure(t, log, name);
+        matches!(length(&**log, name, decoded, &*measure), Ok(Some(_))).then_some(measure)
     }
 
     /// Topic `topic` was deleted: the kernel drops the pages of its cached files, whose
@@ -116,6 +141,7 @@ impl FsState {
         for ino in inodes {
             self.cached.forget_pages(ino, 0);
         }
+        self.jsonl.forget(topic);
     }
 
     /// The size the kernel was last shown of cached file `node`, inode `ino` (0: at a
@@ -143,7 +169,8 @@ impl FsState {
             return Ok(shown);
         }
         let decoded = self.schemas.for_topic(t).is_some();
-        let now = match length(&*log, name, decoded) {
+        let measure = self.measure(t, &log, name);
+        let now = match length(&*log, name, decoded, &*measure) {
             Ok(Some(now)) => now,
             Ok(None) => return Ok(shown),
             Err(e) => {

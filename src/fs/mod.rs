@@ -6,6 +6,7 @@
 mod ahead;
 mod cache;
 mod cached;
+mod measure;
 pub use cached::KernelCache;
 pub(crate) mod errno;
 pub use errno::report;
@@ -147,6 +148,8 @@ pub struct FsState {
     listings: Mutex<HashMap<u64, Arc<Vec<DirEntry>>>>,
     /// The topic-dependent attributes the kernel holds: forgotten at a change through us.
     cached: cached::Cached,
+    /// The JSON lines lengths of the partitions whose `.jsonl` files the kernel caches.
+    jsonl: measure::JsonlTables,
     /// What separates a key from its value in `append.kv` lines (`-o key.separator=S`).
     key_separator: Vec<u8>,
     /// How the kernel's requests reach the daemon, for `@metrics` (set by the FUSE layer).
@@ -301,6 +304,7 @@ impl FsState {
             streams: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             cached: cached::Cached::default(),
+            jsonl: measure::JsonlTables::default(),
             key_separator: options.key_separator,
             transport: Arc::default(),
             spill_dir,

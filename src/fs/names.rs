@@ -351,9 +351,9 @@ impl FsState {
         Ok(match node {
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                let cached = self.is_cached_now(t, &*log, name);
+                let measure = self.cached_measure(t, &log, name);
                 let schemas = self.schemas.for_topic(t);
-                let stream = StreamHandle::open(t, log, *name, schemas)?.cached(cached);
+                let stream = StreamHandle::open(t, log, *name, schemas)?.cached(measure);
                 Handle::Stream(stream.kept_live_by(self.topic(t)?))
             }
             Node::TopicLookup(t, name) => {

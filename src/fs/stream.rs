@@ -18,6 +18,7 @@ use crate::schemas::Schemas;
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
+use super::measure::Measure;
 use super::windows::{Window, Windows};
 
 /// An open stream file: its cursor, which a read-ahead thread holds while it prepares the
@@ -36,8 +37,8 @@ pub struct StreamHandle {
     /// Consecutive sequential reads of at least [`READ_AHEAD_MIN`] bytes.
     sequential: u32,
     follow: bool,
-    /// A file the kernel caches (see [`StreamHandle::cached`]).
-    cached: bool,
+    /// For a file the kernel caches (see [`StreamHandle::cached`]): where its bytes are.
+    cached: Option<Arc<dyn Measure>>,
     /// A cached file's first offset and the end it has until its reader reached it (the
     /// log end at open, or the range's end), with its length once counted.
     open_range: (i64, Option<i64>),
@@ -118,8 +119,8 @@ struct Cursor {
     /// formatted one by one (and counted so), never copied as lines.
     schemas: Option<Arc<Schemas>>,
     /// For a file the kernel caches (see [`StreamHandle::cached`]): the partition's
-    /// generation at its open.
-    cached: Option<u64>,
+    /// generation at its open, and where the file's bytes are.
+    cached: Option<(u64, Arc<dyn Measure>)>,
 }
 
 /// The end of a range, as far as it is known.
@@ -252,7 +253,7 @@ impl StreamHandle {
             reply: Window::default(),
             last_end: u64::MAX,
             sequential: 0,
-            cached: false,
+            cached: None,
             open_range,
             open_len: None,
             reached: false,
@@ -266,16 +267,16 @@ impl StreamHandle {
     /// (the kernel takes a short one for the end of the file), from what the log holds at
     /// the read (its size grows at every `stat`, not at an EOF), and a read away from the
     /// cursor starts from the log's kept counts near it (a memory map reads anywhere).
-    pub fn cached(mut self, cached: bool) -> StreamHandle {
-        self.cached = cached;
+    pub fn cached(mut self, measure: Option<Arc<dyn Measure>>) -> StreamHandle {
         if let Some(c) = &mut self.cursor {
-            c.cached = cached.then(|| c.log.generation());
+            c.cached = measure.clone().map(|m| (c.log.generation(), m));
         }
+        self.cached = measure;
         self
     }
 
     pub fn is_cached(&self) -> bool {
-        self.cached
+        self.cached.is_some()
     }
 
     /// The size a cached file shows at a GETATTR of it (`by_read`: the kernel's, for a read
@@ -311,8 +312,11 @@ impl StreamHandle {
         let (start, Some(end)) = self.open_range else {
             return Ok(None);
         };
+        let Some(measure) = &self.cached else {
+            return Ok(None);
+        };
         if self.open_len.is_none() {
-            match self.log.lines_len_counted(start, end)? {
+            match measure.len(start, end)? {
                 Some(len) => self.open_len = Some(len),
                 None => self.open_range.1 = None,
             }
@@ -379,14 +383,14 @@ impl StreamHandle {
     /// caller hands these to the reader.
     pub fn read(&mut self, offset: u64, size: usize) -> Result<&[u8]> {
         let size = match self.last_end {
-            u64::MAX if first_read_capped(size) && !self.cached => FIRST_READ_MAX,
+            u64::MAX if first_read_capped(size) && !self.is_cached() => FIRST_READ_MAX,
             _ => size,
         };
         let follow = self.follow;
         let sequential = offset == self.last_end && size >= READ_AHEAD_MIN;
         self.sequential = if sequential { self.sequential + 1 } else { 0 };
         // A cached file is read ahead by the kernel (several reads under way at once).
-        let read_ahead = self.sequential > 0 && !follow && !self.cached;
+        let read_ahead = self.sequential > 0 && !follow && !self.is_cached();
         if read_ahead && let Some(w) = self.window(offset, size) {
             self.last_end = offset + w.len as u64;
             self.read_to = self.read_to.max(self.last_end);
@@ -627,7 +631,10 @@ impl Cursor {
         // The log's counts tell where bytes are only while its records are the ones the file
         // showed: after a rewrite, the cursor reads forward on the segments it started on,
         // and cannot go back.
-        if self.cached != Some(self.log.generation()) {
+        let Some((generation, measure)) = &self.cached else {
+            return Ok(());
+        };
+        if *generation != self.log.generation() {
             if offset >= self.pos {
                 return Ok(());
             }
@@ -636,7 +643,7 @@ impl Cursor {
                 self.log.partition()
             ))));
         }
-        let Some((at, bytes)) = self.log.line_seek(self.start, offset)? else {
+        let Some((at, bytes)) = measure.seek(self.start, offset)? else {
             return if offset < self.pos {
                 self.restart()
             } else {

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::common::mount::{Options, TestMount};
 
 /// The samples of `@metrics`, parsed by prometheus_client: "name{k=v,...}" -> value.
-pub(crate) fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
+fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
     let script = r#"
 import sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -233,9 +233,9 @@ fn io_uring_carries_the_requests() {
         assert!(aside + back >= rings as f64, "{aside} + {back} of {rings}");
     }
     // A stream read served on a ring starts the read-ahead threads: they run under the
-    // process's policy, not the SCHED_IDLE of the ring's thread that started them. (The
-    // last N records are a stream; by-offset/0 goes through the page cache, without them.)
-    m.ok("seq 1 300000 >> t/0/append && cat t/0/by-offset/-300000 > /dev/null");
+    // process's policy, not the SCHED_IDLE of the ring's thread that started them. (A
+    // relative start: a file the kernel caches is read ahead by the kernel instead.)
+    m.ok("seq 1 300000 >> t/0/append && cat t/0/by-offset/earliest > /dev/null");
     let policies: Vec<String> = threads_named(m.pid(), "read-ahead-")
         .iter()
         .map(|stat| {

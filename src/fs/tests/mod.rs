@@ -414,6 +414,36 @@ fn a_cached_lines_file_shows_its_length_and_reads_what_the_log_holds() {
     assert_eq!(fs.getattr(one, None, 1).unwrap().1.size, 7);
 }
 
+/// A decimal offset's JSON lines file is cached too: its length is counted by formatting
+/// each record once (the partition's table), and it reads the same bytes at any byte.
+#[test]
+fn a_cached_json_lines_file_shows_its_length_and_reads_at_any_byte() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = state(d.path(), 1);
+    fs.mkdir(ROOT, OsStr::new("t")).unwrap();
+    let w = fs.open(walk(&fs, "t/0/append"), WO, me()).unwrap();
+    let lines: String = (0..3000).map(|i| format!("value-{i}\n")).collect();
+    fs.write(w.fh, lines.as_bytes(), None).unwrap();
+    let ino = walk(&fs, "t/0/by-offset/7.jsonl");
+    let r = fs.open(ino, RO, me()).unwrap();
+    assert!(!r.direct_io && r.keep_cache);
+    let all = read_all(&fs, r.fh);
+    assert!(all.starts_with(b"{\"topic\":\"t\",\"partition\":0,\"offset\":7,"));
+    assert_eq!(fs.getattr(ino, None, 1).unwrap().1.size, all.len() as u64);
+    // Far from the cursor, backward and forward: the table's marks.
+    let at = all.len() as u64 - 70_000;
+    assert_eq!(
+        read(&fs, r.fh, at, 100),
+        Answer::Data(all[at as usize..][..100].to_vec())
+    );
+    assert_eq!(read(&fs, r.fh, 5, 100), Answer::Data(all[5..105].to_vec()));
+    fs.write(w.fh, b"one more\n", None).unwrap();
+    let grown = fs.getattr(ino, None, 1).unwrap().1.size;
+    assert!(grown > all.len() as u64, "{grown}");
+    let r2 = fs.open(ino, RO, me()).unwrap();
+    assert_eq!(read_all(&fs, r2.fh).len() as u64, grown);
+}
+
 /// `rmdir` of a topic frees its `table/` key index at once (not when the name is used again).
 #[test]
 fn removing_a_topic_frees_its_table_index() {
