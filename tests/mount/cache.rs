@@ -1,13 +1,13 @@
-//! Stream files through the page cache (docs/contract.md, "Memory maps"): a local lines file
-//! (`by-offset/N`, `by-offset/A..B`, `by-time/T` for an absolute T) shows its true size at
-//! `stat` by path and at `fstat`, a second `cat` of it is answered by the kernel (the daemon
-//! reads nothing of the log: `@metrics`), memory maps and the dataframe libraries read exactly
-//! what `cat` reads (each compared with its own read of a plain copy of those bytes), an
-//! append grows it at its end, and no event that changes what a name shows (compaction,
-//! retention, a topic made again, a truncation found at recovery) leaves a stale byte or
-//! size for a new open, while a reader that held the old file open and mapped reads on its
-//! old bytes. Every other stream (and in remote mode every file) shows size 0 at `stat` and
-//! `fstat` alike.
+//! Stream files through the page cache (docs/contract.md, "Memory maps"): a local lines or
+//! JSON lines file (`by-offset/N`, `by-offset/A..B`, `by-time/T` for an absolute T, and their
+//! `.jsonl`) shows its true size at `stat` by path and at `fstat`, a second `cat` of it is
+//! answered by the kernel (the daemon reads nothing of the log: `@metrics`), memory maps and
+//! the dataframe libraries read exactly what `cat` reads (each compared with its own read of
+//! a plain copy of those bytes), an append grows it at its end, and no event that changes what
+//! a name shows (compaction, retention, a topic made again, a truncation found at recovery)
+//! leaves a stale byte or size for a new open, while a reader that held the old file open and
+//! mapped reads on its old bytes. Every other stream (and in remote mode every file) shows
+//! size 0 at `stat` and `fstat` alike.
 
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -62,14 +62,16 @@ fn daemon_read(m: &TestMount, topic: &str) -> f64 {
     scrape(m)[&format!("topicfs_bytes_read_total{{topic={topic}}}")]
 }
 
-/// The page-cached lines files of the 30,000 objects of `t/0` (the first 100 of them left out,
-/// a range, times): `(name, fewest lines)`. The by-time names are added by the test (they
-/// need the records' timestamps).
-const CACHED: [&str; 4] = [
+/// The page-cached files of the 30,000 objects of `t/0`, lines (from the start, the first 100
+/// left out, a range, a time) and JSON lines. The test adds by-time names of the records'
+/// own timestamps.
+const CACHED: [&str; 6] = [
     "t/0/by-offset/0",
     "t/0/by-offset/100",
     "t/0/by-offset/100..20000",
     "t/0/by-time/1970-01-01T00:00:00Z",
+    "t/0/by-offset/0.jsonl",
+    "t/0/by-offset/100.jsonl",
 ];
 
 /// Maps each file given both ways (MAP_SHARED read-only, MAP_PRIVATE), then numpy.memmap
@@ -112,10 +114,10 @@ for name, copy in zip(args[::2], args[1::2]):
         print(what, rows(ours), same(ours, oracle))
 "#;
 
-/// A lines file of a local topic is read through the page cache: its true size at `stat` and
-/// `fstat`, a second `cat` the daemon does not see, maps and dataframe libraries reading what
-/// `cat` reads, and an append that grows it at its end (what was cached stays cached); every
-/// stream file shows size 0.
+/// Lines and JSON lines files of a local topic are read through the page cache: their true
+/// size at `stat` and `fstat`, a second `cat` the daemon does not see, maps and dataframe
+/// libraries reading what `cat` reads, and an append that grows a file at its end (what was
+/// cached stays cached); every stream file shows size 0.
 #[test]
 fn a_lines_file_is_read_through_the_page_cache() {
     let m = TestMount::start(&[]);
@@ -139,6 +141,13 @@ fn a_lines_file_is_read_through_the_page_cache() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["timestamp"].as_i64())
         .map(Option::unwrap)
         .collect();
+    let read = daemon_read(&m, "t");
+    m.ok("cat t/0/by-offset/0.jsonl > /dev/null");
+    assert_eq!(
+        daemon_read(&m, "t"),
+        read,
+        "a second cat of by-offset/0.jsonl"
+    );
     let mut names: Vec<String> = CACHED.iter().map(|n| n.to_string()).collect();
     for t in [stamps[15_000], stamps[stamps.len() - 1]] {
         let from = stamps.iter().position(|s| *s >= t).unwrap();
@@ -156,7 +165,13 @@ fn a_lines_file_is_read_through_the_page_cache() {
     assert_eq!(lines(&looks[2].bytes), 19_900, "by-offset/100..20000");
     assert_eq!(looks[3].bytes, first.bytes, "by-time/1970-01-01T00:00:00Z");
     maps_read_what_cat_reads(&m, &names, &looks);
-    dataframes_read_what_cat_reads(&m, &names[..2], &looks[..2]);
+    // The objects as lines, and as JSON lines (the objects in their values).
+    let frames = [0, 1, 4, 5];
+    dataframes_read_what_cat_reads(
+        &m,
+        &frames.map(|i| names[i].clone()),
+        &frames.map(|i| &looks[i]),
+    );
     an_append_grows_the_file_at_its_end(&m, &first);
     streams_show_size_zero(&m);
 }
@@ -182,7 +197,7 @@ fn maps_read_what_cat_reads(m: &TestMount, names: &[String], looks: &[Look]) {
 
 /// polars, pyarrow, pandas and DuckDB read each file as they read a plain copy of the bytes
 /// `cat` read of it, every line a row.
-fn dataframes_read_what_cat_reads(m: &TestMount, names: &[String], looks: &[Look]) {
+fn dataframes_read_what_cat_reads(m: &TestMount, names: &[String], looks: &[&Look]) {
     let mut args = Vec::new();
     for (i, (name, seen)) in names.iter().zip(looks).enumerate() {
         let copy = m.dir.path().join(format!("copy-{i}.ndjson"));
@@ -203,16 +218,14 @@ fn dataframes_read_what_cat_reads(m: &TestMount, names: &[String], looks: &[Look
     }
 }
 
-/// Streams (JSON lines, the last N, a relative time, whole topics, a follow file) show size
-/// 0 at `stat` by path and at `fstat`; their maps are tested in `mmap::`.
+/// Streams (the last N, a relative time, whole topics, a follow file) show size 0 at `stat`
+/// by path and at `fstat`; their maps are tested in `mmap::`.
 fn streams_show_size_zero(m: &TestMount) {
     let sized = with_a_size(
         m,
         &[
-            "t/0/by-offset/0.jsonl",
-            "t/0/by-offset/100.jsonl",
-            "t/0/by-time/1970-01-01T00:00:00Z.jsonl",
             "t/0/by-offset/-100",
+            "t/0/by-offset/-100.jsonl",
             "t/0/by-time/-1d",
             "t/by-offset/earliest",
             "t/by-time/1970-01-01T00:00:00Z",
