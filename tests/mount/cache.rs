@@ -385,6 +385,7 @@ fn no_stale_byte_after_a_compaction() {
     let old = look(&m, "t/0/by-offset/0");
     let all: String = (0..80).map(|i| value(i) + "\n").collect();
     assert_eq!(old.bytes, all.as_bytes());
+    let old_jsonl = look(&m, "t/0/by-offset/0.jsonl");
     let (holder, rx, size) = hold(&m, "t/0/by-offset/0", &old.bytes);
     assert_eq!(size, old.stat);
     m.ok("echo min.cleanable.dirty.ratio=0.5 >> t/config");
@@ -408,6 +409,22 @@ fn no_stale_byte_after_a_compaction() {
     assert_ne!(
         new.ino, old.ino,
         "the compacted by-offset/0 kept its inode number"
+    );
+    // The JSON lines too: the offsets left, under a new inode number.
+    let jsonl = look(&m, "t/0/by-offset/0.jsonl");
+    let offsets: Vec<i64> = String::from_utf8(jsonl.bytes)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["offset"].as_i64())
+        .map(Option::unwrap)
+        .collect();
+    assert_eq!(
+        offsets,
+        (0..80).filter(|i| i + 4 >= end).collect::<Vec<_>>()
+    );
+    assert_ne!(
+        jsonl.ino, old_jsonl.ino,
+        "by-offset/0.jsonl kept its inode number"
     );
     still_reads_its_bytes(holder, &rx, size);
 }
@@ -456,13 +473,29 @@ with open("r/0/append", "w") as f:
 
     // A topic deleted and made again under its name, with fewer bytes than before.
     m.ok("mkdir t && printf 'old-1\\nold-2\\n' >> t/0/append");
-    let names = ["t/0/by-offset/0", "t/0/by-time/1970-01-01T00:00:00Z"];
+    let names = [
+        "t/0/by-offset/0",
+        "t/0/by-time/1970-01-01T00:00:00Z",
+        "t/0/by-offset/0.jsonl",
+    ];
     let old: Vec<Look> = names.iter().map(|n| look(&m, n)).collect();
-    assert!(old.iter().all(|l| l.bytes == b"old-1\nold-2\n"), "{old:?}");
+    assert!(
+        old[..2].iter().all(|l| l.bytes == b"old-1\nold-2\n"),
+        "{old:?}"
+    );
     m.ok("rmdir t && mkdir t && echo new >> t/0/append");
     for (name, old) in names.iter().zip(&old) {
         let new = look(&m, name);
-        assert_eq!(String::from_utf8_lossy(&new.bytes), "new\n", "{name}");
+        let shown = String::from_utf8_lossy(&new.bytes).into_owned();
+        // A JSON line's value is the line without its newline.
+        let value = match name.ends_with(".jsonl") {
+            true => serde_json::from_str::<serde_json::Value>(&shown).unwrap()["value"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            false => shown.replacen('\n', "", 1),
+        };
+        assert_eq!(value, "new", "{name}: {shown}");
         assert_ne!(new.ino, old.ino, "{name} kept its inode number");
     }
 
