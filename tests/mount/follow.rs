@@ -202,7 +202,7 @@ fn tail_f_follows_by_offset_and_follow_files() {
         m.ok("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo old-$i >> t/0/append; done");
     }
     // `stat` of a stream's path still shows 0 bytes; of a cached lines file, its length.
-    assert_eq!(m.ok("stat -c %s t/0/by-offset/0.jsonl"), "0\n");
+    assert_eq!(m.ok("stat -c %s t/0/by-offset/earliest.jsonl"), "0\n");
     assert_eq!(
         m.ok("stat -c %s t/0/by-offset/0"),
         m.ok("wc -c < t/0/by-offset/0")

@@ -259,12 +259,16 @@ def check(name):
     at_end = os.fstat(fd).st_size
     os.close(fd)
     # JSON lines beyond the first read's 32 KiB: 0 at open (never a part of the length).
-    want = 0 if name.endswith(".jsonl") and len(data) > 32768 else len(data)
+    # (Streams: relative starts. Decimal starts are files the kernel caches: their length.)
+    base = name.rsplit("/", 1)[1]
+    stream = base.startswith("-") or base.startswith("earliest")
+    want = 0 if stream and name.endswith(".jsonl") and len(data) > 32768 else len(data)
     assert (size, at_end) == (want, len(data)), (name, size, at_end, len(data))
     return data
 names = ["t/0/by-offset/0", "t/0/by-offset/12345", "t/0/by-offset/19999",
          "t/0/by-offset/20000", "t/0/by-offset/0.jsonl", "t/0/by-offset/777.jsonl",
-         "t/0/by-offset/19990.jsonl"]
+         "t/0/by-offset/19990.jsonl", "t/0/by-offset/earliest.jsonl",
+         "t/0/by-offset/-19223.jsonl", "t/0/by-offset/-10.jsonl"]
 for n in names:
     check(n)
 # Opened, then more records appended: fstat and the bytes stop at the log end of the open.
@@ -284,11 +288,17 @@ print(check("t/0/by-offset/0").decode().splitlines()[-1])
     assert_eq!(run(&m, "a"), "later-a-2\n");
     // rsync copies the length shown at open: a JSON lines stream within the first read's
     // 32 KiB whole, a longer one as empty (docs/contract.md).
-    m.ok("rsync t/0/by-offset/19990.jsonl ../small.jsonl && rsync t/0/by-offset/0.jsonl ../big.jsonl");
-    let small = m.read("t/0/by-offset/19990.jsonl");
+    m.ok("rsync t/0/by-offset/-12.jsonl ../small.jsonl && rsync t/0/by-offset/earliest.jsonl ../big.jsonl");
+    let small = m.read("t/0/by-offset/-12.jsonl");
     assert!(small.len() > 1000, "{small}");
     assert_eq!(m.ok("cat ../small.jsonl"), small);
     assert_eq!(m.ok("wc -c < ../big.jsonl"), "0\n");
+    // A cached JSON lines file shows its length: rsync copies it whole.
+    m.ok("rsync t/0/by-offset/0.jsonl ../whole.jsonl");
+    assert_eq!(
+        m.ok("cmp ../whole.jsonl t/0/by-offset/0.jsonl && echo same"),
+        "same\n"
+    );
     // After a remount every segment is counted anew.
     m.unmount();
     m.remount();
@@ -320,7 +330,7 @@ for i in range(0, len(data), 32768):
     os.write(fd, data[i:i + 32768])
 os.close(fd)
 # A stream asks for 1 MiB; a cached lines file for 32 KiB (the kernel reads ahead).
-assert os.stat("t/0/by-offset/0.jsonl").st_blksize == 1 << 20
+assert os.stat("t/0/by-offset/earliest.jsonl").st_blksize == 1 << 20
 assert os.stat("t/0/by-offset/0").st_blksize == 32 << 10
 for n in (0, 77777, 150001):
     before = bytes_read()
@@ -334,8 +344,21 @@ for n in (0, 77777, 150001):
 with open("t/0/by-offset/150001", "rb") as f:
     assert f.readline() == b"0150001\n"
     assert f.read() == data[150002 * 8:]
-# JSON lines too: the open's fstat does not format the rest of the partition to measure it.
+# JSON lines streams too: the open's fstat does not format the rest of the partition to
+# measure it.
 for n in (0, 77777):
+    before = bytes_read()
+    with open(f"t/0/by-offset/-{200000 - n}.jsonl", "rb") as f:
+        line = f.readline()
+    used = bytes_read() - before
+    assert b'"offset":%d,' % n in line, (n, line)
+    assert used < 512 * 1024, (n, used)
+# A cached JSON lines file: the partition's first stat formats every record once (its
+# table); later opens cost a lookup.
+before = bytes_read()
+os.stat("t/0/by-offset/0.jsonl")
+assert bytes_read() - before > len(data), (bytes_read() - before, len(data))
+for n in (0, 77777, 150001):
     before = bytes_read()
     with open(f"t/0/by-offset/{n}.jsonl", "rb") as f:
         line = f.readline()

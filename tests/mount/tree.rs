@@ -229,10 +229,15 @@ fn files_report_the_largest_request_as_their_io_size() {
     // that are read; append files keep 4096 (`cat` then writes 128 KiB requests); a file
     // the kernel caches 32 KiB (a stream's first read: the kernel reads ahead).
     assert_eq!(
-        m.ok("stat -c %o t/0/by-offset/0.jsonl t/config t/0/segments/00000000000000000000.log"),
+        m.ok(
+            "stat -c %o t/0/by-offset/earliest.jsonl t/config t/0/segments/00000000000000000000.log"
+        ),
         "1048576\n1048576\n1048576\n"
     );
-    assert_eq!(m.ok("stat -c %o t/0/by-offset/0"), "32768\n");
+    assert_eq!(
+        m.ok("stat -c %o t/0/by-offset/0 t/0/by-offset/0.jsonl"),
+        "32768\n32768\n"
+    );
     assert_eq!(
         m.ok("stat -c %o . t t/0/segments t/0/append t/append.jsonl"),
         "4096\n4096\n4096\n4096\n4096\n"
