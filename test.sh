@@ -19,10 +19,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --all-targets
 # The mount tests of the core operations again, every mount serving over FUSE io_uring
 # (--io-uring; about three minutes): names, reads, memory maps, appends, follow, groups,
-# passthrough, table/, maildir/ and the mail clients, schema-encoded values, @metrics, @log.
+# passthrough, table/, maildir/ and the mail clients, schema-encoded values, @metrics, @log,
+# the page cache.
 TOPICFS_TEST_TRANSPORT=io_uring cargo test --test mount -- files:: tree:: read:: mmap:: \
   append:: follow:: groups:: passthrough:: table:: maildir:: mail_clients:: schemas:: \
-  metrics:: log_file::
+  metrics:: log_file:: cache::
 # The fault-injecting file system the power-cut tests run on (tools/faultfs).
 cargo test -p faultfs
 # Apache Kafka's own tools, kafka-python and a real broker against topicfs (interop/README.md):

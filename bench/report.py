@@ -137,9 +137,21 @@ def rows(r, failures):
                     m("echo.topicfs"), m("echo.nullfs"), "do-nothing FUSE file", "records/s",
                     paired(r, "echo.topicfs", "echo.nullfs"))
 
-    add_read("4", "sequential read (`cat by-offset/0` vs `cat` of the do-nothing FUSE file of "
-             "as many bytes; ratio of times)", "sequential read vs no-op FUSE",
-             "read.topicfs", "read.nullfs", "read.topicfs_bytes", "do-nothing FUSE file", 0.8)
+    add_read("4", "first read (`cat by-offset/0`, none of it in the page cache) vs `cat` of the "
+             "do-nothing FUSE file of as many bytes; ratio of times", "first read vs no-op FUSE",
+             "read.topicfs", "read.nullfs", "read.topicfs_bytes", "do-nothing FUSE file", 0.6)
+    add_read("4", "second read (`cat by-offset/0` again: the kernel's page cache) vs `cat` of a "
+             "plain file of the same bytes in the page cache; ratio of times",
+             "second read vs cached plain file", "read.again_topicfs", "read.again_plain",
+             "read.topicfs_bytes", "plain file in the page cache", 0.9)
+    if "read.again_daemon_bytes" in med:
+        add_context("4", "… bytes the daemon read from the log during those second reads (0: "
+                    "the kernel answered them all)", m("read.again_daemon_bytes"), None, "–",
+                    "bytes", None)
+    add_read("4", "polars `read_ndjson` of a by-offset file of JSON objects (in the page cache) "
+             "vs polars reading the same bytes from a plain file on disk; ratio of times",
+             "polars read_ndjson vs plain file", "frames.topicfs", "frames.plain",
+             "frames.bytes", "plain file on disk")
     if "read.nullmem" in med:
         add_read("4", "… against `cat` of a do-nothing FUSE file of as many bytes served from "
                  "memory, part after part (context: the ceiling's replies are one cached "

@@ -35,6 +35,7 @@
 #   BENCH_READ_PASSES=4/2     figure 4: passes over the file each timed stream read makes (one
 #                             pass of 256 MiB takes about 50 ms: too short to time alone)
 #   BENCH_READ_RUNS=7/3       figure 4: alternating runs of the stream reads
+#   BENCH_NDJSON_N=1000000/200000  figure 4: JSON objects, one a line, polars reads
 #   BENCH_AVRO_N=1000000/100000  figure 15: Avro values of ~100 bytes shown as JSON by `cat`
 #   BENCH_URING_MB=64/16     figure 14: MiB of 100-byte lines read as a stream on each transport
 #   BENCH_THREADS=4           FUSE worker threads of topicfs and of the do-nothing FS
@@ -75,6 +76,7 @@ MAILDIR_HELD=${BENCH_MAILDIR_HELD:-20000}
 URING_MB=${BENCH_URING_MB:-$(pick 64 16)}
 READ_PASSES=${BENCH_READ_PASSES:-$(pick 4 2)}
 READ_RUNS=${BENCH_READ_RUNS:-$(pick 7 3)}
+NDJSON_N=${BENCH_NDJSON_N:-$(pick 1000000 200000)}
 FIGURES=${BENCH_FIGURES:-}
 # fig N: whether figure N runs (all of them without BENCH_FIGURES).
 fig() { [ -z "$FIGURES" ] || [[ " $FIGURES " == *" $1 "* ]]; }
@@ -165,6 +167,14 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.6f", b / 1048576 }'; }
 file_size() { stat -c %s "$@" | awk '{ s += $1 } END { print s + 0 }'; }
 # rss PID FIELD: a memory figure of /proc/PID/status (VmRSS, RssAnon...) in MiB.
 rss() { awk -v k="$2:" '$1 == k { printf "%.3f", $2 / 1024 }' "/proc/$1/status"; }
+# uncache FILE...: the kernel drops the pages it holds of the files (posix_fadvise DONTNEED,
+# through dd), so the next read of a local by-offset file is a first read, answered by the
+# daemon from the log, not by the page cache.
+uncache() { local f; for f in "$@"; do dd if="$f" iflag=nocache count=0 status=none; done; }
+# bytes_read MOUNTPOINT TOPIC: what @metrics counts of the topic's batches read for readers.
+bytes_read() {
+    awk -v k="topicfs_bytes_read_total{topic=\"$2\"}" '$1 == k { print $2 }' "$1/@metrics"
+}
 
 # mount_topicfs NAME MOUNTPOINT LOGDIR [ARGS...]: mounts (returns once the mount is live),
 # sets TFS_PID.
@@ -340,26 +350,53 @@ if fig 4; then
     cmp "$MNT/bulk/0/by-offset/0" "$BULK" >&2 || { echo "by-offset/0 differs from what was appended" >&2; exit 1; }
     LOG_FILES=("$LOGA"/bulk-0/*.log)
     LOG_BYTES=$(file_size "${LOG_FILES[@]}")
-    # timed_passes KEY RUN FILE...: records the time `cat` takes over the files READ_PASSES
-    # times over.
+    # timed_passes KEY RUN PREPARE FILE...: records the time `cat` takes over the files
+    # READ_PASSES times over; `PREPARE FILE...` runs before each pass, untimed.
     timed_passes() {
-        local key=$1 run=$2 i t0 t1
-        shift 2
-        t0=$(now)
-        for ((i = 0; i < READ_PASSES; i++)); do cat "$@" >/dev/null; done
-        t1=$(now)
-        record "$key" "$run" "$(elapsed "$t0" "$t1")"
+        local key=$1 run=$2 prepare=$3 i t0 t1 total=0
+        shift 3
+        for ((i = 0; i < READ_PASSES; i++)); do
+            "$prepare" "$@"
+            t0=$(now); cat "$@" >/dev/null; t1=$(now)
+            total=$(awk -v a="$total" -v b="$(elapsed "$t0" "$t1")" 'BEGIN { printf "%.6f", a + b }')
+        done
+        record "$key" "$run" "$total"
     }
-    read_topicfs() { timed_passes read.topicfs "$1" "$MNT/bulk/0/by-offset/0"; }
-    read_topicfs_mem() { timed_passes read.topicfs_mem "$1" "$MNT/bulk/0/by-offset/0"; }
-    read_raw() { timed_passes read.raw "$1" "${LOG_FILES[@]}"; }
-    read_null() { timed_passes read.nullfs "$1" "$NMNT/zero"; }
+    as_is() { :; }
+    # First reads: the kernel holds none of the file's pages, the daemon decodes every byte.
+    read_topicfs() { timed_passes read.topicfs "$1" uncache "$MNT/bulk/0/by-offset/0"; }
+    read_topicfs_mem() { timed_passes read.topicfs_mem "$1" uncache "$MNT/bulk/0/by-offset/0"; }
+    read_raw() { timed_passes read.raw "$1" as_is "${LOG_FILES[@]}"; }
+    read_null() { timed_passes read.nullfs "$1" as_is "$NMNT/zero"; }
     # The do-nothing file whose bytes come from memory, part after part (context: what a
     # reply costs when its bytes are not the same cached mebibyte each time).
-    read_mem() { timed_passes read.nullmem "$1" "$NMNT/mem"; }
+    read_mem() { timed_passes read.nullmem "$1" as_is "$NMNT/mem"; }
     RUNS=$READ_RUNS alternate3 read_topicfs read_null read_raw
     RUNS=$READ_RUNS alternate read_topicfs_mem read_mem
     record read.topicfs_bytes 0 "$((BULK_BYTES * READ_PASSES))"
+    # Second reads: the kernel answers from the pages the first read left (the daemon reads
+    # nothing of the log: counted in @metrics), against `cat` of a plain file of the same
+    # bytes in the page cache.
+    cat "$MNT/bulk/0/by-offset/0" "$BULK" >/dev/null
+    again_topicfs() { timed_passes read.again_topicfs "$1" as_is "$MNT/bulk/0/by-offset/0"; }
+    again_plain() { timed_passes read.again_plain "$1" as_is "$BULK"; }
+    daemon_before=$(bytes_read "$MNT" bulk)
+    RUNS=$READ_RUNS alternate again_topicfs again_plain
+    record read.again_daemon_bytes 0 "$(($(bytes_read "$MNT" bulk) - daemon_before))"
+    # polars reading JSON objects, one a line, from a by-offset file (a memory map of the
+    # page-cached file) against polars reading the same bytes from a plain file on disk.
+    python3 -c 'import polars' 2>/dev/null || die "figure 4 needs polars (scripts/install-deps.sh)"
+    python3 "$HERE/frames.py" --make "$WORK/objects.jsonl" "$NDJSON_N"
+    mkdir "$MNT/objects"
+    cat "$WORK/objects.jsonl" >"$MNT/objects/0/append"
+    cmp "$MNT/objects/0/by-offset/0" "$WORK/objects.jsonl" >&2 || die "objects: by-offset/0 differs from what was appended"
+    record frames.bytes 0 "$(file_size "$WORK/objects.jsonl")"
+    frames_run() { # KEY RUN FILE
+        record "$1" "$2" "$(python3 "$HERE/frames.py" "$3" "$NDJSON_N")"
+    }
+    frames_topicfs() { frames_run frames.topicfs "$1" "$MNT/objects/0/by-offset/0"; }
+    frames_plain() { frames_run frames.plain "$1" "$WORK/objects.jsonl"; }
+    alternate frames_topicfs frames_plain
     record read.raw_bytes 0 "$((LOG_BYTES * READ_PASSES))"
     # A group's records (a new group each run, so each reads the whole topic): exactly as
     # used, a record per read under 128 KiB, whole records in cat's larger reads. Against the
@@ -593,6 +630,7 @@ if fig 9 && ((${#CODECS[@]})); then
     }
     comp_read() { # CODEC RUN
         local t0 t1
+        uncache "$MNT2/c-$1/0/by-offset/0"
         t0=$(now); cat "$MNT2/c-$1/0/by-offset/0" >/dev/null; t1=$(now)
         record "comp.read.$1" "$2" "$(elapsed "$t0" "$t1")"
     }
@@ -722,6 +760,7 @@ if [ "$PEER" = 1 ] && fig 10; then
     record peer.read.records 0 "$BULK_LINES"
     peer_read_topicfs() {
         local t0 t1
+        uncache "$MNT2/peer/0/by-offset/0"
         t0=$(now); cat "$MNT2/peer/0/by-offset/0" >/dev/null; t1=$(now)
         record peer.read.topicfs "$1" "$(elapsed "$t0" "$t1")"
     }
@@ -835,6 +874,7 @@ if fig 14; then
     }
     u_read() { # KEY RUN MOUNTPOINT
         local t0 t1
+        uncache "$3/read14/0/by-offset/0"
         t0=$(now); cat "$3/read14/0/by-offset/0" >/dev/null; t1=$(now)
         record "$1" "$2" "$(div "$URING_MB" "$(elapsed "$t0" "$t1")")"
     }

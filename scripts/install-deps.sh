@@ -67,6 +67,11 @@ python3 -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_
 # tests/mount/mmap.rs maps files as dataframe and array libraries do: polars, numpy.memmap.
 python3 -c 'import polars' 2>/dev/null || python3 -m pip install -q 'polars>=1.0'
 python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q 'numpy>=1.26'
+# tests/mount/cache.rs reads the page-cached lines files with the readers of JSON lines people
+# use, each against its own read of a plain copy: pyarrow, pandas, DuckDB.
+python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install -q 'pyarrow>=15'
+python3 -c 'import pandas' 2>/dev/null || python3 -m pip install -q 'pandas>=2.1'
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q 'duckdb>=1.0'
 if [ ! -e /dev/fuse ]; then
     echo "/dev/fuse is missing: the mount tests cannot run" >&2
     exit 1

@@ -8,6 +8,7 @@ mod common;
 mod addressing;
 mod append;
 mod append_kv;
+mod cache;
 mod compaction;
 mod config;
 mod consume_trust;

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::common::mount::{Options, TestMount};
 
 /// The samples of `@metrics`, parsed by prometheus_client: "name{k=v,...}" -> value.
-fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
+pub(crate) fn scrape(m: &TestMount) -> BTreeMap<String, f64> {
     let script = r#"
 import sys
 from prometheus_client.parser import text_string_to_metric_families

@@ -10,21 +10,24 @@ use std::process::{Command, Output};
 use crate::common::mount::TestMount;
 
 /// The stream files checked, with the fewest lines each holds: lines and JSON lines from the
-/// start and from inside the log, by time, from the end (`-N`), topic-wide, and a follow file.
-const STREAMS: [(&str, usize); 8] = [
+/// start and from inside the log, by time (absolute and relative), from the end (`-N`),
+/// topic-wide (by offset and by time), and a follow file.
+const STREAMS: [(&str, usize); 10] = [
     ("t/0/by-offset/0", 30_000),
     ("t/0/by-offset/100", 29_900),
     ("t/0/by-offset/0.jsonl", 30_000),
     ("t/0/by-offset/100.jsonl", 29_900),
     ("t/0/by-time/1970-01-01T00:00:00Z", 30_000),
     ("t/0/by-offset/-100", 100),
+    ("t/0/by-time/-1d", 30_000),
     ("t/by-offset/earliest", 30_000),
+    ("t/by-time/1970-01-01T00:00:00Z", 30_000),
     ("t/0/follow/0", 30_000),
 ];
 
 /// Partition 0 of `t` holding 30,000 JSON objects, one a line (about 1.3 MB of lines: far
 /// past a first read's 32 KiB).
-fn objects(m: &TestMount) {
+pub(crate) fn objects(m: &TestMount) {
     m.ok("mkdir t");
     m.python(
         r#"
@@ -38,7 +41,7 @@ with open("t/0/append", "w") as f:
 }
 
 /// Runs `script` (`python3 -c`, with `args`) in the mount, in a process of its own.
-fn python(m: &TestMount, script: &str, args: &[&str]) -> Output {
+pub(crate) fn python(m: &TestMount, script: &str, args: &[&str]) -> Output {
     Command::new("python3")
         .arg("-c")
         .arg(script)
@@ -49,7 +52,7 @@ fn python(m: &TestMount, script: &str, args: &[&str]) -> Output {
 }
 
 /// Asserts `out` ended without a signal (SIGBUS is 7) and succeeded; returns its stdout.
-fn no_signal(out: &Output, what: &str) -> String {
+pub(crate) fn no_signal(out: &Output, what: &str) -> String {
     assert_eq!(
         out.status.signal(),
         None,
@@ -65,7 +68,7 @@ fn no_signal(out: &Output, what: &str) -> String {
 }
 
 /// Reads a file to its end (a follow file: to where it waits), without blocking.
-const READ_ALL: &str = r#"
+pub(crate) const READ_ALL: &str = r#"
 import os
 def read_all(name):
     fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
@@ -85,7 +88,7 @@ def read_all(name):
 /// Maps the file the way Python's `mmap` does (the size `fstat` shows) and reads every byte
 /// of the map: prints `refused` with the reason, or the bytes mapped and whether they are
 /// the first bytes a read of the file gives.
-const MAP: &str = r#"
+pub(crate) const MAP: &str = r#"
 import mmap, sys
 name, kind = sys.argv[1], sys.argv[2]
 flags = mmap.MAP_SHARED if kind == "shared" else mmap.MAP_PRIVATE
