@@ -27,6 +27,13 @@ use super::measure::{Lines, Measure};
 use super::{FsResult, FsState};
 use std::sync::Arc;
 
+/// How long the kernel keeps a cached file's entry (which inode its name is): its pages
+/// live as long as the entry (the kernel drops an inode, and its pages, when the last
+/// entry goes). When the name comes to show other bytes, the kernel is told to forget
+/// the entry, and an open of the old one fails with ESTALE, which makes the kernel look
+/// the name up again and open the new inode.
+pub(super) const ENTRY_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The I/O size (`st_blksize`) of a cached file: what a stream's first read answers, so
 /// that a buffered reader (Python's `open()`, stdio) reading one line (`head -n 1`) asks
 /// for as little (the kernel reads ahead for the readers that go on).
@@ -115,6 +122,14 @@ impl FsState {
         name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
     }
 
+    /// The kernel forgets which inode cached file `node`'s name is, once it shows other
+    /// bytes (a new generation of its partition, or values now decoded).
+    pub(super) fn forget_stale_entry(&self, node: &Node) {
+        if let (Some(parent), Node::Lookup(.., name)) = (self.inodes.ino_of(&node.parent()), node) {
+            self.cached.forget_entry(parent, &name.to_string());
+        }
+    }
+
     /// [`Self::is_cached`], and its length can be counted now (its measure): a log that cannot be (a
     /// corrupt batch) is read as a stream, which serves the records before the bad bytes
     /// and then fails.
@@ -155,18 +170,26 @@ impl FsState {
 
     /// The size of cached file `name` of topic `t`'s partition `p`, inode `ino`, at a
     /// GETATTR: its length now, at most `cap` (an open file's end, see
-    /// [`Self::open_cap`]); once its generation is gone, the size last shown.
+    /// [`Self::open_cap`]). Once the name shows other bytes, the size last shown to a
+    /// process that has the file open (`opener`: its `fstat`), and ESTALE to the others (a
+    /// `stat` by path through an entry the kernel kept: it looks the name up again).
     pub(super) fn cached_size(
         &self,
         ino: u64,
         (t, p, name): (&TopicName, u32, &LookupName),
         cap: Option<u64>,
+        opener: bool,
     ) -> FsResult<u64> {
         let node = Node::Lookup(t.clone(), p, *name);
         let shown = self.inodes.size(ino);
         let log = self.partition(t, p)?;
         if !self.is_cached(t, &*log, name) {
-            return Ok(shown);
+            // The name shows other bytes now: its next use looks it up again.
+            self.forget_stale_entry(&node);
+            if opener {
+                return Ok(shown);
+            }
+            return super::tree(libc::ESTALE, format!("{node} shows other bytes now"));
         }
         let decoded = self.schemas.for_topic(t).is_some();
         let measure = self.measure(t, &log, name);

@@ -21,6 +21,9 @@ pub trait KernelCache: Send + Sync {
     /// The kernel is to drop the pages it caches of inode `ino` from byte `from` on (and
     /// ask for its attributes again): whether it did (false: not yet, try again later).
     fn forget_pages(&self, ino: u64, from: u64) -> bool;
+    /// The kernel is to forget which inode the entry `name` of directory `parent` is (it
+    /// looks the name up again at its next use). Sent later, not waited for.
+    fn forget_entry(&self, parent: u64, name: &str);
 }
 
 /// A topic's time when the kernel was first shown attributes of it, and those inodes.
@@ -68,6 +71,14 @@ impl Cached {
     /// [`KernelCache::forget_pages`]); without a kernel (the core's own tests), done.
     pub(super) fn forget_pages(&self, ino: u64, from: u64) -> bool {
         self.kernel.get().is_none_or(|k| k.forget_pages(ino, from))
+    }
+
+    /// The kernel forgets entry `name` of directory `parent` (see
+    /// [`KernelCache::forget_entry`]).
+    pub(super) fn forget_entry(&self, parent: u64, name: &str) {
+        if let Some(k) = self.kernel.get() {
+            k.forget_entry(parent, name);
+        }
     }
 
     /// Whether any attributes are held that a change could make stale.
@@ -134,6 +145,7 @@ mod tests {
         fn forget_pages(&self, _: u64, _: u64) -> bool {
             true
         }
+        fn forget_entry(&self, _: u64, _: &str) {}
     }
 
     #[test]

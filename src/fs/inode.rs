@@ -734,6 +734,11 @@ impl InodeTable {
         ino
     }
 
+    /// The inode `node` has, if the kernel holds one (none is given).
+    pub fn ino_of(&self, node: &Node) -> Option<u64> {
+        self.inner.guard().by_node.get(node).copied()
+    }
+
     /// The inodes of the nodes `pred` picks.
     pub fn find(&self, pred: impl Fn(&Node) -> bool) -> Vec<u64> {
         let t = self.inner.guard();

@@ -505,7 +505,8 @@ impl FsState {
         {
             // A file the kernel caches: its length, or its opener's (fs/cache.rs).
             let cap = self.open_cap(ino, fh)?;
-            attr.size = self.cached_size(ino, (t, *p, name), cap)?;
+            let opener = fh.is_some() || self.opened_by(ino, None, pid).is_some();
+            attr.size = self.cached_size(ino, (t, *p, name), cap, opener)?;
         } else if let Some(size) = self.stream_length(ino, fh, pid)? {
             attr.size = size;
         }

@@ -192,6 +192,11 @@ impl FsState {
     /// How long the kernel may keep `node`'s entry (which inode its name is): as long as
     /// its attributes, unless its view says otherwise.
     pub(super) fn entry_ttl(node: &Node) -> Duration {
+        if let Node::Lookup(.., name) = node
+            && name.shows != 0
+        {
+            return super::cache::ENTRY_TTL;
+        }
         view_of(node)
             .entry_ttl(node)
             .unwrap_or_else(|| Self::ttl(node))

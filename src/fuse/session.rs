@@ -36,6 +36,13 @@ impl crate::fs::KernelCache for KernelAttrs {
         }
     }
 
+    fn forget_entry(&self, parent: u64, name: &str) {
+        let name = std::ffi::OsString::from(name);
+        self.later(format!("entry {name:?} of inode {parent}"), move |n| {
+            n.inval_entry(fuser::INodeNo(parent), &name)
+        });
+    }
+
     /// Sent from a thread of its own and waited for a while only: the kernel drops a page
     /// once no read of it is under way, and such a read may be queued behind the request
     /// this thread serves (then the size is shown at a later request).
@@ -63,6 +70,32 @@ impl crate::fs::KernelCache for KernelAttrs {
                 log::debug!("pages of inode {ino} not dropped yet: a read of them is under way");
                 false
             }
+        }
+    }
+}
+
+impl KernelAttrs {
+    /// Sends `notify` from a thread of its own, not waited for: a notification about an
+    /// entry must not come from the request the kernel serves it under (it may hold the
+    /// directory's lock).
+    fn later(
+        &self,
+        what: String,
+        notify: impl FnOnce(&fuser::Notifier) -> std::io::Result<()> + Send + 'static,
+    ) {
+        let notifier = self.0.clone();
+        let about = what.clone();
+        let spawned = std::thread::Builder::new()
+            .name("forget-entry".into())
+            .spawn(move || {
+                if let Err(e) = notify(&notifier)
+                    && e.raw_os_error() != Some(libc::ENOENT)
+                {
+                    log::debug!("{about} not forgotten: {e}");
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("{what} not forgotten: no thread ({e})");
         }
     }
 }
