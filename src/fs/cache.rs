@@ -24,7 +24,7 @@ use crate::storage::PartitionStore;
 use crate::util::sync::MutexExt;
 
 use super::measure::{Lines, Measure};
-use super::{FsResult, FsState};
+use super::{FsError, FsResult, FsState};
 use std::sync::Arc;
 
 /// How long the kernel keeps a cached file's entry (which inode its name is): its pages
@@ -189,7 +189,10 @@ impl FsState {
             if opener {
                 return Ok(shown);
             }
-            return super::tree(libc::ESTALE, format!("{node} shows other bytes now"));
+            return Err(FsError::Tree(
+                libc::ESTALE,
+                format!("{node} shows other bytes now"),
+            ));
         }
         let decoded = self.schemas.for_topic(t).is_some();
         let measure = self.measure(t, &log, name);
