@@ -734,45 +734,6 @@ impl InodeTable {
         ino
     }
 
-    /// The inode `node` has, if the kernel holds one (none is given).
-    pub fn ino_of(&self, node: &Node) -> Option<u64> {
-        self.inner.guard().by_node.get(node).copied()
-    }
-
-    /// The inodes of the nodes `pred` picks.
-    pub fn find(&self, pred: impl Fn(&Node) -> bool) -> Vec<u64> {
-        let t = self.inner.guard();
-        t.by_node
-            .iter()
-            .filter(|(n, _)| pred(n))
-            .map(|(_, i)| *i)
-            .collect()
-    }
-
-    /// The size the kernel was last shown of `node`'s inode (0: none, or no inode yet).
-    pub fn shown_size(&self, node: &Node) -> u64 {
-        let t = self.inner.guard();
-        t.by_node
-            .get(node)
-            .and_then(|i| t.by_ino.get(i))
-            .map_or(0, |e| e.size)
-    }
-
-    /// The size the kernel was last shown of inode `ino` (0 when none was).
-    pub fn size(&self, ino: u64) -> u64 {
-        self.inner.guard().by_ino.get(&ino).map_or(0, |e| e.size)
-    }
-
-    /// The kernel is shown `size` for inode `ino`, a size never smaller than one shown
-    /// before: the size it keeps now.
-    pub fn show_size(&self, ino: u64, size: u64) -> u64 {
-        let mut t = self.inner.guard();
-        t.by_ino.get_mut(&ino).map_or(size, |e| {
-            e.size = e.size.max(size);
-            e.size
-        })
-    }
-
     /// The inode `t` gives `node`, counting `count` kernel lookups, if it has one.
     fn known(t: &mut Table, node: &Node, count: u64) -> Option<u64> {
         let ino = *t.by_node.get(node)?;
@@ -804,6 +765,8 @@ impl InodeTable {
         self.inner.guard().by_ino.len()
     }
 }
+
+mod sizes;
 
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ mod names;
 pub(crate) mod owner;
 pub use owner::ServiceUser;
 mod read;
+mod start;
 pub mod stream;
 mod tree;
 pub(crate) mod types;

@@ -365,7 +365,7 @@ impl FsState {
             Node::TopicLookup(t, name) => {
                 let topic = self.topic(t)?;
                 let schemas = self.schemas.for_topic(t);
-                let h = super::stream::whole_topic(topic, &t.to_string(), *name, schemas)?;
+                let h = super::start::whole_topic(topic, &t.to_string(), *name, schemas)?;
                 Handle::Group(h)
             }
             node => return tree(libc::EISDIR, format!("{node} is not a stream")),
