@@ -13,8 +13,10 @@
 //! Sizes: `stat` and `fstat` ask GETATTR, which counts the file's length from the log's kept
 //! counts; a lookup shows the size last shown (it costs nothing). When the size grows, the
 //! page that held the old end was cached with zeros past it: the kernel drops it (and the
-//! pages after it) before the new size is shown; the pages before it stay (the mount takes
-//! FUSE_EXPLICIT_INVAL_DATA at INIT).
+//! pages after it) before the new size is shown, and, seeing the size change, the kernel
+//! drops the file's other pages too. (FUSE_EXPLICIT_INVAL_DATA would keep those; it is not
+//! taken: under readers racing retention, a page a short read filled with zeros outlived a
+//! growth with it.)
 
 use crate::addr::{End, OffsetForm, Start, TimeForm};
 use crate::error::Result;

@@ -423,6 +423,11 @@ impl Cursor {
         // Skip forward (a seek past the cursor).
         while self.pos < offset {
             if self.buffered() == 0 && !self.fill(64 * 1024)? {
+                if self.cached.is_some()
+                    && let Some(e) = self.pending.take()
+                {
+                    return Err(e);
+                }
                 self.eof_served = true;
                 return Ok((0, 0));
             }
@@ -437,6 +442,14 @@ impl Cursor {
             self.fill_until(size, first)?;
         }
         let n = self.buffered().min(size);
+        // A cached file's short answer is its end to the kernel, which fills the rest of the
+        // pages with zeros: an error met before the end fails the whole read instead.
+        if self.cached.is_some()
+            && n < size
+            && let Some(e) = self.pending.take()
+        {
+            return Err(e);
+        }
         if n == 0 {
             self.eof_served = true;
         }
@@ -560,6 +573,18 @@ impl Cursor {
         let (start, end) = (self.log.log_start_offset(), self.log.log_end_offset());
         if Limit::cap(self.limit, end) <= self.next {
             return Ok(false);
+        }
+        // A cached file grows only with the records its size counted: once the log was
+        // rewritten, those past the cursor may be gone or others (its reads fail there,
+        // never with other bytes than its size promised).
+        if let Some((generation, _)) = &self.cached
+            && *generation != self.log.generation()
+        {
+            return Err(Error::from(std::io::Error::other(format!(
+                "partition {}: a cached file read past offset {} after the log was rewritten: open it again",
+                self.log.partition(),
+                self.next
+            ))));
         }
         if self.next < start {
             log::warn!(

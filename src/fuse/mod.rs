@@ -237,14 +237,6 @@ impl Filesystem for TopicFs {
         {
             log::warn!("the kernel has no atomic O_TRUNC: `: > table/<key>` keeps the value");
         }
-        // A cached file that grows keeps its pages: the core drops the one page that held
-        // its old end (fs/cache.rs). Without it, the kernel drops them all at every growth.
-        if config
-            .add_capabilities(InitFlags::FUSE_EXPLICIT_INVAL_DATA)
-            .is_err()
-        {
-            log::info!("the kernel drops a cached file's pages whenever it grows");
-        }
         if self.io_uring.load(Ordering::Acquire)
             && config
                 .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
