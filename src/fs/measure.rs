@@ -13,6 +13,15 @@ use crate::render::format_record;
 use crate::storage::PartitionStore;
 use crate::util::sync::MutexExt;
 
+/// The bytes a cached file's open keeps behind its cursor: more than the kernel's reads
+/// under way at once (12 background requests of its 128 KiB read-ahead), which the daemon's
+/// threads may answer in any order.
+pub const KEPT_BEHIND: usize = 2 * 1024 * 1024;
+
+/// A cached file's read this far past its cursor starts from the nearest place a `Measure`
+/// finds instead of reading the bytes between (see `Cursor::seek` in fs/stream.rs).
+pub const SEEK_AFTER: u64 = 1024 * 1024;
+
 /// A cached file's bytes as the log lays them out.
 pub trait Measure: Send + Sync {
     /// The bytes the records at offsets in [from, to) show (None: not known without

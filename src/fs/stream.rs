@@ -17,7 +17,7 @@ use crate::schemas::Schemas;
 use crate::storage::{PartitionStore, RecordStream, TopicStore, measure_records};
 
 use super::ahead::{self, Ahead};
-use super::measure::Measure;
+use super::measure::{KEPT_BEHIND, Measure, SEEK_AFTER};
 use super::start::{Limit, open_at, resolve_limit};
 use super::windows::{Window, Windows};
 
@@ -52,14 +52,6 @@ pub struct StreamHandle {
     /// The topic a read-ahead holds live (see [`StreamHandle::kept_live_by`]).
     topic: Option<Arc<dyn TopicStore>>,
 }
-
-/// The bytes a cached file keeps behind its cursor: more than the kernel's reads under way
-/// at once (12 background requests of its 128 KiB read-ahead).
-const KEPT_BEHIND: usize = 2 * 1024 * 1024;
-
-/// A cached file's read this far past its cursor starts from the log's kept counts instead
-/// of reading the bytes between (see `Cursor::seek`).
-const SEEK_AFTER: u64 = 1024 * 1024;
 
 /// Reads ahead from the second of consecutive sequential reads of at least this size (a
 /// lookup such as `head -n 1` reads little and stops: it gets no read-ahead).
@@ -533,10 +525,7 @@ impl Cursor {
             if offset >= self.pos {
                 return Ok(());
             }
-            return Err(Error::from(std::io::Error::other(format!(
-                "partition {}: a cached file read again at byte {offset}, behind the bytes kept, after the log was rewritten: open it again",
-                self.log.partition()
-            ))));
+            return Err(self.rewritten(&format!("again at byte {offset}, behind the bytes kept")));
         }
         let Some((at, bytes)) = measure.seek(self.start, offset)? else {
             return if offset < self.pos {
@@ -563,6 +552,13 @@ impl Cursor {
         Ok(())
     }
 
+    /// A cached file read `where` after its log was rewritten (EIO).
+    fn rewritten(&self, at: &str) -> Error {
+        let p = self.log.partition();
+        let e = format!("partition {p}: a cached file read {at} after the log was rewritten");
+        Error::from(std::io::Error::other(e + ": open it again"))
+    }
+
     /// Opens a new reader from `next` when the log has grown past the stream's end.
     fn grow(&mut self) -> Result<bool> {
         if let Some(Limit::Time(ts)) = self.limit
@@ -580,11 +576,7 @@ impl Cursor {
         if let Some((generation, _)) = &self.cached
             && *generation != self.log.generation()
         {
-            return Err(Error::from(std::io::Error::other(format!(
-                "partition {}: a cached file read past offset {} after the log was rewritten: open it again",
-                self.log.partition(),
-                self.next
-            ))));
+            return Err(self.rewritten(&format!("past offset {}", self.next)));
         }
         if self.next < start {
             log::warn!(
