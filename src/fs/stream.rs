@@ -112,7 +112,7 @@ struct Cursor {
     schemas: Option<Arc<Schemas>>,
     /// For a file the kernel caches (see [`StreamHandle::cached`]): the partition's
     /// generation at its open, and where the file's bytes are.
-    cached: Option<(u64, Arc<dyn Measure>)>,
+    cached: Option<(u64, u64, Arc<dyn Measure>)>,
 }
 
 impl StreamHandle {
@@ -151,7 +151,9 @@ impl StreamHandle {
     /// cursor starts from the log's kept counts near it (a memory map reads anywhere).
     pub fn cached(mut self, measure: Option<Arc<dyn Measure>>) -> StreamHandle {
         if let Some(c) = &mut self.cursor {
-            c.cached = measure.clone().map(|m| (c.log.generation(), m));
+            c.cached = measure
+                .clone()
+                .map(|m| (c.log.generation(), c.log.rewrites(), m));
         }
         self.cached = measure;
         self
@@ -518,7 +520,7 @@ impl Cursor {
         // The log's counts tell where bytes are only while its records are the ones the file
         // showed: after a rewrite, the cursor reads forward on the segments it started on,
         // and cannot go back.
-        let Some((generation, measure)) = &self.cached else {
+        let Some((generation, _, measure)) = &self.cached else {
             return Ok(());
         };
         if *generation != self.log.generation() {
@@ -570,11 +572,11 @@ impl Cursor {
         if Limit::cap(self.limit, end) <= self.next {
             return Ok(false);
         }
-        // A cached file grows only with the records its size counted: once the log was
-        // rewritten, those past the cursor may be gone or others (its reads fail there,
-        // never with other bytes than its size promised).
-        if let Some((generation, _)) = &self.cached
-            && *generation != self.log.generation()
+        // A cached file grows only with the records its size counted: once the cleaner
+        // rewrote the log, or retention took the records past the cursor, those may be
+        // others or gone (its reads fail there, never with other bytes than it promised).
+        if let Some((_, rewrites, _)) = &self.cached
+            && (*rewrites != self.log.rewrites() || self.next < start)
         {
             return Err(self.rewritten(&format!("past offset {}", self.next)));
         }

@@ -346,6 +346,11 @@ impl PartitionLog {
         self.dirfd.identity()
     }
 
+    /// The cleaner's replacements since the load (and 1 for a recovery that cut the log).
+    pub fn rewrites(&self) -> u64 {
+        self.rewrites.load(Ordering::Acquire)
+    }
+
     /// Whether the log is read with `read_committed`.
     pub fn committed_only(&self) -> bool {
         self.isolation.get().is_some()

@@ -202,6 +202,9 @@ impl PartitionStore for PartitionLog {
     fn committed_only(&self) -> bool {
         PartitionLog::committed_only(self)
     }
+    fn rewrites(&self) -> u64 {
+        PartitionLog::rewrites(self)
+    }
     fn record_count(&self) -> Result<u64> {
         PartitionLog::record_count(self)
     }

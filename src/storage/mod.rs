@@ -296,6 +296,11 @@ pub trait PartitionStore: Send + Sync {
     fn generation(&self) -> u64 {
         0
     }
+    /// The part of [`PartitionStore::generation`] that changes when records past the log
+    /// start change (the cleaner, a recovery cut), not when the log start moves.
+    fn rewrites(&self) -> u64 {
+        0
+    }
     /// Whether the partition is read with `read_committed` (its end is the last stable
     /// offset; aborted records are skipped).
     fn committed_only(&self) -> bool {
