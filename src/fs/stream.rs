@@ -145,10 +145,8 @@ impl StreamHandle {
         })
     }
 
-    /// With `cached`, a file the kernel caches (`fs/cache.rs`): a read is answered in full
-    /// (the kernel takes a short one for the end of the file), from what the log holds at
-    /// the read (its size grows at every `stat`, not at an EOF), and a read away from the
-    /// cursor starts from the log's kept counts near it (a memory map reads anywhere).
+    /// With `measure`, a file the kernel caches (`fs/cache.rs`): reads are answered in full,
+    /// from what the log holds at the read, at any byte (from the place `measure` finds).
     pub fn cached(mut self, measure: Option<Arc<dyn Measure>>) -> StreamHandle {
         if let Some(c) = &mut self.cursor {
             c.cached = measure
@@ -163,12 +161,9 @@ impl StreamHandle {
         self.cached.is_some()
     }
 
-    /// The size a cached file shows at the kernel's GETATTR for a read past the `shown`
-    /// size: its length at open, up to its first EOF, and None from then on (it grows as the
-    /// log does, as every stream file does after its first EOF). The kernel asks at a read
-    /// that goes past the size it holds, not only at the end: the reader is at the end (an
-    /// EOF is served) when the size shown is the open's length and the reads got the bytes
-    /// up to it before, or the kernel asked at that length once already.
+    /// The size a cached file shows at the kernel's GETATTR for a read past the `shown` size:
+    /// its length at open up to its first EOF (the second ask at that length, or one after
+    /// the reads got every byte), None from then on (it grows, as streams do after an EOF).
     pub fn open_cap(&mut self, shown: u64) -> Result<Option<u64>> {
         let Some(len) = self.open_len()? else {
             return Ok(None);
@@ -625,9 +620,14 @@ impl Cursor {
             return Err(e);
         }
         let format = self.name.format;
+        // Where the last growth began: one that read nothing there ends the fill.
+        let mut grew_at = None;
         while self.pending.is_none() && self.buffered() < want {
-            if self.eof && !(self.grows() && self.grow()?) {
-                break;
+            if self.eof {
+                if grew_at == Some(self.next) || !(self.grows() && self.grow()?) {
+                    break;
+                }
+                grew_at = Some(self.next);
             }
             let (out, end, next) = (&mut self.out, self.end, &mut self.next);
             let (topic, partition) = (&*self.topic, self.log.partition());
