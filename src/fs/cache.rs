@@ -5,10 +5,10 @@
 //! only ever grow at their end, so the kernel keeps its pages across opens and a second
 //! `cat` or a memory map reads them from memory. When what the name shows changes (the
 //! cleaner, retention, a log start moved, values now decoded by a schema), it is another
-//! generation, hence another node ([`LookupName::shows`]) and another inode: the kernel asks
-//! for a file's entry and attributes at every use (they are never cached), so the next path
-//! walk finds the new inode, while files already open, and their maps, keep the old one,
-//! whose size never shrinks.
+//! generation, hence another node ([`LookupName::shows`]) and another inode: an open or a
+//! `stat` through the entry the kernel kept ([`ENTRY_TTL`]) gets ESTALE and the kernel looks
+//! the name up again, while files already open, and their maps, keep the old inode, whose
+//! size never shrinks.
 //!
 //! Sizes: `stat` and `fstat` ask GETATTR, which counts the file's length from the log's kept
 //! counts; a lookup shows the size last shown (it costs nothing). When the size grows, the
@@ -113,14 +113,9 @@ impl FsState {
     }
 
     /// Whether `name` in topic `t`'s partition `log` is, as it is now, what its node shows:
-    /// a file the kernel caches, of the partition's current generation.
-    pub(super) fn is_cached(
-        &self,
-        t: &TopicName,
-        log: &dyn PartitionStore,
-        name: &LookupName,
-    ) -> bool {
-        let decoded = self.schemas.for_topic(t).is_some();
+    /// a file the kernel caches, of the partition's current generation (`decoded`: the
+    /// topic's values are decoded by its schemas now).
+    pub(super) fn is_cached(log: &dyn PartitionStore, name: &LookupName, decoded: bool) -> bool {
         name.shows != 0 && shows(log, name, decoded).is_ok_and(|s| s == name.shows)
     }
 
@@ -132,17 +127,18 @@ impl FsState {
         }
     }
 
-    /// [`Self::is_cached`], and its length can be counted now (its measure): a log that cannot be (a
-    /// corrupt batch) is read as a stream, which serves the records before the bad bytes
-    /// and then fails.
+    /// The measure of `name`, a cached file that [`Self::is_cached`] (its node is current),
+    /// when its length can be counted now: a log that cannot be (a corrupt batch) is read
+    /// as a stream, which serves the records before the bad bytes and then fails. None for a
+    /// stream's node.
     pub(super) fn cached_measure(
         &self,
         t: &TopicName,
         log: &Arc<dyn PartitionStore>,
         name: &LookupName,
+        decoded: bool,
     ) -> Option<Arc<dyn Measure>> {
-        let decoded = self.schemas.for_topic(t).is_some();
-        if !self.is_cached(t, &**log, name) {
+        if name.shows == 0 {
             return None;
         }
         let measure = self.measure(t, log, name);
@@ -185,7 +181,8 @@ impl FsState {
         let node = Node::Lookup(t.clone(), p, *name);
         let shown = self.inodes.size(ino);
         let log = self.partition(t, p)?;
-        if !self.is_cached(t, &*log, name) {
+        let decoded = self.schemas.for_topic(t).is_some();
+        if !Self::is_cached(&*log, name, decoded) {
             // The name shows other bytes now: its next use looks it up again.
             self.forget_stale_entry(&node);
             if opener {
@@ -196,7 +193,6 @@ impl FsState {
                 format!("{node} shows other bytes now"),
             ));
         }
-        let decoded = self.schemas.for_topic(t).is_some();
         let measure = self.measure(t, &log, name);
         let now = match length(&*log, name, decoded, &*measure) {
             Ok(Some(now)) => now,

@@ -351,14 +351,14 @@ impl FsState {
         Ok(match node {
             Node::Lookup(t, p, name) => {
                 let log = self.partition(t, *p)?;
-                if name.shows != 0 && !self.is_cached(t, &*log, name) {
+                let schemas = self.schemas.for_topic(t);
+                if name.shows != 0 && !Self::is_cached(&*log, name, schemas.is_some()) {
                     // An entry the kernel kept from before the name came to show other
                     // bytes: ESTALE makes it look the name up again and open the new inode.
                     self.forget_stale_entry(node);
                     return tree(libc::ESTALE, format!("{node} shows other bytes now"));
                 }
-                let measure = self.cached_measure(t, &log, name);
-                let schemas = self.schemas.for_topic(t);
+                let measure = self.cached_measure(t, &log, name, schemas.is_some());
                 let stream = StreamHandle::open(t, log, *name, schemas)?.cached(measure);
                 Handle::Stream(stream.kept_live_by(self.topic(t)?))
             }
